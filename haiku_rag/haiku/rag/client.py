@@ -1,0 +1,566 @@
+"""``HaikuRAG``: the one facade the CLI, the capabilities and the desktop app use.
+
+Store and CPU work is synchronous underneath and runs in worker threads (``asyncio.to_thread``)
+so an event loop (the app's GUI loop included) never blocks. Ingestion has two speeds: a
+document is written, and searchable by full text, as soon as it is chunked; its vectors follow
+and turn it into a hybrid-searchable document. An interrupted embedding phase leaves a
+text-searchable document whose missing vectors ``embed_pending`` completes later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from haiku.rag.config import AppConfig, load_config, resolve_db_path
+from haiku.rag.errors import (
+    DocumentNotFoundError,
+    HaikuRAGError,
+    IngestError,
+    OperationCancelled,
+    SourceNotFoundError,
+)
+from haiku.rag.ingest.pipeline import (
+    check_size,
+    content_hash,
+    file_uri,
+    iter_source_files,
+    prepare_document,
+)
+from haiku.rag.ingest.records import Box
+from haiku.rag.operations import CancelToken, Progress, ProgressCallback, Stage, check_cancelled, report
+from haiku.rag.search.grounding import PageImage, pages_to_render, render_page
+from haiku.rag.search.hybrid import SearchType
+from haiku.rag.store import documents as docs
+from haiku.rag.store.engine import Store
+from haiku.rag.store.models import Chunk, Document, SearchResult
+
+log = logging.getLogger("haiku.rag")
+
+LOCAL_EMBEDDER_MODEL = "all-MiniLM-L6-v2"
+LOCAL_EMBEDDER_DIM = 384
+VECTOR_WRITE_BATCH = 256  # vectors per store append: fewer table versions than per-batch writes
+
+IngestStatus = Literal["ingested", "updated", "unchanged", "failed", "skipped"]
+
+
+@dataclass(slots=True)
+class IngestOutcome:
+    """What happened to one source; ``--json`` prints these, the app shows them per file."""
+
+    source: str
+    status: IngestStatus
+    document: Document | None = None
+    category: str | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "status": self.status,
+            "document_id": self.document.id if self.document else None,
+            "title": self.document.title if self.document else None,
+            "index_state": self.document.index_state if self.document else None,
+            "category": self.category,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class _EmbedPlan:
+    pending: list[tuple[Document, list[tuple[str, str]]]] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(len(p) for _, p in self.pending)
+
+
+class HaikuRAG:
+    """Async client over one store.
+
+    ``db_path`` resolves as the spec says: the argument, then ``HAIKU_RAG_DB``, then
+    ``<data_dir>/haiku.rag.lancedb``; ``lancedb.uri`` in the config, when set, wins
+    (object storage or LanceDB Cloud).
+    """
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike[str] | None = None,
+        config: AppConfig | None = None,
+        *,
+        create: bool = False,
+        read_only: bool = False,
+        skip_validation: bool = False,
+    ) -> None:
+        self.config = config or load_config()
+        location = resolve_db_path(db_path, self.config)
+        self.location = self.config.lancedb.uri or location
+        self.store = Store(
+            self.location,
+            create=create,
+            read_only=read_only,
+            storage_options=self.config.lancedb.storage_options,
+            read_consistency_interval=self.config.lancedb.read_consistency_interval_seconds,
+        )
+        self._embedder: Any = None
+        self._embedder_lock = asyncio.Lock()
+        if not skip_validation:
+            provider, model, dim = self.configured_embedder()
+            self.store.check_embedder(provider, model, dim)
+
+    async def __aenter__(self) -> HaikuRAG:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._embedder is not None:
+            self._embedder.close()
+            self._embedder = None
+        self.store.close()
+
+    @property
+    def is_read_only(self) -> bool:
+        return self.store.read_only
+
+    # --- embedder -------------------------------------------------------------------------
+
+    def configured_embedder(self) -> tuple[str, str, int | None]:
+        """(provider, model, vector size or None when the provider reports it) from config."""
+        cfg = self.config.embeddings
+        if cfg.provider == "local":
+            return "local", cfg.model or LOCAL_EMBEDDER_MODEL, LOCAL_EMBEDDER_DIM
+        if not cfg.model:
+            raise HaikuRAGError(f"embeddings.model must be set for the {cfg.provider} provider")
+        return cfg.provider, cfg.model, cfg.vector_dim
+
+    @property
+    def embedder(self) -> Any:
+        """The embedder, created on first use (loading a model is not free)."""
+        if self._embedder is None:
+            from haiku.rag.embeddings import create_embedder
+
+            cfg = self.config.embeddings
+            base_url = cfg.base_url
+            if cfg.provider == "ollama" and not base_url:
+                base_url = self.config.providers.ollama.base_url
+            api_key = os.environ.get("OPENAI_API_KEY") if cfg.provider == "openai" else None
+            self._embedder = create_embedder(
+                cfg.provider,
+                cfg.model,
+                base_url=base_url,
+                api_key=api_key,
+                vector_dim=cfg.vector_dim,
+                batch_size=cfg.batch_size,
+                threads=cfg.threads,
+            )
+        return self._embedder
+
+    # --- documents ------------------------------------------------------------------------
+
+    async def get_document(self, document_id: str) -> Document:
+        return await asyncio.to_thread(docs.get_document, self.store, document_id)
+
+    async def get_document_by_uri(self, uri: str) -> Document | None:
+        return await asyncio.to_thread(docs.find_document_by_uri, self.store, uri)
+
+    async def resolve_document(self, id_or_title: str) -> Document:
+        """By id, then exact title, then exact URI."""
+
+        def find() -> Document:
+            try:
+                return docs.get_document(self.store, id_or_title)
+            except DocumentNotFoundError:
+                pass
+            for document in docs.list_documents(self.store):
+                if id_or_title in (document.title, document.uri):
+                    return document
+            raise DocumentNotFoundError(f"no document with id, title or URI {id_or_title!r}")
+
+        return await asyncio.to_thread(find)
+
+    async def list_documents(
+        self, *, filter: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> list[Document]:
+        return await asyncio.to_thread(
+            docs.list_documents, self.store, filter=filter, limit=limit, offset=offset
+        )
+
+    async def get_chunks(self, document: Document) -> list[Chunk]:
+        return await asyncio.to_thread(docs.get_chunks, self.store, document)
+
+    async def get_chunk(self, chunk_id: str) -> Chunk:
+        rows = await asyncio.to_thread(docs.get_chunks_by_id, self.store, [chunk_id])
+        if chunk_id not in rows:
+            raise DocumentNotFoundError(f"no chunk with id {chunk_id}")
+        return docs.chunk_from_row(rows[chunk_id])
+
+    async def get_source_bytes(self, document: Document) -> bytes:
+        return await asyncio.to_thread(docs.get_source_bytes, self.store, document)
+
+    async def get_content(self, document: Document) -> str:
+        return await asyncio.to_thread(docs.get_content, self.store, document)
+
+    async def delete_document(self, document_id: str) -> Document:
+        return await asyncio.to_thread(docs.delete_document, self.store, document_id)
+
+    async def update_document(
+        self, document_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Document:
+        return await asyncio.to_thread(
+            docs.update_document_meta, self.store, document_id, title=title, metadata=metadata
+        )
+
+    async def create_document(
+        self,
+        content: str,
+        *,
+        uri: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        format: Literal["md", "plain"] = "md",
+        embed: bool = True,
+    ) -> Document:
+        """A document from text (Markdown or plain)."""
+        data = content.encode("utf-8")
+        name = "document.md" if format == "md" else "document.txt"
+        uri = uri or f"text://{content_hash(data)[:16]}"
+        outcome = await asyncio.to_thread(
+            self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None
+        )
+        if outcome.status == "failed":
+            raise IngestError(outcome.reason or "ingest failed", source=uri)
+        assert outcome.document is not None
+        if embed:
+            await self.embed_pending([outcome.document])
+            return await self.get_document(outcome.document.id)
+        return outcome.document
+
+    # --- ingestion ------------------------------------------------------------------------
+
+    async def create_document_from_source(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        password: str | None = None,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        embed: bool = True,
+    ) -> Document | list[Document]:
+        """Ingest a file (returns its document; raises ``IngestError``) or a folder
+        (returns the documents ingested or unchanged; failures are logged — use
+        ``add_source`` for a per-file report)."""
+        path = _local_path(source)
+        if path.is_dir():
+            outcomes = await self.add_source(path, progress=progress, cancel=cancel, embed=embed)
+            return [o.document for o in outcomes if o.document is not None]
+        outcome = await self.ingest_file(
+            path, title=title, metadata=metadata, password=password, progress=progress, cancel=cancel, embed=embed
+        )
+        if outcome.document is None:
+            raise IngestError(outcome.reason or "ingest failed", source=outcome.source)
+        return outcome.document
+
+    async def ingest_file(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        password: str | None = None,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        embed: bool = True,
+    ) -> IngestOutcome:
+        """Ingest one file; a bad file becomes a ``failed`` outcome, never an exception."""
+        cancel = cancel or CancelToken()
+        outcome = await _run_cancellable(
+            cancel, self._ingest_path_sync, Path(path), title, metadata, password, progress, cancel
+        )
+        if embed and outcome.document is not None and outcome.document.index_state == "text":
+            await self.embed_pending([outcome.document], progress=progress, cancel=cancel)
+            outcome.document = await self.get_document(outcome.document.id)
+        return outcome
+
+    async def add_source(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        embed: bool = True,
+    ) -> list[IngestOutcome]:
+        """Ingest a file or every file below a folder, going on after failures.
+
+        All files become searchable by full text first; vectors are computed afterwards.
+        """
+        path = _local_path(source)
+        if not path.exists():
+            raise SourceNotFoundError(f"{path} does not exist", source=str(path))
+        files = iter_source_files(path) if path.is_dir() else [path]
+        cancel = cancel or CancelToken()
+        outcomes: list[IngestOutcome] = []
+        for file in files:
+            check_cancelled(cancel)
+            outcome = await _run_cancellable(
+                cancel, self._ingest_path_sync, file, None, None, None, progress, cancel
+            )
+            outcomes.append(outcome)
+        if embed:
+            to_embed = [o.document for o in outcomes if o.document and o.document.index_state == "text"]
+            await self.embed_pending(to_embed, progress=progress, cancel=cancel)
+            for o in outcomes:
+                if o.document is not None:
+                    o.document = await self.get_document(o.document.id)
+        return outcomes
+
+    def _ingest_path_sync(
+        self,
+        path: Path,
+        title: str | None,
+        metadata: dict[str, Any] | None,
+        password: str | None,
+        progress: ProgressCallback | None,
+        cancel: CancelToken | None,
+    ) -> IngestOutcome:
+        source = str(path)
+        try:
+            if not path.is_file():
+                raise SourceNotFoundError(f"{path} does not exist or is not a file", source=source)
+            check_size(path, path.stat().st_size, self.config)
+            report(progress, Progress(Stage.READING, source))
+            data = path.read_bytes()
+        except IngestError as exc:
+            return IngestOutcome(source, "failed", category=exc.category.value, reason=str(exc))
+        except OSError as exc:
+            return IngestOutcome(source, "failed", category="not_found", reason=f"{path}: {exc.strerror or exc}")
+        return self._ingest_bytes_sync(data, path.name, file_uri(path), title, metadata, password, progress, cancel)
+
+    def _ingest_bytes_sync(
+        self,
+        data: bytes,
+        filename: str,
+        uri: str,
+        title: str | None,
+        metadata: dict[str, Any] | None,
+        password: str | None,
+        progress: ProgressCallback | None,
+        cancel: CancelToken | None,
+    ) -> IngestOutcome:
+        existing = docs.find_document_by_uri(self.store, uri)
+        if existing is not None and existing.content_hash == content_hash(data):
+            report(progress, Progress(Stage.DONE, uri, message="unchanged"))
+            return IngestOutcome(uri, "unchanged", document=existing)
+        try:
+            new = prepare_document(
+                data,
+                filename=filename,
+                uri=uri,
+                config=self.config,
+                title=title,
+                metadata=metadata,
+                password=password,
+                progress=progress,
+                cancel=cancel,
+            )
+        except IngestError as exc:
+            log.info("ingest failed for %s: %s", uri, exc)
+            return IngestOutcome(uri, "failed", category=exc.category.value, reason=str(exc))
+        check_cancelled(cancel)
+        report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
+        document, _ = docs.write_document(self.store, new, replaces=existing)
+        report(progress, Progress(Stage.DONE, uri, message="searchable (text)"))
+        return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
+
+    async def embed_pending(
+        self,
+        documents: Sequence[Document] | None = None,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+    ) -> int:
+        """Compute the vectors that are missing (all documents when none are named).
+
+        Returns how many chunks were embedded. Cancellation keeps the vectors already written;
+        the document stays full-text searchable and a later call completes it.
+        """
+        cancel = cancel or CancelToken()
+        return await _run_cancellable(cancel, self._embed_pending_sync, documents, progress, cancel)
+
+    def _embed_pending_sync(
+        self,
+        documents: Sequence[Document] | None,
+        progress: ProgressCallback | None,
+        cancel: CancelToken | None,
+    ) -> int:
+        if documents is None:
+            documents = [d for d in docs.list_documents(self.store) if d.index_state == "text"]
+        plan = _EmbedPlan()
+        for document in documents:
+            current = docs.get_document(self.store, document.id)
+            if current.generation != document.generation and current.index_state == "hybrid":
+                continue
+            plan.pending.append((current, docs.chunks_missing_vectors(self.store, current)))
+        if not plan.pending:
+            return 0
+        embedder = self.embedder
+        identity = embedder.identity
+        self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
+        total, done = plan.total, 0
+        for document, pending in plan.pending:
+            for start in range(0, len(pending), VECTOR_WRITE_BATCH):
+                batch = pending[start : start + VECTOR_WRITE_BATCH]
+                offset = done
+
+                def forward(p: Progress, offset: int = offset) -> None:
+                    report(progress, Progress(Stage.EMBEDDING, document.uri, offset + p.done, total))
+
+                vectors = embedder.embed_documents([text for _, text in batch], progress=forward, cancel=cancel)
+                check_cancelled(cancel)
+                docs.add_vectors(self.store, document, [cid for cid, _ in batch], vectors)
+                done += len(batch)
+                report(progress, Progress(Stage.EMBEDDING, document.uri, done, total))
+            docs.mark_hybrid(self.store, document)
+            report(progress, Progress(Stage.DONE, document.uri, message="searchable (hybrid)"))
+        return done
+
+    async def rebuild(self, *, progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> int:
+        """Drop every vector and re-embed the library with the configured embedder."""
+        await asyncio.to_thread(self.store.drop_vectors)
+        return await self.embed_pending(progress=progress, cancel=cancel)
+
+    # --- search ---------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        limit: int | None = None,
+        search_type: SearchType = "hybrid",
+        filter: str | None = None,
+    ) -> list[SearchResult]:
+        return await asyncio.to_thread(self.search_sync, query, limit, search_type, filter)
+
+    def search_sync(
+        self,
+        query: str,
+        limit: int | None = None,
+        search_type: SearchType = "hybrid",
+        filter: str | None = None,
+    ) -> list[SearchResult]:
+        from haiku.rag.search.hybrid import search_chunks
+
+        limit = self.config.search.limit if limit is None else limit
+        document_ids = docs.document_ids_matching(self.store, filter) if filter else None
+        vector = None
+        if search_type in ("hybrid", "vector") and self._has_vectors():
+            vector = self.embedder.embed_query(query)
+        elif search_type == "vector":
+            return []
+        return search_chunks(
+            self.store,
+            query,
+            query_vector=vector,
+            search_type=search_type,
+            limit=limit,
+            document_ids=document_ids,
+            rrf_k=self.config.search.rrf_k,
+            candidate_factor=self.config.search.candidate_factor,
+        )
+
+    def _has_vectors(self) -> bool:
+        from haiku.rag.store import schema
+
+        return self.store.has_table(schema.CHUNK_VECTORS)
+
+    async def expand_context(self, results: list[SearchResult], max_chars: int | None = None) -> list[SearchResult]:
+        from haiku.rag.search.expansion import expand_context
+
+        budget = self.config.search.max_context_chars if max_chars is None else max_chars
+        return await asyncio.to_thread(expand_context, self.store, results, budget)
+
+    # --- visual grounding -----------------------------------------------------------------
+
+    async def visualize(
+        self,
+        document_id: str,
+        matched: list[Box],
+        context: list[Box] | None = None,
+        page_numbers: list[int] | None = None,
+        *,
+        dpi: float = 150,
+    ) -> list[PageImage]:
+        """Render the pages the boxes fall on, from the stored file, with the boxes in pixels."""
+
+        def render() -> list[PageImage]:
+            document = docs.get_document(self.store, document_id)
+            if document.mime_type != "application/pdf":
+                return []
+            data = docs.get_source_bytes(self.store, document)
+            pages = pages_to_render(matched, context or [], page_numbers or [])
+            return [render_page(data, p, matched=matched, context=context or [], dpi=dpi) for p in pages]
+
+        return await asyncio.to_thread(render)
+
+    async def visualize_chunk(self, chunk: str | Chunk | SearchResult, *, dpi: float = 150) -> list[PageImage]:
+        """Pages of a chunk (by id), or of a search result, with its boxes highlighted."""
+        if isinstance(chunk, str):
+            chunk = await self.get_chunk(chunk)
+        context = chunk.context_boxes if isinstance(chunk, SearchResult) else []
+        return await self.visualize(chunk.document_id, chunk.boxes, context, chunk.page_numbers, dpi=dpi)
+
+    # --- information ----------------------------------------------------------------------
+
+    async def info(self) -> dict[str, Any]:
+        def collect() -> dict[str, Any]:
+            from haiku.rag.store import schema
+
+            documents = docs.list_documents(self.store)
+            chunks = self.store.table(schema.CHUNKS).count_rows()
+            vectors = self.store.table(schema.CHUNK_VECTORS).count_rows() if self._has_vectors() else 0
+            return {
+                "location": self.location,
+                "read_only": self.is_read_only,
+                "schema_version": self.store.get_setting("schema_version"),
+                "embedder": self.store.embedder_identity,
+                "documents": len(documents),
+                "documents_text_only": sum(1 for d in documents if d.index_state == "text"),
+                "chunks": chunks,
+                "vectors": vectors,
+                "pages": sum(d.page_count for d in documents),
+            }
+
+        return await asyncio.to_thread(collect)
+
+
+def _local_path(source: str | os.PathLike[str]) -> Path:
+    text = os.fspath(source)
+    if text.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        text = unquote(urlparse(text).path)
+    elif "://" in text:
+        raise SourceNotFoundError(f"{text}: only local files and folders can be added for now", source=text)
+    return Path(text).expanduser()
+
+
+async def _run_cancellable(cancel: CancelToken, func: Any, *args: Any) -> Any:
+    """Run blocking work in a thread; cancelling the awaiting task sets the token, and the
+    worker stops at its next check and rolls back its write."""
+    task = asyncio.ensure_future(asyncio.to_thread(func, *args))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        cancel.cancel()
+        try:
+            await task
+        except (OperationCancelled, Exception):
+            pass
+        raise

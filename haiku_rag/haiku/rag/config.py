@@ -1,0 +1,276 @@
+"""Typed, versioned settings: defaults < YAML file < environment < explicit arguments.
+
+The YAML file is found, in order, via ``--config`` / ``HAIKU_RAG_CONFIG_PATH`` (which must
+exist), ``./haiku.rag.yaml``, then ``<data_dir>/haiku.rag.yaml``. Environment variables override
+single values with the ``HAIKU_RAG_`` prefix and ``__`` between levels, for example
+``HAIKU_RAG_EMBEDDINGS__PROVIDER=ollama``. Unknown keys are rejected with their dotted name.
+API keys never live here: they come from the OS keychain (the app) or the provider's own
+environment variable (``OPENAI_API_KEY`` …).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from haiku.rag.errors import ConfigError
+
+CONFIG_VERSION = 1
+CONFIG_FILE_NAME = "haiku.rag.yaml"
+DB_FILE_NAME = "haiku.rag.lancedb"
+ENV_PREFIX = "HAIKU_RAG_"
+
+
+def default_data_dir() -> Path:
+    """The platform's per-user data folder for haiku.rag."""
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "haiku.rag"
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA", home / "AppData" / "Roaming")) / "haiku.rag"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else home / ".local" / "share") / "haiku.rag"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class StorageConfig(_Section):
+    data_dir: Path = Field(default_factory=default_data_dir)
+
+
+class LanceDBConfig(_Section):
+    # Empty: the store is a local folder. Otherwise an object-storage or LanceDB Cloud URI
+    # (s3://bucket/path, gs://…, az://…, db://…) used instead of the local path.
+    uri: str = ""
+    storage_options: dict[str, str] = Field(default_factory=dict)
+    read_consistency_interval_seconds: float | None = None
+
+
+class EmbeddingsConfig(_Section):
+    provider: Literal["local", "ollama", "openai-compatible", "openai"] = "local"
+    # None: the provider's default (local: all-MiniLM-L6-v2)
+    model: str | None = None
+    base_url: str | None = None
+    # None: detected from the provider on first use
+    vector_dim: int | None = Field(default=None, ge=1, le=16384)
+    batch_size: int = Field(default=32, ge=1, le=4096)
+    # None: all cores for bulk work
+    threads: int | None = Field(default=None, ge=1, le=256)
+
+
+class ProcessingConfig(_Section):
+    chunk_size: int = Field(default=256, ge=32, le=8192)
+    merge_peers: bool = True
+    # "fast": PyMuPDF text blocks and heuristics; "layout": PyMuPDF's bundled ONNX layout model
+    pdf_layout: Literal["fast", "layout"] = "fast"
+    max_file_mb: int = Field(default=512, ge=1)
+
+
+class SearchConfig(_Section):
+    limit: int = Field(default=5, ge=1, le=1000)
+    max_context_chars: int = Field(default=5000, ge=0)
+    rrf_k: int = Field(default=60, ge=1)
+    # How many candidates each arm of a hybrid search contributes before fusion, per result.
+    candidate_factor: int = Field(default=4, ge=1, le=100)
+
+
+class ModelConfig(_Section):
+    # ollama | openai-compatible | openai | anthropic | google; None: no model configured
+    provider: str | None = None
+    name: str | None = None
+    base_url: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    vision: bool = False
+    # None: assume the model can call tools; False: use the retrieve-then-read fallback
+    supports_tools: bool | None = None
+
+
+class QAConfig(_Section):
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    max_searches: int = Field(default=5, ge=1)
+
+
+class AnalysisConfig(_Section):
+    model: ModelConfig | None = None
+    code_timeout: float = Field(default=60, gt=0)
+    max_output_chars: int = Field(default=50_000, ge=100)
+    max_executions: int = Field(default=15, ge=1)
+
+
+class OllamaProviderConfig(_Section):
+    base_url: str = "http://localhost:11434"
+
+
+class ProvidersConfig(_Section):
+    ollama: OllamaProviderConfig = Field(default_factory=OllamaProviderConfig)
+
+
+class PromptsConfig(_Section):
+    domain_preamble: str = ""
+
+
+_yaml_file: ContextVar[Path | None] = ContextVar("_yaml_file", default=None)
+
+
+class _YamlSource(PydanticBaseSettingsSource):
+    """Reads the YAML file chosen by ``load_config`` (if any)."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = _yaml_file.get()
+        return read_yaml(path) if path is not None else {}
+
+
+class AppConfig(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    version: int = CONFIG_VERSION
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    lancedb: LanceDBConfig = Field(default_factory=LanceDBConfig)
+    embeddings: EmbeddingsConfig = Field(default_factory=EmbeddingsConfig)
+    processing: ProcessingConfig = Field(default_factory=ProcessingConfig)
+    search: SearchConfig = Field(default_factory=SearchConfig)
+    qa: QAConfig = Field(default_factory=QAConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+    providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
+    prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _YamlSource(settings_cls))
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of settings")
+    return data
+
+
+def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The YAML file to read, or None for built-in defaults."""
+    chosen = explicit or os.environ.get(f"{ENV_PREFIX}CONFIG_PATH")
+    if chosen:
+        path = Path(chosen).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        return path
+    local = Path.cwd() / CONFIG_FILE_NAME
+    if local.is_file():
+        return local
+    data_dir = os.environ.get(f"{ENV_PREFIX}STORAGE__DATA_DIR")
+    in_data_dir = (Path(data_dir).expanduser() if data_dir else default_data_dir()) / CONFIG_FILE_NAME
+    return in_data_dir if in_data_dir.is_file() else None
+
+
+def _describe(error: ValidationError, source: Path | None) -> str:
+    where = f" in {source}" if source else ""
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(p) for p in item["loc"])
+        if item["type"] == "extra_forbidden":
+            lines.append(f"unknown setting '{key}'{where}")
+        else:
+            lines.append(f"invalid setting '{key}'{where}: {item['msg']}")
+    return "; ".join(lines)
+
+
+def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) -> AppConfig:
+    """Load the effective configuration; raise ``ConfigError`` with the offending key."""
+    source = find_config_file(path)
+    token = _yaml_file.set(source)
+    try:
+        config = AppConfig(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, source)) from None
+    finally:
+        _yaml_file.reset(token)
+    if config.version > CONFIG_VERSION:
+        raise ConfigError(
+            f"config{' file ' + str(source) if source else ''} has version {config.version}; "
+            f"this haiku.rag understands up to {CONFIG_VERSION}"
+        )
+    config.storage.data_dir = config.storage.data_dir.expanduser()
+    return config
+
+
+_SECRET_WORDS = ("key", "password", "token", "secret")
+
+
+def redacted(config: AppConfig) -> dict[str, Any]:
+    """The config as plain data with anything that looks like a secret masked."""
+
+    def mask(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: mask(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [mask(v) for v in value]
+        if value and any(word in key.lower() for word in _SECRET_WORDS):
+            return "***"
+        return value
+
+    return mask(config.model_dump(mode="json"))
+
+
+def resolve_db_path(db_path: str | os.PathLike[str] | None, config: AppConfig) -> str:
+    """The store location: the ``db_path`` argument, then ``HAIKU_RAG_DB``, then
+    ``<data_dir>/haiku.rag.lancedb``.
+
+    Returned as a string because it may be an object-storage URI rather than a local path.
+    (``lancedb.uri``, when set, is where the store connects instead: see ``store.connect``.)
+    """
+    if db_path is not None and str(db_path) != "":
+        return _expand(str(db_path))
+    from_env = os.environ.get("HAIKU_RAG_DB")
+    if from_env:
+        return _expand(from_env)
+    return str(config.storage.data_dir / DB_FILE_NAME)
+
+
+def is_remote_uri(location: str) -> bool:
+    return "://" in location and not location.startswith("file://")
+
+
+def _expand(location: str) -> str:
+    if is_remote_uri(location):
+        return location
+    if location.startswith("file://"):
+        location = location[len("file://") :]
+    return str(Path(location).expanduser())

@@ -1,0 +1,137 @@
+"""Every error a user can cause or meet, each with a specific, readable message.
+
+The CLI prints ``str(error)`` as one line; the app shows it in its notification area.
+``IngestError.category`` is a stable machine-readable reason (used by ``--json`` output,
+the app's per-document state and the reliability report).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class HaikuRAGError(Exception):
+    """Base class of every error haiku.rag raises on purpose."""
+
+
+class ConfigError(HaikuRAGError):
+    """The configuration file or environment holds an invalid or unknown setting."""
+
+
+# --- store -------------------------------------------------------------------------------
+
+
+class StoreError(HaikuRAGError):
+    """The store cannot be opened or written."""
+
+
+class StoreNotFoundError(StoreError):
+    """No store exists at the given location (and creation was not requested)."""
+
+
+class ReadOnlyError(StoreError):
+    """A write was attempted on a store opened read-only."""
+
+
+class EmbedderMismatchError(StoreError):
+    """The store was built with another embedder or vector size."""
+
+
+class SchemaVersionError(StoreError):
+    """The store was written by a newer haiku.rag whose schema this version cannot read."""
+
+
+class StoreDamagedError(StoreError):
+    """The folder is not a readable haiku.rag store."""
+
+
+class StoreLockedError(StoreError):
+    """Another process is writing to this store."""
+
+
+class DocumentNotFoundError(HaikuRAGError):
+    """No document (or chunk) with that id or URI."""
+
+
+# --- ingestion ---------------------------------------------------------------------------
+
+
+class IngestCategory(StrEnum):
+    PASSWORD_REQUIRED = "password_required"
+    WRONG_PASSWORD = "wrong_password"
+    NEEDS_OCR = "needs_ocr"
+    DAMAGED = "damaged"
+    EMPTY = "empty"
+    UNSUPPORTED_TYPE = "unsupported_type"
+    EXTRA_MISSING = "extra_missing"
+    TOO_LARGE = "too_large"
+    TIMEOUT = "timeout"
+    NOT_FOUND = "not_found"
+    CANCELLED = "cancelled"
+
+
+class IngestError(HaikuRAGError):
+    """A source could not be ingested. Nothing was written for it."""
+
+    category: IngestCategory = IngestCategory.DAMAGED
+
+    def __init__(self, message: str, *, source: str | None = None) -> None:
+        super().__init__(message)
+        self.source = source
+
+
+class PasswordRequiredError(IngestError):
+    category = IngestCategory.PASSWORD_REQUIRED
+
+
+class WrongPasswordError(IngestError):
+    category = IngestCategory.WRONG_PASSWORD
+
+
+class NeedsOCRError(IngestError):
+    category = IngestCategory.NEEDS_OCR
+
+
+class DamagedDocumentError(IngestError):
+    category = IngestCategory.DAMAGED
+
+
+class EmptyDocumentError(IngestError):
+    category = IngestCategory.EMPTY
+
+
+class UnsupportedSourceError(IngestError):
+    category = IngestCategory.UNSUPPORTED_TYPE
+
+
+class ExtraMissingError(IngestError):
+    """A format needs an optional extra that is not installed."""
+
+    category = IngestCategory.EXTRA_MISSING
+
+
+class SourceTooLargeError(IngestError):
+    category = IngestCategory.TOO_LARGE
+
+
+class IngestTimeoutError(IngestError):
+    category = IngestCategory.TIMEOUT
+
+
+class SourceNotFoundError(IngestError):
+    category = IngestCategory.NOT_FOUND
+
+
+class OperationCancelled(HaikuRAGError):
+    """Cooperative cancellation was requested; the operation stopped and rolled back."""
+
+
+# --- embeddings / models -----------------------------------------------------------------
+
+
+class EmbeddingError(HaikuRAGError):
+    """The embedder failed (a provider unreachable, a bad response, a missing model)."""
+
+
+class ModelNotConfiguredError(HaikuRAGError):
+    """No chat model is configured."""

@@ -1,0 +1,1 @@
+"""Sources -> converters -> DoclingDocument -> items and chunks (with page geometry)."""

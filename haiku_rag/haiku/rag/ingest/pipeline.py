@@ -1,0 +1,126 @@
+"""From source bytes to a ``NewDocument`` ready for the store (CPU work, no store access)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from haiku.rag.config import AppConfig
+from haiku.rag.errors import EmptyDocumentError, SourceTooLargeError
+from haiku.rag.operations import CancelToken, Progress, ProgressCallback, Stage, check_cancelled, report
+from haiku.rag.store.documents import NewDocument
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_uri(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+def check_size(path: Path, size: int, config: AppConfig) -> None:
+    limit = config.processing.max_file_mb * 1024 * 1024
+    if size > limit:
+        raise SourceTooLargeError(
+            f"{path.name}: {size / 1024 / 1024:.0f} MB is over the {config.processing.max_file_mb} MB "
+            "limit (processing.max_file_mb)",
+            source=str(path),
+        )
+
+
+def prepare_document(
+    data: bytes,
+    *,
+    filename: str,
+    uri: str,
+    config: AppConfig,
+    title: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    password: str | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> NewDocument:
+    """Convert, extract items and chunk one source. Raises ``IngestError`` subclasses."""
+    from haiku.rag.ingest.chunker import chunk_document
+    from haiku.rag.ingest.converters import convert_source
+    from haiku.rag.ingest.items import extract_items
+
+    if not data:
+        raise EmptyDocumentError(f"{filename}: the file is empty", source=uri)
+    conversion = convert_source(
+        data,
+        filename=filename,
+        password=password,
+        pdf_layout=config.processing.pdf_layout,
+        progress=progress,
+        cancel=cancel,
+    )
+    check_cancelled(cancel)
+    report(progress, Progress(Stage.CHUNKING, uri))
+    document = conversion.document
+    items = extract_items(document)
+    chunks = chunk_document(
+        document, max_tokens=config.processing.chunk_size, merge_peers=config.processing.merge_peers
+    )
+    if not chunks:
+        raise EmptyDocumentError(f"{filename}: no text was found in it", source=uri)
+    check_cancelled(cancel)
+
+    meta = dict(metadata or {})
+    meta.setdefault("filename", filename)
+    if conversion.pages_needing_ocr:
+        meta["pages_needing_ocr"] = conversion.pages_needing_ocr
+    if conversion.warnings:
+        meta["warnings"] = conversion.warnings[:20]
+
+    stored_bytes = data
+    if password and conversion.mime_type == "application/pdf":
+        # Keep a decrypted copy so cited pages render later without asking for the password
+        # again; the library already holds this document's text in clear.
+        stored_bytes = decrypted_pdf(data, password)
+        meta["stored_decrypted"] = True
+
+    return NewDocument(
+        uri=uri,
+        title=title or conversion.title or Path(filename).stem,
+        metadata=meta,
+        content_hash=content_hash(data),
+        mime_type=conversion.mime_type,
+        page_count=conversion.page_count,
+        source_bytes=stored_bytes,
+        content=document.export_to_markdown(),
+        docling_json=document.model_dump_json(),
+        items=items,
+        chunks=chunks,
+    )
+
+
+def decrypted_pdf(data: bytes, password: str) -> bytes:
+    import pymupdf
+
+    with pymupdf.open(stream=data, filetype="pdf") as doc:
+        if doc.needs_pass:
+            doc.authenticate(password)
+        return doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_NONE, garbage=1)
+
+
+def iter_source_files(folder: Path) -> list[Path]:
+    """Files below ``folder``, sorted; hidden entries and links leaving it are skipped.
+
+    Unsupported types are listed too, so a folder report accounts for every file.
+    """
+    root = folder.resolve()
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            path = Path(dirpath) / name
+            if path.is_symlink() and not path.resolve().is_relative_to(root):
+                continue
+            found.append(path)
+    return found

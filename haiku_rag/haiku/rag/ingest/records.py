@@ -1,0 +1,73 @@
+"""Plain records that flow from conversion to the store.
+
+Geometry convention, used everywhere in haiku.rag: page numbers are 1-based; a box is in PDF
+points (1/72 inch) relative to the page's **top-left** corner, x to the right and y downwards,
+exactly as PyMuPDF reports ``page.rect`` coordinates (the page's CropBox-based, unrotated
+display space). To draw a box on a page rendered at ``dpi``, multiply by ``dpi / 72``.
+DoclingDocument provenance written by our converters uses ``CoordOrigin.TOPLEFT`` with the same
+numbers, so no flip is ever needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from docling_core.types.doc import DoclingDocument
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {"page": self.page, "x0": self.x0, "y0": self.y0, "x1": self.x1, "y1": self.y1}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Box:
+        return cls(int(d["page"]), float(d["x0"]), float(d["y0"]), float(d["x1"]), float(d["y1"]))
+
+
+@dataclass(slots=True)
+class Conversion:
+    """What a converter produced from one source."""
+
+    document: DoclingDocument
+    mime_type: str
+    page_count: int = 0
+    title: str | None = None
+    # 1-based pages that have no usable text layer (scanned); the document is still ingested
+    # when other pages have text, and these are recorded in its metadata.
+    pages_needing_ocr: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ItemRecord:
+    """One DoclingDocument item in reading order (drives context expansion and analysis)."""
+
+    position: int
+    self_ref: str
+    label: str
+    text: str
+    page_numbers: list[int]
+    heading_level: int
+    boxes: list[Box]
+
+
+@dataclass(slots=True)
+class ChunkRecord:
+    """One chunk as produced by the chunker, before it has an id or a vector."""
+
+    order: int
+    text: str
+    # headings + text: what is embedded and full-text indexed
+    embed_text: str
+    headings: list[str]
+    labels: list[str]
+    doc_item_refs: list[str]
+    page_numbers: list[int]
+    boxes: list[Box]

@@ -1,0 +1,66 @@
+"""Progress reporting and cooperative cancellation shared by long library operations.
+
+Long work (parsing, chunking, embedding, folder ingest) takes an optional ``progress``
+callback and an optional ``CancelToken``. Workers call ``token.raise_if_cancelled()`` between
+pages and batches; the app's operation objects and the CLI's Ctrl-C set the token.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+
+from haiku.rag.errors import OperationCancelled
+
+
+class Stage(StrEnum):
+    READING = "reading"
+    PARSING = "parsing"
+    CHUNKING = "chunking"
+    STORING = "storing"
+    EMBEDDING = "embedding"
+    DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """One progress report. ``done``/``total`` count pages while parsing, chunks while embedding."""
+
+    stage: Stage
+    source: str = ""
+    done: int = 0
+    total: int = 0
+    message: str = ""
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def report(callback: ProgressCallback | None, progress: Progress) -> None:
+    if callback is not None:
+        callback(progress)
+
+
+class CancelToken:
+    """A thread-safe flag checked cooperatively by workers."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise OperationCancelled("operation cancelled")
+
+
+def check_cancelled(token: CancelToken | None) -> None:
+    if token is not None:
+        token.raise_if_cancelled()

@@ -1,0 +1,196 @@
+"""Section-bounded context expansion.
+
+A 256-token chunk is often too little for a model to answer from, and too much context from
+unrelated sections misleads it. Each result is widened to the section that contains it,
+within a character budget:
+
+- structured documents (the window around the hit holds headings): take the section containing
+  the median matched item. If it fits the budget and is at least 20% of it, take it whole; if
+  larger, grow outward from the matched items inside the section until the budget; if smaller,
+  keep it as is when a matched item is a table or picture (self-contained evidence), otherwise
+  grow outward across section boundaries until the budget. Page headers/footers, footnotes and
+  indexes are noise there: they are skipped and cost nothing.
+- unstructured documents: grow outward item by item until the budget.
+
+Overlapping windows in one document merge into one result (identity and score from the best
+constituent; every constituent's chunk id stays listed, so each remains citable).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from haiku.rag.ingest.records import ItemRecord
+from haiku.rag.store.documents import get_document, get_items, item_positions
+from haiku.rag.store.engine import Store
+from haiku.rag.store.models import SearchResult
+
+NOISE_LABELS = frozenset({"footnote", "page_header", "page_footer", "document_index"})
+BOUNDARY_LABELS = frozenset({"section_header", "title"})
+SELF_CONTAINED_LABELS = frozenset({"table", "picture"})
+WINDOW = 100  # items fetched on each side of the hit
+MIN_SECTION_SHARE = 0.2
+
+
+@dataclass(slots=True)
+class _Span:
+    start: int  # inclusive item position
+    stop: int  # exclusive
+    results: list[SearchResult]
+    matched: set[int]
+
+
+def expand_context(store: Store, results: list[SearchResult], max_chars: int) -> list[SearchResult]:
+    if max_chars <= 0 or not results:
+        return results
+    by_document: dict[str, list[SearchResult]] = defaultdict(list)
+    for result in results:
+        by_document[result.document_id].append(result)
+
+    expanded: list[SearchResult] = []
+    for document_id, doc_results in by_document.items():
+        expanded.extend(_expand_document(store, document_id, doc_results, max_chars))
+    expanded.sort(key=lambda r: -r.score)
+    return expanded
+
+
+def _expand_document(
+    store: Store, document_id: str, results: list[SearchResult], budget: int
+) -> list[SearchResult]:
+    document = get_document(store, document_id)
+    positions = item_positions(store, document, sorted({r for res in results for r in res.doc_item_refs}))
+    located = [(res, sorted(positions[r] for r in res.doc_item_refs if r in positions)) for res in results]
+    if not any(p for _, p in located):
+        return results  # chunks without item refs (e.g. imported) pass through unexpanded
+    lo = min(p[0] for _, p in located if p) - WINDOW
+    hi = max(p[-1] for _, p in located if p) + WINDOW + 1
+    items = {i.position: i for i in get_items(store, document, start=max(lo, 0), stop=hi)}
+
+    spans: list[_Span] = []
+    untouched: list[SearchResult] = []
+    for result, matched in located:
+        if not matched:
+            untouched.append(result)
+            continue
+        start, stop = _window_for(items, matched, budget)
+        spans.append(_Span(start, stop, [result], set(matched)))
+    return untouched + [_to_result(span, items, budget) for span in _merge(spans)]
+
+
+def _text_len(item: ItemRecord, structured: bool) -> int:
+    if structured and item.label in NOISE_LABELS:
+        return 0
+    return len(item.text) + 2
+
+
+def _window_for(items: dict[int, ItemRecord], matched: list[int], budget: int) -> tuple[int, int]:
+    first, last = min(items), max(items) + 1
+    structured = any(i.label in BOUNDARY_LABELS for i in items.values())
+    if not structured:
+        return _grow(items, matched[0], matched[-1] + 1, first, last, budget, structured)
+
+    median = int(statistics.median(matched))
+    sec_start = max((p for p, i in items.items() if p <= median and i.label in BOUNDARY_LABELS), default=first)
+    sec_stop = min((p for p, i in items.items() if p > median and i.label in BOUNDARY_LABELS), default=last)
+    size = sum(_text_len(items[p], structured) for p in range(sec_start, sec_stop) if p in items)
+    if MIN_SECTION_SHARE * budget <= size <= budget:
+        return sec_start, sec_stop
+    if size > budget:
+        inner = [p for p in matched if sec_start <= p < sec_stop] or [median]
+        return _grow(items, inner[0], inner[-1] + 1, sec_start, sec_stop, budget, structured)
+    if any(items[p].label in SELF_CONTAINED_LABELS for p in matched if p in items):
+        return sec_start, sec_stop
+    return _grow(items, sec_start, sec_stop, first, last, budget, structured)
+
+
+def _grow(
+    items: dict[int, ItemRecord], start: int, stop: int, floor: int, ceiling: int, budget: int, structured: bool
+) -> tuple[int, int]:
+    """Widen [start, stop) one item at a time, alternating sides, while the budget allows."""
+    used = sum(_text_len(items[p], structured) for p in range(start, stop) if p in items)
+    while True:
+        grew = False
+        for side in ("before", "after"):
+            candidate = start - 1 if side == "before" else stop
+            if not floor <= candidate < ceiling:
+                continue
+            cost = _text_len(items[candidate], structured) if candidate in items else 0
+            if used + cost > budget:
+                continue
+            used += cost
+            if side == "before":
+                start = candidate
+            else:
+                stop = candidate + 1
+            grew = True
+        if not grew:
+            return start, stop
+
+
+def _merge(spans: list[_Span]) -> list[_Span]:
+    spans.sort(key=lambda s: s.start)
+    merged: list[_Span] = []
+    for span in spans:
+        if merged and span.start < merged[-1].stop:  # overlapping; adjacent spans stay apart
+            last = merged[-1]
+            last.stop = max(last.stop, span.stop)
+            last.results.extend(span.results)
+            last.matched |= span.matched
+        else:
+            merged.append(span)
+    return merged
+
+
+def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> SearchResult:
+    primary = max(span.results, key=lambda r: r.score)
+    window = [items[p] for p in range(span.start, span.stop) if p in items]
+    structured = any(i.label in BOUNDARY_LABELS for i in items.values())
+    kept = [i for i in window if not (structured and i.label in NOISE_LABELS)]
+    kept = _clip(kept, span.matched, budget)
+    content = "\n\n".join(i.text for i in kept)
+    own_text = max((r.content for r in span.results), key=len)
+    if len(content) < len(own_text):
+        return primary  # expansion found less than the chunk itself (e.g. a table chunk)
+
+    matched_refs = [ref for r in span.results for ref in r.doc_item_refs]
+    headings: list[str] = []
+    for r in sorted(span.results, key=lambda r: -r.score):
+        headings.extend(h for h in r.headings if h not in headings)
+    matched_set = set(matched_refs)
+    return primary.model_copy(
+        update={
+            "chunk_ids": list(dict.fromkeys(cid for r in span.results for cid in r.chunk_ids)),
+            "score": primary.score,
+            "content": content,
+            "headings": headings,
+            "doc_item_refs": [i.self_ref for i in kept],
+            "labels": [i.label for i in kept],
+            "page_numbers": sorted({p for i in kept for p in i.page_numbers} | {p for r in span.results for p in r.page_numbers}),
+            "boxes": [b for r in span.results for b in r.boxes],
+            "matched_refs": list(dict.fromkeys(matched_refs)),
+            "context_boxes": [b for i in kept if i.self_ref not in matched_set for b in i.boxes],
+        }
+    )
+
+
+def _clip(window: list[ItemRecord], matched: set[int], budget: int) -> list[ItemRecord]:
+    """Drop whole items from the edges farthest from the matches until the window fits.
+
+    Matched items are never dropped, so every constituent keeps its evidence; whole items (not
+    characters) are dropped so text, refs, pages and boxes always describe the same items.
+    """
+    total = sum(len(i.text) + 2 for i in window)
+    if total <= budget or not matched:
+        return window
+    centre = statistics.median(matched)
+    kept = list(window)
+    for item in sorted(window, key=lambda i: -abs(i.position - centre)):
+        if total <= budget:
+            break
+        if item.position in matched:
+            continue
+        kept.remove(item)
+        total -= len(item.text) + 2
+    return kept

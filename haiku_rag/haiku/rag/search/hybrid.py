@@ -1,0 +1,170 @@
+"""Full-text, vector and hybrid (reciprocal-rank fusion) search over chunks.
+
+Hybrid search runs both arms with a candidate pool larger than the limit and fuses their
+ranks with RRF (score = sum of 1 / (k + rank), k = 60 by default). Chunks whose vectors have not
+landed yet still come back through the full-text arm, so a freshly added document is findable
+before embedding finishes. A document filter is resolved to document ids first and applied
+inside both arms before their limits, so filtered searches never under-return.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from haiku.rag.store import schema as S
+from haiku.rag.store.documents import boxes_from_json
+from haiku.rag.store.engine import Store, sql_in
+from haiku.rag.store.models import SearchResult
+
+SearchType = Literal["hybrid", "vector", "fts"]
+SEARCH_TYPES: tuple[str, ...] = ("hybrid", "vector", "fts")
+
+_CHUNK_COLUMNS = [
+    "id",
+    "document_id",
+    "generation",
+    "order",
+    "content",
+    "headings",
+    "labels",
+    "doc_item_refs",
+    "page_numbers",
+    "boxes",
+]
+# Characters with a meaning in LanceDB's full-text query syntax; a user's question should
+# never fail because it contains one of them.
+_FTS_SYNTAX = re.compile(r"[\"'(){}\[\]^~*?:\\/+\-!&|<>=]")
+
+
+def _document_clause(document_ids: Sequence[str] | None) -> str | None:
+    return None if document_ids is None else sql_in("document_id", set(document_ids))
+
+
+def fts_hits(store: Store, query: str, limit: int, document_ids: Sequence[str] | None) -> list[dict[str, Any]]:
+    text = _FTS_SYNTAX.sub(" ", query).strip()
+    if not text:
+        return []
+    search = store.table(S.CHUNKS).search(text, query_type="fts", fts_columns="content_fts")
+    clause = _document_clause(document_ids)
+    if clause:
+        search = search.where(clause, prefilter=True)
+    return search.select([*_CHUNK_COLUMNS, "_score"]).limit(limit).to_list()
+
+
+def vector_hits(
+    store: Store, vector: np.ndarray, limit: int, document_ids: Sequence[str] | None
+) -> list[dict[str, Any]]:
+    if not store.has_table(S.CHUNK_VECTORS):
+        return []
+    search = store.table(S.CHUNK_VECTORS).search(vector.astype(np.float32)).distance_type("cosine")
+    clause = _document_clause(document_ids)
+    if clause:
+        search = search.where(clause, prefilter=True)
+    return search.select(["chunk_id", "document_id", "generation", "_distance"]).limit(limit).to_list()
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
+    """Fuse ranked id lists; ranks start at 1. Ties keep first-seen order."""
+    scores: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, item in enumerate(ranking, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+def search_chunks(
+    store: Store,
+    query: str,
+    *,
+    query_vector: np.ndarray | None,
+    search_type: SearchType = "hybrid",
+    limit: int = 5,
+    document_ids: Sequence[str] | None = None,
+    rrf_k: int = 60,
+    candidate_factor: int = 4,
+) -> list[SearchResult]:
+    """Ranked chunks as ``SearchResult`` (without context expansion)."""
+    if limit <= 0 or not query.strip() or (document_ids is not None and not document_ids):
+        return []
+    live = store.current_generations()
+    pool = max(limit * candidate_factor, 20) if search_type == "hybrid" else limit * 2
+
+    def current(hit: dict[str, Any]) -> bool:
+        # Leftovers of an interrupted write are invisible until recovery removes them.
+        return live.get(hit["document_id"]) == hit["generation"]
+
+    rows: dict[str, dict[str, Any]] = {}
+    scored: list[tuple[str, float]]
+    if search_type == "fts":
+        hits = [h for h in fts_hits(store, query, pool, document_ids) if current(h)]
+        rows = {h["id"]: h for h in hits}
+        scored = [(h["id"], float(h["_score"])) for h in hits]
+    elif search_type == "vector":
+        if query_vector is None:
+            raise ValueError("vector search needs a query vector")
+        hits = [h for h in vector_hits(store, query_vector, pool, document_ids) if current(h)]
+        scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in hits]
+    elif search_type == "hybrid":
+        text_hits = [h for h in fts_hits(store, query, pool, document_ids) if current(h)]
+        rows = {h["id"]: h for h in text_hits}
+        vec_ids: list[str] = []
+        if query_vector is not None:
+            vec_ids = [
+                h["chunk_id"] for h in vector_hits(store, query_vector, pool, document_ids) if current(h)
+            ]
+        scored = reciprocal_rank_fusion([[h["id"] for h in text_hits], vec_ids], k=rrf_k)
+    else:
+        raise ValueError(f"unknown search type {search_type!r}; use one of {', '.join(SEARCH_TYPES)}")
+
+    scored = scored[:limit]
+    missing = [cid for cid, _ in scored if cid not in rows]
+    if missing:
+        fetched = store.table(S.CHUNKS).search().where(sql_in("id", set(missing))).select(_CHUNK_COLUMNS).limit(None).to_list()
+        rows.update({r["id"]: r for r in fetched if current(r)})
+    return to_results(store, [(rows[cid], score) for cid, score in scored if cid in rows])
+
+
+def to_results(store: Store, scored_rows: list[tuple[dict[str, Any], float]]) -> list[SearchResult]:
+    """Attach document identity to chunk rows (one query for all documents)."""
+    doc_ids = {row["document_id"] for row, _ in scored_rows}
+    documents: dict[str, dict[str, Any]] = {}
+    if doc_ids:
+        found = (
+            store.table(S.DOCUMENTS)
+            .search()
+            .where(sql_in("id", doc_ids))
+            .select(["id", "uri", "title", "metadata"])
+            .limit(None)
+            .to_list()
+        )
+        documents = {d["id"]: d for d in found}
+    results = []
+    for row, score in scored_rows:
+        doc = documents.get(row["document_id"])
+        if doc is None:
+            continue
+        results.append(
+            SearchResult(
+                chunk_id=row["id"],
+                chunk_ids=[row["id"]],
+                score=score,
+                content=row["content"],
+                document_id=row["document_id"],
+                document_uri=doc["uri"],
+                document_title=doc["title"],
+                document_meta=json.loads(doc["metadata"] or "{}"),
+                order=row["order"],
+                headings=row["headings"] or [],
+                labels=row["labels"] or [],
+                doc_item_refs=row["doc_item_refs"] or [],
+                page_numbers=row["page_numbers"] or [],
+                boxes=boxes_from_json(row["boxes"]),
+                matched_refs=row["doc_item_refs"] or [],
+            )
+        )
+    return results

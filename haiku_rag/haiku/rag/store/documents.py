@@ -1,0 +1,387 @@
+"""Document-level reads and writes over the store's tables."""
+
+from __future__ import annotations
+
+import json
+import uuid
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+
+from haiku.rag.errors import DocumentNotFoundError, StoreError
+from haiku.rag.ingest.records import Box, ChunkRecord, ItemRecord
+from haiku.rag.store import schema as S
+from haiku.rag.store.engine import Store, sql_in, sql_quote
+from haiku.rag.store.models import Chunk, Document
+
+_DOCUMENT_COLUMNS = [f.name for f in S.DOCUMENTS_SCHEMA]
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def boxes_json(boxes: list[Box]) -> str:
+    return json.dumps([b.to_dict() for b in boxes], separators=(",", ":"))
+
+
+def boxes_from_json(text: str | None) -> list[Box]:
+    return [Box.from_dict(d) for d in json.loads(text)] if text else []
+
+
+def document_from_row(row: dict[str, Any]) -> Document:
+    data = {k: row[k] for k in _DOCUMENT_COLUMNS if k in row}
+    data["metadata"] = json.loads(data.get("metadata") or "{}")
+    return Document(**data)
+
+
+def chunk_from_row(row: dict[str, Any]) -> Chunk:
+    return Chunk(
+        id=row["id"],
+        document_id=row["document_id"],
+        order=row["order"],
+        content=row["content"],
+        headings=row["headings"] or [],
+        labels=row["labels"] or [],
+        doc_item_refs=row["doc_item_refs"] or [],
+        page_numbers=row["page_numbers"] or [],
+        boxes=boxes_from_json(row["boxes"]),
+    )
+
+
+@dataclass(slots=True)
+class NewDocument:
+    """Everything the store needs to write one document version."""
+
+    uri: str
+    title: str | None
+    metadata: dict[str, Any]
+    content_hash: str
+    mime_type: str
+    page_count: int
+    source_bytes: bytes
+    content: str
+    docling_json: str
+    items: list[ItemRecord]
+    chunks: list[ChunkRecord]
+
+
+# --- reads -------------------------------------------------------------------------------
+
+
+def get_document(store: Store, document_id: str) -> Document:
+    rows = (
+        store.table(S.DOCUMENTS)
+        .search()
+        .where(f"id = {sql_quote(document_id)}")
+        .select(_DOCUMENT_COLUMNS)
+        .limit(1)
+        .to_list()
+    )
+    if not rows:
+        raise DocumentNotFoundError(f"no document with id {document_id}")
+    return document_from_row(rows[0])
+
+
+def find_document_by_uri(store: Store, uri: str) -> Document | None:
+    rows = (
+        store.table(S.DOCUMENTS)
+        .search()
+        .where(f"uri = {sql_quote(uri)}")
+        .select(_DOCUMENT_COLUMNS)
+        .limit(1)
+        .to_list()
+    )
+    return document_from_row(rows[0]) if rows else None
+
+
+def list_documents(
+    store: Store, *, filter: str | None = None, limit: int | None = None, offset: int = 0
+) -> list[Document]:
+    query = store.table(S.DOCUMENTS).search().select(_DOCUMENT_COLUMNS)
+    if filter:
+        query = query.where(filter)
+    rows = query.limit(None).to_list() if limit is None else query.limit(limit + offset).to_list()
+    docs = sorted((document_from_row(r) for r in rows), key=lambda d: (d.created_at, d.uri))
+    return docs[offset : None if limit is None else offset + limit]
+
+
+def count_documents(store: Store) -> int:
+    return store.table(S.DOCUMENTS).count_rows()
+
+
+def document_ids_matching(store: Store, filter: str) -> list[str]:
+    """Resolve a SQL filter over document columns to document ids (for pre-limit filtering)."""
+    try:
+        rows = store.table(S.DOCUMENTS).search().where(filter).select(["id"]).limit(None).to_arrow()
+    except Exception as exc:  # lance reports bad SQL as a generic error
+        raise StoreError(f"invalid filter {filter!r}: {_first_line(exc)}") from exc
+    return rows["id"].to_pylist()
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def get_source_bytes(store: Store, document: Document) -> bytes:
+    return _blob_value(store, document, "source_bytes")
+
+
+def get_content(store: Store, document: Document) -> str:
+    return _blob_value(store, document, "content")
+
+
+def get_docling_json(store: Store, document: Document) -> str:
+    return zlib.decompress(_blob_value(store, document, "docling_json")).decode("utf-8")
+
+
+def _blob_value(store: Store, document: Document, column: str) -> Any:
+    rows = (
+        store.table(S.DOCUMENT_BLOBS)
+        .search()
+        .where(f"generation = {sql_quote(document.generation)}")
+        .select([column])
+        .limit(1)
+        .to_list()
+    )
+    if not rows:
+        raise StoreError(f"the stored data of document {document.id} is missing; run `haiku-rag doctor`")
+    return rows[0][column]
+
+
+def get_chunks(store: Store, document: Document) -> list[Chunk]:
+    rows = (
+        store.table(S.CHUNKS)
+        .search()
+        .where(f"generation = {sql_quote(document.generation)}")
+        .limit(None)
+        .to_list()
+    )
+    return sorted((chunk_from_row(r) for r in rows), key=lambda c: c.order)
+
+
+def get_chunks_by_id(store: Store, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Raw chunk rows by id, current generations only."""
+    if not chunk_ids:
+        return {}
+    rows = store.table(S.CHUNKS).search().where(sql_in("id", set(chunk_ids))).limit(None).to_list()
+    live = store.current_generations()
+    return {r["id"]: r for r in rows if live.get(r["document_id"]) == r["generation"]}
+
+
+def get_items(
+    store: Store, document: Document, *, start: int | None = None, stop: int | None = None
+) -> list[ItemRecord]:
+    where = f"generation = {sql_quote(document.generation)}"
+    if start is not None:
+        where += f" AND position >= {int(start)}"
+    if stop is not None:
+        where += f" AND position < {int(stop)}"
+    rows = store.table(S.DOCUMENT_ITEMS).search().where(where).limit(None).to_list()
+    items = [
+        ItemRecord(
+            position=r["position"],
+            self_ref=r["self_ref"],
+            label=r["label"],
+            text=r["text"],
+            page_numbers=r["page_numbers"] or [],
+            heading_level=r["heading_level"],
+            boxes=boxes_from_json(r["boxes"]),
+        )
+        for r in rows
+    ]
+    return sorted(items, key=lambda i: i.position)
+
+
+def item_positions(store: Store, document: Document, refs: list[str]) -> dict[str, int]:
+    if not refs:
+        return {}
+    where = f"generation = {sql_quote(document.generation)} AND {sql_in('self_ref', set(refs))}"
+    rows = store.table(S.DOCUMENT_ITEMS).search().where(where).select(["self_ref", "position"]).limit(None).to_list()
+    return {r["self_ref"]: r["position"] for r in rows}
+
+
+# --- writes ------------------------------------------------------------------------------
+
+
+def write_document(store: Store, new: NewDocument, *, replaces: Document | None = None) -> tuple[Document, list[str]]:
+    """Create a document, or replace ``replaces`` in place (same id), atomically.
+
+    Returns the stored document and its chunk ids in order. Content rows go first and the
+    ``documents`` row last (the commit point); the old generation's rows are deleted after.
+    """
+    generation = uuid.uuid4().hex
+    document_id = replaces.id if replaces else uuid.uuid4().hex
+    timestamp = now_iso()
+    chunk_ids = [uuid.uuid4().hex for _ in new.chunks]
+    row = {
+        "id": document_id,
+        "uri": new.uri,
+        "title": new.title,
+        "metadata": json.dumps(new.metadata, sort_keys=True, default=str),
+        "content_hash": new.content_hash,
+        "mime_type": new.mime_type,
+        "page_count": new.page_count,
+        "size_bytes": len(new.source_bytes),
+        "chunk_count": len(new.chunks),
+        "index_state": "text",
+        "generation": generation,
+        "created_at": replaces.created_at if replaces else timestamp,
+        "updated_at": timestamp,
+    }
+    with store.write_transaction():
+        store.table(S.DOCUMENT_BLOBS).add(
+            pa.Table.from_pylist(
+                [
+                    {
+                        "document_id": document_id,
+                        "generation": generation,
+                        "content": new.content,
+                        "source_bytes": new.source_bytes,
+                        "docling_json": zlib.compress(new.docling_json.encode("utf-8"), 6),
+                    }
+                ],
+                schema=S.DOCUMENT_BLOBS_SCHEMA,
+            )
+        )
+        if new.items:
+            store.table(S.DOCUMENT_ITEMS).add(_items_table(document_id, generation, new.items))
+        if new.chunks:
+            store.table(S.CHUNKS).add(_chunks_table(document_id, generation, new.chunks, chunk_ids))
+        documents = store.table(S.DOCUMENTS)
+        if replaces:
+            # One atomic update: a crash can never leave the URI with no document row.
+            changes = {k: v for k, v in row.items() if k != "id"}
+            documents.update(where=f"id = {sql_quote(document_id)}", values=changes)
+        else:
+            documents.add(pa.Table.from_pylist([row], schema=S.DOCUMENTS_SCHEMA))
+        if replaces:
+            _delete_content(store, f"document_id = {sql_quote(document_id)} AND generation != {sql_quote(generation)}")
+    return document_from_row(row), chunk_ids
+
+
+def _items_table(document_id: str, generation: str, items: list[ItemRecord]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [
+            {
+                "document_id": document_id,
+                "generation": generation,
+                "position": item.position,
+                "self_ref": item.self_ref,
+                "label": item.label,
+                "text": item.text,
+                "page_numbers": item.page_numbers,
+                "heading_level": item.heading_level,
+                "boxes": boxes_json(item.boxes),
+            }
+            for item in items
+        ],
+        schema=S.DOCUMENT_ITEMS_SCHEMA,
+    )
+
+
+def _chunks_table(document_id: str, generation: str, chunks: list[ChunkRecord], ids: list[str]) -> pa.Table:
+    return pa.Table.from_pylist(
+        [
+            {
+                "id": chunk_id,
+                "document_id": document_id,
+                "generation": generation,
+                "order": chunk.order,
+                "content": chunk.text,
+                "content_fts": chunk.embed_text,
+                "headings": chunk.headings,
+                "labels": chunk.labels,
+                "doc_item_refs": chunk.doc_item_refs,
+                "page_numbers": chunk.page_numbers,
+                "boxes": boxes_json(chunk.boxes),
+            }
+            for chunk_id, chunk in zip(ids, chunks, strict=True)
+        ],
+        schema=S.CHUNKS_SCHEMA,
+    )
+
+
+def _delete_content(store: Store, where: str) -> None:
+    for name in S.CONTENT_TABLES:
+        if store.has_table(name):
+            store.table(name).delete(where)
+
+
+def delete_document(store: Store, document_id: str) -> Document:
+    document = get_document(store, document_id)
+    with store.write_transaction():
+        store.table(S.DOCUMENTS).delete(f"id = {sql_quote(document_id)}")  # commit point first
+        _delete_content(store, f"document_id = {sql_quote(document_id)}")
+    return document
+
+
+def update_document_meta(
+    store: Store, document_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+) -> Document:
+    get_document(store, document_id)
+    values: dict[str, Any] = {"updated_at": now_iso()}
+    if title is not None:
+        values["title"] = title
+    if metadata is not None:
+        values["metadata"] = json.dumps(metadata, sort_keys=True, default=str)
+    with store.write_transaction():
+        store.table(S.DOCUMENTS).update(where=f"id = {sql_quote(document_id)}", values=values)
+    return get_document(store, document_id)
+
+
+# --- vectors -----------------------------------------------------------------------------
+
+
+def chunks_missing_vectors(store: Store, document: Document) -> list[tuple[str, str]]:
+    """(chunk id, text to embed) of this document's chunks that have no vector yet."""
+    chunks = (
+        store.table(S.CHUNKS)
+        .search()
+        .where(f"generation = {sql_quote(document.generation)}")
+        .select(["id", "order", "content_fts"])
+        .limit(None)
+        .to_list()
+    )
+    have: set[str] = set()
+    if store.has_table(S.CHUNK_VECTORS):
+        have = set(
+            store.table(S.CHUNK_VECTORS)
+            .search()
+            .where(f"generation = {sql_quote(document.generation)}")
+            .select(["chunk_id"])
+            .limit(None)
+            .to_arrow()["chunk_id"]
+            .to_pylist()
+        )
+    pending = sorted((c for c in chunks if c["id"] not in have), key=lambda c: c["order"])
+    return [(c["id"], c["content_fts"]) for c in pending]
+
+
+def add_vectors(store: Store, document: Document, chunk_ids: list[str], vectors: Any) -> None:
+    table = store.table(S.CHUNK_VECTORS)
+    dim = table.schema.field("vector").type.list_size
+    data = pa.table(
+        {
+            "chunk_id": pa.array(chunk_ids, pa.string()),
+            "document_id": pa.array([document.id] * len(chunk_ids), pa.string()),
+            "generation": pa.array([document.generation] * len(chunk_ids), pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(
+                pa.array(vectors.astype("float32").ravel(), pa.float32()), dim
+            ),
+        },
+        schema=table.schema,
+    )
+    with store.write_transaction():
+        table.add(data)
+
+
+def mark_hybrid(store: Store, document: Document) -> None:
+    with store.write_transaction():
+        store.table(S.DOCUMENTS).update(
+            where=f"id = {sql_quote(document.id)} AND generation = {sql_quote(document.generation)}",
+            values={"index_state": "hybrid"},
+        )

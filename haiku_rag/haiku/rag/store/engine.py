@@ -1,0 +1,351 @@
+"""The store engine: connection, tables, atomic writes, recovery, compatibility checks.
+
+Writes are serialised in-process by a lock and across processes by an advisory file lock
+(local stores). A write that touches several tables runs in ``write_transaction``: every
+table's version is noted first and, on any exception (cancellation included), each table that
+moved is restored to it. A SIGKILL skips that rollback, which is why content rows carry a
+``generation`` and the ``documents`` row (the commit point) is written last: recovery on the
+next writable open deletes rows of generations no document points at, and reads ignore them
+until then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from haiku.rag import __version__
+from haiku.rag.config import is_remote_uri
+from haiku.rag.errors import (
+    EmbedderMismatchError,
+    ReadOnlyError,
+    SchemaVersionError,
+    StoreDamagedError,
+    StoreError,
+    StoreLockedError,
+    StoreNotFoundError,
+)
+from haiku.rag.store import schema as S
+
+_BASE_SCHEMAS = {
+    S.DOCUMENTS: S.DOCUMENTS_SCHEMA,
+    S.DOCUMENT_BLOBS: S.DOCUMENT_BLOBS_SCHEMA,
+    S.DOCUMENT_ITEMS: S.DOCUMENT_ITEMS_SCHEMA,
+    S.CHUNKS: S.CHUNKS_SCHEMA,
+    S.SETTINGS: S.SETTINGS_SCHEMA,
+}
+LOCK_FILE = ".haiku-rag-writer.lock"
+
+
+def sql_quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: list[str] | set[str]) -> str:
+    return f"{column} IN ({', '.join(sql_quote(v) for v in sorted(values))})"
+
+
+class Store:
+    """An opened haiku.rag store (local folder or object-storage URI)."""
+
+    def __init__(
+        self,
+        location: str,
+        *,
+        create: bool = False,
+        read_only: bool = False,
+        storage_options: dict[str, str] | None = None,
+        read_consistency_interval: float | None = None,
+    ) -> None:
+        import lancedb  # heavy: keep `import haiku.rag` cheap
+
+        self.location = location
+        self.read_only = read_only
+        self.is_remote = is_remote_uri(location)
+        self._write_lock = threading.RLock()
+        self._lock_file: Any = None
+        self._tables: dict[str, Any] = {}
+
+        if not self.is_remote:
+            path = Path(location)
+            if not path.exists():
+                if not create or read_only:
+                    raise StoreNotFoundError(
+                        f"no haiku.rag store at {path}; add documents first "
+                        "(haiku-rag add-src PATH) or run `haiku-rag init`"
+                    )
+                path.mkdir(parents=True)
+            elif not path.is_dir():
+                raise StoreDamagedError(f"{path} is a file, not a haiku.rag store folder")
+
+        interval = read_consistency_interval
+        if interval is None and not self.is_remote:
+            # Local stores are cheap to re-check: always see other handles' writes.
+            interval = 0.0
+        try:
+            self._db = lancedb.connect(
+                location,
+                storage_options=storage_options or None,
+                read_consistency_interval=None if interval is None else timedelta(seconds=interval),
+            )
+            existing = set(self._list_tables())
+        except Exception as exc:  # lance raises plain errors for unreadable folders
+            raise StoreDamagedError(f"cannot open the store at {location}: {exc}") from exc
+
+        missing = [name for name in _BASE_SCHEMAS if name not in existing]
+        if existing and missing and S.SETTINGS not in existing:
+            raise StoreDamagedError(
+                f"{location} is not a haiku.rag store (tables found: {', '.join(sorted(existing))})"
+            )
+        self._open_tables(existing, missing, create=create)
+        self._check_schema_version()
+        if not read_only:
+            self.recover()
+
+    # --- opening --------------------------------------------------------------------------
+
+    def _list_tables(self) -> list[str]:
+        result = self._db.list_tables()
+        names = getattr(result, "tables", result)
+        return list(names)
+
+    def _open_tables(self, existing: set[str], missing: list[str], *, create: bool) -> None:
+        try:
+            for name in existing:
+                if name in _BASE_SCHEMAS or name == S.CHUNK_VECTORS:
+                    self._tables[name] = self._db.open_table(name)
+        except Exception as exc:
+            raise StoreDamagedError(f"cannot open table in {self.location}: {exc}") from exc
+        if not missing:
+            return
+        if existing:
+            raise StoreDamagedError(
+                f"the store at {self.location} is damaged: missing table(s) {', '.join(missing)}; "
+                "run `haiku-rag doctor` for details"
+            )
+        if self.read_only or not create:
+            raise StoreNotFoundError(
+                f"no haiku.rag store at {self.location}; add documents first "
+                "(haiku-rag add-src PATH) or run `haiku-rag init`"
+            )
+        # Settings last: its presence marks a completely created store.
+        for name in (S.DOCUMENTS, S.DOCUMENT_BLOBS, S.DOCUMENT_ITEMS, S.CHUNKS):
+            self._tables[name] = self._db.create_table(name, schema=_BASE_SCHEMAS[name])
+        self._create_indexes()
+        settings = self._db.create_table(S.SETTINGS, schema=S.SETTINGS_SCHEMA)
+        settings.add(
+            pa.Table.from_pylist(
+                [
+                    {"key": "schema_version", "value": json.dumps(S.SCHEMA_VERSION)},
+                    {"key": "created_by", "value": json.dumps(f"haiku.rag {__version__}")},
+                ],
+                schema=S.SETTINGS_SCHEMA,
+            )
+        )
+        self._tables[S.SETTINGS] = settings
+
+    def _create_indexes(self) -> None:
+        from lancedb.index import FTS
+
+        chunks = self._tables[S.CHUNKS]
+        # Positions enable phrase queries; stop words are kept so quoted phrases match exactly.
+        chunks.create_index("content_fts", config=FTS(with_position=True, remove_stop_words=False))
+        for table, column in (
+            (S.CHUNKS, "id"),
+            (S.CHUNKS, "document_id"),
+            (S.DOCUMENTS, "id"),
+            (S.DOCUMENTS, "uri"),
+            (S.DOCUMENT_ITEMS, "document_id"),
+            (S.DOCUMENT_BLOBS, "document_id"),
+        ):
+            with contextlib.suppress(Exception):  # scalar indexes on empty tables are optional
+                self._tables[table].create_scalar_index(column)
+
+    def _check_schema_version(self) -> None:
+        version = self.get_setting("schema_version")
+        if version is None:
+            raise StoreDamagedError(f"the store at {self.location} has no schema version record")
+        if int(version) > S.SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"the store at {self.location} was written by a newer haiku.rag "
+                f"(schema {version}; this version reads up to {S.SCHEMA_VERSION}); "
+                "upgrade haiku.rag to open it. Nothing was changed."
+            )
+
+    # --- tables and settings --------------------------------------------------------------
+
+    def table(self, name: str) -> Any:
+        try:
+            return self._tables[name]
+        except KeyError:
+            raise StoreError(f"table {name} does not exist yet") from None
+
+    def has_table(self, name: str) -> bool:
+        return name in self._tables
+
+    def get_setting(self, key: str) -> Any:
+        rows = (
+            self._tables[S.SETTINGS].search().where(f"key = {sql_quote(key)}").limit(1).to_list()
+        )
+        return json.loads(rows[0]["value"]) if rows else None
+
+    def _put_setting(self, key: str, value: Any) -> None:
+        table = self._tables[S.SETTINGS]
+        table.delete(f"key = {sql_quote(key)}")
+        table.add(
+            pa.Table.from_pylist([{"key": key, "value": json.dumps(value)}], schema=S.SETTINGS_SCHEMA)
+        )
+
+    # --- embedder identity ----------------------------------------------------------------
+
+    @property
+    def embedder_identity(self) -> dict[str, Any] | None:
+        return self.get_setting("embedder")
+
+    def check_embedder(self, provider: str, model: str, vector_dim: int | None) -> None:
+        """Fail, changing nothing, when the store was embedded with another model or size."""
+        stored = self.embedder_identity
+        if stored is None:
+            return
+        same_model = stored["provider"] == provider and stored["model"] == model
+        same_dim = vector_dim is None or stored["vector_dim"] == vector_dim
+        if same_model and same_dim:
+            return
+        wanted = f"{provider}:{model}" + (f" ({vector_dim}-d)" if vector_dim else "")
+        raise EmbedderMismatchError(
+            f"the store at {self.location} was built with embeddings "
+            f"{stored['provider']}:{stored['model']} ({stored['vector_dim']}-d) but the "
+            f"configuration asks for {wanted}. Configure the same embedder, or re-embed the "
+            "library with `haiku-rag rebuild`. Nothing was changed."
+        )
+
+    def ensure_vector_table(self, provider: str, model: str, vector_dim: int) -> Any:
+        """The vectors table, created (with the embedder identity recorded) on first use."""
+        self.check_embedder(provider, model, vector_dim)
+        if S.CHUNK_VECTORS in self._tables:
+            return self._tables[S.CHUNK_VECTORS]
+        with self.write_transaction():
+            table = self._db.create_table(S.CHUNK_VECTORS, schema=S.chunk_vectors_schema(vector_dim))
+            self._tables[S.CHUNK_VECTORS] = table
+            self._put_setting(
+                "embedder", {"provider": provider, "model": model, "vector_dim": vector_dim}
+            )
+        return table
+
+    def drop_vectors(self) -> None:
+        """Forget every vector and the embedder identity (re-embedding with another model)."""
+        with self.write_transaction():
+            if S.CHUNK_VECTORS in self._tables:
+                self._db.drop_table(S.CHUNK_VECTORS)
+                del self._tables[S.CHUNK_VECTORS]
+            self._tables[S.SETTINGS].delete("key = 'embedder'")
+            self._tables[S.DOCUMENTS].update(where="true", values={"index_state": "text"})
+
+    # --- writing --------------------------------------------------------------------------
+
+    def _ensure_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"the store at {self.location} is open read-only")
+
+    def _acquire_process_lock(self) -> None:
+        """Advisory lock so a second writer process is refused instead of interleaving."""
+        if self._lock_file is not None or self.is_remote:
+            return
+        import fcntl
+
+        lock_path = Path(self.location) / LOCK_FILE
+        handle = open(lock_path, "a+")  # noqa: SIM115 - held for the store's lifetime
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            handle.close()
+            raise StoreLockedError(
+                f"the store at {self.location} is being written by {holder}; "
+                "close it (e.g. quit haiku-desk) or open this one read-only"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+        self._lock_file = handle
+
+    @contextlib.contextmanager
+    def write_transaction(self) -> Iterator[None]:
+        """Run a multi-table write atomically within this process (see module docstring)."""
+        self._ensure_writable()
+        with self._write_lock:
+            self._acquire_process_lock()
+            versions = {name: table.version for name, table in self._tables.items()}
+            try:
+                yield
+            except BaseException:
+                self._rollback(versions)
+                raise
+
+    def _rollback(self, versions: dict[str, int]) -> None:
+        errors = []
+        for name in S.TABLES:
+            table = self._tables.get(name)
+            if table is None or name not in versions:
+                continue
+            try:
+                if table.version != versions[name]:
+                    table.restore(versions[name])
+            except Exception as exc:  # keep restoring the others; report below
+                errors.append(f"{name}: {exc}")
+        if errors:
+            raise StoreError("rollback failed for " + "; ".join(errors))
+
+    # --- recovery -------------------------------------------------------------------------
+
+    def current_generations(self) -> dict[str, str]:
+        rows = self._tables[S.DOCUMENTS].search().select(["id", "generation"]).to_arrow()
+        return dict(zip(rows["id"].to_pylist(), rows["generation"].to_pylist(), strict=True))
+
+    def stale_generations(self) -> dict[str, set[str]]:
+        """Per content table, generations that no document row points at."""
+        live = set(self.current_generations().values())
+        stale: dict[str, set[str]] = {}
+        for name in S.CONTENT_TABLES:
+            table = self._tables.get(name)
+            if table is None:
+                continue
+            generations = set(table.search().select(["generation"]).to_arrow()["generation"].to_pylist())
+            if generations - live:
+                stale[name] = generations - live
+        return stale
+
+    def recover(self) -> int:
+        """Delete leftovers of interrupted writes; returns how many tables were cleaned."""
+        stale = self.stale_generations()
+        if not stale:
+            return 0
+        with self.write_transaction():
+            for name, generations in stale.items():
+                self._tables[name].delete(sql_in("generation", generations))
+        return len(stale)
+
+    # --- maintenance ----------------------------------------------------------------------
+
+    def optimize(self) -> None:
+        """Compact fragments, fold new rows into indexes, drop old versions."""
+        self._ensure_writable()
+        with self._write_lock:
+            for table in self._tables.values():
+                table.optimize(cleanup_older_than=timedelta(seconds=0))
+
+    def close(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+        self._tables.clear()
