@@ -11,8 +11,10 @@ numbers, so no flip is ever needed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from docling_core.types.doc import DoclingDocument
+if TYPE_CHECKING:  # docling-core's models are slow to import; keep `import haiku.rag` cheap
+    from docling_core.types.doc import DoclingDocument
 
 
 @dataclass(frozen=True, slots=True)
