@@ -75,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("embed", help="compute vectors still missing (after --no-embed or an interruption)")
     sub.add_parser("rebuild", help="re-embed the whole library with the configured embedder")
     sub.add_parser("info", help="store statistics")
+    sub.add_parser("doctor", help="check the store's integrity (read-only)")
     sub.add_parser("settings", help="print the effective configuration (secrets masked)")
     return parser
 
@@ -134,7 +135,7 @@ async def _run(args: argparse.Namespace) -> int:
     writes = args.command in {"init", "add", "add-src", "delete", "embed", "rebuild"}
     if args.read_only and writes:
         raise HaikuRAGError(f"`{args.command}` writes to the store; drop --read-only")
-    skip_validation = args.command in {"list", "get", "delete", "info", "visualize"}
+    skip_validation = args.command in {"list", "get", "delete", "info", "visualize", "doctor"}
     async with HaikuRAG(
         args.db, config, create=writes, read_only=args.read_only or not writes, skip_validation=skip_validation
     ) as client:
@@ -296,6 +297,16 @@ async def _cmd_info(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _cmd_doctor(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.doctor import run_doctor
+
+    report = await asyncio.to_thread(run_doctor, client.store)
+    for check in report.checks:
+        mark = "ok  " if check.ok else "FAIL"
+        print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail and not check.ok else ""))
+    return 0 if report.ok else EXIT_ERROR
+
+
 _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "init": _cmd_init,
     "add": _cmd_add,
@@ -308,6 +319,7 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "embed": _cmd_embed,
     "rebuild": _cmd_rebuild,
     "info": _cmd_info,
+    "doctor": _cmd_doctor,
 }
 
 

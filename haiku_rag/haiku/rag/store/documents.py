@@ -213,6 +213,37 @@ def write_document(store: Store, new: NewDocument, *, replaces: Document | None 
     Returns the stored document and its chunk ids in order. Content rows go first and the
     ``documents`` row last (the commit point); the old generation's rows are deleted after.
     """
+    if replaces is None:
+        return write_documents(store, [new])[0]
+    row, chunk_ids, content = _prepare_rows(new, replaces)
+    with store.write_transaction():
+        _add_content(store, *content)
+        # One atomic update: a crash can never leave the URI with no document row.
+        changes = {k: v for k, v in row.items() if k != "id"}
+        store.table(S.DOCUMENTS).update(where=f"id = {sql_quote(replaces.id)}", values=changes)
+        _delete_content(
+            store, f"document_id = {sql_quote(replaces.id)} AND generation != {sql_quote(row['generation'])}"
+        )
+    return document_from_row(row), chunk_ids
+
+
+def write_documents(store: Store, news: list[NewDocument]) -> list[tuple[Document, list[str]]]:
+    """Create several new documents in one transaction (one append per table)."""
+    prepared = [_prepare_rows(new, None) for new in news]
+    blobs, items, chunks = [], [], []
+    for _, _, (b, i, c) in prepared:
+        blobs.append(b)
+        items.append(i)
+        chunks.append(c)
+    with store.write_transaction():
+        _add_content(store, pa.concat_tables(blobs), pa.concat_tables(items), pa.concat_tables(chunks))
+        store.table(S.DOCUMENTS).add(pa.Table.from_pylist([row for row, _, _ in prepared], schema=S.DOCUMENTS_SCHEMA))
+    return [(document_from_row(row), chunk_ids) for row, chunk_ids, _ in prepared]
+
+
+def _prepare_rows(
+    new: NewDocument, replaces: Document | None
+) -> tuple[dict[str, Any], list[str], tuple[pa.Table, pa.Table, pa.Table]]:
     generation = uuid.uuid4().hex
     document_id = replaces.id if replaces else uuid.uuid4().hex
     timestamp = now_iso()
@@ -232,35 +263,32 @@ def write_document(store: Store, new: NewDocument, *, replaces: Document | None 
         "created_at": replaces.created_at if replaces else timestamp,
         "updated_at": timestamp,
     }
-    with store.write_transaction():
-        store.table(S.DOCUMENT_BLOBS).add(
-            pa.Table.from_pylist(
-                [
-                    {
-                        "document_id": document_id,
-                        "generation": generation,
-                        "content": new.content,
-                        "source_bytes": new.source_bytes,
-                        "docling_json": zlib.compress(new.docling_json.encode("utf-8"), 6),
-                    }
-                ],
-                schema=S.DOCUMENT_BLOBS_SCHEMA,
-            )
-        )
-        if new.items:
-            store.table(S.DOCUMENT_ITEMS).add(_items_table(document_id, generation, new.items))
-        if new.chunks:
-            store.table(S.CHUNKS).add(_chunks_table(document_id, generation, new.chunks, chunk_ids))
-        documents = store.table(S.DOCUMENTS)
-        if replaces:
-            # One atomic update: a crash can never leave the URI with no document row.
-            changes = {k: v for k, v in row.items() if k != "id"}
-            documents.update(where=f"id = {sql_quote(document_id)}", values=changes)
-        else:
-            documents.add(pa.Table.from_pylist([row], schema=S.DOCUMENTS_SCHEMA))
-        if replaces:
-            _delete_content(store, f"document_id = {sql_quote(document_id)} AND generation != {sql_quote(generation)}")
-    return document_from_row(row), chunk_ids
+    blob = pa.Table.from_pylist(
+        [
+            {
+                "document_id": document_id,
+                "generation": generation,
+                "content": new.content,
+                "source_bytes": new.source_bytes,
+                "docling_json": zlib.compress(new.docling_json.encode("utf-8"), 6),
+            }
+        ],
+        schema=S.DOCUMENT_BLOBS_SCHEMA,
+    )
+    content = (
+        blob,
+        _items_table(document_id, generation, new.items),
+        _chunks_table(document_id, generation, new.chunks, chunk_ids),
+    )
+    return row, chunk_ids, content
+
+
+def _add_content(store: Store, blobs: pa.Table, items: pa.Table, chunks: pa.Table) -> None:
+    store.table(S.DOCUMENT_BLOBS).add(blobs)
+    if items.num_rows:
+        store.table(S.DOCUMENT_ITEMS).add(items)
+    if chunks.num_rows:
+        store.table(S.CHUNKS).add(chunks)
 
 
 def _items_table(document_id: str, generation: str, items: list[ItemRecord]) -> pa.Table:

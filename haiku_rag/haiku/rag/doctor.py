@@ -1,0 +1,92 @@
+"""Store integrity checks (``haiku-rag doctor``). Read-only: it reports, it never repairs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from haiku.rag.store import schema as S
+from haiku.rag.store.engine import Store
+
+
+@dataclass(slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class DoctorReport:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def add(self, name: str, ok: bool, detail: str = "") -> None:
+        self.checks.append(Check(name, ok, detail))
+
+
+def _column(store: Store, table: str, columns: list[str]) -> dict[str, list]:
+    data = store.table(table).search().select(columns).limit(None).to_arrow()
+    return {c: data[c].to_pylist() for c in columns}
+
+
+def _sample(values: set[str] | list[str], n: int = 3) -> str:
+    values = sorted(values)
+    return ", ".join(values[:n]) + (f" (+{len(values) - n} more)" if len(values) > n else "")
+
+
+def run_doctor(store: Store) -> DoctorReport:
+    report = DoctorReport()
+    documents = _column(store, S.DOCUMENTS, ["id", "generation", "chunk_count", "index_state"])
+    live = dict(zip(documents["id"], documents["generation"], strict=True))
+    live_generations = set(live.values())
+
+    stale = store.stale_generations()
+    report.add(
+        "no leftovers of interrupted writes",
+        not stale,
+        "; ".join(f"{t}: {len(g)} stale generation(s)" for t, g in stale.items()),
+    )
+
+    chunks = _column(store, S.CHUNKS, ["id", "document_id", "generation"])
+    orphans = {d for d, g in zip(chunks["document_id"], chunks["generation"], strict=True) if g not in live_generations}
+    report.add("every chunk has its document", not orphans, _sample(orphans))
+
+    per_doc = Counter(g for g in chunks["generation"] if g in live_generations)
+    wrong_counts = {
+        doc_id for doc_id, gen, n in zip(documents["id"], documents["generation"], documents["chunk_count"], strict=True)
+        if per_doc.get(gen, 0) != n or n == 0
+    }
+    report.add("every document has all its chunks", not wrong_counts, _sample(wrong_counts))
+
+    for table, what in ((S.DOCUMENT_ITEMS, "items"), (S.DOCUMENT_BLOBS, "stored file")):
+        present = set(_column(store, table, ["generation"])["generation"])
+        missing = {d for d, g in live.items() if g not in present}
+        report.add(f"every document has its {what}", not missing, _sample(missing))
+
+    if store.has_table(S.CHUNK_VECTORS):
+        identity = store.embedder_identity or {}
+        vectors = store.table(S.CHUNK_VECTORS)
+        dim = vectors.schema.field("vector").type.list_size
+        report.add(
+            "vectors have the recorded size",
+            identity.get("vector_dim") == dim,
+            f"table {dim}-d, recorded {identity.get('vector_dim')}",
+        )
+        vec = _column(store, S.CHUNK_VECTORS, ["chunk_id", "generation"])
+        live_chunks = {c for c, g in zip(chunks["id"], chunks["generation"], strict=True) if g in live_generations}
+        dangling = {c for c, g in zip(vec["chunk_id"], vec["generation"], strict=True) if g in live_generations and c not in live_chunks}
+        report.add("every vector belongs to a chunk", not dangling, _sample(dangling))
+        have = Counter(g for g in vec["generation"] if g in live_generations)
+        incomplete = {
+            d for d, g, n, state in zip(documents["id"], documents["generation"], documents["chunk_count"], documents["index_state"], strict=True)
+            if state == "hybrid" and have.get(g, 0) != n
+        }
+        report.add("hybrid documents have every vector", not incomplete, _sample(incomplete))
+
+    indexes = {i.name for i in store.table(S.CHUNKS).list_indices()}
+    report.add("full-text index present", any("content_fts" in name for name in indexes), _sample(indexes))
+    return report
