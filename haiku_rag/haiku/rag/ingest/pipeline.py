@@ -9,7 +9,14 @@ from typing import Any
 
 from haiku.rag.config import AppConfig
 from haiku.rag.errors import EmptyDocumentError, SourceTooLargeError
-from haiku.rag.operations import CancelToken, Progress, ProgressCallback, Stage, check_cancelled, report
+from haiku.rag.operations import (
+    CancelToken,
+    Progress,
+    ProgressCallback,
+    Stage,
+    check_cancelled,
+    report,
+)
 from haiku.rag.store.documents import NewDocument
 
 

@@ -1,0 +1,132 @@
+"""Pick the converter for a source from its name and first bytes, and run it."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import PurePath
+
+from haiku.rag.errors import DamagedDocumentError, EmptyDocumentError, UnsupportedSourceError
+from haiku.rag.ingest.office import OFFICE_EXTENSIONS, convert_office
+from haiku.rag.ingest.pdf import convert_pdf
+from haiku.rag.ingest.records import Conversion
+from haiku.rag.ingest.text import (
+    CODE_EXTENSIONS,
+    MARKDOWN_EXTENSIONS,
+    PLAIN_TEXT_EXTENSIONS,
+    convert_code,
+    convert_markdown,
+    convert_plain_text,
+)
+from haiku.rag.operations import (
+    CancelToken,
+    Progress,
+    ProgressCallback,
+    Stage,
+    check_cancelled,
+    report,
+)
+
+
+class SourceKind(StrEnum):
+    PDF = "pdf"
+    MARKDOWN = "markdown"
+    TEXT = "text"
+    CODE = "code"
+    OFFICE = "office"
+
+
+PDF_EXTENSIONS = frozenset({".pdf"})
+SUPPORTED_EXTENSIONS: frozenset[str] = (
+    PDF_EXTENSIONS | MARKDOWN_EXTENSIONS | PLAIN_TEXT_EXTENSIONS | CODE_EXTENSIONS | OFFICE_EXTENSIONS
+)
+# Well-known files without an extension that are worth indexing as text.
+PLAIN_TEXT_NAMES = frozenset({"readme", "license", "licence", "copying", "authors", "changelog", "notice"})
+SUPPORTED_SUMMARY = "PDF, Markdown, plain text, source code, and DOCX/PPTX/XLSX/HTML"
+# The PDF header may be preceded by junk; readers accept it within the first 1024 bytes.
+PDF_MAGIC = b"%PDF-"
+PDF_MAGIC_WINDOW = 1024
+
+
+def detect_kind(filename: str, head_bytes: bytes) -> SourceKind:
+    """The converter kind for ``filename`` whose content starts with ``head_bytes``.
+
+    PDF content is recognised by its ``%PDF-`` header whatever the extension says; a
+    ``.pdf`` without that header raises DamagedDocumentError; an extension we do not
+    handle raises UnsupportedSourceError."""
+    if PDF_MAGIC in head_bytes[:PDF_MAGIC_WINDOW]:
+        return SourceKind.PDF
+    path = PurePath(filename)
+    extension = path.suffix.lower()
+    if extension in PDF_EXTENSIONS:
+        raise DamagedDocumentError(
+            f"{filename}: not a PDF (no %PDF header){_content_hint(head_bytes)}", source=filename
+        )
+    if extension in MARKDOWN_EXTENSIONS:
+        return SourceKind.MARKDOWN
+    if extension in PLAIN_TEXT_EXTENSIONS:
+        return SourceKind.TEXT
+    if extension in CODE_EXTENSIONS:
+        return SourceKind.CODE
+    if extension in OFFICE_EXTENSIONS:
+        return SourceKind.OFFICE
+    if not extension and path.name.lower() in PLAIN_TEXT_NAMES:
+        return SourceKind.TEXT
+    described = f"'{extension}' files" if extension else "files without an extension"
+    raise UnsupportedSourceError(
+        f"{filename}: {described} are not supported (supported: {SUPPORTED_SUMMARY})",
+        source=filename,
+    )
+
+
+def _content_hint(head: bytes) -> str:
+    """What a misnamed file seems to be, to make the error actionable."""
+    start = head.lstrip()[:64].lower()
+    if start.startswith((b"<!doctype html", b"<html")):
+        return "; it looks like an HTML page (a failed download?)"
+    if head.startswith(b"PK\x03\x04"):
+        return "; it looks like a ZIP or Office file"
+    if head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"GIF8")):
+        return "; it looks like an image"
+    return ""
+
+
+def convert_source(
+    data: bytes,
+    *,
+    filename: str,
+    password: str | None = None,
+    pdf_layout: str = "fast",
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> Conversion:
+    """Convert the bytes of one source into a Conversion, choosing the converter from the
+    file name and content. ``pdf_layout`` is "fast" (heuristics) or "layout" (PyMuPDF's
+    ONNX layout model). Raises an IngestError subclass naming ``filename``."""
+    if not data:
+        raise EmptyDocumentError(f"{filename}: the file is empty (0 bytes)", source=filename)
+    check_cancelled(cancel)
+    kind = detect_kind(filename, data[:PDF_MAGIC_WINDOW])
+    extension = PurePath(filename).suffix.lower()
+    match kind:
+        case SourceKind.PDF:
+            if pdf_layout not in ("fast", "layout"):
+                raise ValueError(f"unknown PDF layout mode {pdf_layout!r}: use 'fast' or 'layout'")
+            # The PDF converter reports progress page by page itself.
+            return convert_pdf(
+                data,
+                source=filename,
+                password=password,
+                layout="layout" if pdf_layout == "layout" else "fast",
+                progress=progress,
+                cancel=cancel,
+            )
+        case SourceKind.MARKDOWN:
+            conversion = convert_markdown(data, source=filename)
+        case SourceKind.TEXT:
+            conversion = convert_plain_text(data, source=filename)
+        case SourceKind.CODE:
+            conversion = convert_code(data, source=filename, extension=extension)
+        case SourceKind.OFFICE:
+            conversion = convert_office(data, source=filename, extension=extension)
+    report(progress, Progress(Stage.PARSING, source=filename, done=1, total=1))
+    return conversion

@@ -1,0 +1,150 @@
+"""Choosing and running the converter for a source."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+from docling_core.types.doc import CodeItem, TextItem
+from haiku.rag.errors import (
+    DamagedDocumentError,
+    EmptyDocumentError,
+    ExtraMissingError,
+    OperationCancelled,
+    UnsupportedSourceError,
+)
+from haiku.rag.ingest.converters import (
+    SUPPORTED_EXTENSIONS,
+    SourceKind,
+    convert_source,
+    detect_kind,
+)
+from haiku.rag.operations import CancelToken, Progress, Stage
+from pdf_factory import make_report_pdf
+
+DOCLING_INSTALLED = importlib.util.find_spec("docling") is not None
+
+
+@pytest.fixture(scope="module")
+def pdf_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return make_report_pdf(tmp_path_factory.mktemp("conv") / "report.pdf").path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("filename", "kind"),
+    [
+        ("notes.md", SourceKind.MARKDOWN),
+        ("NOTES.MARKDOWN", SourceKind.MARKDOWN),
+        ("notes.txt", SourceKind.TEXT),
+        ("guide.rst", SourceKind.TEXT),
+        ("README", SourceKind.TEXT),
+        ("main.py", SourceKind.CODE),
+        ("lib.rs", SourceKind.CODE),
+        ("config.yaml", SourceKind.CODE),
+        ("report.docx", SourceKind.OFFICE),
+        ("page.html", SourceKind.OFFICE),
+    ],
+)
+def test_kind_from_extension(filename: str, kind: SourceKind):
+    assert detect_kind(filename, b"plain words") is kind
+
+
+def test_pdf_is_sniffed_whatever_the_extension(pdf_bytes: bytes):
+    assert detect_kind("report.txt", pdf_bytes[:1024]) is SourceKind.PDF
+    assert detect_kind("download", b"\r\n junk before the header %PDF-1.7\n") is SourceKind.PDF
+
+
+def test_pdf_extension_without_pdf_content():
+    with pytest.raises(DamagedDocumentError) as raised:
+        detect_kind("paper.pdf", b"<!DOCTYPE html><html><body>Access denied</body></html>")
+    assert str(raised.value) == (
+        "paper.pdf: not a PDF (no %PDF header); it looks like an HTML page (a failed download?)"
+    )
+
+
+def test_unknown_extension_names_it_and_what_is_supported():
+    with pytest.raises(UnsupportedSourceError) as raised:
+        detect_kind("photo.heic", b"\x00\x00\x00\x18ftypheic")
+    message = str(raised.value)
+    assert message.startswith("photo.heic: '.heic' files are not supported (supported: PDF, Markdown")
+    assert raised.value.category == "unsupported_type"
+
+
+def test_supported_extensions_cover_every_kind():
+    assert {".pdf", ".md", ".txt", ".py", ".json", ".docx", ".pptx", ".xlsx", ".html"} <= SUPPORTED_EXTENSIONS
+    for extension in SUPPORTED_EXTENSIONS - {".pdf"}:
+        detect_kind(f"file{extension}", b"x")  # no extension listed is rejected
+    assert detect_kind("file.pdf", b"%PDF-1.4") is SourceKind.PDF
+
+
+def test_convert_source_dispatches(pdf_bytes: bytes):
+    pdf = convert_source(pdf_bytes, filename="misnamed.txt")
+    assert pdf.mime_type == "application/pdf" and pdf.page_count == 3
+    md = convert_source(b"# Otters\n\nThey swim.\n", filename="otters.md")
+    assert md.mime_type == "text/markdown" and md.title == "Otters"
+    code = convert_source(b"fn main() {}\n", filename="main.rs")
+    assert [type(item) for item, _ in code.document.iterate_items()] == [CodeItem]
+    text = convert_source(b"They swim.", filename="otters.txt")
+    assert [item.text for item, _ in text.document.iterate_items() if isinstance(item, TextItem)] == ["They swim."]
+
+
+def test_empty_bytes():
+    with pytest.raises(EmptyDocumentError, match=r"^a\.pdf: the file is empty \(0 bytes\)$"):
+        convert_source(b"", filename="a.pdf")
+
+
+def test_pdf_layout_mode_is_validated(pdf_bytes: bytes):
+    with pytest.raises(ValueError, match="unknown PDF layout mode 'fancy'"):
+        convert_source(pdf_bytes, filename="r.pdf", pdf_layout="fancy")
+
+
+@pytest.mark.skipif(DOCLING_INSTALLED, reason="docling is installed: the extra is not missing")
+@pytest.mark.parametrize("extension", [".docx", ".pptx", ".xlsx"])
+def test_office_files_without_docling_name_the_extra(extension: str):
+    with pytest.raises(ExtraMissingError) as raised:
+        convert_source(b"PK\x03\x04 zip bytes", filename=f"minutes{extension}")
+    assert str(raised.value) == (
+        f"minutes{extension}: {extension} files need the docling extra: "
+        "pip install 'haiku-desk[docling]' (see README)"
+    )
+    assert raised.value.category == "extra_missing"
+
+
+@pytest.mark.skipif(DOCLING_INSTALLED, reason="docling is installed and converts HTML itself")
+def test_html_without_docling_uses_the_native_converter():
+    conversion = convert_source(b"<h1>Otters</h1><p>They swim.</p>", filename="otters.html")
+    assert conversion.mime_type == "text/html"
+    assert [item.text for item, _ in conversion.document.iterate_items()] == ["Otters", "They swim."]
+
+
+def test_progress_and_cancellation_for_text_sources(tmp_path: Path):
+    seen: list[Progress] = []
+    convert_source(b"They swim.", filename="otters.txt", progress=seen.append)
+    assert [(p.stage, p.done, p.total) for p in seen] == [(Stage.PARSING, 1, 1)]
+    token = CancelToken()
+    token.cancel()
+    with pytest.raises(OperationCancelled):
+        convert_source(b"They swim.", filename="otters.txt", cancel=token)
+
+
+@pytest.mark.skipif(DOCLING_INSTALLED, reason="docling is installed")
+def test_a_docling_that_cannot_load_is_reported_as_such(tmp_path: Path, monkeypatch):
+    """docling-slim without torch imports as a package but fails inside (stack notes §1)."""
+    package = tmp_path / "docling"
+    (package / "datamodel").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "datamodel" / "__init__.py").write_text("")
+    (package / "datamodel" / "base_models.py").write_text("import torch\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pytest.raises(ExtraMissingError) as raised:
+            convert_source(b"PK\x03\x04 zip bytes", filename="deck.pptx")
+    finally:  # the half-imported fake must not outlive the test
+        for name in [n for n in sys.modules if n == "docling" or n.startswith("docling.")]:
+            del sys.modules[name]
+    assert str(raised.value) == (
+        "deck.pptx: .pptx files need the docling extra: it is installed but does not load "
+        "(No module named 'torch'); see README"
+    )

@@ -1,0 +1,484 @@
+"""Generate real PDFs with PyMuPDF for tests, and return where every known text was drawn.
+
+Every line is placed by hand (no ``insert_textbox`` wrapping), so the factory knows each
+line's exact box: x0 = insertion x, width = ``Font.text_length``, and vertically
+``baseline - ascender * size`` .. ``baseline - descender * size``, which is the box PyMuPDF's
+text extraction reports for the base-14 fonts. Boxes follow the project's geometry convention
+(``haiku.rag.ingest.records``): 1-based pages, PDF points, top-left origin, in the display
+space that ``page.get_pixmap()`` renders (so on rotated pages the boxes are rotated too).
+
+Only pymupdf is needed. Each ``make_*`` function writes ``path`` and returns a ``PdfLayout``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pymupdf
+
+A4 = (595.0, 842.0)
+MARGIN = 72.0
+BODY_FONT = "helv"
+BOLD_FONT = "hebo"
+BODY_SIZE = 11.0
+TITLE_SIZE = 24.0
+H1_SIZE = 18.0
+H2_SIZE = 14.0
+LINE_GAP = 1.35  # baseline-to-baseline distance as a multiple of the font size
+
+_FONTS = {name: pymupdf.Font(name) for name in (BODY_FONT, BOLD_FONT)}
+
+Rect = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class DrawnLine:
+    page: int
+    text: str
+    rect: Rect  # x0, y0, x1, y1 in points, top-left origin, display (rotated) space
+
+
+@dataclass
+class DrawnBlock:
+    """One logical item as drawn: a heading, paragraph, list item, table cell, caption..."""
+
+    key: str
+    kind: str  # title | h1 | h2 | paragraph | bullet | numbered | cell | caption | header | footer
+    lines: list[DrawnLine]
+    # The text a converter should produce for the item (lines joined by a space, hyphen
+    # at a line end removed, list markers stripped).
+    text: str
+
+    @property
+    def page(self) -> int:
+        return self.lines[0].page
+
+    @property
+    def rect(self) -> Rect:
+        return _union(line.rect for line in self.lines)
+
+
+@dataclass
+class PdfLayout:
+    path: Path
+    page_count: int
+    page_size: tuple[float, float]  # display size (width, height) in points
+    blocks: dict[str, DrawnBlock] = field(default_factory=dict)
+    # Non-text objects: key -> (page, rect)
+    tables: dict[str, tuple[int, Rect]] = field(default_factory=dict)
+    table_cells: dict[str, list[list[str]]] = field(default_factory=dict)
+    pictures: dict[str, tuple[int, Rect]] = field(default_factory=dict)
+    # Blocks in the order a reader would read them (furniture excluded).
+    reading_order: list[str] = field(default_factory=list)
+
+    def block(self, key: str) -> DrawnBlock:
+        return self.blocks[key]
+
+
+def _union(rects: Iterable[Rect]) -> Rect:
+    rs = list(rects)
+    return (
+        min(r[0] for r in rs),
+        min(r[1] for r in rs),
+        max(r[2] for r in rs),
+        max(r[3] for r in rs),
+    )
+
+
+class _PageWriter:
+    """Writes lines top to bottom on one page and records their boxes."""
+
+    def __init__(self, layout: PdfLayout, page: pymupdf.Page, page_no: int) -> None:
+        self.layout = layout
+        self.page = page
+        self.page_no = page_no
+        self.y = MARGIN  # top of the next line
+
+    def line(self, text: str, *, x: float, size: float, bold: bool = False) -> DrawnLine:
+        """Draw one line whose box top is at ``self.y``; advance the cursor."""
+        fontname = BOLD_FONT if bold else BODY_FONT
+        font = _FONTS[fontname]
+        baseline = self.y + font.ascender * size
+        self.page.insert_text((x, baseline), text, fontname=fontname, fontsize=size)
+        rect = (
+            x,
+            baseline - font.ascender * size,
+            x + font.text_length(text, size),
+            baseline - font.descender * size,
+        )
+        self.y += size * LINE_GAP
+        return DrawnLine(self.page_no, text, rect)
+
+    def block(
+        self,
+        key: str,
+        kind: str,
+        lines: list[str],
+        *,
+        x: float = MARGIN,
+        size: float = BODY_SIZE,
+        bold: bool = False,
+        expected: str | None = None,
+        space_after: float = 8.0,
+        in_reading_order: bool = True,
+    ) -> DrawnBlock:
+        drawn = [self.line(text, x=x, size=size, bold=bold) for text in lines]
+        block = DrawnBlock(key, kind, drawn, expected if expected is not None else _join(lines))
+        self.layout.blocks[key] = block
+        if in_reading_order:
+            self.layout.reading_order.append(key)
+        self.y += space_after
+        return block
+
+    def paragraph(self, key: str, text: str, *, x: float = MARGIN, width: float | None = None):
+        width = width if width is not None else self.page.rect.width - x - MARGIN
+        return self.block(key, "paragraph", wrap(text, width, BODY_SIZE), x=x)
+
+
+def _join(lines: list[str]) -> str:
+    out = ""
+    for line in lines:
+        if not out:
+            out = line
+        elif out.endswith("-") and out[-2:-1].isalpha() and line[:1].islower():
+            out = out[:-1] + line
+        else:
+            out += " " + line
+    return out
+
+
+def wrap(text: str, width: float, size: float, fontname: str = BODY_FONT) -> list[str]:
+    """Greedy word wrap with the font's metrics (get_text_length is exact for the Latin-1
+    text wrapped here, and much faster than Font.text_length)."""
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        candidate = f"{current} {word}" if current else word
+        if current and pymupdf.get_text_length(candidate, fontname, size) > width:
+            lines.append(current)
+            current = word
+        else:
+            current = candidate
+    if current:
+        lines.append(current)
+    return lines
+
+
+def _draw_furniture(layout: PdfLayout, doc: pymupdf.Document, header: str) -> None:
+    """A repeated running header and a "Page N of M" footer on every page."""
+    count = doc.page_count
+    for index, page in enumerate(doc):
+        writer = _PageWriter(layout, page, index + 1)
+        writer.y = 28.0
+        writer.block(f"header_p{index + 1}", "header", [header], size=8.0, in_reading_order=False)
+        writer.y = page.rect.height - 40.0
+        footer = f"Page {index + 1} of {count}"
+        writer.block(f"footer_p{index + 1}", "footer", [footer], size=8.0, in_reading_order=False)
+
+
+def _draw_ruled_table(
+    layout: PdfLayout, writer: _PageWriter, key: str, rows: list[list[str]], col_width: float
+) -> None:
+    """A grid of stroked cell borders with one text line per cell."""
+    row_height = 20.0
+    x0, y0 = MARGIN, writer.y
+    page = writer.page
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            cell_rect = pymupdf.Rect(
+                x0 + c * col_width, y0 + r * row_height,
+                x0 + (c + 1) * col_width, y0 + (r + 1) * row_height,
+            )
+            page.draw_rect(cell_rect, color=(0, 0, 0), width=0.8)
+            writer.y = cell_rect.y0 + 4.0
+            bold = r == 0
+            writer.block(
+                f"{key}_r{r}c{c}", "cell", [cell], x=cell_rect.x0 + 4.0, bold=bold,
+                space_after=0.0, in_reading_order=False,
+            )
+    table_rect = (x0, y0, x0 + len(rows[0]) * col_width, y0 + len(rows) * row_height)
+    layout.tables[key] = (writer.page_no, table_rect)
+    layout.table_cells[key] = rows
+    layout.reading_order.append(key)
+    writer.y = table_rect[3] + 12.0
+
+
+def _draw_picture(layout: PdfLayout, writer: _PageWriter, key: str, width: float, height: float):
+    """A small generated raster image (a grey gradient) placed at the cursor."""
+    samples = bytes(
+        channel for _ in range(32) for x in range(64) for channel in (x * 4, 120, 255 - x * 4)
+    )
+    pix = pymupdf.Pixmap(pymupdf.csRGB, 64, 32, samples, False)
+    rect = pymupdf.Rect(MARGIN, writer.y, MARGIN + width, writer.y + height)
+    writer.page.insert_image(rect, pixmap=pix)
+    layout.pictures[key] = (writer.page_no, tuple(rect))
+    layout.reading_order.append(key)
+    writer.y = rect.y1 + 6.0
+
+
+# --- the PDFs -----------------------------------------------------------------------------
+
+REPORT_TITLE = "Quarterly Report on Zephyrine Logistics"
+REPORT_HEADER = "Zephyrine Logistics - Internal Review"
+REPORT_TABLE = [
+    ["Region", "Shipments", "Delay"],
+    ["Nordvik", "1204", "3.5 days"],
+    ["Salterra", "877", "1.2 days"],
+    ["Quillmoor", "455", "6.8 days"],
+]
+
+
+def make_report_pdf(path: str | Path) -> PdfLayout:
+    """Three A4 pages: title, H1/H2 headings, paragraphs, bullets, a numbered list, a ruled
+    table, a picture with a caption, a paragraph split across a hyphenated line break,
+    a repeated running header and page footers.
+
+    Keys in ``blocks``: title, h1_intro, p_intro, h2_background, p_background, p_hyphen,
+    bullet_1..3, h1_results, p_results, numbered_1..2, caption_fig1, h2_discussion,
+    p_discussion, h1_appendix, p_appendix, header_pN, footer_pN, and table cells
+    ``table_rXcY``. ``tables["table"]``, ``pictures["figure"]``.
+    """
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=3, page_size=A4)
+    doc = pymupdf.open()
+    # Pages are added one at a time: a Page object goes stale once another page is added.
+    w = _PageWriter(layout, doc.new_page(width=A4[0], height=A4[1]), 1)
+    w.y = 70.0
+    w.block("title", "title", [REPORT_TITLE], size=TITLE_SIZE, bold=True, space_after=14)
+    w.block("h1_intro", "h1", ["1 Introduction"], size=H1_SIZE, bold=True)
+    w.paragraph(
+        "p_intro",
+        "The albatross consignment reached the harbour of Nordvik after a voyage of eleven "
+        "days, and the customs brokers recorded every crate of marmalade in triplicate before "
+        "releasing the cargo to the inland distributors.",
+    )
+    w.block("h2_background", "h2", ["1.1 Background"], size=H2_SIZE, bold=True)
+    w.paragraph(
+        "p_background",
+        "Historically the quartermasters of Salterra preferred narrow canal barges, because "
+        "the lock chambers of the old waterway could not admit the broader vessels.",
+    )
+    w.block(
+        "p_hyphen",
+        "paragraph",
+        ["The warehouse audit found that the refrigeration equip-", "ment of the depot was obsolete."],
+    )
+    bullets = [
+        "Replace the tungsten lanterns in every loading bay",
+        "Retrain the forklift crews on the porcupine protocol",
+        "Renegotiate the saffron tariff with the guild",
+    ]
+    for i, text in enumerate(bullets, start=1):
+        w.block(f"bullet_{i}", "bullet", [f"\u2022 {text}"], expected=text, space_after=2)
+
+    w = _PageWriter(layout, doc.new_page(width=A4[0], height=A4[1]), 2)
+    w.y = 70.0
+    w.block("h1_results", "h1", ["2 Results"], size=H1_SIZE, bold=True)
+    w.paragraph(
+        "p_results",
+        "Across the quarter the fleet delivered a record number of parcels, although the "
+        "Quillmoor route suffered from persistent fog and flooded causeways.",
+    )
+    _draw_ruled_table(layout, w, "table", REPORT_TABLE, col_width=130.0)
+    numbered = [
+        "Audit the pelican cranes before winter",
+        "Publish the corrected manifest ledger",
+    ]
+    for i, text in enumerate(numbered, start=1):
+        w.block(f"numbered_{i}", "numbered", [f"{i}. {text}"], expected=text, space_after=2)
+    w.y += 8
+    _draw_picture(layout, w, "figure", width=200.0, height=100.0)
+    w.block("caption_fig1", "caption", ["Figure 1: Throughput of the narwhal pipeline"])
+
+    w.block("h2_discussion", "h2", ["2.1 Discussion"], size=H2_SIZE, bold=True)
+    w.paragraph(
+        "p_discussion",
+        "The discussion centres on the kerosene shortage, which delayed the night convoys and "
+        "forced the dispatchers to reroute the heaviest loads through the mountain pass.",
+    )
+
+    w = _PageWriter(layout, doc.new_page(width=A4[0], height=A4[1]), 3)
+    w.y = 70.0
+    w.block("h1_appendix", "h1", ["3 Appendix"], size=H1_SIZE, bold=True)
+    w.paragraph(
+        "p_appendix",
+        "This appendix lists the lighthouse keepers who volunteered for the midnight census "
+        "of the gannet colonies along the northern cliffs.",
+    )
+
+    _draw_furniture(layout, doc, REPORT_HEADER)
+    doc.set_metadata({"title": REPORT_TITLE})
+    doc.save(path)
+    doc.close()
+    return layout
+
+
+STAMP = "arXiv:2411.00042v1 [cs.LG] 30 Nov 2026"
+
+
+def make_two_column_pdf(path: str | Path) -> PdfLayout:
+    """One A4 page laid out like a paper: a full-width title, two columns of headings and
+    paragraphs, then a full-width closing paragraph under both columns, and an arXiv-style
+    stamp written bottom-to-top in the left margin, in a font larger than the title's.
+
+    Reading order: title, left column (h_left, p_left_1, p_left_2), right column
+    (h_right, p_right_1, p_right_2), p_full, then the sideways stamp.
+    """
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=1, page_size=A4)
+    doc = pymupdf.open()
+    page = doc.new_page(width=A4[0], height=A4[1])
+    col_width = (A4[0] - 2 * MARGIN - 20.0) / 2
+    left_x, right_x = MARGIN, MARGIN + col_width + 20.0
+
+    w = _PageWriter(layout, page, 1)
+    w.y = 60.0
+    w.block("title", "title", ["Gradient Descent for Lighthouse Scheduling"], size=20, bold=True,
+            space_after=18)
+    top = w.y
+
+    texts = {
+        "left": [
+            "We study the scheduling of lighthouse keepers as an optimisation problem whose "
+            "objective penalises idle lamps during storms over the estuary.",
+            "Our baseline is a greedy heuristic borrowed from cormorant foraging studies, "
+            "which assigns the nearest keeper to each darkened tower.",
+        ],
+        "right": [
+            "The method relaxes the integer rota into a smooth surrogate and follows its "
+            "gradient with a learning rate tuned on winter tide tables.",
+            "Experiments on nine harbours show that the surrogate converges faster than "
+            "simulated annealing on every moonless night in the archive.",
+        ],
+    }
+    bottoms = []
+    for side, x, heading in (("left", left_x, "1 Introduction"), ("right", right_x, "2 Method")):
+        w.y = top
+        reading_keys_before = len(layout.reading_order)
+        w.block(f"h_{side}", "h1", [heading], x=x, size=H2_SIZE, bold=True)
+        for i, text in enumerate(texts[side], start=1):
+            w.block(f"p_{side}_{i}", "paragraph", wrap(text, col_width, BODY_SIZE), x=x)
+        assert len(layout.reading_order) == reading_keys_before + 3
+        bottoms.append(w.y)
+    w.y = max(bottoms) + 10.0
+    w.paragraph(
+        "p_full",
+        "In conclusion, full-width prose placed under both columns must be read last, after "
+        "the right column, because it closes the paper about the foghorn rota.",
+    )
+    _draw_stamp(layout, page, "stamp", STAMP, baseline_x=40.0, bottom=600.0, size=22.0)
+    doc.save(path)
+    doc.close()
+    return layout
+
+
+def _draw_stamp(
+    layout: PdfLayout, page: pymupdf.Page, key: str, text: str, baseline_x: float, bottom: float, size: float
+) -> None:
+    """Text rotated 90 degrees (reading bottom to top), as arXiv stamps its margin."""
+    font = _FONTS[BODY_FONT]
+    page.insert_text((baseline_x, bottom), text, fontname=BODY_FONT, fontsize=size, rotate=90)
+    rect = (
+        baseline_x - font.ascender * size,
+        bottom - font.text_length(text, size),
+        baseline_x - font.descender * size,
+        bottom,
+    )
+    layout.blocks[key] = DrawnBlock(key, "stamp", [DrawnLine(1, text, rect)], text)
+    layout.reading_order.append(key)
+
+
+def _scan_like_pixmap(seed: int) -> pymupdf.Pixmap:
+    """A grey page image with dark bars where a scanner would have seen lines of text."""
+    width, height = 120, 170
+    samples = bytearray([235]) * (width * height)
+    for row in range(10, 160, 8):
+        length = 60 + (row * 7 + seed * 13) % 40
+        for y in range(row, row + 3):
+            samples[y * width + 10 : y * width + 10 + length] = bytes([40]) * length
+    return pymupdf.Pixmap(pymupdf.csGRAY, width, height, bytes(samples), False)
+
+
+def _add_scanned_page(doc: pymupdf.Document, seed: int) -> None:
+    page = doc.new_page(width=A4[0], height=A4[1])
+    page.insert_image(page.rect, pixmap=_scan_like_pixmap(seed))
+
+
+def make_scanned_pdf(path: str | Path, pages: int = 2) -> PdfLayout:
+    """Image-only pages with no text layer at all (a scan before OCR)."""
+    path = Path(path)
+    doc = pymupdf.open()
+    for i in range(pages):
+        _add_scanned_page(doc, i)
+    doc.save(path)
+    doc.close()
+    return PdfLayout(path=path, page_count=pages, page_size=A4)
+
+
+def make_partially_scanned_pdf(path: str | Path) -> PdfLayout:
+    """Three pages: text, scanned image only, text. Page 2 needs OCR."""
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=3, page_size=A4)
+    doc = pymupdf.open()
+    for page_no in (1, 2, 3):
+        if page_no == 2:
+            _add_scanned_page(doc, 2)
+            continue
+        w = _PageWriter(layout, doc.new_page(width=A4[0], height=A4[1]), page_no)
+        w.block(f"h_p{page_no}", "h1", [f"Chapter {page_no}"], size=H1_SIZE, bold=True)
+        w.paragraph(f"p_p{page_no}", f"Page {page_no} describes the otter sanctuary {page_no}.")
+    doc.save(path)
+    doc.close()
+    return layout
+
+
+def make_encrypted_pdf(path: str | Path, password: str, *, owner_only: bool = False) -> PdfLayout:
+    """One text page, AES-256 encrypted. With ``owner_only`` the user password is empty,
+    so the file opens without a password (only permissions are restricted)."""
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=1, page_size=A4)
+    doc = pymupdf.open()
+    w = _PageWriter(layout, doc.new_page(width=A4[0], height=A4[1]), 1)
+    w.block("h_secret", "h1", ["Sealed Memorandum"], size=H1_SIZE, bold=True)
+    w.paragraph("p_secret", "The vault combination is hidden behind the walnut bookcase.")
+    doc.save(
+        path,
+        encryption=pymupdf.PDF_ENCRYPT_AES_256,
+        owner_pw=password + "-owner" if not owner_only else password,
+        user_pw="" if owner_only else password,
+        permissions=pymupdf.PDF_PERM_ACCESSIBILITY,
+    )
+    doc.close()
+    return layout
+
+
+def make_rotated_pdf(path: str | Path, rotation: int = 90) -> PdfLayout:
+    """Two pages: page 1 upright, page 2 with ``/Rotate rotation``. Text is drawn in the
+    page's own (unrotated) space; recorded boxes are converted into the rotated display
+    space with ``page.rotation_matrix``, which is what the rendered pixmap shows."""
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=2, page_size=A4)
+    doc = pymupdf.open()
+    for page_no in (1, 2):
+        page = doc.new_page(width=A4[0], height=A4[1])
+        w = _PageWriter(layout, page, page_no)
+        w.block(f"h_p{page_no}", "h1", [f"Turntable Section {page_no}"], size=H1_SIZE, bold=True)
+        w.paragraph(
+            f"p_p{page_no}",
+            f"Sideways page {page_no} tells how the gramophone collector catalogued every "
+            "shellac disc in the attic before the auction of the estate.",
+        )
+    rotated = doc[1]
+    rotated.set_rotation(rotation)
+    matrix = rotated.rotation_matrix
+    for block in layout.blocks.values():
+        if block.page == 2:
+            block.lines = [
+                DrawnLine(line.page, line.text, tuple(pymupdf.Rect(line.rect) * matrix))
+                for line in block.lines
+            ]
+    doc.save(path)
+    doc.close()
+    return layout
