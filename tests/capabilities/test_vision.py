@@ -1,0 +1,77 @@
+"""Picture results for vision models: rendered from the stored PDF, labelled as retrieved."""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+from haiku.rag.capabilities import base
+from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG
+from pydantic_ai import Agent
+from pydantic_ai.messages import BinaryImage, UserPromptPart
+
+from capabilities.conftest import PICTURE_REF, Deps
+from capabilities.scripting import ScriptedModel, answer, chunk_ids_in, load, search
+
+
+async def run_picture_search(rag, deps: Deps) -> ScriptedModel:
+    script = ScriptedModel().play(
+        load(), search("narwhal pipeline throughput figure", limit=1), answer()
+    )
+    await Agent(script.model, deps_type=Deps, capabilities=[rag]).run(
+        "What does figure 1 show?", deps=deps
+    )
+    return script
+
+
+def attached(script: ScriptedModel) -> list:
+    parts = [
+        p
+        for p in script.seen[2].request_parts()
+        if isinstance(p, UserPromptPart) and not isinstance(p.content, str)
+    ]
+    return [item for p in parts for item in p.content]
+
+
+async def test_picture_results_come_with_a_labelled_image_of_the_picture(
+    make_rag, deps, picture_hits, corpus
+):
+    script = await run_picture_search(make_rag(vision=True), deps)
+    chunk_id = chunk_ids_in(str(script.seen[2].last_return("rag_search").content))[0]
+    label, image = attached(script)
+    assert label == (
+        f"Page image 1 of 1, retrieved from the knowledge base for search result [{chunk_id}] "
+        f"({PICTURE_REF}). Not provided by the user. {RETRIEVED_IMAGE_TAG}"
+    )
+    assert isinstance(image, BinaryImage) and image.media_type == "image/png"
+    picture = pymupdf.Pixmap(image.data)
+    x0, y0, x1, y1 = corpus.report.pictures["figure"][1]
+    scale = 144 / 72  # the crop is the picture's box on a 144-dpi render
+    assert (
+        abs(picture.width - (x1 - x0) * scale) <= 4 and abs(picture.height - (y1 - y0) * scale) <= 4
+    )
+
+
+async def test_without_vision_results_are_text_only(make_rag, deps, picture_hits):
+    script = await run_picture_search(make_rag(vision=False), deps)
+    assert attached(script) == []
+    assert isinstance(script.seen[2].last_return("rag_search").content, str)
+
+
+async def test_a_picture_that_does_not_decode_is_left_out_with_its_label(
+    make_rag, deps, picture_hits, monkeypatch
+):
+    async def broken(*_args) -> bytes:
+        return b"not a png"
+
+    monkeypatch.setattr(base, "render_picture", broken)
+    script = await run_picture_search(make_rag(vision=True), deps)
+    assert attached(script) == []
+
+
+@pytest.mark.parametrize("vision", [True, False])
+async def test_results_without_pictures_attach_nothing(make_rag, deps, vision):
+    script = ScriptedModel().play(load(), search("lantern otters"), answer())
+    await Agent(script.model, deps_type=Deps, capabilities=[make_rag(vision=vision)]).run(
+        "Otters?", deps=deps
+    )
+    assert attached(script) == []
