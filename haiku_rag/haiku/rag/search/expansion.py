@@ -76,7 +76,24 @@ def _expand_document(
             continue
         start, stop = _window_for(items, matched, budget)
         spans.append(_Span(start, stop, [result], set(matched)))
-    return untouched + [_to_result(span, items, budget) for span in _merge(spans)]
+    expanded: list[SearchResult] = []
+    for span in _merge([_Span(s.start, s.stop, list(s.results), set(s.matched)) for s in spans]):
+        if len(span.results) > 1 and _clipped_chars(span, items, budget) > budget:
+            # Merging would blow the budget without dropping someone's evidence: keep the
+            # constituents as separate results instead, each within its own window.
+            own = [s for s in spans if any(s.results[0] is r for r in span.results)]
+            expanded.extend(_to_result(s, items, budget) for s in own)
+        else:
+            expanded.append(_to_result(span, items, budget))
+    return untouched + expanded
+
+
+def _clipped_chars(span: _Span, items: dict[int, ItemRecord], budget: int) -> int:
+    """Characters of the span's window after clipping (matched items are never clipped)."""
+    structured = any(i.label in BOUNDARY_LABELS for i in items.values())
+    window = [items[p] for p in range(span.start, span.stop) if p in items]
+    kept = [i for i in window if not (structured and i.label in NOISE_LABELS)]
+    return sum(len(i.text) + 2 for i in _clip(kept, span.matched, budget))
 
 
 def _text_len(item: ItemRecord, structured: bool) -> int:
