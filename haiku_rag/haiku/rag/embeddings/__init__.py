@@ -1,0 +1,95 @@
+"""Embedders: the offline default (MiniLM on onnxruntime) and HTTP providers."""
+
+from __future__ import annotations
+
+import os
+
+from haiku.rag.embeddings.base import Embedder, EmbedderIdentity
+
+PROVIDERS = ("local", "ollama", "openai-compatible", "openai")
+DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
+
+__all__ = ["PROVIDERS", "Embedder", "EmbedderIdentity", "create_embedder"]
+
+
+def create_embedder(
+    provider: str = "local",
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    vector_dim: int | None = None,
+    batch_size: int | None = None,
+    threads: int | None = None,
+) -> Embedder:
+    """Build an embedder; nothing is loaded or contacted until it is first used.
+
+    ``batch_size`` defaults per provider: texts per request for HTTP providers (32), texts per
+    model run for the local one (8: larger padded batches ran slower on 2 cores, see
+    docs/benchmarks.md). ``threads`` applies to the local embedder only (onnxruntime intra-op
+    threads; all cores by default). ``provider="openai"`` is the OpenAI-compatible embedder
+    pointed at OpenAI, with the key taken from ``OPENAI_API_KEY`` when ``api_key`` is not given.
+    """
+    if provider == "local":
+        from haiku.rag.embeddings.local import (
+            DEFAULT_BATCH_SIZE,
+            MODEL_NAME,
+            VECTOR_DIM,
+            LocalEmbedder,
+        )
+
+        if model not in (None, MODEL_NAME):
+            raise ValueError(
+                f"the local embedder only provides {MODEL_NAME!r}, not {model!r}; "
+                "use 'ollama' or 'openai-compatible' for other models"
+            )
+        if vector_dim not in (None, VECTOR_DIM):
+            raise ValueError(f"{MODEL_NAME} has {VECTOR_DIM} dimensions, not {vector_dim}")
+        return LocalEmbedder(
+            batch_size=DEFAULT_BATCH_SIZE if batch_size is None else batch_size, threads=threads
+        )
+
+    from haiku.rag.embeddings import http
+
+    if batch_size is None:
+        batch_size = http.DEFAULT_BATCH_SIZE
+
+    if provider == "ollama":
+        return http.OllamaEmbedder(
+            _required_model(provider, model),
+            base_url=base_url or http.DEFAULT_OLLAMA_URL,
+            vector_dim=vector_dim,
+            batch_size=batch_size,
+        )
+    if provider == "openai-compatible":
+        if not base_url:
+            raise ValueError(
+                "the 'openai-compatible' embedder needs a base_url, e.g. http://localhost:8000/v1"
+            )
+        return http.OpenAICompatibleEmbedder(
+            _required_model(provider, model),
+            base_url=base_url,
+            api_key=api_key,
+            dimensions=vector_dim,
+            batch_size=batch_size,
+        )
+    if provider == "openai":
+        api_key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not api_key:
+            raise ValueError("the 'openai' embedder needs an API key (api_key or OPENAI_API_KEY)")
+        return http.OpenAICompatibleEmbedder(
+            model or DEFAULT_OPENAI_MODEL,
+            base_url=base_url or http.DEFAULT_OPENAI_URL,
+            api_key=api_key,
+            dimensions=vector_dim,
+            batch_size=batch_size,
+            provider="openai",
+        )
+    allowed = ", ".join(repr(name) for name in PROVIDERS)
+    raise ValueError(f"unknown embedding provider {provider!r}; choose one of {allowed}")
+
+
+def _required_model(provider: str, model: str | None) -> str:
+    if not model:
+        raise ValueError(f"the {provider!r} embedder needs a model name")
+    return model

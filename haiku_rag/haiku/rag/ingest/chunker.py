@@ -1,0 +1,202 @@
+"""DoclingDocument -> ``ChunkRecord``s: docling-core's HybridChunker with the embedder's tokenizer.
+
+Token counts include [CLS] and [SEP], so a chunk's ``embed_text`` (headings + text) never
+exceeds what the embedder reads (256 tokens for the default model): nothing is silently cut.
+
+Boxes are page-exact: our converters give every text item one provenance entry per line,
+with the line's ``charspan`` in the item's text. When HybridChunker splits a long paragraph,
+each chunk keeps only the lines it actually contains, so a citation highlights those lines and
+not the whole paragraph.
+
+docling-core's chunker module imports transformers (seconds), so it is imported on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from docling_core.types.doc import DocItem, DoclingDocument, RefItem, TextItem
+from haiku.rag.ingest.items import prov_box
+from haiku.rag.ingest.records import Box, ChunkRecord
+
+if TYPE_CHECKING:
+    import tokenizers
+    from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
+    from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
+
+
+def chunk_document(
+    doc: DoclingDocument,
+    *,
+    tokenizer: tokenizers.Tokenizer | None = None,
+    max_tokens: int = 256,
+    merge_peers: bool = True,
+) -> list[ChunkRecord]:
+    """Chunks of at most ``max_tokens`` tokens ([CLS]/[SEP] included), in document order.
+
+    ``tokenizer`` defaults to the default embedder's; pass the tokenizer of the embedder in use
+    when it differs, so that limits are counted in that model's tokens.
+    """
+    chunker = _hybrid_chunker(tokenizer, max_tokens=max_tokens, merge_peers=merge_peers)
+    records: list[ChunkRecord] = []
+    for order, chunk in enumerate(chunker.chunk(dl_doc=doc)):
+        items = _unique_items(doc, chunk.meta.doc_items)
+        boxes = _chunk_boxes(doc, chunk.text, items)
+        records.append(
+            ChunkRecord(
+                order=order,
+                text=chunk.text,
+                embed_text=chunker.contextualize(chunk=chunk),
+                headings=list(chunk.meta.headings or []),
+                labels=[item.label.value for item in items],
+                doc_item_refs=[item.self_ref for item in items],
+                page_numbers=sorted({box.page for box in boxes}),
+                boxes=boxes,
+            )
+        )
+    return records
+
+
+def _hybrid_chunker(
+    tokenizer: tokenizers.Tokenizer | None, *, max_tokens: int, merge_peers: bool
+) -> HybridChunker:
+    if tokenizer is None:
+        from haiku.rag.embeddings.local import default_tokenizer
+
+        tokenizer = default_tokenizer()
+    elif tokenizer.truncation is not None or tokenizer.padding is not None:
+        # a truncating tokenizer would under-count long texts; reconfigure a copy, not the
+        # caller's object
+        tokenizer = type(tokenizer).from_str(tokenizer.to_str())
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+    hybrid_chunker_class, tokenizer_class = _chunker_classes()
+    return hybrid_chunker_class(
+        tokenizer=tokenizer_class(tokenizer=tokenizer, max_tokens=max_tokens),
+        merge_peers=merge_peers,
+    )
+
+
+@functools.cache
+def _chunker_classes() -> tuple[type[HybridChunker], type[BaseTokenizer]]:
+    """HybridChunker and our tokenizer adapter, defined here so the import stays lazy."""
+    from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
+    from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
+    from pydantic import ConfigDict
+
+    class EmbedderTokenizer(BaseTokenizer):
+        """Counts tokens exactly as the embedder sees them: [CLS] and [SEP] included."""
+
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+
+        tokenizer: Any  # tokenizers.Tokenizer, neither truncating nor padding
+        max_tokens: int
+
+        def count_tokens(self, text: str) -> int:
+            return len(self.tokenizer.encode(text).ids)
+
+        def get_max_tokens(self) -> int:
+            return self.max_tokens
+
+        def get_tokenizer(self) -> Any:
+            # semchunk (HybridChunker's text splitter) takes a token-counting callable
+            return self.count_tokens
+
+    return HybridChunker, EmbedderTokenizer
+
+
+def _unique_items(doc: DoclingDocument, chunk_items: Sequence[DocItem]) -> list[DocItem]:
+    """The chunk's items resolved in ``doc``, once each, in order.
+
+    Resolving matters: the chunker may hand back copies typed as plain ``DocItem`` (no text).
+    """
+    seen: set[str] = set()
+    items: list[DocItem] = []
+    for chunk_item in chunk_items:
+        if chunk_item.self_ref in seen:
+            continue
+        seen.add(chunk_item.self_ref)
+        item = RefItem(cref=chunk_item.self_ref).resolve(doc)
+        items.append(item if isinstance(item, DocItem) else chunk_item)
+    return items
+
+
+def _chunk_boxes(doc: DoclingDocument, chunk_text: str, items: list[DocItem]) -> list[Box]:
+    """The boxes of the item lines this chunk contains (all of an item's lines when unsure)."""
+    chunk_compact = _without_whitespace(chunk_text)
+    boxes: list[Box] = []
+    for index, item in enumerate(items):
+        lines = item.prov
+        if isinstance(item, TextItem) and len(lines) > 1 and chunk_compact:
+            span = _item_span_in_chunk(
+                item.text, chunk_compact, first=index == 0, last=index == len(items) - 1
+            )
+            if span is not None:
+                start, end = span
+                inside = [p for p in lines if p.charspan[0] < end and p.charspan[1] > start]
+                lines = inside or lines
+        boxes.extend(prov_box(doc, prov, item) for prov in lines)
+    return boxes
+
+
+def _item_span_in_chunk(
+    item_text: str, chunk_compact: str, *, first: bool, last: bool
+) -> tuple[int, int] | None:
+    """Which characters ``[start, end)`` of ``item_text`` the chunk holds, or None if unknown.
+
+    Compared without whitespace, because the chunker may re-join split text differently. A
+    split item's part is the whole chunk, or, in a chunk merged from several items, a tail of
+    the item opening the chunk or a head of the item closing it.
+    """
+    item_compact, offsets = _compact_with_offsets(item_text)
+    if not item_compact:
+        return None
+    if item_compact in chunk_compact:
+        return 0, len(item_text)
+    start = item_compact.find(chunk_compact)
+    if start >= 0:
+        end = start + len(chunk_compact)
+    elif first and (tail_start := _longest_suffix_opening(item_compact, chunk_compact)) is not None:
+        start, end = tail_start, len(item_compact)
+    elif last and (head_end := _longest_prefix_closing(item_compact, chunk_compact)) is not None:
+        start, end = 0, head_end
+    else:
+        return None
+    return offsets[start], offsets[end - 1] + 1
+
+
+def _longest_suffix_opening(item: str, chunk: str) -> int | None:
+    """Start of the longest suffix of ``item`` that ``chunk`` starts with."""
+    start = item.find(chunk[0])
+    while start != -1:
+        if chunk.startswith(item[start:]):
+            return start
+        start = item.find(chunk[0], start + 1)
+    return None
+
+
+def _longest_prefix_closing(item: str, chunk: str) -> int | None:
+    """End of the longest prefix of ``item`` that ``chunk`` ends with."""
+    last = item.rfind(chunk[-1])
+    while last != -1:
+        if chunk.endswith(item[: last + 1]):
+            return last + 1
+        last = item.rfind(chunk[-1], 0, last)
+    return None
+
+
+_WHITESPACE = re.compile(r"\s+")
+_NON_SPACE = re.compile(r"\S")
+
+
+def _without_whitespace(text: str) -> str:
+    return _WHITESPACE.sub("", text)
+
+
+def _compact_with_offsets(text: str) -> tuple[str, list[int]]:
+    """``text`` without whitespace, and each remaining character's index in ``text``."""
+    offsets = [match.start() for match in _NON_SPACE.finditer(text)]
+    return "".join(text[i] for i in offsets), offsets

@@ -1,0 +1,59 @@
+"""One ``ItemRecord`` per DoclingDocument item, in reading order, with its page geometry."""
+
+from __future__ import annotations
+
+from docling_core.types.doc import (
+    CoordOrigin,
+    DocItem,
+    DoclingDocument,
+    PictureItem,
+    ProvenanceItem,
+    SectionHeaderItem,
+    TableItem,
+    TextItem,
+)
+from haiku.rag.ingest.records import Box, ItemRecord
+
+
+def extract_items(doc: DoclingDocument) -> list[ItemRecord]:
+    """Every item of ``doc.iterate_items()``; ``position`` is the reading-order index."""
+    items = [item for item, _depth in doc.iterate_items() if isinstance(item, DocItem)]
+    return [
+        ItemRecord(
+            position=position,
+            self_ref=item.self_ref,
+            label=item.label.value,
+            text=item_text(doc, item),
+            page_numbers=sorted({prov.page_no for prov in item.prov}),
+            # section headers only: the title stays at 0 and is told apart by its label
+            heading_level=item.level if isinstance(item, SectionHeaderItem) else 0,
+            boxes=[prov_box(doc, prov, item) for prov in item.prov],
+        )
+        for position, item in enumerate(items)
+    ]
+
+
+def item_text(doc: DoclingDocument, item: DocItem) -> str:
+    """Text items: their text; tables: Markdown; pictures: their captions; anything else: ""."""
+    if isinstance(item, TableItem):
+        return item.export_to_markdown(doc=doc)
+    if isinstance(item, PictureItem):
+        captions = (ref.resolve(doc) for ref in item.captions)
+        return " ".join(caption.text for caption in captions if isinstance(caption, TextItem))
+    if isinstance(item, TextItem):
+        return item.text
+    return ""
+
+
+def prov_box(doc: DoclingDocument, prov: ProvenanceItem, item: DocItem) -> Box:
+    """A provenance box in our convention (1-based page, PDF points, top-left origin)."""
+    bbox = prov.bbox
+    if bbox.coord_origin == CoordOrigin.BOTTOMLEFT:
+        page = doc.pages.get(prov.page_no)
+        if page is None:
+            raise ValueError(
+                f"item {item.self_ref} has a bottom-left box on page {prov.page_no}, "
+                "but the document has no size for that page to flip it with"
+            )
+        bbox = bbox.to_top_left_origin(page_height=page.size.height)
+    return Box(prov.page_no, bbox.l, bbox.t, bbox.r, bbox.b)
