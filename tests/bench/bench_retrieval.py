@@ -46,6 +46,7 @@ async def build_scifact(client, data: Path) -> None:
     from haiku.rag.store import documents as D
 
     if await client.list_documents(limit=1):
+        await client.embed_pending()  # finish an interrupted earlier build
         return
     corpus = [json.loads(line) for line in (data / "retrieval_beir_scifact" / "corpus.jsonl").open()]
     started = time.perf_counter()

@@ -82,8 +82,8 @@ def _flush(store, batch, rng) -> None:
     for document, chunk_ids in written:
         vectors = rng.standard_normal((len(chunk_ids), 384)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        D.add_vectors(store, document, chunk_ids, vectors)
-        D.mark_hybrid(store, document)
+        D.add_vectors(store, [document] * len(chunk_ids), chunk_ids, vectors)
+    D.mark_hybrid(store, [document for document, _ in written])
     batch.clear()
 
 

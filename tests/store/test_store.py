@@ -117,7 +117,7 @@ def test_read_only_store_refuses_writes(db_path):
 def test_embedder_identity_mismatch_fails_and_changes_nothing(store):
     document, ids = D.write_document(store, new_document())
     store.ensure_vector_table("local", "all-MiniLM-L6-v2", 4)
-    D.add_vectors(store, document, ids, np.eye(3, 4, dtype=np.float32))
+    D.add_vectors(store, [document] * len(ids), ids, np.eye(3, 4, dtype=np.float32))
     before = table_counts(store)
     with pytest.raises(EmbedderMismatchError, match=r"local:all-MiniLM-L6-v2 \(4-d\).*ollama:nomic"):
         store.check_embedder("ollama", "nomic", 768)

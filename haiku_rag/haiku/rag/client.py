@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from haiku.rag.config import AppConfig, load_config, resolve_db_path
 from haiku.rag.errors import (
@@ -39,6 +40,10 @@ from haiku.rag.search.hybrid import SearchType
 from haiku.rag.store import documents as docs
 from haiku.rag.store.engine import Store
 from haiku.rag.store.models import Chunk, Document, SearchResult
+
+if TYPE_CHECKING:
+    from haiku.rag.qa import AskMode, AskResult
+    from pydantic_ai.models import Model
 
 log = logging.getLogger("haiku.rag")
 
@@ -69,15 +74,6 @@ class IngestOutcome:
             "category": self.category,
             "reason": self.reason,
         }
-
-
-@dataclass(slots=True)
-class _EmbedPlan:
-    pending: list[tuple[Document, list[tuple[str, str]]]] = field(default_factory=list)
-
-    @property
-    def total(self) -> int:
-        return sum(len(p) for _, p in self.pending)
 
 
 class HaikuRAG:
@@ -403,34 +399,39 @@ class HaikuRAG:
     ) -> int:
         if documents is None:
             documents = [d for d in docs.list_documents(self.store) if d.index_state == "text"]
-        plan = _EmbedPlan()
+        pending: list[tuple[Document, str, str]] = []  # (owner, chunk id, text), in order
         for document in documents:
             current = docs.get_document(self.store, document.id)
-            if current.generation != document.generation and current.index_state == "hybrid":
-                continue
-            plan.pending.append((current, docs.chunks_missing_vectors(self.store, current)))
-        if not plan.pending:
+            pending.extend((current, cid, text) for cid, text in docs.chunks_missing_vectors(self.store, current))
+            if current.index_state == "text" and not any(owner is current for owner, _, _ in pending):
+                docs.mark_hybrid(self.store, [current])  # vectors landed before an interruption
+        if not pending:
             return 0
         embedder = self.embedder
         identity = embedder.identity
         self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
-        total, done = plan.total, 0
-        for document, pending in plan.pending:
-            for start in range(0, len(pending), VECTOR_WRITE_BATCH):
-                batch = pending[start : start + VECTOR_WRITE_BATCH]
-                offset = done
+        remaining = Counter(owner.generation for owner, _, _ in pending)
+        total = len(pending)
+        # Batches span documents: many small documents embed as efficiently as one big one,
+        # and each batch is one store write.
+        for start in range(0, total, VECTOR_WRITE_BATCH):
+            batch = pending[start : start + VECTOR_WRITE_BATCH]
 
-                def forward(p: Progress, offset: int = offset) -> None:
-                    report(progress, Progress(Stage.EMBEDDING, document.uri, offset + p.done, total))
+            def forward(p: Progress, offset: int = start, source: str = batch[0][0].uri) -> None:
+                report(progress, Progress(Stage.EMBEDDING, source, offset + p.done, total))
 
-                vectors = embedder.embed_documents([text for _, text in batch], progress=forward, cancel=cancel)
-                check_cancelled(cancel)
-                docs.add_vectors(self.store, document, [cid for cid, _ in batch], vectors)
-                done += len(batch)
-                report(progress, Progress(Stage.EMBEDDING, document.uri, done, total))
-            docs.mark_hybrid(self.store, document)
-            report(progress, Progress(Stage.DONE, document.uri, message="searchable (hybrid)"))
-        return done
+            vectors = embedder.embed_documents([text for _, _, text in batch], progress=forward, cancel=cancel)
+            check_cancelled(cancel)
+            docs.add_vectors(self.store, [owner for owner, _, _ in batch], [cid for _, cid, _ in batch], vectors)
+            finished: dict[str, Document] = {}
+            for owner, _, _ in batch:
+                remaining[owner.generation] -= 1
+                if remaining[owner.generation] == 0:
+                    finished[owner.generation] = owner
+            docs.mark_hybrid(self.store, list(finished.values()))
+            for owner in finished.values():
+                report(progress, Progress(Stage.DONE, owner.uri, message="searchable (hybrid)"))
+        return total
 
     async def rebuild(self, *, progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> int:
         """Drop every vector and re-embed the library with the configured embedder."""
@@ -485,6 +486,25 @@ class HaikuRAG:
 
         budget = self.config.search.max_context_chars if max_chars is None else max_chars
         return await asyncio.to_thread(expand_context, self.store, results, budget)
+
+    # --- questions --------------------------------------------------------------------------
+
+    async def ask(
+        self,
+        question: str,
+        filter: str | None = None,
+        *,
+        model: Model | None = None,
+        mode: AskMode = "auto",
+    ) -> AskResult:
+        """Answer ``question`` from the library with citations (see ``haiku.rag.qa.ask``).
+
+        ``model`` defaults to the configured ``qa.model``; ``mode="fallback"`` answers without
+        tools, which ``"auto"`` does for a model configured with ``supports_tools: false``.
+        """
+        from haiku.rag.qa import ask  # pulls in pydantic_ai, which plain store use never needs
+
+        return await ask(self, question, filter, model=model, mode=mode)
 
     # --- visual grounding -----------------------------------------------------------------
 

@@ -389,14 +389,15 @@ def chunks_missing_vectors(store: Store, document: Document) -> list[tuple[str, 
     return [(c["id"], c["content_fts"]) for c in pending]
 
 
-def add_vectors(store: Store, document: Document, chunk_ids: list[str], vectors: Any) -> None:
+def add_vectors(store: Store, owners: list[Document], chunk_ids: list[str], vectors: Any) -> None:
+    """Append vectors; ``owners[i]`` is the document of ``chunk_ids[i]`` (one write for all)."""
     table = store.table(S.CHUNK_VECTORS)
     dim = table.schema.field("vector").type.list_size
     data = pa.table(
         {
             "chunk_id": pa.array(chunk_ids, pa.string()),
-            "document_id": pa.array([document.id] * len(chunk_ids), pa.string()),
-            "generation": pa.array([document.generation] * len(chunk_ids), pa.string()),
+            "document_id": pa.array([d.id for d in owners], pa.string()),
+            "generation": pa.array([d.generation for d in owners], pa.string()),
             "vector": pa.FixedSizeListArray.from_arrays(
                 pa.array(vectors.astype("float32").ravel(), pa.float32()), dim
             ),
@@ -407,9 +408,12 @@ def add_vectors(store: Store, document: Document, chunk_ids: list[str], vectors:
         table.add(data)
 
 
-def mark_hybrid(store: Store, document: Document) -> None:
+def mark_hybrid(store: Store, documents: list[Document]) -> None:
+    """Flag documents whose vectors have all landed (only if still at that generation)."""
+    if not documents:
+        return
     with store.write_transaction():
         store.table(S.DOCUMENTS).update(
-            where=f"id = {sql_quote(document.id)} AND generation = {sql_quote(document.generation)}",
+            where=sql_in("generation", {d.generation for d in documents}),
             values={"index_state": "hybrid"},
         )
