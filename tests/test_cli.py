@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pdf_factory
 import pytest
 
-import pdf_factory
 from haiku.rag.cli import main
 
 HAIKU_RAG = str(Path(sys.executable).parent / "haiku-rag")

@@ -37,9 +37,6 @@ try:
 except ImportError:  # a plain checkout without `pip install -e .`
     sys.path.insert(0, str(REPO_ROOT / "haiku_rag"))
 
-from haiku.rag.capabilities.compaction import create_capability as compaction  # noqa: E402
-from haiku.rag.capabilities.rag import RAGCapability  # noqa: E402
-from haiku.rag.embeddings.local import default_tokenizer  # noqa: E402
 from pydantic_ai import Agent  # noqa: E402
 from pydantic_ai.messages import (  # noqa: E402
     ModelMessage,
@@ -51,6 +48,10 @@ from pydantic_ai.messages import (  # noqa: E402
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+
+from haiku.rag.capabilities.compaction import create_capability as compaction  # noqa: E402
+from haiku.rag.capabilities.rag import RAGCapability  # noqa: E402
+from haiku.rag.embeddings.local import default_tokenizer  # noqa: E402
 
 REPLIQA = Path("qa_repliqa_haiku", "qa_corpus.json")
 CHUNK_ID_PREFIX = "["  # every search result block starts with "[<chunk_id>] [rank i of n]"

@@ -90,7 +90,7 @@ async def eval_scifact(client, data: Path) -> None:
         for q in map(json.loads, (data / "retrieval_beir_scifact" / "queries.train.jsonl").open())
         if q["_id"] in qrels
     }
-    print(f"| search | nDCG@10 | Recall@100 | queries |\n|---|---|---|---|")
+    print("| search | nDCG@10 | Recall@100 | queries |\n|---|---|---|---|")
     for search_type in ("fts", "vector", "hybrid"):
         ndcgs, recalls = [], []
         for qid, text in queries.items():

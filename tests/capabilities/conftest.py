@@ -5,12 +5,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from haiku.rag.capabilities.rag import RAGCapability, create_capability
-from haiku.rag.client import HaikuRAG
-from haiku.rag.store.models import SearchResult
 from pydantic_ai.messages import BinaryImage
 
 from capabilities.corpus import Corpus, build_corpus
+from haiku.rag.capabilities.rag import RAGCapability, create_capability
+from haiku.rag.client import HaikuRAG
+from haiku.rag.store.models import SearchResult
 
 
 @dataclass

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pdf_factory
+
 from haiku.rag.client import HaikuRAG
 from haiku.rag.config import AppConfig, load_config
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from haiku.rag.capabilities.budget import RequestBudget, budget_notice
 from pydantic_ai import Agent
 
 from capabilities.conftest import Deps
 from capabilities.scripting import ScriptedModel, answer, call, calls, cite_top, load, search
+from haiku.rag.capabilities.budget import RequestBudget, budget_notice
 
 LIMIT_NOTICE = "The rag capability has reached its request limit. Only rag_cite remains"
 CLOSED_NOTICE = "The rag capability's tools are no longer available in this run."

@@ -5,16 +5,6 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from haiku.rag.capabilities.compaction import (
-    CAPSULE_HEADER,
-    RECEIPT,
-    build_capsule,
-    create_capability,
-)
-from haiku.rag.capabilities.evidence import DiscoveredEvidence
-from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord, EvidenceOccurrence
-from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG
-from haiku.rag.capabilities.rag import RAGState
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import (
@@ -37,6 +27,16 @@ from capabilities.scripting import (
     load,
     search,
 )
+from haiku.rag.capabilities.compaction import (
+    CAPSULE_HEADER,
+    RECEIPT,
+    build_capsule,
+    create_capability,
+)
+from haiku.rag.capabilities.evidence import DiscoveredEvidence
+from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord, EvidenceOccurrence
+from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG
+from haiku.rag.capabilities.rag import RAGState
 
 
 def rag_state(deps: Deps) -> RAGState:

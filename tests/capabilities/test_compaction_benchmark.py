@@ -9,10 +9,9 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from capabilities.corpus import TOPICS
 from haiku.rag.capabilities.rag import RAGCapability
 from haiku.rag.store.models import SearchResult
-
-from capabilities.corpus import TOPICS
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_compaction.py"
 

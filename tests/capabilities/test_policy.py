@@ -5,11 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from haiku.rag.capabilities.base import EvidenceCapability
-from haiku.rag.capabilities.ledger import citation_status
-from haiku.rag.capabilities.policy import REDIRECT_TAG, create_capability, redirect_message
-from haiku.rag.capabilities.rag import RAGState
-from haiku.rag.capabilities.state import EvidenceState
 from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import UserError
@@ -27,6 +22,11 @@ from capabilities.scripting import (
     load,
     search,
 )
+from haiku.rag.capabilities.base import EvidenceCapability
+from haiku.rag.capabilities.ledger import citation_status
+from haiku.rag.capabilities.policy import REDIRECT_TAG, create_capability, redirect_message
+from haiku.rag.capabilities.rag import RAGState
+from haiku.rag.capabilities.state import EvidenceState
 
 
 @dataclass(kw_only=True)

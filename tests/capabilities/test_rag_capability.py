@@ -5,11 +5,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from haiku.rag.capabilities import base
-from haiku.rag.capabilities.ledger import citation_status
-from haiku.rag.capabilities.rag import RAG_DESCRIPTION, RAGState, create_capability
-from haiku.rag.client import HaikuRAG
-from haiku.rag.config import DB_FILE_NAME
 from pydantic_ai import Agent
 
 from capabilities.conftest import Deps
@@ -24,6 +19,11 @@ from capabilities.scripting import (
     load,
     search,
 )
+from haiku.rag.capabilities import base
+from haiku.rag.capabilities.ledger import citation_status
+from haiku.rag.capabilities.rag import RAG_DESCRIPTION, RAGState, create_capability
+from haiku.rag.client import HaikuRAG
+from haiku.rag.config import DB_FILE_NAME
 
 
 def rag_state(deps: Deps) -> RAGState:

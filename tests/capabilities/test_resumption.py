@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from haiku.rag.capabilities.rag import RAGState
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, capture_run_messages
 
 from capabilities.conftest import Deps
 from capabilities.scripting import ScriptedModel, answer, call, calls, cite_top, load, search
+from haiku.rag.capabilities.rag import RAGState
 
 
 def approval_agent(script: ScriptedModel, rag) -> Agent[Deps, str | DeferredToolRequests]:

@@ -14,11 +14,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from haiku.rag.capabilities.rag import RAGState
 from pydantic_ai import Agent
 
 from capabilities.conftest import Deps
 from capabilities.scripting import ScriptedModel, answer, cite, cite_top, load, search
+from haiku.rag.capabilities.rag import RAGState
 
 SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "capabilities-index.md"
 

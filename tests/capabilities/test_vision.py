@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pymupdf
 import pytest
-from haiku.rag.capabilities import base
-from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG
 from pydantic_ai import Agent
 from pydantic_ai.messages import BinaryImage, UserPromptPart
 
 from capabilities.conftest import PICTURE_REF, Deps
 from capabilities.scripting import ScriptedModel, answer, chunk_ids_in, load, search
+from haiku.rag.capabilities import base
+from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG
 
 
 async def run_picture_search(rag, deps: Deps) -> ScriptedModel:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from docling_core.types.doc import CodeItem, TextItem
+from pdf_factory import make_report_pdf
+
 from haiku.rag.errors import (
     DamagedDocumentError,
     EmptyDocumentError,
@@ -22,7 +24,6 @@ from haiku.rag.ingest.converters import (
     detect_kind,
 )
 from haiku.rag.operations import CancelToken, Progress, Stage
-from pdf_factory import make_report_pdf
 
 DOCLING_INSTALLED = importlib.util.find_spec("docling") is not None
 

@@ -12,6 +12,7 @@ from docling_core.types.doc import (
     TableItem,
     TextItem,
 )
+
 from haiku.rag.errors import EmptyDocumentError, UnsupportedSourceError
 from haiku.rag.ingest.office import convert_html
 from haiku.rag.ingest.text import (

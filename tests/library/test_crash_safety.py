@@ -11,9 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+import pdf_factory
 import pytest
 
-import pdf_factory
 from haiku.rag.doctor import run_doctor
 from haiku.rag.store import documents as D
 from haiku.rag.store.engine import Store

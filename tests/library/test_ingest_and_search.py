@@ -6,9 +6,9 @@ from __future__ import annotations
 import shutil
 
 import numpy as np
+import pdf_factory
 import pytest
 
-import pdf_factory
 from haiku.rag.client import HaikuRAG
 from haiku.rag.doctor import run_doctor
 from haiku.rag.operations import CancelToken, Stage

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from store.helpers import new_document, table_counts
 
 from haiku.rag.errors import (
     DocumentNotFoundError,
@@ -13,7 +14,6 @@ from haiku.rag.errors import (
 from haiku.rag.store import documents as D
 from haiku.rag.store import schema
 from haiku.rag.store.engine import Store
-from store.helpers import new_document, table_counts
 
 
 @pytest.fixture

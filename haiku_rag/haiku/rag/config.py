@@ -66,7 +66,8 @@ class EmbeddingsConfig(_Section):
     base_url: str | None = None
     # None: detected from the provider on first use
     vector_dim: int | None = Field(default=None, ge=1, le=16384)
-    batch_size: int = Field(default=32, ge=1, le=4096)
+    # None: the provider's own default (8 for the local model, which is fastest there)
+    batch_size: int | None = Field(default=None, ge=1, le=4096)
     # None: all cores for bulk work
     threads: int | None = Field(default=None, ge=1, le=256)
 

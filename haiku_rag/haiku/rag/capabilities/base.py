@@ -18,15 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
-from haiku.rag.capabilities.budget import RequestBudget, budget_notice
-from haiku.rag.capabilities.formatting import format_results
-from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord, EvidenceRef
-from haiku.rag.capabilities.pictures import png_image, render_picture, search_image_label
-from haiku.rag.capabilities.state import Citation, EvidenceState, matched_picture_refs
-from haiku.rag.client import HaikuRAG
-from haiku.rag.config import AppConfig
-from haiku.rag.errors import DocumentNotFoundError
-from haiku.rag.store.models import SearchResult
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
@@ -42,6 +33,16 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import DeferredToolRequests, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
+
+from haiku.rag.capabilities.budget import RequestBudget, budget_notice
+from haiku.rag.capabilities.formatting import format_results
+from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord, EvidenceRef
+from haiku.rag.capabilities.pictures import png_image, render_picture, search_image_label
+from haiku.rag.capabilities.state import Citation, EvidenceState, matched_picture_refs
+from haiku.rag.client import HaikuRAG
+from haiku.rag.config import AppConfig
+from haiku.rag.errors import DocumentNotFoundError
+from haiku.rag.store.models import SearchResult
 
 StateT = TypeVar("StateT", bound=EvidenceState)
 

@@ -23,13 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
-from haiku.rag.capabilities.evidence import (
-    DiscoveredEvidence,
-    discover_evidence,
-    evidence_tool_names,
-    question_in_progress,
-)
-from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG, cited_image_label
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, WrapModelRequestHandler
 from pydantic_ai.messages import (
@@ -44,6 +37,14 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestContext
+
+from haiku.rag.capabilities.evidence import (
+    DiscoveredEvidence,
+    discover_evidence,
+    evidence_tool_names,
+    question_in_progress,
+)
+from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG, cited_image_label
 
 COMPACTION_CAPABILITY_ID = "haiku-rag-evidence-compaction"
 CAPSULE_HEADER = (

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic_ai import RunContext
+
 from haiku.rag.capabilities.base import EvidenceCapability
 from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord
 from haiku.rag.capabilities.state import Citation
-from pydantic_ai import RunContext
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from pydantic_ai.messages import BinaryImage
+
 from haiku.rag.ingest.records import Box
 from haiku.rag.store import documents as docs
-from pydantic_ai.messages import BinaryImage
 
 if TYPE_CHECKING:
     from haiku.rag.client import HaikuRAG

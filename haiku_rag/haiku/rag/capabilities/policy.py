@@ -20,6 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, Field
+from pydantic_ai import RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.run import AgentRunResult
+from pydantic_ai.tools import DeferredToolRequests
+
 from haiku.rag.capabilities.base import state_dict
 from haiku.rag.capabilities.evidence import (
     DiscoveredEvidence,
@@ -28,13 +36,6 @@ from haiku.rag.capabilities.evidence import (
     question_in_progress,
 )
 from haiku.rag.capabilities.ledger import citation_status
-from pydantic import BaseModel, Field
-from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, UserPromptPart
-from pydantic_ai.models import ModelRequestContext
-from pydantic_ai.run import AgentRunResult
-from pydantic_ai.tools import DeferredToolRequests
 
 POLICY_CAPABILITY_ID = "haiku-rag-citation-policy"
 POLICY_STATE_KEY = "citation_policy"

@@ -6,10 +6,11 @@ message history; the two only make sense together.
 
 from __future__ import annotations
 
+from pydantic import BaseModel, Field
+
 from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord
 from haiku.rag.ingest.records import Box
 from haiku.rag.store.models import SearchResult
-from pydantic import BaseModel, Field
 
 PICTURE_REF_PREFIX = "#/pictures/"
 

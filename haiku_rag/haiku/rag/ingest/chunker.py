@@ -14,11 +14,13 @@ docling-core's chunker module imports transformers (seconds), so it is imported 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from docling_core.types.doc import DocItem, DoclingDocument, RefItem, TextItem
+
 from haiku.rag.ingest.items import prov_box
 from haiku.rag.ingest.records import Box, ChunkRecord
 
@@ -83,6 +85,10 @@ def _hybrid_chunker(
 @functools.cache
 def _chunker_classes() -> tuple[type[HybridChunker], type[BaseTokenizer]]:
     """HybridChunker and our tokenizer adapter, defined here so the import stays lazy."""
+    # docling-core's chunker imports transformers: keep it offline (we never load a model
+    # through it) and quiet about the absent PyTorch, which we do not need.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
     from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
     from pydantic import ConfigDict

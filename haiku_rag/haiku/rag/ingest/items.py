@@ -12,6 +12,7 @@ from docling_core.types.doc import (
     TableItem,
     TextItem,
 )
+
 from haiku.rag.ingest.records import Box, ItemRecord
 
 

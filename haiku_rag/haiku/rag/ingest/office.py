@@ -22,6 +22,7 @@ from docling_core.types.doc import (
     TableCell,
     TableData,
 )
+
 from haiku.rag.errors import DamagedDocumentError, EmptyDocumentError, ExtraMissingError
 from haiku.rag.ingest.records import Conversion
 from haiku.rag.ingest.text import decode_text

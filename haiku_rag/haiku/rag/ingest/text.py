@@ -19,6 +19,7 @@ from docling_core.types.doc import (
     TableCell,
     TableData,
 )
+
 from haiku.rag.errors import EmptyDocumentError, UnsupportedSourceError
 from haiku.rag.ingest.records import Conversion
 
