@@ -364,29 +364,40 @@ def update_document_meta(
 # --- vectors -----------------------------------------------------------------------------
 
 
-def chunks_missing_vectors(store: Store, document: Document) -> list[tuple[str, str]]:
-    """(chunk id, text to embed) of this document's chunks that have no vector yet."""
-    chunks = (
-        store.table(S.CHUNKS)
-        .search()
-        .where(f"generation = {sql_quote(document.generation)}")
-        .select(["id", "order", "content_fts"])
-        .limit(None)
-        .to_list()
-    )
+def chunks_missing_vectors(store: Store, documents: list[Document]) -> list[tuple[Document, str, str]]:
+    """(owner, chunk id, text to embed) for every chunk of ``documents`` without a vector,
+    in document then chunk order. A few queries in all, however many documents."""
+    by_generation = {d.generation: d for d in documents}
+    rows: list[dict[str, Any]] = []
     have: set[str] = set()
-    if store.has_table(S.CHUNK_VECTORS):
-        have = set(
-            store.table(S.CHUNK_VECTORS)
+    for group in _groups(sorted(by_generation), 500):
+        rows += (
+            store.table(S.CHUNKS)
             .search()
-            .where(f"generation = {sql_quote(document.generation)}")
-            .select(["chunk_id"])
+            .where(sql_in("generation", group))
+            .select(["id", "generation", "order", "content_fts"])
             .limit(None)
-            .to_arrow()["chunk_id"]
-            .to_pylist()
+            .to_list()
         )
-    pending = sorted((c for c in chunks if c["id"] not in have), key=lambda c: c["order"])
-    return [(c["id"], c["content_fts"]) for c in pending]
+        if store.has_table(S.CHUNK_VECTORS):
+            found = store.table(S.CHUNK_VECTORS).search().where(sql_in("generation", group)).select(["chunk_id"]).limit(None)
+            have.update(found.to_arrow()["chunk_id"].to_pylist())
+    rank = {d.generation: i for i, d in enumerate(documents)}
+    pending = sorted((r for r in rows if r["id"] not in have), key=lambda r: (rank[r["generation"]], r["order"]))
+    return [(by_generation[r["generation"]], r["id"], r["content_fts"]) for r in pending]
+
+
+def _groups(values: list[str], size: int) -> list[list[str]]:
+    return [values[i : i + size] for i in range(0, len(values), size)]
+
+
+def get_documents(store: Store, document_ids: list[str]) -> list[Document]:
+    """Current rows of these documents (missing ones are skipped), in the given order."""
+    found: dict[str, Document] = {}
+    for group in _groups(document_ids, 500):
+        for row in store.table(S.DOCUMENTS).search().where(sql_in("id", group)).select(_DOCUMENT_COLUMNS).limit(None).to_list():
+            found[row["id"]] = document_from_row(row)
+    return [found[i] for i in document_ids if i in found]
 
 
 def add_vectors(store: Store, owners: list[Document], chunk_ids: list[str], vectors: Any) -> None:
@@ -413,7 +424,5 @@ def mark_hybrid(store: Store, documents: list[Document]) -> None:
     if not documents:
         return
     with store.write_transaction():
-        store.table(S.DOCUMENTS).update(
-            where=sql_in("generation", {d.generation for d in documents}),
-            values={"index_state": "hybrid"},
-        )
+        for group in _groups(sorted({d.generation for d in documents}), 500):
+            store.table(S.DOCUMENTS).update(where=sql_in("generation", group), values={"index_state": "hybrid"})
