@@ -101,19 +101,21 @@ async def eval_scifact(client, data: Path) -> None:
         print(f"| {search_type} | {sum(ndcgs) / len(ndcgs):.4f} | {sum(recalls) / len(recalls):.4f} | {len(ndcgs)} |", flush=True)
 
 
-async def financebench(client, data: Path) -> None:
+async def financebench(client, data: Path, text_only: bool) -> None:
     folder = data / "qa_financebench" / "pdfs"
     if not await client.list_documents(limit=1):
         started = time.perf_counter()
-        outcomes = await client.add_source(folder)
+        outcomes = await client.add_source(folder, embed=not text_only)
         failed = [o for o in outcomes if o.status == "failed"]
         print(f"ingested {len(outcomes) - len(failed)} filings in {time.perf_counter() - started:.0f} s; failed: "
               f"{[(o.source, o.reason) for o in failed]}", file=sys.stderr)
         client.store.optimize()
     by_name = {Path(d.uri).stem: d for d in await client.list_documents()}
     questions = [json.loads(line) for line in (data / "qa_financebench" / "questions.public.jsonl").open()]
+    if not text_only:
+        await client.embed_pending()
     print("| search | questions | evidence page in top-5 pages |\n|---|---|---|")
-    for search_type in ("fts", "vector", "hybrid"):
+    for search_type in ("fts",) if text_only else ("fts", "vector", "hybrid"):
         hits = total = 0
         for q in questions:
             document = by_name.get(q["doc_name"])
@@ -131,6 +133,7 @@ async def main() -> int:
     parser.add_argument("dataset", choices=["scifact", "financebench"])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--db", type=Path, default=None)
+    parser.add_argument("--text-only", action="store_true", help="financebench: full-text only (no embedding)")
     args = parser.parse_args()
     needed = {"scifact": "retrieval_beir_scifact", "financebench": "qa_financebench"}[args.dataset]
     if not (args.data / needed).is_dir():
@@ -149,7 +152,7 @@ async def main() -> int:
             await build_scifact(client, args.data)
             await eval_scifact(client, args.data)
         else:
-            await financebench(client, args.data)
+            await financebench(client, args.data, args.text_only)
     return 0
 
 

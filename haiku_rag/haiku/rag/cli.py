@@ -67,6 +67,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--expand", action="store_true", help="show section-expanded context")
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("ask", help="answer a question from the library, with citations")
+    p.add_argument("question")
+    p.add_argument("--filter", "-f", help="SQL filter over document fields")
+    p.add_argument(
+        "--fallback", action="store_true", help="answer without tools (for models that cannot call them)"
+    )
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("visualize", help="write PNGs of a chunk's pages with its text highlighted")
     p.add_argument("chunk_id")
     p.add_argument("--out", default=".", help="folder for the PNG files (default: .)")
@@ -262,6 +270,47 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+CITATION_SNIPPET_CHARS = 200
+
+
+async def _cmd_ask(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.qa import pages_label
+
+    result = await client.ask(args.question, filter=args.filter, mode="fallback" if args.fallback else "auto")
+    if args.json:
+        _print_json(
+            {
+                "answer": result.answer,
+                "citations": [
+                    {
+                        "index": c.index,
+                        "chunk_id": c.chunk_id,
+                        "document_id": c.document_id,
+                        "document_uri": c.document_uri,
+                        "document_title": c.document_title,
+                        "pages": c.page_numbers,
+                        "boxes": [b.to_dict() for b in c.boxes],
+                        "text": c.content,
+                    }
+                    for c in result.citations
+                ],
+                "grounding": result.grounding,
+                "mode": result.mode_used,
+            }
+        )
+        return 0
+    print(result.answer)
+    if result.citations:
+        print()
+    for c in result.citations:
+        snippet = " ".join(c.content.split())[:CITATION_SNIPPET_CHARS]
+        parts = [f"[{c.index}] {c.document_title or c.document_uri}", pages_label(c.page_numbers), snippet]
+        print(" — ".join(part for part in parts if part))
+    print()
+    print(f"grounding: {result.grounding}")
+    return 0
+
+
 async def _cmd_visualize(client: Any, args: argparse.Namespace) -> int:
     pages = await client.visualize_chunk(args.chunk_id, dpi=args.dpi)
     if not pages:
@@ -315,6 +364,7 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "get": _cmd_get,
     "delete": _cmd_delete,
     "search": _cmd_search,
+    "ask": _cmd_ask,
     "visualize": _cmd_visualize,
     "embed": _cmd_embed,
     "rebuild": _cmd_rebuild,

@@ -34,7 +34,14 @@ from haiku.rag.ingest.pipeline import (
     prepare_document,
 )
 from haiku.rag.ingest.records import Box
-from haiku.rag.operations import CancelToken, Progress, ProgressCallback, Stage, check_cancelled, report
+from haiku.rag.operations import (
+    CancelToken,
+    Progress,
+    ProgressCallback,
+    Stage,
+    check_cancelled,
+    report,
+)
 from haiku.rag.search.grounding import PageImage, pages_to_render, render_page
 from haiku.rag.search.hybrid import SearchType
 from haiku.rag.store import documents as docs
@@ -42,8 +49,9 @@ from haiku.rag.store.engine import Store
 from haiku.rag.store.models import Chunk, Document, SearchResult
 
 if TYPE_CHECKING:
-    from haiku.rag.qa import AskMode, AskResult
     from pydantic_ai.models import Model
+
+    from haiku.rag.qa import AskMode, AskResult
 
 log = logging.getLogger("haiku.rag")
 
@@ -399,12 +407,11 @@ class HaikuRAG:
     ) -> int:
         if documents is None:
             documents = [d for d in docs.list_documents(self.store) if d.index_state == "text"]
-        pending: list[tuple[Document, str, str]] = []  # (owner, chunk id, text), in order
-        for document in documents:
-            current = docs.get_document(self.store, document.id)
-            pending.extend((current, cid, text) for cid, text in docs.chunks_missing_vectors(self.store, current))
-            if current.index_state == "text" and not any(owner is current for owner, _, _ in pending):
-                docs.mark_hybrid(self.store, [current])  # vectors landed before an interruption
+        current = docs.get_documents(self.store, [d.id for d in documents])
+        pending = docs.chunks_missing_vectors(self.store, current)  # (owner, chunk id, text)
+        with_pending = {owner.generation for owner, _, _ in pending}
+        # Text-only documents with nothing pending got their vectors before an interruption.
+        docs.mark_hybrid(self.store, [d for d in current if d.index_state == "text" and d.generation not in with_pending])
         if not pending:
             return 0
         embedder = self.embedder
