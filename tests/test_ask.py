@@ -27,13 +27,12 @@ from haiku.rag import qa
 from haiku.rag.capabilities.state import Citation
 from haiku.rag.client import HaikuRAG
 from haiku.rag.config import AppConfig, load_config
-from haiku.rag.errors import ModelNotConfiguredError
+from haiku.rag.errors import ChatModelError, ModelNotConfiguredError
 from haiku.rag.models import HOW_TO_CONNECT
 from haiku.rag.qa import (
     AGENT_PREAMBLE,
     FALLBACK_INSTRUCTIONS,
     REFUSAL,
-    ChatModelError,
     Conversation,
     pages_label,
     rag_state,

@@ -135,3 +135,7 @@ class EmbeddingError(HaikuRAGError):
 
 class ModelNotConfiguredError(HaikuRAGError):
     """No chat model is configured."""
+
+
+class ChatModelError(HaikuRAGError):
+    """The chat model could not be reached, rejected the request, or gave no usable answer."""

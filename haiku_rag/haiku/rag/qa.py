@@ -31,7 +31,7 @@ from haiku.rag.capabilities.formatting import RESULT_SEPARATOR, source_line
 from haiku.rag.capabilities.ledger import CitationStatus, EvidenceRef, citation_status
 from haiku.rag.capabilities.rag import RAGCapability, RAGState, create_capability
 from haiku.rag.capabilities.state import Citation
-from haiku.rag.errors import HaikuRAGError
+from haiku.rag.errors import ChatModelError
 from haiku.rag.models import get_model, model_settings
 from haiku.rag.store.models import SearchResult
 
@@ -65,10 +65,6 @@ NO_PASSAGES = "No passages were found in the knowledge base for this question."
 MARKER = re.compile(r"(\s*)\[(\d+(?:\s*,\s*\d+)*)\]")
 # The standard refusal's opening words; models vary the rest of the sentence.
 REFUSAL_START = re.compile(r"\bI cannot find enough information\b", re.IGNORECASE)
-
-
-class ChatModelError(HaikuRAGError):
-    """The chat model could not be reached, rejected the request, or gave no usable answer."""
 
 
 @dataclass
