@@ -50,6 +50,7 @@ from docling_core.types.doc import (  # noqa: E402
     TableItem,
     TextItem,
 )
+
 from haiku.rag.errors import IngestError  # noqa: E402
 from haiku.rag.ingest.pdf import convert_pdf  # noqa: E402
 
@@ -115,7 +116,7 @@ def timed_run(files: list[PdfFile], mode: str, datas: list[bytes]) -> tuple[int,
 def extraction_floor(datas: list[bytes]) -> float:
     """Pages per CPU-second of bare PyMuPDF text extraction (the same flags as the
     converter): no converter built on it can go faster, whatever the machine's load."""
-    from haiku.rag.ingest.pdf import TEXT_FLAGS
+    from haiku.rag.ingest.pdf.extract import TEXT_FLAGS
 
     pages = 0
     start = time.process_time()

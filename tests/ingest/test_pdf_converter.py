@@ -6,6 +6,7 @@ also checks the boxes against ink in a real rendering.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pymupdf
@@ -27,8 +28,9 @@ from haiku.rag.errors import (
     PasswordRequiredError,
     WrongPasswordError,
 )
-from haiku.rag.ingest import pdf as pdf_module
 from haiku.rag.ingest.pdf import convert_pdf
+from haiku.rag.ingest.pdf import extract as pdf_extract
+from haiku.rag.ingest.pdf import layout_model as pdf_layout_model
 from haiku.rag.ingest.records import Conversion
 from haiku.rag.operations import CancelToken, Progress, Stage
 from pdf_factory import (
@@ -251,6 +253,39 @@ def test_rotated_page_boxes_are_in_display_space(tmp_path: Path):
     assert box.r - box.l < box.b - box.t, "sideways text must have a tall, narrow box"
 
 
+def test_text_past_the_page_edge_gets_boxes_inside_the_page_and_no_warning():
+    """Text drawn beyond the visible page (outside the CropBox but inside the MediaBox, as in
+    pdf.js's freeculture.pdf) keeps its text, but its boxes are clamped to the page: docling-core
+    would otherwise clamp them itself, with a UserWarning, whenever the document is validated
+    (as when it is loaded back from the store)."""
+    with pymupdf.open() as pdf:
+        page = pdf.new_page(width=600, height=800)
+        page.insert_text((72, 100), "An ordinary paragraph line that sits well inside the page.", fontsize=11)
+        # Glyphs wholly outside the visible page are dropped by extraction; those that
+        # straddle its edge are kept, and their lines' boxes cross the edge.
+        page.insert_text((400, 300), "Wide words run past the right edge", fontsize=40)
+        page.insert_text((72, 786), "A last line drawn across the bottom edge", fontsize=24)
+        page.set_cropbox(pymupdf.Rect(0, 0, 560, 780))
+        data = pdf.tobytes()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        conversion = convert_pdf(data, source="overflow.pdf")
+        reloaded = DoclingDocument.model_validate(conversion.document.export_to_dict())
+    assert [str(w.message) for w in caught] == []
+    texts = [item.text for item in _text_items(conversion.document, ALL_LAYERS)]
+    assert "A last line drawn across the bottom edge" in texts
+    assert any(text.startswith("Wide wor") for text in texts), texts
+    for doc in (conversion.document, reloaded):
+        assert (doc.pages[1].size.width, doc.pages[1].size.height) == (560, 780)
+        for item, _ in doc.iterate_items(included_content_layers=ALL_LAYERS):
+            for prov in item.prov:
+                box = prov.bbox
+                assert 0 <= box.l <= box.r <= 560 and 0 <= box.t <= box.b <= 780, (item.text, box)
+    # The clamped boxes still reach the edge the text crosses.
+    crossing = [p.bbox for i in _text_items(conversion.document, ALL_LAYERS) for p in i.prov]
+    assert max(box.r for box in crossing) == 560 and max(box.b for box in crossing) == 780
+
+
 # --- text layer, encryption, damage ---------------------------------------------------------
 
 
@@ -350,7 +385,7 @@ def test_a_pdf_whose_every_page_fails_is_damaged(tmp_path: Path, monkeypatch):
 
 def test_abnormally_dense_page_is_truncated_with_a_warning(tmp_path: Path, monkeypatch):
     layout = make_report_pdf(tmp_path / "report.pdf")
-    monkeypatch.setattr(pdf_module, "MAX_LINES_PER_PAGE", 3)
+    monkeypatch.setattr(pdf_extract, "MAX_LINES_PER_PAGE", 3)
     conversion = _convert(layout)
     assert any("page 1: text truncated after 3 lines" in w for w in conversion.warnings)
 
@@ -406,7 +441,7 @@ def test_layout_mode_falls_back_to_heuristics_when_the_model_fails(report, monke
     def broken_model(page, **kwargs):
         raise IndexError("index 3 is out of bounds for axis 0")
 
-    monkeypatch.setattr(pdf_module, "_layout_model", lambda: broken_model)
+    monkeypatch.setattr(pdf_layout_model, "load", lambda: broken_model)
     conversion = _convert(layout, layout="layout")
     assert conversion.warnings == [
         f"page {n}: the layout model failed (IndexError: index 3 is out of bounds for axis 0); "

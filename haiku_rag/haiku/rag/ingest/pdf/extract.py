@@ -1,0 +1,237 @@
+"""Reading one page with PyMuPDF: text lines (text, boxes, font size, boldness), the boxes
+of its images and vector paths, its dominant writing direction, and whether its text layer
+is usable or the page needs OCR."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pymupdf
+
+from haiku.rag.ingest.pdf.blocks import Line
+from haiku.rag.ingest.pdf.geometry import IDENTITY, Bbox, Matrix, area, intersect, transform
+
+# One text extraction pass also collects vector paths (as type-3 blocks). Images are not
+# collected there: the dict would carry their decoded payloads, which made it 6x slower.
+TEXT_FLAGS = pymupdf.TEXT_MEDIABOX_CLIP | pymupdf.TEXT_COLLECT_VECTORS
+# Guards against pathological pages (fuzzed or generated files with absurd content).
+MAX_CHARS_PER_PAGE = 200_000
+MAX_LINES_PER_PAGE = 10_000
+# A page with fewer usable characters than this needs OCR if it shows image or vector content
+# (a scan) or if its text does not decode (fonts without a Unicode map give U+FFFD).
+MIN_USABLE_CHARS = 20
+SCAN_IMAGE_AREA_FRACTION = 0.25
+SCAN_MIN_VECTOR_PATHS = 200
+BOLD_FLAG = pymupdf.TEXT_FONT_BOLD
+
+
+@dataclass(slots=True)
+class PageGraphics:
+    """Boxes of the page's non-text content, in unrotated page space."""
+
+    images: list[Bbox]
+    stroke_paths: list[Bbox]
+    fill_paths: list[Bbox]
+
+
+@dataclass(slots=True)
+class RawPage:
+    text: dict[str, Any]  # PyMuPDF's extractDICT()
+    graphics: PageGraphics
+
+
+def read_page(page: pymupdf.Page) -> RawPage:
+    """The only PyMuPDF calls that may fail on a damaged page."""
+    text = page.get_textpage(flags=TEXT_FLAGS).extractDICT()
+    strokes, fills = [], []
+    has_text = False
+    for block in text["blocks"]:
+        kind = block["type"]
+        if kind == 3:
+            (strokes if block["stroked"] else fills).append(block["bbox"])
+        elif kind == 0:
+            has_text = True
+    images: list[Bbox] = []
+    # Image boxes cost a second pass over the page, so only when the page's resources list
+    # images, or when it has no text (an inline-image scan would not be listed).
+    if not has_text or page.get_images():
+        images = [info["bbox"] for info in page.get_image_info()]
+    return RawPage(text, PageGraphics(images, strokes, fills))
+
+
+def one_line(exc: BaseException) -> str:
+    """A failure's message for a warning or an error: on one line, or the exception's type
+    name when it has no message."""
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def extract_lines(
+    text: dict[str, Any], rotation: Matrix, page_no: int, warnings: list[str]
+) -> list[Line]:
+    lines: list[Line] = []
+    chars = 0
+    rotated = rotation != IDENTITY
+    for block in text["blocks"]:
+        if block.get("type", 0) != 0:
+            continue
+        block_no = block["number"]
+        for raw_line in block["lines"]:
+            line = _make_line(raw_line, block_no, rotation if rotated else None)
+            if line is None:
+                continue
+            chars += len(line.text)
+            if chars > MAX_CHARS_PER_PAGE or len(lines) >= MAX_LINES_PER_PAGE:
+                warnings.append(
+                    f"page {page_no}: text truncated after {len(lines)} lines "
+                    f"({chars} characters); the page is abnormally dense"
+                )
+                return lines
+            lines.append(line)
+    return lines
+
+
+def _make_line(raw: dict[str, Any], block_no: int, rotation: Matrix | None) -> Line | None:
+    """One text line; ``rotation`` is None on an unrotated page. Hot path (tens of
+    thousands of calls per long document): plain loops, no helper calls per span."""
+    dx, dy = raw["dir"]
+    horizontal = dy == 0 and dx > 0
+    parts: list[str] = []
+    previous_box = None
+    size = 0.0
+    longest = bold_chars = total_chars = 0
+    for span in raw["spans"]:
+        span_text = span["text"]
+        if not span_text:
+            continue
+        box = span["bbox"]
+        if previous_box is not None and not parts[-1].endswith(" ") and not span_text.startswith(" "):
+            # Spans are joined with "" (word-per-span PDFs already carry their spaces), but a
+            # visibly wide gap between two spans is a word break the PDF did not encode.
+            gap = box[0] - previous_box[2] if horizontal else _gap_along(previous_box, box, (dx, dy))
+            if gap > 0.25 * span["size"]:
+                parts.append(" ")
+        parts.append(span_text)
+        previous_box = box
+        n = len(span_text)
+        total_chars += n
+        if n > longest:
+            longest, size = n, span["size"]
+        if span["flags"] & BOLD_FLAG:
+            bold_chars += n
+        else:
+            bold = _BOLD_FONT_NAMES.get(span["font"])
+            if bold is None:
+                bold = _learn_font_name(span["font"])
+            if bold:
+                bold_chars += n
+    line_text = " ".join("".join(parts).split())
+    if not line_text:
+        return None
+    box = tuple(raw["bbox"])
+    return Line(
+        text=line_text,
+        box=box,
+        unrotated=box,
+        # the same object when unrotated: text_block() then skips a second union
+        display=box if rotation is None else transform(box, rotation),
+        size=size,
+        bold=bold_chars >= 0.6 * total_chars,
+        source_block=block_no,
+        direction=(1, 0) if horizontal else _axis_direction(dx, dy),
+    )
+
+
+# Whether a font's name says bold, for fonts whose bold flag is not set; a document uses
+# a handful of fonts over thousands of spans, so each name is looked at once.
+_BOLD_FONT_NAMES: dict[str, bool] = {}
+
+
+def _learn_font_name(font: str) -> bool:
+    lowered = font.lower()
+    bold = any(word in lowered for word in ("bold", "black", "heavy", "semibold"))
+    _BOLD_FONT_NAMES[font] = bold
+    return bold
+
+
+def _axis_direction(dx: float, dy: float) -> tuple[int, int] | None:
+    """The writing direction as a unit axis vector, or None for slanted text."""
+    if abs(dy) < 0.02:
+        return (1, 0) if dx > 0 else (-1, 0)
+    if abs(dx) < 0.02:
+        return (0, 1) if dy > 0 else (0, -1)
+    return None
+
+
+def _gap_along(a: Sequence[float], b: Sequence[float], direction: Sequence[float]) -> float:
+    """Distance from the end of box ``a`` to the start of box ``b`` along the line direction."""
+    dx, dy = direction
+
+    def extent(box: Sequence[float]) -> tuple[float, float]:
+        xs = (box[0] * dx, box[2] * dx)
+        ys = (box[1] * dy, box[3] * dy)
+        return min(xs) + min(ys), max(xs) + max(ys)
+
+    return extent(b)[0] - extent(a)[1]
+
+
+def orient_lines(lines: list[Line]) -> Matrix:
+    """Find the page's dominant writing direction (by characters), mark the lines that
+    follow it, and put every line's ``box`` into the reading frame where it runs left to
+    right. Returns the frame's matrix."""
+    weights: Counter[tuple[int, int]] = Counter()
+    for line in lines:
+        if line.direction is not None:
+            weights[line.direction] += len(line.text)
+    dominant = weights.most_common(1)[0][0] if weights else (1, 0)
+    frame = _FRAME_FOR_DIRECTION[dominant]
+    for line in lines:
+        line.on_axis = line.direction == dominant
+        if frame != IDENTITY:
+            line.box = transform(line.unrotated, frame)
+    return frame
+
+
+# Rotations (no translation: only relative positions matter for ordering) mapping the
+# direction vector to (1, 0). PyMuPDF's top-left space has y downwards.
+_FRAME_FOR_DIRECTION: dict[tuple[int, int], Matrix] = {
+    (1, 0): IDENTITY,
+    (0, 1): (0.0, -1.0, 1.0, 0.0, 0.0, 0.0),  # text running down the page
+    (-1, 0): (-1.0, 0.0, 0.0, -1.0, 0.0, 0.0),  # upside down
+    (0, -1): (0.0, 1.0, -1.0, 0.0, 0.0, 0.0),  # text running up the page
+}
+
+
+def assess_text_layer(
+    lines: list[Line], graphics: PageGraphics, page_box: Bbox
+) -> tuple[int, bool, bool]:
+    """(usable characters, needs OCR, text garbled). A page needs OCR when it has almost no
+    usable text but shows a scan (images or outlined glyphs), or when its text is there but
+    does not decode."""
+    usable = sum(_usable_chars(line.text) for line in lines)
+    if usable >= MIN_USABLE_CHARS:
+        return usable, False, False
+    garbled = sum(len(line.text) for line in lines) - usable >= MIN_USABLE_CHARS
+    return usable, garbled or _has_scan_like_content(graphics, page_box), garbled
+
+
+_UNUSABLE = re.compile("[\x00-\x1f\x7f\ufffd]")
+
+
+def _usable_chars(text: str) -> int:
+    """Characters that carry meaning: not spaces (line text is whitespace-normalised), not
+    control characters or U+FFFD (what fonts without a Unicode map extract as)."""
+    return len(text) - text.count(" ") - len(_UNUSABLE.findall(text))
+
+
+def _has_scan_like_content(graphics: PageGraphics, page_box: Bbox) -> bool:
+    page_area = area(page_box)
+    image_area = sum(area(intersect(box, page_box)) for box in graphics.images)
+    if page_area > 0 and image_area >= SCAN_IMAGE_AREA_FRACTION * page_area:
+        return True
+    # Text converted to outlines shows up as many filled paths.
+    return len(graphics.fill_paths) >= SCAN_MIN_VECTOR_PATHS
