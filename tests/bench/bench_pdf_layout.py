@@ -248,20 +248,36 @@ def main() -> int:
         f"PyMuPDF {pymupdf.__version__}; load average {os.getloadavg()[0]:.2f}"
     )
     timed_run(files[:3], "fast", datas[:3])  # warm-up (imports, caches)
-    fast_runs = [timed_run(files, "fast", datas) for _ in range(args.runs)]
+    # Each run is followed by a floor run, so that each share of the floor compares two
+    # measurements taken under the same load from other processes.
+    fast_runs, floors = [], []
+    for _ in range(args.runs):
+        fast_runs.append(timed_run(files, "fast", datas))
+        floors.append(extraction_floor(datas))
     fast_pages = fast_runs[0][0]
-    fast_rate = statistics.median(pages / wall for pages, wall, _ in fast_runs)
-    fast_cpu_rate = statistics.median(pages / cpu for pages, _, cpu in fast_runs)
+    wall_rates = [pages / wall for pages, wall, _ in fast_runs]
+    cpu_rates = [pages / cpu for pages, _, cpu in fast_runs]
+    fast_rate = statistics.median(wall_rates)
+    fast_cpu_rate = statistics.median(cpu_rates)
+    floor = statistics.median(floors)
+    share = statistics.median(rate / f for rate, f in zip(cpu_rates, floors, strict=True))
     results: dict[str, dict] = {
-        "full_corpus_fast": {"pages": fast_pages, "pages_per_s": fast_rate, "pages_per_cpu_s": fast_cpu_rate}
+        "full_corpus_fast": {
+            "pages": fast_pages,
+            "pages_per_s": fast_rate,
+            "pages_per_cpu_s": fast_cpu_rate,
+            "extraction_floor_pages_per_cpu_s": floor,
+            "share_of_floor": share,
+        }
     }
-    floor = extraction_floor(datas)
-    results["full_corpus_fast"]["extraction_floor_pages_per_cpu_s"] = floor
     print(
         f"fast, all {fast_pages} pages: {fast_rate:.1f} pages/s wall, {fast_cpu_rate:.1f} pages "
-        f"per CPU-second (median of {args.runs}); load average now {os.getloadavg()[0]:.2f}\n"
+        f"per CPU-second (median of {args.runs}; runs: "
+        f"{', '.join(f'{w:.0f}/{c:.0f}' for w, c in zip(wall_rates, cpu_rates, strict=True))} "
+        f"wall/CPU); load average now {os.getloadavg()[0]:.2f}\n"
         f"bare PyMuPDF extraction: {floor:.1f} pages per CPU-second "
-        f"(the converter runs at {fast_cpu_rate / floor:.2f} of it)"
+        f"(runs: {', '.join(f'{f:.0f}' for f in floors)}); the converter runs at "
+        f"{share:.2f} of it (median of the per-run shares)"
     )
 
     for mode in () if args.speed_only else MODES:

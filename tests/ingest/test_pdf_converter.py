@@ -6,6 +6,7 @@ also checks the boxes against ink in a real rendering.
 
 from __future__ import annotations
 
+import gc
 import warnings
 from pathlib import Path
 
@@ -20,6 +21,19 @@ from docling_core.types.doc import (
     TableItem,
     TextItem,
 )
+from pdf_factory import (
+    REPORT_TABLE,
+    REPORT_TITLE,
+    DrawnBlock,
+    PdfLayout,
+    make_encrypted_pdf,
+    make_partially_scanned_pdf,
+    make_report_pdf,
+    make_rotated_pdf,
+    make_scanned_pdf,
+    make_two_column_pdf,
+)
+
 from haiku.rag.errors import (
     DamagedDocumentError,
     EmptyDocumentError,
@@ -33,18 +47,6 @@ from haiku.rag.ingest.pdf import extract as pdf_extract
 from haiku.rag.ingest.pdf import layout_model as pdf_layout_model
 from haiku.rag.ingest.records import Conversion
 from haiku.rag.operations import CancelToken, Progress, Stage
-from pdf_factory import (
-    REPORT_TABLE,
-    REPORT_TITLE,
-    DrawnBlock,
-    PdfLayout,
-    make_encrypted_pdf,
-    make_partially_scanned_pdf,
-    make_report_pdf,
-    make_rotated_pdf,
-    make_scanned_pdf,
-    make_two_column_pdf,
-)
 
 TOLERANCE = 2.0  # points
 ALL_LAYERS = {ContentLayer.BODY, ContentLayer.FURNITURE}
@@ -210,6 +212,28 @@ def test_report_reading_order(report):
             keys = [k for k in layout.reading_order if k in layout.blocks and layout.block(k).text == item.text]
             order.extend(keys)
     assert order == layout.reading_order
+
+
+@pytest.mark.parametrize("mode", ["fast", "layout"])
+def test_the_document_tree_is_consistent_and_passes_docling_validation(report, mode):
+    """The converter appends text items itself rather than through docling-core's add_*
+    methods (for speed): docling-core's own validation of the tree (refs, parents, children)
+    must accept the result and give it back unchanged."""
+    layout, conversion = report
+    if mode == "layout":
+        conversion = _convert(layout, layout="layout")
+    doc = conversion.document
+    items = [*doc.texts, *doc.tables, *doc.pictures]
+    assert [item.self_ref for item in doc.texts] == [f"#/texts/{i}" for i in range(len(doc.texts))]
+    for item in items:
+        assert item.self_ref in [child.cref for child in item.parent.resolve(doc).children]
+    reachable = {item.self_ref for item, _ in doc.iterate_items(included_content_layers=ALL_LAYERS)}
+    assert reachable == {item.self_ref for item in items}
+    dumped = doc.export_to_dict()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reloaded = DoclingDocument.model_validate(dumped)
+    assert reloaded.export_to_dict() == dumped
 
 
 # --- layouts, rotation ----------------------------------------------------------------------
@@ -388,6 +412,25 @@ def test_abnormally_dense_page_is_truncated_with_a_warning(tmp_path: Path, monke
     monkeypatch.setattr(pdf_extract, "MAX_LINES_PER_PAGE", 3)
     conversion = _convert(layout)
     assert any("page 1: text truncated after 3 lines" in w for w in conversion.warnings)
+
+
+def test_the_garbage_collector_is_left_as_it_was(tmp_path: Path):
+    """Conversion pauses the cyclic garbage collector (see convert_pdf), and must restore
+    it whether the conversion succeeds or fails, without enabling one the caller disabled."""
+    report_pdf = make_report_pdf(tmp_path / "report.pdf")
+    scan = make_scanned_pdf(tmp_path / "scan.pdf", pages=1)
+    assert gc.isenabled()
+    _convert(report_pdf)
+    assert gc.isenabled()
+    with pytest.raises(NeedsOCRError):
+        _convert(scan)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        _convert(report_pdf)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 # --- progress and cancellation ---------------------------------------------------------------

@@ -106,9 +106,9 @@ def _add_text_item(
     """What ``doc.add_text`` / ``add_title`` / ``add_heading`` / ``add_list_item`` do (the
     next ``#/texts/N`` ref, a validated item, its ref appended to the parent), with every
     line's provenance. Done here because those methods leave the item's lists to their
-    defaults, which pydantic deep-copies one by one: passing them explicitly made the
-    document twice as fast to build, and the round-trip test checks the result against
-    docling-core's own validation."""
+    defaults, which pydantic deep-copies one by one (``copy.deepcopy``, four per item):
+    passing them explicitly cut the time to build the document by a third. A test checks
+    that docling-core's own validation accepts the result unchanged."""
     line_texts = [line.text for line in block.lines]
     if block.kind == "list_item":
         first = LIST_MARKER.match(line_texts[0])
@@ -117,7 +117,7 @@ def _add_text_item(
     text, spans = compose(line_texts)
     provs = [_prov(page, line.display, span) for line, span in zip(block.lines, spans, strict=True)]
     item_class, fields = _item_class_and_fields(block)
-    parent = parent or doc.body
+    parent = doc.body if parent is None else parent
     cref = f"#/texts/{len(doc.texts)}"
     item = item_class(
         self_ref=cref, parent=parent.get_ref(), text=text, orig=text, prov=provs,
