@@ -73,6 +73,7 @@ class Store:
         self._write_lock = threading.RLock()
         self._lock_file: Any = None
         self._tables: dict[str, Any] = {}
+        self._generations: tuple[int, dict[str, str]] | None = None
 
         if not self.is_remote:
             path = Path(location)
@@ -309,8 +310,17 @@ class Store:
     # --- recovery -------------------------------------------------------------------------
 
     def current_generations(self) -> dict[str, str]:
-        rows = self._tables[S.DOCUMENTS].search().select(["id", "generation"]).to_arrow()
-        return dict(zip(rows["id"].to_pylist(), rows["generation"].to_pylist(), strict=True))
+        """Document id -> current generation; every search needs it, so it is cached per
+        version of the documents table (any write, from any process, makes a new version)."""
+        table = self._tables[S.DOCUMENTS]
+        version = table.version
+        cached = self._generations
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        rows = table.search().select(["id", "generation"]).limit(None).to_arrow()
+        generations = dict(zip(rows["id"].to_pylist(), rows["generation"].to_pylist(), strict=True))
+        self._generations = (version, generations)
+        return generations
 
     def stale_generations(self) -> dict[str, set[str]]:
         """Per content table, generations that no document row points at."""
