@@ -8,8 +8,10 @@ Reads the real PDFs of ``DIR/pdfs_realworld/files`` (``DIR`` defaults to ``../sh
 next to the repository) with their ``manifest.csv`` and ``groundtruth/``; skips cleanly
 when they are absent.
 
-* Speed: pages/s of ``convert_pdf`` over every text PDF (scans excluded), median of
-  ``--runs`` runs, for ``fast``; the layout model is ~100x slower, so both modes are also
+* Speed: pages/s (wall) and pages per CPU-second of ``convert_pdf`` over every text PDF
+  (scans excluded), median of ``--runs`` runs, for ``fast``, each run followed by a run of
+  bare PyMuPDF extraction (the floor) so that the share of the floor compares two figures
+  taken under the same load; the layout model is ~100x slower, so both modes are also
   timed on a sample (the first ``--sample-pages`` pages of each text PDF), once each.
 * Quality, on the sample pages for both modes:
   - headings: precision/recall of our title + section headers against docling's reference

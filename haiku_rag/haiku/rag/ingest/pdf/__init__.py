@@ -70,7 +70,7 @@ def convert_pdf(
 ) -> Conversion:
     """Convert PDF bytes into a DoclingDocument whose items carry one provenance per line.
 
-    ``layout="fast"`` uses font and geometry heuristics (~90-100 pages per second, one core);
+    ``layout="fast"`` uses font and geometry heuristics (~120-130 pages per CPU-second);
     ``layout="layout"`` runs PyMuPDF's bundled ONNX layout analyser (~1 page per second)
     for better headings, figures and borderless tables. See docs/pdf-layout.md.
     Raises PasswordRequiredError, WrongPasswordError, DamagedDocumentError,
