@@ -55,8 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("haiku.rag")
 
-LOCAL_EMBEDDER_MODEL = "all-MiniLM-L6-v2"
-LOCAL_EMBEDDER_DIM = 384
 VECTOR_WRITE_BATCH = 256  # vectors per store append: fewer table versions than per-batch writes
 
 IngestStatus = Literal["ingested", "updated", "unchanged", "failed", "skipped"]
@@ -139,7 +137,9 @@ class HaikuRAG:
         """(provider, model, vector size or None when the provider reports it) from config."""
         cfg = self.config.embeddings
         if cfg.provider == "local":
-            return "local", cfg.model or LOCAL_EMBEDDER_MODEL, LOCAL_EMBEDDER_DIM
+            from haiku.rag.embeddings.local import MODEL_NAME, VECTOR_DIM
+
+            return "local", cfg.model or MODEL_NAME, VECTOR_DIM
         if not cfg.model:
             raise HaikuRAGError(f"embeddings.model must be set for the {cfg.provider} provider")
         return cfg.provider, cfg.model, cfg.vector_dim

@@ -94,3 +94,18 @@ class QueryCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._vectors)
+
+
+class CachingEmbedder(Embedder):
+    """An embedder whose queries (short, often repeated while a user refines a search) are
+    served from an LRU cache; documents are never cached."""
+
+    _query_cache: QueryCache
+
+    def embed_query(self, text: str) -> np.ndarray:
+        cached = self._query_cache.get(text)
+        if cached is not None:
+            return cached
+        vector = self.embed_documents([text])[0]
+        self._query_cache.put(text, vector)
+        return vector

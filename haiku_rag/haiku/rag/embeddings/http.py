@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from haiku.rag.embeddings.base import Embedder, EmbedderIdentity, QueryCache, l2_normalised
+from haiku.rag.embeddings.base import CachingEmbedder, EmbedderIdentity, QueryCache, l2_normalised
 from haiku.rag.errors import EmbeddingError
 from haiku.rag.operations import (
     CancelToken,
@@ -34,7 +34,7 @@ DEFAULT_BATCH_SIZE = 32
 _BODY_EXCERPT_CHARS = 300
 
 
-class HttpEmbedder(Embedder):
+class HttpEmbedder(CachingEmbedder):
     """Batching, normalisation, dimension checks and error messages shared by HTTP providers."""
 
     #: how the server is named in messages, e.g. "Ollama"
@@ -75,14 +75,6 @@ class HttpEmbedder(Embedder):
         if vector_dim is None:
             vector_dim = len(self.embed_query("dimension probe"))
         return EmbedderIdentity(self._provider, self.model, vector_dim)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        cached = self._query_cache.get(text)
-        if cached is not None:
-            return cached
-        vector = self.embed_documents([text])[0]
-        self._query_cache.put(text, vector)
-        return vector
 
     def embed_documents(
         self,

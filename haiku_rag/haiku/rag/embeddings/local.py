@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from haiku.rag.embeddings.base import Embedder, EmbedderIdentity, QueryCache, l2_normalised
+from haiku.rag.embeddings.base import CachingEmbedder, EmbedderIdentity, QueryCache, l2_normalised
 from haiku.rag.errors import EmbeddingError
 from haiku.rag.operations import (
     CancelToken,
@@ -92,7 +92,7 @@ def default_tokenizer() -> tokenizers.Tokenizer:
     return _load_tokenizer()
 
 
-class LocalEmbedder(Embedder):
+class LocalEmbedder(CachingEmbedder):
     """all-MiniLM-L6-v2 (384-d) on onnxruntime, loaded lazily on first use.
 
     ``threads`` is onnxruntime's intra-op thread count: all cores by default (bulk CLI work);
@@ -121,14 +121,6 @@ class LocalEmbedder(Embedder):
     @property
     def identity(self) -> EmbedderIdentity:
         return EmbedderIdentity(PROVIDER, MODEL_NAME, VECTOR_DIM)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        cached = self._query_cache.get(text)
-        if cached is not None:
-            return cached
-        vector = self.embed_documents([text])[0]
-        self._query_cache.put(text, vector)
-        return vector
 
     def embed_documents(
         self,
