@@ -1,0 +1,133 @@
+"""LibraryService against a real store: the ingest queue, two-speed states, failures with
+their reasons, cancel, delete, re-ingest, password retry and the chat's selection scope."""
+
+from __future__ import annotations
+
+import pdf_factory
+from qt_helpers import run_until
+
+from haiku_desk.services.library import DocumentState, LibraryService, uri_for
+
+SLOW = 180  # parsing + embedding on 2 shared cores
+
+
+def _state(library, path):
+    entry = library.entry(uri_for(path))
+    return entry.state if entry else None
+
+
+def _stored_uris(qloop, library):
+    return {d.uri for d in qloop.run_until_complete(library.client.list_documents())}
+
+
+def test_files_become_text_then_hybrid_searchable_and_selection_scopes_search(qloop, library, tmp_path, make_pdf):
+    a = make_pdf(tmp_path / "a.pdf", "The marmoset orchestra rehearsed in the glasshouse.")
+    b = make_pdf(tmp_path / "b.pdf", "Quarterly tungsten prices rose along the canal.")
+    seen_states: dict[str, set] = {uri_for(a): set(), uri_for(b): set()}
+    library.entry_changed.connect(lambda e: seen_states.get(e.key, set()).add(e.state))
+    overall = []
+    library.overall_progress.connect(lambda done, total: overall.append((done, total)))
+
+    library.add_paths([a, b])
+    assert _state(library, a) is DocumentState.QUEUED  # visible at once
+    run_until(qloop, lambda: _state(library, a) is DocumentState.HYBRID and _state(library, b) is DocumentState.HYBRID, SLOW)
+
+    for states in seen_states.values():
+        assert {DocumentState.PARSING, DocumentState.TEXT, DocumentState.HYBRID} <= states
+    assert (0, 2) in overall and overall[-1] == (0, 0)  # per-batch progress, reset when idle
+    assert any(done == total and total >= 2 for done, total in overall)
+    assert _stored_uris(qloop, library) == {uri_for(a), uri_for(b)}
+
+    hits = qloop.run_until_complete(library.search_passages("marmoset orchestra", limit=3))
+    assert hits and hits[0].document_uri == uri_for(a)
+    assert hits[0].boxes and hits[0].page_numbers == [1]
+
+    selected = []
+    library.selection_changed.connect(selected.append)
+    only_b = library.entry(uri_for(b)).document_id
+    library.set_selection([only_b])
+    assert selected == [[only_b]] and library.selected_document_ids == [only_b]
+    scoped = qloop.run_until_complete(library.search_passages("marmoset orchestra", limit=3))
+    assert scoped and {h.document_id for h in scoped} == {only_b}
+
+
+def test_bad_and_locked_pdfs_fail_with_their_reason_and_leave_the_library_intact(qloop, library, tmp_path, make_pdf, notifications):
+    good = make_pdf(tmp_path / "good.pdf", "Lighthouse keepers counted the gannets.")
+    library.add_paths([good])
+    run_until(qloop, lambda: _state(library, good) is DocumentState.HYBRID, SLOW)
+
+    garbage = tmp_path / "x.pdf"
+    garbage.write_bytes(b"this is not a pdf at all" * 50)
+    locked = tmp_path / "locked.pdf"
+    pdf_factory.make_encrypted_pdf(locked, "walnut")
+    unsupported = tmp_path / "notes.xyz"
+    unsupported.write_text("hello")
+    prompts = []
+    library.password_required.connect(prompts.append)
+
+    library.add_paths([garbage, locked, unsupported])
+    failed = (garbage, locked, unsupported)
+    run_until(qloop, lambda: all(_state(library, p) is DocumentState.FAILED for p in failed), SLOW)
+
+    bad = library.entry(uri_for(garbage))
+    assert bad.category == "damaged" and "not a PDF" in bad.reason and bad.hint
+    assert library.entry(uri_for(unsupported)).category == "unsupported_type"
+    lock = library.entry(uri_for(locked))
+    assert lock.category == "password_required" and lock.needs_password
+    assert [p.key for p in prompts] == [lock.key]
+    assert any("x.pdf" in n.message for n in notifications.history)
+    assert _stored_uris(qloop, library) == {uri_for(good)}  # nothing written for the failures
+    assert _state(library, good) is DocumentState.HYBRID
+
+    library.retry_with_password(lock.key, "wrong")
+    run_until(qloop, lambda: library.entry(lock.key).category == "wrong_password", SLOW)
+    assert len(prompts) == 2
+    library.retry_with_password(lock.key, "walnut")
+    run_until(qloop, lambda: library.entry(lock.key).searchable, SLOW)
+    hits = qloop.run_until_complete(library.search_passages("vault combination walnut bookcase", limit=1))
+    assert hits and hits[0].document_uri == lock.key
+
+
+def test_cancel_delete_and_reingest(qloop, library, tmp_path, make_pdf):
+    a = make_pdf(tmp_path / "a.pdf", "Saffron tariffs were renegotiated with the guild.")
+    b = make_pdf(tmp_path / "b.pdf", "The porcupine protocol governs forklift crews.")
+    library.add_paths([a, b])
+    library.cancel([uri_for(a), uri_for(b)])  # still queued: nothing runs
+    run_until(qloop, lambda: not library.busy)
+    assert _state(library, a) is DocumentState.CANCELLED and _state(library, b) is DocumentState.CANCELLED
+    assert _stored_uris(qloop, library) == set()
+
+    library.reingest([uri_for(a)])
+    run_until(qloop, lambda: _state(library, a) is DocumentState.EMBEDDING, SLOW)
+    library.cancel([uri_for(a)])  # cancelling the embedding keeps the text-searchable document
+    run_until(qloop, lambda: not library.busy and _state(library, a) is DocumentState.TEXT, SLOW)
+    hits = qloop.run_until_complete(library.search_passages("saffron tariffs guild", limit=1))
+    assert hits and hits[0].document_uri == uri_for(a)
+
+    library.reingest([uri_for(a)])  # completes the missing vectors
+    run_until(qloop, lambda: _state(library, a) is DocumentState.HYBRID, SLOW)
+
+    library.delete([uri_for(a), uri_for(b)])
+    run_until(qloop, lambda: library.entry(uri_for(a)) is None and library.entry(uri_for(b)) is None, SLOW)
+    assert _stored_uris(qloop, library) == set()
+
+
+def test_a_reopened_library_lists_its_documents(qloop, library, tmp_path, make_pdf, db_path, config, notifications):
+    a = make_pdf(tmp_path / "a.pdf", "Kerosene shortages delayed the night convoys.")
+    library.add_paths([a])
+    run_until(qloop, lambda: _state(library, a) is DocumentState.TEXT or _state(library, a) is DocumentState.HYBRID, SLOW)
+    library.cancel([uri_for(a)])
+    run_until(qloop, lambda: not library.busy, SLOW)
+    library.close()
+
+    again = LibraryService(db_path, config, notifications)
+    opened = []
+    again.opened.connect(lambda: opened.append(True))
+    again.start()
+    run_until(qloop, lambda: bool(opened), SLOW)
+    try:
+        assert again.entry(uri_for(a)) is not None and again.entry(uri_for(a)).searchable
+        # a document left text-only is embedded when the library opens again
+        run_until(qloop, lambda: _state(again, a) is DocumentState.HYBRID, SLOW)
+    finally:
+        again.close()
