@@ -1,0 +1,392 @@
+"""``haiku-desk --self-test``: the release's smoke test, from the source install or the bundle.
+
+In a temporary library and without a screen, it walks the path a researcher takes: a PDF is
+generated with PyMuPDF, ingested through ``HaikuRAG`` (chunks and embeddings from the bundled
+MiniLM), searched, its cited page rendered into a ``QImage`` with the highlight painted from the
+stored box, and a question answered by a ``FunctionModel`` through the capability stack (RAG,
+compaction, citation policy): the model calls ``rag_search``, then ``rag_cite``, then answers.
+The main window is then shown offscreen and grabbed.
+
+One line per step with its time; exit 0 when every step passed, else 1 with a message naming
+the step that failed. No request leaves the machine (``FunctionModel``; model requests are
+disabled). Built-in settings only: the user's config file and ``HAIKU_RAG_*`` variables are
+ignored, so the test checks what was installed, not how it was configured.
+
+Every import happens inside the functions: ``haiku-desk`` itself must start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+TITLE = "Lantern Otters of the Quartz River"
+INTRO_HEADING = "Introduction"
+INTRO_LINES = [
+    "This field report describes the rivers of the quartz valley and the animals that",
+    "live along them. The valley floor is crossed by shallow braided channels whose",
+    "gravel beds shift with every spring flood, and the banks are lined with willows.",
+]
+RESULTS_HEADING = "Survey results"
+FACT_LINES = [
+    "The dawn survey counted 412 lantern otters along the northern bank of the quartz",
+    "river. Lantern otters hunt glass eels at dusk and rest in willow roots by day.",
+]
+FACT_PAGE = 2
+QUERY = "lantern otters counted northern bank survey"
+QUESTION = "How many lantern otters did the dawn survey count?"
+ANSWER = "The dawn survey counted 412 lantern otters on the northern bank."
+FACT_WORDS = ("412 lantern otters", "northern bank")
+
+
+class StepFailed(Exception):
+    """A check of the self-test did not hold; the message says what was expected."""
+
+
+def run_self_test(out: Any = None) -> int:
+    """Run every step; print one line each; return the process exit code (0 = all passed)."""
+    out = out or sys.stdout
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    # Built-in settings, no hub access, no remote model: this tests the installation.
+    for name in [n for n in os.environ if n.startswith("HAIKU_RAG_")]:
+        del os.environ[name]
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+    from haiku_desk import __version__
+
+    print(f"haiku-desk {__version__} self-test ({_where()})", file=out, flush=True)
+    runner = _Runner(out)
+    started = time.perf_counter()
+    try:
+        runner.run_all()
+    except _Abort as abort:
+        print(
+            f"self-test FAILED at step '{abort.step}': {abort.message}", file=sys.stderr, flush=True
+        )
+        return 1
+    finally:
+        runner.cleanup()
+    print(
+        f"self-test passed: {len(runner.done)} steps in {time.perf_counter() - started:.2f} s",
+        file=out,
+        flush=True,
+    )
+    return 0
+
+
+def _where() -> str:
+    if getattr(sys, "frozen", False):
+        return f"bundle at {Path(sys.executable).parent}"
+    return f"python {sys.version.split()[0]} at {sys.prefix}"
+
+
+class _Abort(Exception):
+    def __init__(self, step: str, message: str) -> None:
+        super().__init__(f"{step}: {message}")
+        self.step = step
+        self.message = message
+
+
+class _Runner:
+    """The steps, in order; each one reads what the earlier steps left on ``self``."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.done: list[str] = []
+        self.tmp: Path | None = None
+        self.client: Any = None
+        self.loop: Any = None
+        self.app: Any = None
+        self.window: Any = None
+
+    # --- driver -------------------------------------------------------------------------
+
+    def run_all(self) -> None:
+        import asyncio
+
+        self.step("temp library", self.make_temp_library)
+        self.step("qt offscreen", self.start_qt)
+        self.step("generate pdf", self.generate_pdf)
+        self.loop = asyncio.new_event_loop()
+        self.step("ingest + embed", lambda: self.loop.run_until_complete(self.ingest()))
+        self.step("search", lambda: self.loop.run_until_complete(self.search()))
+        self.step("render highlight", lambda: self.loop.run_until_complete(self.render()))
+        self.step("answer with citations", lambda: self.loop.run_until_complete(self.answer()))
+        self.step("main window", self.show_window)
+
+    def step(self, name: str, action: Callable[[], str | None]) -> None:
+        started = time.perf_counter()
+        try:
+            detail = action()
+        except _Abort:
+            raise
+        except StepFailed as exc:
+            raise _Abort(name, str(exc)) from None
+        except BaseException as exc:  # noqa: BLE001 - any failure must name its step
+            message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise _Abort(name, message) from None
+        elapsed = time.perf_counter() - started
+        self.done.append(name)
+        suffix = f"  ({detail})" if detail else ""
+        print(f"  ok  {name:<22} {elapsed:7.2f} s{suffix}", file=self.out, flush=True)
+
+    def cleanup(self) -> None:
+        import shutil
+
+        if self.window is not None:
+            self.window.close()
+            self.window.deleteLater()
+            self.window = None
+        if self.client is not None:
+            try:
+                self.client.close()
+            except Exception:  # noqa: BLE001 - cleanup must not hide the step's own error
+                pass
+            self.client = None
+        if self.loop is not None:
+            self.loop.close()
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # --- steps --------------------------------------------------------------------------
+
+    def make_temp_library(self) -> str:
+        import tempfile
+
+        # $TMPDIR when set, strictly: a temp dir the user named but cannot use is a failure to
+        # report, not something to route around silently.
+        parent = os.environ.get("TMPDIR") or None
+        self.tmp = Path(tempfile.mkdtemp(prefix="haiku-desk-self-test-", dir=parent))
+        (self.tmp / "data").mkdir()
+        probe = self.tmp / "data" / "probe"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+        return str(self.tmp)
+
+    def start_qt(self) -> str:
+        from PySide6.QtWidgets import QApplication
+
+        self.app = QApplication.instance() or QApplication(sys.argv[:1])
+        return f"platform {self.app.platformName()}"
+
+    def generate_pdf(self) -> str:
+        import pymupdf
+
+        assert self.tmp is not None
+        path = self.tmp / "otters.pdf"
+        doc = pymupdf.open()
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((72, 100), TITLE, fontname="hebo", fontsize=22)
+        page.insert_text((72, 150), INTRO_HEADING, fontname="hebo", fontsize=16)
+        for i, line in enumerate(INTRO_LINES):
+            page.insert_text((72, 180 + i * 15), line, fontname="helv", fontsize=11)
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((72, 100), RESULTS_HEADING, fontname="hebo", fontsize=16)
+        for i, line in enumerate(FACT_LINES):
+            page.insert_text((72, 130 + i * 15), line, fontname="helv", fontsize=11)
+        doc.set_metadata({"title": TITLE})
+        doc.save(path)
+        doc.close()
+        self.pdf = path
+        return f"{path.stat().st_size} bytes, 2 pages"
+
+    async def ingest(self) -> str:
+        from haiku.rag.client import HaikuRAG
+        from haiku.rag.config import load_config
+
+        assert self.tmp is not None
+        empty = self.tmp / "haiku.rag.yaml"
+        empty.write_text("{}\n", encoding="utf-8")
+        config = load_config(empty)  # built-in defaults: the local MiniLM embedder
+        config.storage.data_dir = self.tmp / "data"
+        self.client = HaikuRAG(self.tmp / "library.lancedb", config, create=True)
+        outcome = await self.client.ingest_file(self.pdf)
+        if outcome.status != "ingested" or outcome.document is None:
+            raise StepFailed(f"the PDF was not ingested: {outcome.status} ({outcome.reason})")
+        document = outcome.document
+        if document.index_state != "hybrid":
+            raise StepFailed(f"the document has no vectors (index state {document.index_state!r})")
+        info = await self.client.info()
+        if not info["vectors"] or info["vectors"] != info["chunks"]:
+            raise StepFailed(f"{info['chunks']} chunks but {info['vectors']} vectors")
+        self.document = document
+        embedder = "{provider}/{model}".format(**info["embedder"])
+        return f"{info['chunks']} chunks, {info['vectors']} vectors, embedder {embedder}"
+
+    async def search(self) -> str:
+        results = await self.client.search(QUERY, limit=5, search_type="hybrid")
+        if not results:
+            raise StepFailed(f"hybrid search for {QUERY!r} found nothing")
+        top = results[0]
+        if not all(word in top.content for word in FACT_WORDS):
+            raise StepFailed(f"the top result is not the survey passage: {top.content[:120]!r}")
+        if FACT_PAGE not in top.page_numbers or not any(b.page == FACT_PAGE for b in top.boxes):
+            raise StepFailed(f"the top result has no box on page {FACT_PAGE}: {top.boxes}")
+        vector_only = await self.client.search(QUESTION, limit=3, search_type="vector")
+        if not vector_only or vector_only[0].chunk_id != top.chunk_id:
+            raise StepFailed("vector search does not find the survey passage first")
+        self.top = top
+        return f"{len(results)} results, top on page {FACT_PAGE}, vector search agrees"
+
+    async def render(self) -> str:
+        from PySide6.QtGui import QColor, QImage, QPainter
+
+        pages = await self.client.visualize_chunk(self.top, dpi=120)
+        page = next((p for p in pages if p.page == FACT_PAGE), None)
+        if page is None:
+            raise StepFailed(f"no render of page {FACT_PAGE} (got pages {[p.page for p in pages]})")
+        matches = [b for b in page.boxes if b.kind == "match"]
+        if not matches:
+            raise StepFailed("the rendered page carries no highlight box")
+        image = QImage(
+            page.samples, page.width, page.height, page.width * 3, QImage.Format.Format_RGB888
+        ).copy()
+        if image.isNull():
+            raise StepFailed("PyMuPDF samples did not make a QImage")
+        highlight = QColor(255, 170, 0, 110)
+        painter = QPainter(image)
+        for box in matches:
+            painter.fillRect(box.x0, box.y0, box.x1 - box.x0, box.y1 - box.y0, highlight)
+        painter.end()
+        box = matches[0]
+        # A pixel inside the box that was paper white before painting must now be tinted,
+        # and paper outside every box must still be white.
+        inside = _paper_pixel(page, box.x0, box.y0, box.x1, box.y1)
+        if inside is None:
+            raise StepFailed(f"no paper pixel inside the highlight box {box}")
+        tinted = image.pixelColor(*inside)
+        if not (tinted.red() > 200 and tinted.blue() < 200 and tinted.red() - tinted.blue() > 60):
+            raise StepFailed(f"pixel {inside} inside the box is not highlighted: {tinted.name()}")
+        outside = (box.x0 // 2, box.y0 // 2)
+        if image.pixelColor(*outside).name() != "#ffffff":
+            raise StepFailed(f"pixel {outside} outside every box is not white")
+        self.image = image
+        return f"{page.width}x{page.height} px, {len(matches)} box(es), pixel {inside} is {tinted.name()}"
+
+    async def answer(self) -> str:
+        import re
+
+        import pydantic_ai.models
+        from pydantic_ai import Agent
+        from pydantic_ai.messages import (
+            ModelMessage,
+            ModelRequest,
+            ModelResponse,
+            TextPart,
+            ToolCallPart,
+            ToolReturnPart,
+        )
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+        from haiku.rag.capabilities.compaction import create_capability as compaction
+        from haiku.rag.capabilities.ledger import citation_status
+        from haiku.rag.capabilities.policy import create_capability as citation_policy
+        from haiku.rag.capabilities.rag import RAGState
+        from haiku.rag.capabilities.rag import create_capability as rag
+        from haiku.rag.qa import Conversation
+
+        pydantic_ai.models.ALLOW_MODEL_REQUESTS = False  # FunctionModel only: nothing leaves
+        chunk_line = re.compile(r"^\[([0-9a-f]{32})\] \[rank \d+ of \d+\]", re.MULTILINE)
+
+        def returns(messages: list[ModelMessage], tool: str) -> list[ToolReturnPart]:
+            return [
+                p
+                for m in messages
+                if isinstance(m, ModelRequest)
+                for p in m.parts
+                if isinstance(p, ToolReturnPart) and p.tool_name == tool
+            ]
+
+        seen_tools: list[list[str]] = []
+
+        def first_question(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            seen_tools.append([t.name for t in info.function_tools])
+            searches = returns(messages, "rag_search")
+            if not searches:
+                return ModelResponse(parts=[ToolCallPart("rag_search", {"query": QUERY})])
+            if not returns(messages, "rag_cite"):
+                ids = chunk_line.findall(str(searches[-1].content))
+                if not ids:
+                    raise StepFailed("rag_search returned no chunk ids to cite")
+                return ModelResponse(parts=[ToolCallPart("rag_cite", {"chunk_ids": ids[:1]})])
+            return ModelResponse(parts=[TextPart(ANSWER)])
+
+        def capabilities() -> list[Any]:
+            return [rag(rag=self.client, defer_loading=False), compaction(), citation_policy()]
+
+        conversation = Conversation()
+        agent = Agent(
+            FunctionModel(first_question), deps_type=Conversation, capabilities=capabilities()
+        )
+        result = await agent.run(QUESTION, deps=conversation)
+        if result.output != ANSWER:
+            raise StepFailed(f"unexpected answer {result.output!r}")
+        if not seen_tools or not {"rag_search", "rag_cite"} <= set(seen_tools[0]):
+            raise StepFailed(f"the model was not offered rag_search and rag_cite: {seen_tools}")
+        state = RAGState.model_validate(conversation.state.get("rag") or {})
+        citations = [state.citation_index[c] for c in state.citations]
+        if len(citations) != 1:
+            raise StepFailed(f"expected one citation, got {len(citations)}")
+        citation = citations[0]
+        if citation.document_id != self.document.id or FACT_PAGE not in citation.page_numbers:
+            raise StepFailed(f"the citation does not point at page {FACT_PAGE} of the PDF")
+        if not any(word in citation.content for word in FACT_WORDS) or not citation.boxes:
+            raise StepFailed("the citation lacks the survey passage or its boxes")
+        question = state.evidence.question
+        grounding = (
+            citation_status([state.evidence], question=question) if question is not None else "none"
+        )
+        if grounding != "grounded":
+            raise StepFailed(f"the answer's grounding is {grounding!r}, not 'grounded'")
+        violations = (conversation.state.get("citation_policy") or {}).get("violations")
+        if violations != []:
+            raise StepFailed(f"the citation policy did not run cleanly: violations={violations}")
+
+        # A second turn: compaction must shrink the first question's search to what was cited.
+        sent: list[str] = []
+
+        def follow_up(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            sent.extend(str(p.content) for p in returns(messages, "rag_search"))
+            return ModelResponse(parts=[TextPart("You're welcome.")])
+
+        conversation.messages = result.all_messages()
+        second = Agent(
+            FunctionModel(follow_up), deps_type=Conversation, capabilities=capabilities()
+        )
+        await second.run("Thanks!", deps=conversation, message_history=conversation.messages)
+        if not sent or not sent[0].startswith("[Evidence cited earlier"):
+            raise StepFailed("compaction did not rewrite the earlier search into its citations")
+        return f"cited [{citation.index}] page {FACT_PAGE}, grounded, compaction and policy ran"
+
+    def show_window(self) -> str:
+        from haiku_desk.main_window import MainWindow
+
+        assert self.tmp is not None
+        self.window = MainWindow(db_path=str(self.tmp / "window.lancedb"))
+        self.window.show()
+        for _ in range(5):
+            self.app.processEvents()
+        if not self.window.isVisible():
+            raise StepFailed("the main window did not become visible")
+        grab = self.window.grab()
+        if grab.isNull() or grab.width() < 100:
+            raise StepFailed("grabbing the main window gave no image")
+        return f"{grab.width()}x{grab.height()} grabbed"
+
+
+def _paper_pixel(page: Any, x0: int, y0: int, x1: int, y1: int) -> tuple[int, int] | None:
+    """A pixel inside the box that is white on the unpainted render."""
+    stride = page.width * 3
+    samples = page.samples
+    for y in range(y0, y1):
+        for x in range(x0, x1):
+            i = y * stride + x * 3
+            if samples[i] == samples[i + 1] == samples[i + 2] == 255:
+                return x, y
+    return None
