@@ -1,0 +1,574 @@
+"""Chat: conversations, one agent per question built from the chosen model and the toggles,
+streamed to the chat pane as Qt signals.
+
+A question runs on a *copy* of its conversation (history and capability state). Only when the
+answer is complete are both written back and saved together, so a stopped or failed question
+leaves the conversation exactly as it was before it was asked.
+
+Three ways to answer:
+
+- **tools**: an agent with the RAG capability (searching and citing), plus evidence compaction,
+  the citation policy and the analysis capability when their toggles are on;
+- **fallback** (no tools): for models that cannot call tools, chosen automatically from the
+  model's ``supports_tools: false`` or by hand per conversation: haiku.rag searches, the model
+  reads numbered passages, and its ``[n]`` markers become citations;
+- **search-only**: with no model connected, the best passages with their citations, and how to
+  connect a model.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+
+from haiku_desk.bridge import Operation
+from haiku_desk.services.conversations import (
+    UNTITLED,
+    ConversationFileError,
+    ConversationRecord,
+    ConversationStore,
+    ConversationSummary,
+    Toggles,
+    ToolStep,
+    Turn,
+    now,
+)
+from haiku_desk.services.models import HOW_TO_CONNECT_A_MODEL, ModelsService
+from haiku_desk.services.notifications import Notifications
+
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+
+    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.store.models import SearchResult
+
+log = logging.getLogger("haiku_desk")
+
+TITLE_LENGTH = 60
+SEARCH_ONLY_PASSAGES = 5
+SNIPPET_CHARS = 400
+ANALYSIS_MODULE = "haiku.rag.capabilities.analysis"
+TOGGLE_NAMES = ("evidence_compaction", "citation_policy", "analysis", "no_tools")
+
+
+@dataclass(frozen=True)
+class BuiltAgent:
+    """The agent of a run and the capability ids it was given, in order."""
+
+    agent: Agent[Any, str]
+    capability_ids: tuple[str, ...]
+
+
+class ChatService(QObject):
+    """Conversations and their questions. Views call methods and listen to signals."""
+
+    conversations_changed = Signal()  # the list (titles, order) changed
+    current_changed = Signal(object)  # ConversationRecord | None
+    toggles_changed = Signal(object)  # Toggles of the current conversation
+    scope_changed = Signal(int)  # number of selected documents (0: the whole library)
+    busy_changed = Signal(bool)
+    question_started = Signal(str, object)  # conversation id, Turn (question only)
+    text_reset = Signal(str)  # an earlier streamed text was not the answer (the model went on)
+    text_delta = Signal(str, str)  # conversation id, text
+    tool_step = Signal(str, object)  # conversation id, ToolStep (begun)
+    analysis_step = Signal(str, object)  # conversation id, ToolStep with code and output
+    answer_ready = Signal(str, object)  # conversation id, Turn (complete, saved)
+    question_failed = Signal(str, str)  # conversation id, one-line reason
+    question_cancelled = Signal(str)  # conversation id
+    token_meter_changed = Signal(int)  # input tokens of the last model request
+
+    def __init__(
+        self,
+        library: Any,
+        models: ModelsService,
+        notifications: Notifications,
+        parent: QObject | None = None,
+        *,
+        store: ConversationStore | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.library = library
+        self.models = models
+        self.notifications = notifications
+        self.store = store or ConversationStore.in_data_dir(models.config.storage.data_dir)
+        self._records: dict[str, ConversationRecord] = {}
+        self._current: ConversationRecord | None = None
+        self._operation: Operation | None = None
+        self.last_built: BuiltAgent | None = None  # the agent of the latest tools-mode question
+        self.analysis_unavailable: str | None = None  # why analysis mode could not be added
+        self.token_meter: int | None = None
+        selection_changed = getattr(library, "selection_changed", None)
+        if selection_changed is not None:
+            selection_changed.connect(
+                lambda *_: self.scope_changed.emit(len(self.scope_document_ids()))
+            )
+
+    # --- conversations ------------------------------------------------------------------
+
+    @property
+    def current(self) -> ConversationRecord | None:
+        return self._current
+
+    def conversations(self, search: str = "") -> list[ConversationSummary]:
+        """Saved conversations, newest first; ``search`` matches titles, questions and answers."""
+        found: list[ConversationRecord] = []
+        for item in self.store.records():
+            if isinstance(item, ConversationFileError):
+                log.warning("%s", item)
+                continue
+            record = self._records.get(item.id, item)
+            if record.matches(search):
+                found.append(record)
+        found.sort(key=lambda r: r.updated, reverse=True)
+        return [ConversationSummary(id=r.id, title=r.title, updated=r.updated) for r in found]
+
+    def new_conversation(self, title: str = UNTITLED) -> ConversationRecord:
+        record = ConversationRecord(title=title)
+        self._records[record.id] = record
+        self._save(record)
+        self._set_current(record)
+        self.conversations_changed.emit()
+        return record
+
+    def open_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        record = self._record(conversation_id)
+        if record is not None:
+            self._set_current(record)
+        return record
+
+    def rename(self, conversation_id: str, title: str) -> None:
+        record = self._record(conversation_id)
+        title = " ".join(title.split())
+        if record is None or not title:
+            return
+        record.title = title
+        self._save(record)
+        self.conversations_changed.emit()
+        if record is self._current:
+            self.current_changed.emit(record)
+
+    def delete(self, conversation_id: str) -> None:
+        if self.busy and self._running_id == conversation_id:
+            self.stop()
+        self.store.delete(conversation_id)
+        self._records.pop(conversation_id, None)
+        if self._current is not None and self._current.id == conversation_id:
+            self._set_current(None)
+        self.conversations_changed.emit()
+
+    def set_toggle(self, name: str, value: bool | None) -> None:
+        """Turn a capability toggle of the current conversation on or off (saved at once)."""
+        if name not in TOGGLE_NAMES:
+            raise ValueError(f"unknown toggle {name!r}")
+        record = self._current or self.new_conversation()
+        record.toggles = record.toggles.model_copy(update={name: value})
+        self._save(record)
+        self.toggles_changed.emit(record.toggles)
+
+    def _record(self, conversation_id: str) -> ConversationRecord | None:
+        if conversation_id in self._records:
+            return self._records[conversation_id]
+        try:
+            record = self.store.load(conversation_id)
+        except FileNotFoundError:
+            return None
+        except ConversationFileError as exc:
+            self.notifications.error(str(exc))
+            return None
+        self._records[record.id] = record
+        return record
+
+    def _set_current(self, record: ConversationRecord | None) -> None:
+        self._current = record
+        self.current_changed.emit(record)
+        if record is not None:
+            self.toggles_changed.emit(record.toggles)
+            tokens = next((t.input_tokens for t in reversed(record.turns) if t.input_tokens), None)
+            self._set_token_meter(tokens)
+
+    def _save(self, record: ConversationRecord) -> None:
+        try:
+            self.store.save(record)
+        except OSError as exc:
+            self.notifications.report_failure(
+                f"Saving the conversation {record.title!r} failed", exc
+            )
+
+    # --- scope --------------------------------------------------------------------------
+
+    def scope_document_ids(self) -> list[str]:
+        selected = getattr(self.library, "selected_document_ids", None)
+        if callable(selected):
+            selected = selected()
+        return list(selected or [])
+
+    def scope_filter(self) -> str | None:
+        """SQL over document columns restricting searches to the selected documents."""
+        ids = self.scope_document_ids()
+        if not ids:
+            return None
+        quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+        return f"id IN ({quoted})"
+
+    # --- asking -------------------------------------------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self._operation is not None and self._operation.running
+
+    @property
+    def _running_id(self) -> str | None:
+        return getattr(self._operation, "conversation_id", None)
+
+    def answer_mode(self, toggles: Toggles | None = None) -> str:
+        """``tools``, ``fallback`` or ``search-only`` for the next question."""
+        if not self.models.is_configured():
+            return "search-only"
+        toggles = toggles or (self._current.toggles if self._current else Toggles())
+        if toggles.no_tools is True:
+            return "fallback"
+        if toggles.no_tools is None and not self.models.supports_tools():
+            return "fallback"
+        return "tools"
+
+    def ask(self, question: str) -> Operation | None:
+        """Answer ``question`` in the current conversation (a new one when there is none)."""
+        question = question.strip()
+        if not question:
+            return None
+        if self.busy:
+            self.notifications.info("Wait for the current answer, or stop it, before asking again")
+            return None
+        record = self._current or self.new_conversation()
+        turn = Turn(question=question, mode=self.answer_mode(record.toggles))  # type: ignore[arg-type]
+
+        async def body(token: Any, report: Any) -> Turn:
+            return await self._answer(record, turn)
+
+        operation = Operation(f"Answering {question[:40]!r}", body, self)
+        operation.conversation_id = record.id  # type: ignore[attr-defined]
+        operation.succeeded.connect(lambda done: self._finish(record, done))
+        operation.failed.connect(lambda exc: self._fail(record, exc))
+        operation.cancelled.connect(lambda: self.question_cancelled.emit(record.id))
+        operation.ended.connect(lambda: self.busy_changed.emit(False))
+        self._operation = operation
+        self.question_started.emit(record.id, turn)
+        operation.start()
+        self.busy_changed.emit(True)
+        return operation
+
+    def stop(self) -> None:
+        """Stop the running question; its conversation stays as it was before it was asked."""
+        if self._operation is not None and self._operation.running:
+            self._operation.cancel()
+
+    def _finish(self, record: ConversationRecord, turn: Turn) -> None:
+        self.answer_ready.emit(record.id, turn)
+        if turn.input_tokens is not None:
+            self._set_token_meter(turn.input_tokens)
+
+    def _fail(self, record: ConversationRecord, exc: BaseException) -> None:
+        message = _one_line(exc)
+        self.notifications.error(
+            f"The question could not be answered: {message}", type(exc).__name__
+        )
+        self.question_failed.emit(record.id, message)
+
+    def _set_token_meter(self, tokens: int | None) -> None:
+        self.token_meter = tokens
+        self.token_meter_changed.emit(tokens or 0)
+
+    async def _answer(self, record: ConversationRecord, turn: Turn) -> Turn:
+        from haiku.rag.qa import Conversation
+
+        work = Conversation(state=copy.deepcopy(record.state), messages=record.model_messages())
+        if turn.mode == "search-only":
+            await self._answer_search_only(record, turn)
+        elif turn.mode == "fallback":
+            await self._answer_fallback(record, turn, work)
+        else:
+            await self._answer_with_tools(record, turn, work)
+        # Complete: history and state are written back together, then saved together.
+        if turn.mode != "search-only":
+            record.set_model_messages(work.messages)
+            record.state = work.state
+        record.turns.append(turn)
+        if record.title == UNTITLED:
+            record.title = _title_from(turn.question)
+        record.updated = now()
+        self._save(record)
+        self.conversations_changed.emit()
+        return turn
+
+    # --- tools mode ---------------------------------------------------------------------
+
+    def build_agent(
+        self, toggles: Toggles, model: Any, client: HaikuRAG | None = None
+    ) -> BuiltAgent:
+        """The agent for one question: RAG always, then compaction, the citation policy and
+        analysis as the toggles say (analysis last)."""
+        from pydantic_ai import Agent
+
+        from haiku.rag.capabilities.compaction import create_capability as compaction
+        from haiku.rag.capabilities.policy import create_capability as citation_policy
+        from haiku.rag.capabilities.rag import create_capability as rag
+        from haiku.rag.models import model_settings
+        from haiku.rag.qa import AGENT_PREAMBLE, Conversation
+
+        client = client or self.library.client
+        capabilities: list[Any] = [rag(rag=client, defer_loading=False)]
+        if toggles.evidence_compaction:
+            capabilities.append(compaction())
+        if toggles.citation_policy:
+            capabilities.append(citation_policy())
+        if toggles.analysis:
+            analysis = self._analysis_capability(client)
+            if analysis is not None:
+                capabilities.append(analysis)
+        settings = (
+            {} if self.models.uses_model_instance else model_settings(self.models.model_config())
+        )
+        agent = Agent(
+            model,
+            deps_type=Conversation,
+            instructions=AGENT_PREAMBLE,
+            capabilities=capabilities,
+            model_settings=settings or None,
+        )
+        built = BuiltAgent(agent, tuple(str(c.id) for c in capabilities))
+        self.last_built = built
+        return built
+
+    def _analysis_capability(self, client: HaikuRAG) -> Any | None:
+        import importlib
+
+        try:
+            module = importlib.import_module(ANALYSIS_MODULE)
+        except ImportError as exc:
+            self.analysis_unavailable = (
+                f"analysis mode is not available in this installation ({exc})"
+            )
+            self.notifications.info(f"Answering without analysis: {self.analysis_unavailable}")
+            return None
+        create = module.create_capability
+        offered: dict[str, Any] = {
+            "rag": client,
+            "config": client.config,
+            "db_path": client.location,
+            "defer_loading": False,
+        }
+        accepted = inspect.signature(create).parameters
+        self.analysis_unavailable = None
+        return create(**{k: v for k, v in offered.items() if k in accepted})
+
+    async def _answer_with_tools(self, record: ConversationRecord, turn: Turn, work: Any) -> None:
+        from pydantic_ai.exceptions import AgentRunError
+        from pydantic_ai.messages import ModelResponse
+
+        from haiku.rag.qa import _chat_model_error
+
+        model = self.models.create_model()
+        built = self.build_agent(record.toggles, model)
+        _seed_filter(work, self.scope_filter())
+        try:
+            result = await self._stream(record.id, turn, work, built)
+        except AgentRunError as exc:
+            raise _chat_model_error(exc, built.agent.model, "tools") from exc  # type: ignore[arg-type]
+        work.messages = result.all_messages()
+        turn.answer = str(result.output)
+        responses = [m for m in result.new_messages() if isinstance(m, ModelResponse)]
+        if responses:
+            turn.input_tokens = responses[-1].usage.input_tokens
+        turn.citations, turn.grounding = _citations_and_grounding(work.state)
+
+    async def _stream(self, conversation_id: str, turn: Turn, work: Any, built: BuiltAgent) -> Any:
+        """Run the agent, turning its events into signals; returns the run result."""
+        from pydantic_ai import AgentRunResultEvent
+        from pydantic_ai.messages import (
+            FunctionToolCallEvent,
+            FunctionToolResultEvent,
+            PartDeltaEvent,
+            PartStartEvent,
+            TextPart,
+            TextPartDelta,
+        )
+
+        streamed = False
+        pending: dict[str, ToolStep] = {}
+        result = None
+        async with built.agent.run_stream_events(
+            turn.question, deps=work, message_history=work.messages
+        ) as events:
+            async for event in events:
+                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                    if event.index == 0 and streamed:
+                        self.text_reset.emit(conversation_id)
+                    if event.part.content:
+                        streamed = True
+                        self.text_delta.emit(conversation_id, event.part.content)
+                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    if event.delta.content_delta:
+                        streamed = True
+                        self.text_delta.emit(conversation_id, event.delta.content_delta)
+                elif isinstance(event, FunctionToolCallEvent):
+                    step = _step_for(event.part.tool_name, event.part.args_as_dict())
+                    pending[event.part.tool_call_id] = step
+                    turn.steps.append(step)
+                    self.tool_step.emit(conversation_id, step)
+                elif isinstance(event, FunctionToolResultEvent):
+                    step = pending.pop(event.part.tool_call_id, None)
+                    if step is not None and step.kind == "analysis":
+                        step.output = _text_of(event.part.content)
+                        self.analysis_step.emit(conversation_id, step)
+                elif isinstance(event, AgentRunResultEvent):
+                    result = event.result
+        assert result is not None
+        return result
+
+    # --- fallback mode ------------------------------------------------------------------
+
+    async def _answer_fallback(self, record: ConversationRecord, turn: Turn, work: Any) -> None:
+        from pydantic_ai.messages import ModelResponse
+
+        from haiku.rag.qa import ask
+
+        client = self.library.client
+        model = self.models.create_model()
+        step = ToolStep(kind="search", label=f"Searching “{_short(turn.question)}”")
+        turn.steps.append(step)
+        self.tool_step.emit(record.id, step)
+        before = len(work.messages)
+        result = await ask(
+            client,
+            turn.question,
+            self.scope_filter(),
+            model=model,
+            mode="fallback",
+            conversation=work,
+        )
+        turn.answer = result.answer
+        turn.citations = list(result.citations)
+        turn.grounding = result.grounding
+        responses = [m for m in work.messages[before:] if isinstance(m, ModelResponse)]
+        if responses:
+            turn.input_tokens = responses[-1].usage.input_tokens
+        self.text_delta.emit(record.id, result.answer)
+
+    # --- search-only mode ---------------------------------------------------------------
+
+    async def _answer_search_only(self, record: ConversationRecord, turn: Turn) -> None:
+        from haiku.rag.capabilities.state import Citation
+
+        step = ToolStep(kind="search", label=f"Searching “{_short(turn.question)}”")
+        turn.steps.append(step)
+        self.tool_step.emit(record.id, step)
+        passages = await self._search_passages(turn.question, SEARCH_ONLY_PASSAGES)
+        turn.citations = [
+            Citation.from_result(i, p.chunk_id, p) for i, p in enumerate(passages, start=1)
+        ]
+        turn.grounding = "grounded" if passages else "ungrounded"
+        turn.answer = search_only_answer(turn.citations)
+        self.text_delta.emit(record.id, turn.answer)
+
+    async def _search_passages(self, query: str, limit: int) -> list[SearchResult]:
+        search_passages = getattr(self.library, "search_passages", None)
+        scope = self.scope_filter()
+        if search_passages is not None and scope is None:
+            return list(await search_passages(query, limit))
+        # The matched passages themselves, not widened to their sections: a person reads these.
+        return await self.library.client.search(query, limit=limit, filter=scope)
+
+
+def search_only_answer(citations: Iterable[Citation]) -> str:
+    from haiku.rag.qa import pages_label
+
+    citations = list(citations)
+    if not citations:
+        body = "Nothing in your library matches this question."
+    else:
+        lines = ["The best passages from your library:", ""]
+        for c in citations:
+            where = " — ".join(
+                x for x in (c.document_title or c.document_uri, pages_label(c.page_numbers)) if x
+            )
+            snippet = " ".join(c.content.split())
+            if len(snippet) > SNIPPET_CHARS:
+                snippet = snippet[:SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
+            lines.append(f"{c.index}. **{where}**: {snippet} [{c.index}]")
+        body = "\n".join(lines)
+    return f"{body}\n\n_{HOW_TO_CONNECT_A_MODEL}_"
+
+
+def _seed_filter(work: Any, scope: str | None) -> None:
+    from haiku.rag.capabilities.rag import RAGCapability
+    from haiku.rag.qa import rag_state
+
+    state = rag_state(work)
+    state.document_filter = scope
+    work.state[RAGCapability.namespace] = state.model_dump(mode="json")
+
+
+def _citations_and_grounding(state: dict[str, Any]) -> tuple[list[Citation], str]:
+    """This question's citations (RAG first, then analysis) and its grounding status."""
+    from haiku.rag.capabilities.ledger import citation_status
+    from haiku.rag.capabilities.state import EvidenceState
+
+    rag = EvidenceState.model_validate(state.get("rag") or {})
+    records = [rag.evidence]
+    citations = [rag.citation_index[c] for c in rag.citations]
+    if state.get("analysis"):
+        analysis = EvidenceState.model_validate(state["analysis"])
+        records.append(analysis.evidence)
+        citations += [analysis.citation_index[c] for c in analysis.citations]
+    question = rag.evidence.question
+    if question is None:
+        return citations, "missing"
+    return citations, citation_status(records, question=question)
+
+
+def _step_for(tool_name: str, args: dict[str, Any]) -> ToolStep:
+    if tool_name.endswith("_search"):
+        return ToolStep(kind="search", label=f"Searching “{_short(str(args.get('query', '')))}”")
+    if tool_name.endswith("_cite"):
+        count = len(args.get("chunk_ids") or [])
+        label = (
+            f"Citing {count} source{'s' if count != 1 else ''}" if count else "Declaring no sources"
+        )
+        return ToolStep(kind="cite", label=label)
+    if tool_name.startswith("analysis"):
+        code = args.get("code") or args.get("source") or ""
+        return ToolStep(kind="analysis", label="Running analysis…", detail=str(code))
+    if tool_name == "load_capability":
+        return ToolStep(kind="load", label=f"Loading {args.get('id', 'a capability')}")
+    return ToolStep(kind="tool", label=f"Running {tool_name}")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    import json
+
+    try:
+        return json.dumps(content, indent=1, default=str)
+    except TypeError:
+        return str(content)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _title_from(question: str) -> str:
+    return _short(question, TITLE_LENGTH)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -1,0 +1,382 @@
+"""Chat models: the chosen provider and model, discovery, connection tests, keys in the keychain.
+
+The choice is kept in a small typed, versioned settings file next to the library
+(``<data_dir>/haiku-desk/settings.json``); it overrides ``qa.model`` from haiku.rag's YAML
+configuration. API keys are never written there, nor logged: they live only in the OS keychain
+(service ``haiku-desk``, user = provider name), which is where ``haiku.rag.models`` looks first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ValidationError
+from PySide6.QtCore import QObject, Signal
+
+from haiku.rag.config import AppConfig, ModelConfig
+from haiku.rag.models import KEYRING_SERVICE, PROVIDERS
+from haiku_desk.services.notifications import Notifications
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+Provider = Literal["ollama", "openai-compatible", "openai", "anthropic", "google"]
+
+SETTINGS_VERSION = 1
+SETTINGS_DIR_NAME = "haiku-desk"
+SETTINGS_FILE_NAME = "settings.json"
+DISCOVERY_TIMEOUT = 5.0
+
+PROVIDER_LABELS: dict[str, str] = {
+    "ollama": "Ollama",
+    "openai-compatible": "OpenAI-compatible endpoint (LM Studio, llama.cpp, vLLM)",
+    "openai": "OpenAI",
+    "anthropic": "Anthropic",
+    "google": "Google",
+}
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "ollama": "http://localhost:11434",
+    "openai-compatible": "http://localhost:1234/v1",
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "google": "https://generativelanguage.googleapis.com",
+}
+HOSTED = ("openai", "anthropic", "google")
+NO_KEYCHAIN = (
+    "No OS keychain is available, so the key cannot be stored. Start or unlock your desktop's "
+    "keychain (GNOME Keyring, KWallet, macOS Keychain, Windows Credential Manager), or set the "
+    "provider's environment variable (e.g. OPENAI_API_KEY) before starting haiku-desk."
+)
+HOW_TO_CONNECT_A_MODEL = (
+    "No chat model is connected, so this answer shows the best passages from your library. "
+    "To get written answers, open Settings → Chat model and connect Ollama, an "
+    "OpenAI-compatible server (LM Studio, llama.cpp, vLLM), or OpenAI, Anthropic or Google "
+    "with a key kept in your OS keychain."
+)
+
+
+class ChatModelChoice(BaseModel):
+    """The model the user chose: everything but the key."""
+
+    provider: Provider
+    name: str
+    base_url: str | None = None
+    # None: assume tool calling works; False: answer from passages (the no-tool fallback)
+    supports_tools: bool | None = None
+    vision: bool = False
+
+
+class DesktopSettings(BaseModel):
+    version: int = SETTINGS_VERSION
+    model: ChatModelChoice | None = None
+
+
+class KeychainUnavailable(Exception):
+    """There is no usable OS keychain backend; the message says what to do."""
+
+
+@dataclass
+class ConnectionReport:
+    ok: bool
+    message: str
+    models: list[str] = field(default_factory=list)
+    supports_tools: bool | None = None  # when the server says (Ollama /api/show)
+
+
+class ModelsService(QObject):
+    """Which chat model answers, and everything needed to connect one."""
+
+    model_changed = Signal(object)  # haiku.rag ModelConfig, or None when none is configured
+
+    def __init__(
+        self, config: AppConfig, notifications: Notifications, parent: QObject | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.config = config
+        self.notifications = notifications
+        self.settings_path = Path(config.storage.data_dir) / SETTINGS_DIR_NAME / SETTINGS_FILE_NAME
+        self.settings = self._read_settings()
+        self._instance: Model | None = None
+        self._instance_supports_tools = True
+
+    # --- the choice ---------------------------------------------------------------------
+
+    @property
+    def choice(self) -> ChatModelChoice | None:
+        return self.settings.model
+
+    def model_config(self) -> ModelConfig:
+        """The effective ``qa.model``: the app's choice when made, else haiku.rag's config."""
+        base = self.config.qa.model
+        choice = self.settings.model
+        if choice is None:
+            return base.model_copy()
+        return base.model_copy(
+            update={
+                "provider": choice.provider,
+                "name": choice.name,
+                "base_url": choice.base_url,
+                "supports_tools": choice.supports_tools,
+                "vision": choice.vision,
+            }
+        )
+
+    def is_configured(self) -> bool:
+        if self._instance is not None:
+            return True
+        model = self.model_config()
+        return bool(model.provider and model.name)
+
+    def supports_tools(self) -> bool:
+        if self._instance is not None:
+            return self._instance_supports_tools
+        return self.model_config().supports_tools is not False
+
+    def describe(self) -> str:
+        if self._instance is not None:
+            return self._instance.model_name
+        model = self.model_config()
+        if not (model.provider and model.name):
+            return "No chat model (search only)"
+        return (
+            f"{model.name} ({PROVIDER_LABELS.get(model.provider, model.provider).split(' (')[0]})"
+        )
+
+    def choose(self, choice: ChatModelChoice | None) -> None:
+        """Remember ``choice`` (``None``: no model, search only) and announce it."""
+        self.settings = self.settings.model_copy(update={"model": choice})
+        self._write_settings()
+        self.model_changed.emit(self.model_config() if self.is_configured() else None)
+
+    @property
+    def uses_model_instance(self) -> bool:
+        return self._instance is not None
+
+    def use_model_instance(self, model: Model | None, *, supports_tools: bool = True) -> None:
+        """Answer with this Pydantic AI model object instead of the chosen one (embedding hosts,
+        tests with ``FunctionModel``); ``None`` returns to the chosen model. Not persisted."""
+        self._instance = model
+        self._instance_supports_tools = supports_tools
+        self.model_changed.emit(self.model_config() if self.is_configured() else None)
+
+    def create_model(self) -> Model | None:
+        """The model that answers now, or ``None`` for search-only mode.
+
+        Raises ``HaikuRAGError`` with a one-line reason (missing key, missing base URL).
+        """
+        if self._instance is not None:
+            return self._instance
+        model = self.model_config()
+        if not (model.provider and model.name):
+            return None
+        from haiku.rag.models import get_model
+
+        return get_model(model, self.config)
+
+    # --- settings file ------------------------------------------------------------------
+
+    def _read_settings(self) -> DesktopSettings:
+        try:
+            raw = json.loads(self.settings_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return DesktopSettings()
+        except (OSError, ValueError) as exc:
+            self.notifications.error(
+                f"Model settings could not be read ({self.settings_path}); using defaults", str(exc)
+            )
+            return DesktopSettings()
+        if isinstance(raw, dict) and raw.get("version", 0) > SETTINGS_VERSION:
+            self.notifications.error(
+                f"Model settings were written by a newer haiku-desk ({self.settings_path}); using defaults"
+            )
+            return DesktopSettings()
+        try:
+            return DesktopSettings.model_validate(raw)
+        except ValidationError as exc:
+            self.notifications.error(
+                f"Model settings are invalid ({self.settings_path}); using defaults", str(exc)
+            )
+            return DesktopSettings()
+
+    def _write_settings(self) -> None:
+        path = self.settings_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".settings.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(self.settings.model_dump_json(indent=1))
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+    # --- keychain -----------------------------------------------------------------------
+
+    @staticmethod
+    def keychain_available() -> bool:
+        import keyring
+        from keyring.backends import fail
+
+        try:
+            backend = keyring.get_keyring()
+        except Exception:
+            return False
+        return not isinstance(backend, fail.Keyring) and backend.priority > 0
+
+    def store_key(self, provider: str, key: str) -> None:
+        """Keep ``key`` in the OS keychain; raises ``KeychainUnavailable`` when there is none."""
+        _check_provider(provider)
+        if not key.strip():
+            raise ValueError("the key is empty")
+        import keyring
+        from keyring.errors import KeyringError, NoKeyringError
+
+        if not self.keychain_available():
+            raise KeychainUnavailable(NO_KEYCHAIN)
+        try:
+            keyring.set_password(KEYRING_SERVICE, provider, key.strip())
+        except NoKeyringError as exc:
+            raise KeychainUnavailable(NO_KEYCHAIN) from exc
+        except KeyringError as exc:  # locked, refused: say so without echoing the key
+            raise KeychainUnavailable(
+                f"The OS keychain refused to store the key: {type(exc).__name__}"
+            ) from exc
+
+    def has_key(self, provider: str) -> bool:
+        from haiku.rag.models import keychain_key
+
+        return keychain_key(provider) is not None
+
+    def delete_key(self, provider: str) -> None:
+        import keyring
+        from keyring.errors import KeyringError, PasswordDeleteError
+
+        try:
+            keyring.delete_password(KEYRING_SERVICE, provider)
+        except PasswordDeleteError:
+            pass
+        except KeyringError as exc:
+            raise KeychainUnavailable(NO_KEYCHAIN) from exc
+
+    # --- discovery and connection tests -------------------------------------------------
+
+    async def discover(
+        self, provider: str, base_url: str | None = None, api_key: str | None = None
+    ) -> list[str]:
+        """Model names the provider offers (Ollama: ``/api/tags``; others: ``/v1/models``).
+
+        Raises ``ConnectionError`` with a one-line, key-free reason.
+        """
+        import httpx
+
+        _check_provider(provider)
+        base = (base_url or self._default_url(provider)).rstrip("/")
+        key = self._key_for(provider, api_key)
+        url, headers, params = _models_request(provider, base, key)
+        try:
+            async with httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT, trust_env=False) as http:
+                response = await http.get(url, headers=headers, params=params)
+        except httpx.HTTPError as exc:
+            raise ConnectionError(
+                f"cannot reach {_safe_url(url)}: {type(exc).__name__}; is the server running?"
+            ) from exc
+        if response.status_code in (401, 403):
+            raise ConnectionError(
+                f"{PROVIDER_LABELS[provider].split(' (')[0]} refused the key (HTTP {response.status_code})"
+            )
+        if response.status_code >= 400:
+            raise ConnectionError(f"{_safe_url(url)} answered HTTP {response.status_code}")
+        try:
+            return _model_names(provider, response.json())
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConnectionError(f"{_safe_url(url)} did not answer with a model list") from exc
+
+    async def ollama_supports_tools(self, name: str, base_url: str | None = None) -> bool | None:
+        """What Ollama's ``/api/show`` says about tool calling (None when it does not say)."""
+        import httpx
+
+        base = (base_url or self._default_url("ollama")).rstrip("/").removesuffix("/v1")
+        try:
+            async with httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT, trust_env=False) as http:
+                response = await http.post(f"{base}/api/show", json={"model": name})
+            capabilities = (
+                response.json().get("capabilities") if response.status_code == 200 else None
+            )
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        return "tools" in capabilities if isinstance(capabilities, list) else None
+
+    async def test_connection(
+        self,
+        provider: str,
+        base_url: str | None = None,
+        name: str | None = None,
+        api_key: str | None = None,
+    ) -> ConnectionReport:
+        """Reach the provider and list its models; never raises for an unreachable server."""
+        try:
+            names = await self.discover(provider, base_url, api_key)
+        except ConnectionError as exc:
+            return ConnectionReport(False, str(exc))
+        tools = None
+        if provider == "ollama" and name:
+            tools = await self.ollama_supports_tools(name, base_url)
+        if name and names and name not in names:
+            return ConnectionReport(
+                False, f"connected, but the server has no model named {name!r}", names, tools
+            )
+        found = f"{len(names)} model{'s' if len(names) != 1 else ''} available"
+        message = f"Connected: {found}"
+        if tools is False:
+            message += (
+                f"; {name} cannot call tools, so answers will come from passages (no-tool mode)"
+            )
+        return ConnectionReport(True, message, names, tools)
+
+    def _default_url(self, provider: str) -> str:
+        if provider == "ollama":
+            return self.config.providers.ollama.base_url
+        return DEFAULT_BASE_URLS[provider]
+
+    def _key_for(self, provider: str, explicit: str | None) -> str | None:
+        from haiku.rag.models import resolve_api_key
+
+        return resolve_api_key(provider, explicit)
+
+
+def _check_provider(provider: str) -> None:
+    if provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}")
+
+
+def _models_request(
+    provider: str, base: str, key: str | None
+) -> tuple[str, dict[str, str], dict[str, str]]:
+    if provider == "ollama":
+        return f"{base.removesuffix('/v1')}/api/tags", {}, {}
+    if provider == "anthropic":
+        headers = {"anthropic-version": "2023-06-01"}
+        if key:
+            headers["x-api-key"] = key
+        return f"{base.removesuffix('/v1')}/v1/models", headers, {}
+    if provider == "google":
+        return f"{base}/v1beta/models", {"x-goog-api-key": key} if key else {}, {}
+    root = base if base.endswith("/v1") else f"{base}/v1"
+    return f"{root}/models", {"Authorization": f"Bearer {key}"} if key else {}, {}
+
+
+def _model_names(provider: str, body: Any) -> list[str]:
+    if provider == "ollama":
+        return [m.get("name") or m["model"] for m in body["models"]]
+    if provider == "google":
+        return [m["name"].removeprefix("models/") for m in body["models"]]
+    return [m["id"] for m in body["data"]]
+
+
+def _safe_url(url: str) -> str:
+    return url.split("?", 1)[0]

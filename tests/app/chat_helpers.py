@@ -1,0 +1,131 @@
+"""Shared pieces of the chat-side app tests: a real library and a streaming scripted model.
+
+The library is a real haiku.rag store holding the generated report PDF, ingested through
+``HaikuRAG``. ``ClientLibrary`` offers the small part of the library service the chat side uses
+(``client``, ``selected_document_ids``, ``selection_changed``) over that real client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pdf_factory
+from capabilities.scripting import SeenRequest, Step
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+from PySide6.QtCore import QObject, Signal
+
+from haiku.rag.client import HaikuRAG
+from haiku.rag.config import AppConfig, load_config
+
+OTTER_NOTES = (
+    "# Lantern Otters\n\nLantern otters hunt glass eels at dusk along the quartz rivers.\n"
+)
+
+
+@dataclass(frozen=True)
+class BuiltLibrary:
+    db_path: Path
+    config: AppConfig
+    report: pdf_factory.PdfLayout
+    report_id: str
+    notes_id: str
+
+
+def build_library(root: Path) -> BuiltLibrary:
+    """The generated report PDF and a Markdown note, ingested as a user would."""
+    config = load_config()
+    config.storage.data_dir = root / "data"
+    config.embeddings.threads = 2
+    report = pdf_factory.make_report_pdf(root / "report.pdf")
+    db_path = root / "library.lancedb"
+
+    async def ingest() -> tuple[str, str]:
+        async with HaikuRAG(db_path, config, create=True) as client:
+            outcome = await client.ingest_file(report.path)
+            assert outcome.status == "ingested" and outcome.document is not None
+            notes = await client.create_document(
+                OTTER_NOTES, uri="notes://otters", title="Lantern Otters"
+            )
+            return outcome.document.id, notes.id
+
+    report_id, notes_id = asyncio.run(ingest())
+    return BuiltLibrary(db_path, config, report, report_id, notes_id)
+
+
+class ClientLibrary(QObject):
+    """What the chat side needs from the library service, over a real ``HaikuRAG`` client."""
+
+    selection_changed = Signal()
+
+    def __init__(self, client: HaikuRAG) -> None:
+        super().__init__()
+        self.client = client
+        self.selected_document_ids: list[str] = []
+
+    def select(self, ids: list[str]) -> None:
+        self.selected_document_ids = list(ids)
+        self.selection_changed.emit()
+
+
+@dataclass
+class StreamingScript:
+    """A FunctionModel that plays steps, streamed: text in small pieces, tool calls whole."""
+
+    steps: list[Step] = field(default_factory=list)
+    seen: list[SeenRequest] = field(default_factory=list)
+    gate: asyncio.Event | None = None  # when set, the stream waits on it before its text
+
+    def play(self, *steps: Step) -> StreamingScript:
+        self.steps.extend(steps)
+        return self
+
+    @property
+    def model(self) -> FunctionModel:
+        return FunctionModel(self._respond, stream_function=self._stream, model_name="scripted")
+
+    def _next(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        request = SeenRequest(
+            info.instructions or "", [t.name for t in info.function_tools], list(messages)
+        )
+        self.seen.append(request)
+        assert self.steps, f"the model was asked for more than the script holds ({len(self.seen)})"
+        step = self.steps.pop(0)
+        return step(request) if callable(step) else step
+
+    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return self._next(messages, info)
+
+    async def _stream(
+        self, messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | dict[int, DeltaToolCall]]:
+        response = self._next(messages, info)
+        for index, part in enumerate(response.parts):
+            if isinstance(part, TextPart):
+                if self.gate is not None:
+                    yield part.content[:5]
+                    await self.gate.wait()
+                    rest = part.content[5:]
+                else:
+                    rest = part.content
+                for start in range(0, len(rest), 7):
+                    yield rest[start : start + 7]
+            elif isinstance(part, ToolCallPart):
+                yield {
+                    index: DeltaToolCall(
+                        name=part.tool_name,
+                        json_args=part.args_as_json_str(),
+                        tool_call_id=part.tool_call_id,
+                    )
+                }
+
+    def tool_names_seen(self) -> list[list[str]]:
+        return [sorted(r.tool_names) for r in self.seen]
+
+
+def answer_text(response: Any) -> str:
+    return "".join(p.content for p in response.parts if isinstance(p, TextPart))
