@@ -75,6 +75,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("analyze", help="answer a question by computing over the library in sandboxed Python")
+    p.add_argument("question")
+    p.add_argument("--filter", "-f", help="SQL filter over document fields")
+    p.add_argument("--json", action="store_true")
+
     p = sub.add_parser("visualize", help="write PNGs of a chunk's pages with its text highlighted")
     p.add_argument("chunk_id")
     p.add_argument("--out", default=".", help="folder for the PNG files (default: .)")
@@ -311,6 +316,42 @@ async def _cmd_ask(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _cmd_analyze(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.qa import pages_label
+
+    result = await client.analyze(args.question, filter=args.filter)
+    if args.json:
+        _print_json(
+            {
+                "answer": result.answer,
+                "citations": [
+                    {
+                        "index": c.index,
+                        "chunk_id": c.chunk_id,
+                        "document_id": c.document_id,
+                        "document_uri": c.document_uri,
+                        "document_title": c.document_title,
+                        "pages": c.page_numbers,
+                        "text": c.content,
+                    }
+                    for c in result.citations
+                ],
+                "grounding": result.grounding,
+            }
+        )
+        return 0
+    print(result.answer)
+    if result.citations:
+        print()
+    for c in result.citations:
+        snippet = " ".join(c.content.split())[:CITATION_SNIPPET_CHARS]
+        parts = [f"[{c.index}] {c.document_title or c.document_uri}", pages_label(c.page_numbers), snippet]
+        print(" — ".join(part for part in parts if part))
+    print()
+    print(f"grounding: {result.grounding}")
+    return 0
+
+
 async def _cmd_visualize(client: Any, args: argparse.Namespace) -> int:
     pages = await client.visualize_chunk(args.chunk_id, dpi=args.dpi)
     if not pages:
@@ -365,6 +406,7 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "delete": _cmd_delete,
     "search": _cmd_search,
     "ask": _cmd_ask,
+    "analyze": _cmd_analyze,
     "visualize": _cmd_visualize,
     "embed": _cmd_embed,
     "rebuild": _cmd_rebuild,

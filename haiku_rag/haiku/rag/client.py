@@ -51,6 +51,7 @@ from haiku.rag.store.models import Chunk, Document, SearchResult
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
+    from haiku.rag.capabilities.analysis import AnalysisResult
     from haiku.rag.qa import AskMode, AskResult
 
 log = logging.getLogger("haiku.rag")
@@ -512,6 +513,19 @@ class HaikuRAG:
         from haiku.rag.qa import ask  # pulls in pydantic_ai, which plain store use never needs
 
         return await ask(self, question, filter, model=model, mode=mode)
+
+    async def analyze(
+        self, question: str, filter: str | None = None, *, model: Model | None = None
+    ) -> AnalysisResult:
+        """Answer ``question`` by searching and computing over the library in sandboxed Python
+        (see ``haiku.rag.capabilities.analysis.analyze``).
+
+        ``model`` defaults to ``analysis.model``, else ``qa.model``; ``filter`` restricts both
+        searches and the documents the code sees.
+        """
+        from haiku.rag.capabilities.analysis import analyze
+
+        return await analyze(self, question, filter, model=model)
 
     # --- visual grounding -----------------------------------------------------------------
 

@@ -106,10 +106,18 @@ class QAConfig(_Section):
 
 
 class AnalysisConfig(_Section):
+    # None: the qa model answers analysis questions too
     model: ModelConfig | None = None
+    # Seconds one analysis_execute_code call may run (compute and corpus reads alike).
     code_timeout: float = Field(default=60, gt=0)
+    # Seconds all code of one question may run together; None: code_timeout × max_executions.
+    total_timeout: float | None = Field(default=None, gt=0)
+    # Printed output kept per call; the rest is cut with a marker.
     max_output_chars: int = Field(default=50_000, ge=100)
+    # analysis_execute_code calls per question.
     max_executions: int = Field(default=15, ge=1)
+    # Heap of the sandboxed interpreter, in MiB.
+    max_memory_mb: int = Field(default=512, ge=16, le=65_536)
 
 
 class OllamaProviderConfig(_Section):
