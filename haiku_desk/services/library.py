@@ -233,11 +233,11 @@ class LibraryService(QObject):
     async def _start(self) -> None:
         try:
             await self.ensure_open()
+            self._load_watched()
             await self.refresh()
         except Exception as exc:
             self.notifications.report_failure(f"Opening the library at {self.db_path}", exc)
             return
-        self._load_watched()
         self.opened.emit()
         self._kick()
         if self._watch:
