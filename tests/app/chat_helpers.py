@@ -38,6 +38,7 @@ class BuiltLibrary:
 
 def build_library(root: Path) -> BuiltLibrary:
     """The generated report PDF and a Markdown note, ingested as a user would."""
+    root.mkdir(parents=True, exist_ok=True)
     config = load_config()
     config.storage.data_dir = root / "data"
     config.embeddings.threads = 2
