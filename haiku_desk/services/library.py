@@ -535,7 +535,7 @@ class LibraryService(QObject):
         async def body(token: Any, report: Any) -> IngestOutcome:
             return await client.ingest_file(job.path, password=job.password, progress=report, cancel=token, embed=False)
 
-        operation = Operation(f"Adding {job.path.name}", body, self)
+        operation = Operation(f"Adding {job.path.name}", body)  # no parent: it may outlive close()
         operation.setProperty("entry_key", job.key)
         finished = await self._run_operation(job.key, operation)
         if not finished:
@@ -545,7 +545,6 @@ class LibraryService(QObject):
             self.notifications.report_failure(operation.title, operation.error)
         else:
             self._apply_outcome(job.key, operation.result)
-        operation.deleteLater()
 
     def _apply_outcome(self, key: str, outcome: IngestOutcome) -> None:
         previous = self._entries.get(key)
@@ -588,7 +587,7 @@ class LibraryService(QObject):
             await client.embed_pending([document], progress=report, cancel=token)
             return await client.get_document(document_id)
 
-        operation = Operation(f"Embedding {entry.name}", body, self)
+        operation = Operation(f"Embedding {entry.name}", body)
         operation.setProperty("entry_key", key)
         finished = await self._run_operation(key, operation)
         if not finished:
@@ -600,7 +599,6 @@ class LibraryService(QObject):
             await self._restore(key)
         else:
             self._set_entry(self._entry_from_document(operation.result, self._entries.get(key)))
-        operation.deleteLater()
 
     async def _run_delete(self, job: _DeleteJob) -> None:
         from haiku.rag.errors import DocumentNotFoundError

@@ -1,0 +1,253 @@
+"""Page renders for the citation panel and exports: PyMuPDF straight into a QImage.
+
+Pages render from the original bytes kept in the store, so they still work after the file
+moved. PyMuPDF is not thread-safe: every PyMuPDF call runs on one render thread, which also
+keeps a few documents open so the next page of the same document is quick. Renders are
+cached (LRU) per document generation, page and zoom; highlights are painted on a copy, so a
+cached page serves every citation on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import tempfile
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QRectF, Signal
+from PySide6.QtGui import QColor, QImage, QPainter
+
+from haiku_desk.services.notifications import Notifications
+
+if TYPE_CHECKING:
+    from haiku.rag.ingest.records import Box
+    from haiku_desk.services.library import LibraryService
+
+RENDER_CACHE_SIZE = 48  # page images (a 150 % A4 page is ~2.7 MB)
+OPEN_DOCUMENTS = 4
+MAX_ZOOM = 6.0
+MIN_ZOOM = 0.25
+
+# RGBA per kind: the matched passage strong, its context faint (same colours as haiku.rag's PNGs).
+MATCH_COLOR = QColor(255, 170, 0, 97)
+CONTEXT_COLOR = QColor(255, 235, 80, 41)
+MATCH_OUTLINE = QColor(230, 120, 0, 200)
+
+
+class NotRenderableError(Exception):
+    """The document has no pages to render (plain text, Markdown...)."""
+
+
+@dataclass(frozen=True)
+class PageRender:
+    document_id: str
+    page: int  # 1-based
+    page_count: int
+    zoom: float  # pixels per PDF point
+    width_pt: float
+    height_pt: float
+    image: QImage  # RGB888, no highlights
+
+    def to_pixels(self, box: Box) -> QRectF:
+        """A stored box (PDF points, top-left origin) in this image's pixels."""
+        z = self.zoom
+        return QRectF(box.x0 * z, box.y0 * z, (box.x1 - box.x0) * z, (box.y1 - box.y0) * z)
+
+
+def paint_highlights(render: PageRender, matched: Iterable[Box], context: Iterable[Box] = ()) -> QImage:
+    """A copy of the page with the boxes on this page painted: context faint, matches strong."""
+    image = render.image.convertToFormat(QImage.Format.Format_RGB32)
+    painter = QPainter(image)
+    try:
+        painter.setPen(QColor(0, 0, 0, 0))
+        for box in context:
+            if box.page == render.page:
+                painter.fillRect(render.to_pixels(box).adjusted(-1, -1, 1, 1), CONTEXT_COLOR)
+        for box in matched:
+            if box.page == render.page:
+                rect = render.to_pixels(box).adjusted(-1, -1, 1, 1)
+                painter.fillRect(rect, MATCH_COLOR)
+                painter.fillRect(QRectF(rect.left() - 3, rect.top(), 2, rect.height()), MATCH_OUTLINE)
+    finally:
+        painter.end()
+    return image
+
+
+class PagesService(QObject):
+    """Renders stored pages off the GUI thread; ``request`` answers with ``page_ready``."""
+
+    page_ready = Signal(int, object)  # request id, PageRender
+    page_failed = Signal(int, str)  # request id, message
+    original_ready = Signal(str, str)  # document id, local path of the original file
+
+    def __init__(
+        self,
+        library: LibraryService,
+        notifications: Notifications,
+        parent: QObject | None = None,
+        cache_size: int = RENDER_CACHE_SIZE,
+    ) -> None:
+        super().__init__(parent)
+        self.library = library
+        self.notifications = notifications
+        self._cache: OrderedDict[tuple[str, str, int, float], PageRender] = OrderedDict()
+        self._cache_size = cache_size
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="haiku-pages")
+        self._open: OrderedDict[tuple[str, str], Any] = OrderedDict()  # used on the render thread only
+        self._bytes_tasks: dict[tuple[str, str], asyncio.Future[bytes]] = {}
+        self._ids = itertools.count(1)
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    # --- rendering ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _zoom_key(zoom: float) -> float:
+        return round(max(MIN_ZOOM, min(MAX_ZOOM, zoom)), 3)
+
+    def _generation(self, document_id: str) -> str:
+        entry = self.library.entry_for_document(document_id)
+        return entry.generation if entry is not None else ""
+
+    def cached(self, document_id: str, page: int, zoom: float) -> PageRender | None:
+        """The render if it is cached (no waiting: the panel shows it at once)."""
+        key = (document_id, self._generation(document_id), page, self._zoom_key(zoom))
+        render = self._cache.get(key)
+        if render is not None:
+            self._cache.move_to_end(key)
+        return render
+
+    async def render(self, document_id: str, page: int, zoom: float = 1.5) -> PageRender:
+        """Page ``page`` (1-based) of a stored document at ``zoom`` pixels per point."""
+        zoom = self._zoom_key(zoom)
+        generation = self._generation(document_id)
+        key = (document_id, generation, page, zoom)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        data = await self._source_bytes(document_id, generation)
+        loop = asyncio.get_running_loop()
+        render = await loop.run_in_executor(
+            self._executor, self._render_sync, document_id, generation, data, page, zoom
+        )
+        self._cache[key] = render
+        while len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return render
+
+    def request(self, document_id: str, page: int, zoom: float = 1.5) -> int:
+        """Render in the background; the answer is ``page_ready`` or ``page_failed`` with the id."""
+        request_id = next(self._ids)
+        asyncio.ensure_future(self._answer(request_id, document_id, page, zoom))
+        return request_id
+
+    async def _answer(self, request_id: int, document_id: str, page: int, zoom: float) -> None:
+        try:
+            render = await self.render(document_id, page, zoom)
+        except NotRenderableError as exc:
+            self.page_failed.emit(request_id, str(exc))
+        except Exception as exc:
+            self.page_failed.emit(request_id, str(exc))
+            self.notifications.report_failure(f"Showing page {page}", exc)
+        else:
+            self.page_ready.emit(request_id, render)
+
+    async def _source_bytes(self, document_id: str, generation: str) -> bytes:
+        key = (document_id, generation)
+        task = self._bytes_tasks.get(key)
+        if task is None:
+            task = asyncio.ensure_future(self._fetch_bytes(document_id))
+            self._bytes_tasks[key] = task
+            while len(self._bytes_tasks) > OPEN_DOCUMENTS:
+                self._bytes_tasks.pop(next(iter(self._bytes_tasks)))
+        try:
+            return await asyncio.shield(task)
+        except Exception:
+            self._bytes_tasks.pop(key, None)
+            raise
+
+    async def _fetch_bytes(self, document_id: str) -> bytes:
+        client = await self.library.ensure_open()
+        document = await client.get_document(document_id)
+        if document.mime_type != "application/pdf":
+            raise NotRenderableError(f"{document.display_name} has no pages to show ({document.mime_type or 'text'})")
+        return await client.get_source_bytes(document)
+
+    def _render_sync(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
+        """On the render thread: the only place PyMuPDF is called."""
+        import pymupdf
+
+        key = (document_id, generation)
+        doc = self._open.get(key)
+        if doc is None:
+            doc = pymupdf.open(stream=data, filetype="pdf")
+            self._open[key] = doc
+            while len(self._open) > OPEN_DOCUMENTS:
+                _, old = self._open.popitem(last=False)
+                old.close()
+        else:
+            self._open.move_to_end(key)
+        if not 1 <= page <= doc.page_count:
+            raise ValueError(f"page {page} is outside the document (1–{doc.page_count})")
+        pdf_page = doc[page - 1]
+        pixmap = pdf_page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+        if pixmap.n != 3:
+            pixmap = pymupdf.Pixmap(pymupdf.csRGB, pixmap)
+        image = QImage(pixmap.samples, pixmap.width, pixmap.height, pixmap.stride, QImage.Format.Format_RGB888).copy()
+        rect = pdf_page.rect  # display space: what get_pixmap renders, rotation applied
+        return PageRender(document_id, page, doc.page_count, zoom, rect.width, rect.height, image)
+
+    # --- the original file ---------------------------------------------------------------------
+
+    async def original_path(self, document_id: str) -> Path:
+        """The original file: where it was added from if still there and unchanged, otherwise
+        a temporary copy of the stored bytes."""
+        from haiku.rag.ingest.pipeline import content_hash
+        from haiku_desk.services.library import path_from_uri
+
+        client = await self.library.ensure_open()
+        document = await client.get_document(document_id)
+        local = path_from_uri(document.uri)
+        if local and Path(local).is_file():
+            same = await asyncio.to_thread(lambda: content_hash(Path(local).read_bytes()) == document.content_hash)
+            if same:
+                return Path(local)
+        data = await client.get_source_bytes(document)
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="haiku-desk-originals-")
+        name = Path(local).name if local else f"{document.id}"
+        target = Path(self._tmp.name) / document.id / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(target.write_bytes, data)
+        return target
+
+    def request_original(self, document_id: str) -> None:
+        """Find (or write out) the original file; answers with ``original_ready``."""
+
+        async def find() -> None:
+            try:
+                path = await self.original_path(document_id)
+            except Exception as exc:
+                self.notifications.report_failure("Opening the original file", exc)
+            else:
+                self.original_ready.emit(document_id, str(path))
+
+        asyncio.ensure_future(find())
+
+    def close(self) -> None:
+        def close_all() -> None:
+            for doc in self._open.values():
+                doc.close()
+            self._open.clear()
+
+        self._executor.submit(close_all)
+        self._executor.shutdown(wait=False)
+        self._cache.clear()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
