@@ -124,6 +124,11 @@ class Sandbox:
     def has_session(self) -> bool:
         return self._session is not None
 
+    @property
+    def worker_pid(self) -> int | None:
+        """The process id of the interpreter's worker (diagnostics and tests)."""
+        return self._session.worker_pid if self._session is not None else None
+
     # --- running code -------------------------------------------------------------------
 
     async def execute(self, code: str) -> ExecutionResult:
