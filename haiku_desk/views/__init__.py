@@ -1,0 +1,1 @@
+"""Widgets. They talk to services only (signals in, method calls out)."""
