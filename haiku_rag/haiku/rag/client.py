@@ -31,7 +31,7 @@ from haiku.rag.ingest.pipeline import (
     content_hash,
     file_uri,
     iter_source_files,
-    prepare_document,
+    parse_document,
 )
 from haiku.rag.ingest.records import Box
 from haiku.rag.operations import (
@@ -365,7 +365,7 @@ class HaikuRAG:
             report(progress, Progress(Stage.DONE, uri, message="unchanged"))
             return IngestOutcome(uri, "unchanged", document=existing)
         try:
-            new = prepare_document(
+            new = parse_document(
                 data,
                 filename=filename,
                 uri=uri,

@@ -78,6 +78,12 @@ class ProcessingConfig(_Section):
     # "fast": PyMuPDF text blocks and heuristics; "layout": PyMuPDF's bundled ONNX layout model
     pdf_layout: Literal["fast", "layout"] = "fast"
     max_file_mb: int = Field(default=512, ge=1)
+    # Parsing runs in a worker process ("process") so a file that hangs or crashes the parser
+    # is stopped and reported; "none" parses in the calling thread (no time bound).
+    parse_isolation: Literal["process", "none"] = "process"
+    # A file whose parsing makes no progress (a PDF: no new page) for this long is stopped
+    # and reported with the "timeout" category.
+    parse_timeout_seconds: float = Field(default=120, gt=0)
 
 
 class SearchConfig(_Section):

@@ -68,6 +68,8 @@ class IngestCategory(StrEnum):
     TIMEOUT = "timeout"
     NOT_FOUND = "not_found"
     CANCELLED = "cancelled"
+    # the parser crashed, was killed by the OS, or raised an unexpected error on this file
+    PARSER_FAILED = "parser_failed"
 
 
 class IngestError(HaikuRAGError):
@@ -120,6 +122,12 @@ class IngestTimeoutError(IngestError):
 
 class SourceNotFoundError(IngestError):
     category = IngestCategory.NOT_FOUND
+
+
+class ParserFailedError(IngestError):
+    """The parser process died or raised an unexpected error on this file."""
+
+    category = IngestCategory.PARSER_FAILED
 
 
 class OperationCancelled(HaikuRAGError):

@@ -105,6 +105,41 @@ def prepare_document(
     )
 
 
+def parse_document(
+    data: bytes,
+    *,
+    filename: str,
+    uri: str,
+    config: AppConfig,
+    title: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    password: str | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+) -> NewDocument:
+    """``prepare_document``, in the parse worker process with a time bound unless
+    ``processing.parse_isolation`` is ``"none"`` (see ``haiku.rag.ingest.isolation``)."""
+    kwargs: dict[str, Any] = {
+        "filename": filename,
+        "uri": uri,
+        "config": config,
+        "title": title,
+        "metadata": metadata,
+        "password": password,
+    }
+    if config.processing.parse_isolation == "none" or not data:
+        return prepare_document(data, progress=progress, cancel=cancel, **kwargs)
+    from haiku.rag.ingest.isolation import shared_worker
+
+    return shared_worker().prepare(
+        data,
+        timeout=config.processing.parse_timeout_seconds,
+        progress=progress,
+        cancel=cancel,
+        **kwargs,
+    )
+
+
 def decrypted_pdf(data: bytes, password: str) -> bytes:
     import pymupdf
 

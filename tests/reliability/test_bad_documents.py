@@ -1,0 +1,152 @@
+"""Bad documents: each is ingested or refused with a specific category and message, nothing
+crashes or hangs, stored documents stay untouched, and the store passes `haiku-rag doctor`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pdf_factory
+import pytest
+
+from haiku.rag.cli import main
+from haiku.rag.client import HaikuRAG
+from haiku.rag.doctor import run_doctor
+from haiku.rag.ingest.isolation import shared_worker
+from haiku.rag.operations import Stage
+from haiku.rag.store.engine import Store
+
+from .badfiles import KNOWN_CATEGORIES, make_bad_files, make_slow_pdf, snapshot
+
+
+@pytest.fixture
+def library(tmp_path):
+    """A store already holding one good document."""
+    folder = tmp_path / "good"
+    folder.mkdir()
+    pdf_factory.make_report_pdf(folder / "report.pdf")
+    db = tmp_path / "lib.lancedb"
+    assert main(["--db", str(db), "add-src", str(folder)]) == 0
+    return db
+
+
+def _snapshot(db: Path) -> dict:
+    store = Store(str(db), read_only=True)
+    try:
+        return snapshot(store)
+    finally:
+        store.close()
+
+
+def test_every_generated_bad_file_is_handled_through_add_src(tmp_path, library, capsys):
+    expected = make_bad_files(tmp_path / "bad")
+    before = _snapshot(library)
+    capsys.readouterr()
+
+    assert main(["--db", str(library), "add-src", str(tmp_path / "bad"), "--json"]) == 0
+    records = {Path(r["source"]).name: r for r in json.loads(capsys.readouterr().out)}
+    assert set(records) == set(expected)
+    for name, record in records.items():
+        outcome = "ingested" if record["status"] == "ingested" else record["category"]
+        assert outcome in expected[name], (name, record)
+        if record["status"] == "failed":
+            assert record["category"] in KNOWN_CATEGORIES
+            assert name in record["reason"], record  # the message names the file
+
+    after = _snapshot(library)
+    assert {k: after[k] for k in before} == before  # the earlier document is untouched
+    assert main(["--db", str(library), "doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and "every chunk has its document" in out
+
+    # The encrypted one goes in once its password is given.
+    assert main(["--db", str(library), "add-src", str(tmp_path / "bad" / "encrypted.pdf"), "--password", "s3cret"]) == 0
+    assert "ingested" in capsys.readouterr().out
+
+
+def test_a_single_bad_file_is_a_one_line_error_and_a_non_zero_exit(tmp_path, library, capsys):
+    path = tmp_path / "broken.pdf"
+    path.write_bytes(b"%PDF-1.7\n" + bytes(64))
+    capsys.readouterr()
+    assert main(["--db", str(library), "add-src", str(path), "--json"]) == 1
+    [record] = json.loads(capsys.readouterr().out)
+    assert record["status"] == "failed" and record["category"] in KNOWN_CATEGORIES
+
+
+async def test_a_file_that_stalls_the_parser_is_stopped_and_reported(tmp_path, db_path, config):
+    config.processing.parse_timeout_seconds = 0.25
+    good = pdf_factory.make_report_pdf(tmp_path / "good.pdf").path
+    slow = make_slow_pdf(tmp_path / "stuck.pdf")
+    async with HaikuRAG(db_path, config, create=True) as client:
+        first = await client.ingest_file(good, embed=False)
+        assert first.status == "ingested"
+        before = snapshot(client.store)
+
+        outcome = await client.ingest_file(slow, embed=False)
+        assert outcome.status == "failed" and outcome.category == "timeout", outcome
+        assert "stuck.pdf" in outcome.reason and "parse_timeout_seconds" in outcome.reason
+
+        # The stuck worker was replaced: the next file is parsed normally.
+        config.processing.parse_timeout_seconds = 120
+        other = pdf_factory.make_two_column_pdf(tmp_path / "next.pdf").path
+        assert (await client.ingest_file(other, embed=False)).status == "ingested"
+        after = snapshot(client.store)
+        assert {k: after[k] for k in before} == before
+        assert run_doctor(client.store).ok
+
+
+async def test_a_parser_process_that_dies_is_reported_and_replaced(tmp_path, db_path, config):
+    slow = make_slow_pdf(tmp_path / "crashing.pdf")
+    killed: list[int] = []
+
+    def kill_worker_once_parsing(progress) -> None:
+        # READING is reported just before the bytes go to the worker; the slow page keeps it
+        # busy for seconds, so a kill one second later lands mid-parse.
+        if progress.stage == Stage.READING and not killed:
+            def kill() -> None:
+                pid = shared_worker().pid
+                assert pid is not None
+                killed.append(pid)
+                os.kill(pid, signal.SIGKILL)
+
+            threading.Timer(1.0, kill).start()
+
+    async with HaikuRAG(db_path, config, create=True) as client:
+        outcome = await client.ingest_file(slow, progress=kill_worker_once_parsing, embed=False)
+        assert killed
+        assert outcome.status == "failed" and outcome.category == "parser_failed", outcome
+        assert "signal 9" in outcome.reason and "crashing.pdf" in outcome.reason
+        assert await client.list_documents() == []
+
+        good = pdf_factory.make_report_pdf(tmp_path / "good.pdf").path
+        assert (await client.ingest_file(good, embed=False)).status == "ingested"
+        assert shared_worker().pid not in (None, killed[0])
+        assert run_doctor(client.store).ok
+
+
+async def test_parsing_in_process_when_isolation_is_off(tmp_path, db_path, config):
+    config.processing.parse_isolation = "none"
+    good = pdf_factory.make_report_pdf(tmp_path / "good.pdf").path
+    async with HaikuRAG(db_path, config, create=True) as client:
+        outcome = await client.ingest_file(good, embed=False)
+        assert outcome.status == "ingested"
+        bad = tmp_path / "bad.pdf"
+        bad.write_bytes(b"nope")
+        assert (await client.ingest_file(bad, embed=False)).category == "damaged"
+
+
+async def test_cancelling_a_parse_stops_the_worker_promptly(tmp_path, db_path, config):
+    slow = make_slow_pdf(tmp_path / "slow.pdf")
+    async with HaikuRAG(db_path, config, create=True) as client:
+        task = asyncio.create_task(client.ingest_file(slow, embed=False))
+        await asyncio.sleep(1.0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await client.list_documents() == []
+        good = pdf_factory.make_report_pdf(tmp_path / "good.pdf").path
+        assert (await client.ingest_file(good, embed=False)).status == "ingested"
