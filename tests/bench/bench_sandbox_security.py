@@ -56,7 +56,7 @@ def first_line(outcome: Outcome) -> str:
                 line
                 for line in reversed(lines)
                 if not line.startswith(("File", "Output:", "Traceback", "~", "^"))
-                and line not in outcome.program.code
+                and line not in {c.strip() for c in outcome.program.code.splitlines()}
             ),
             lines[-1] if lines else "",
         )
