@@ -390,7 +390,11 @@ async def _cmd_info(client: Any, args: argparse.Namespace) -> int:
 async def _cmd_doctor(client: Any, args: argparse.Namespace) -> int:
     from haiku.rag.doctor import run_doctor
 
-    report = await asyncio.to_thread(run_doctor, client.store)
+    try:
+        expected_dim = client.configured_embedder()[2]
+    except HaikuRAGError:  # no usable embedder configured: check the store on its own terms
+        expected_dim = None
+    report = await asyncio.to_thread(run_doctor, client.store, expected_dim)
     for check in report.checks:
         mark = "ok  " if check.ok else "FAIL"
         print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail and not check.ok else ""))

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from haiku.rag.store import schema as S
-from haiku.rag.store.engine import Store
+from haiku.rag.store.engine import SCALAR_INDEXES, Store
 
 
 @dataclass(slots=True)
@@ -38,11 +38,20 @@ def _sample(values: set[str] | list[str], n: int = 3) -> str:
     return ", ".join(values[:n]) + (f" (+{len(values) - n} more)" if len(values) > n else "")
 
 
-def run_doctor(store: Store) -> DoctorReport:
+def run_doctor(store: Store, expected_vector_dim: int | None = None) -> DoctorReport:
+    """Check the store's integrity. ``expected_vector_dim``: the configured embedder's size,
+    checked against the stored vectors when both are known."""
     report = DoctorReport()
-    documents = _column(store, S.DOCUMENTS, ["id", "generation", "chunk_count", "index_state"])
+    version = store.get_setting("schema_version")
+    report.add("schema version recorded", version is not None, f"found {version!r}")
+    documents = _column(store, S.DOCUMENTS, ["id", "uri", "generation", "chunk_count", "index_state"])
     live = dict(zip(documents["id"], documents["generation"], strict=True))
     live_generations = set(live.values())
+
+    repeated_ids = {i for i, n in Counter(documents["id"]).items() if n > 1}
+    report.add("one row per document", not repeated_ids, _sample(repeated_ids))
+    repeated_uris = {u for u, n in Counter(documents["uri"]).items() if n > 1}
+    report.add("one document per URI", not repeated_uris, _sample(repeated_uris))
 
     stale = store.stale_generations()
     report.add(
@@ -63,9 +72,12 @@ def run_doctor(store: Store) -> DoctorReport:
     report.add("every document has all its chunks", not wrong_counts, _sample(wrong_counts))
 
     for table, what in ((S.DOCUMENT_ITEMS, "items"), (S.DOCUMENT_BLOBS, "stored file")):
-        present = set(_column(store, table, ["generation"])["generation"])
+        present = Counter(_column(store, table, ["generation"])["generation"])
         missing = {d for d, g in live.items() if g not in present}
         report.add(f"every document has its {what}", not missing, _sample(missing))
+        if table == S.DOCUMENT_BLOBS:
+            doubled = {d for d, g in live.items() if present.get(g, 0) > 1}
+            report.add("one stored file per document", not doubled, _sample(doubled))
 
     if store.has_table(S.CHUNK_VECTORS):
         identity = store.embedder_identity or {}
@@ -76,6 +88,12 @@ def run_doctor(store: Store) -> DoctorReport:
             identity.get("vector_dim") == dim,
             f"table {dim}-d, recorded {identity.get('vector_dim')}",
         )
+        if expected_vector_dim is not None:
+            report.add(
+                "vectors have the configured embedder's size",
+                expected_vector_dim == dim,
+                f"stored {dim}-d, configured embedder {expected_vector_dim}-d",
+            )
         vec = _column(store, S.CHUNK_VECTORS, ["chunk_id", "generation"])
         live_chunks = {c for c, g in zip(chunks["id"], chunks["generation"], strict=True) if g in live_generations}
         dangling = {c for c, g in zip(vec["chunk_id"], vec["generation"], strict=True) if g in live_generations and c not in live_chunks}
@@ -89,4 +107,10 @@ def run_doctor(store: Store) -> DoctorReport:
 
     indexes = {i.name for i in store.table(S.CHUNKS).list_indices()}
     report.add("full-text index present", any("content_fts" in name for name in indexes), _sample(indexes))
+    missing_indexes = set()
+    for table, column in SCALAR_INDEXES:
+        columns = {c for i in store.table(table).list_indices() for c in i.columns}
+        if column not in columns:
+            missing_indexes.add(f"{table}.{column}")
+    report.add("lookup indexes present", not missing_indexes, _sample(missing_indexes))
     return report

@@ -43,6 +43,23 @@ _BASE_SCHEMAS = {
     S.SETTINGS: S.SETTINGS_SCHEMA,
 }
 LOCK_FILE = ".haiku-rag-writer.lock"
+# Index upkeep (``Store.maintain_indexes``): rows the indexes may lag behind before they are
+# folded in (unindexed rows are scanned by every query), the library size from which vectors
+# get an ANN index (below it a flat scan is exact and fast enough), and how long superseded
+# versions stay readable for readers in other processes.
+UNINDEXED_ROWS_BEFORE_MAINTENANCE = 1_000
+VECTOR_INDEX_MIN_ROWS = 50_000
+VECTOR_INDEX_NAME = "vector_idx"
+KEEP_VERSIONS_FOR = timedelta(hours=1)
+# (table, column) with a BTree index; ``haiku-rag doctor`` checks they exist.
+SCALAR_INDEXES = (
+    (S.CHUNKS, "id"),
+    (S.CHUNKS, "document_id"),
+    (S.DOCUMENTS, "id"),
+    (S.DOCUMENTS, "uri"),
+    (S.DOCUMENT_ITEMS, "document_id"),
+    (S.DOCUMENT_BLOBS, "document_id"),
+)
 
 
 def sql_quote(value: str) -> str:
@@ -159,14 +176,7 @@ class Store:
         chunks = self._tables[S.CHUNKS]
         # Positions enable phrase queries; stop words are kept so quoted phrases match exactly.
         chunks.create_index("content_fts", config=FTS(with_position=True, remove_stop_words=False))
-        for table, column in (
-            (S.CHUNKS, "id"),
-            (S.CHUNKS, "document_id"),
-            (S.DOCUMENTS, "id"),
-            (S.DOCUMENTS, "uri"),
-            (S.DOCUMENT_ITEMS, "document_id"),
-            (S.DOCUMENT_BLOBS, "document_id"),
-        ):
+        for table, column in SCALAR_INDEXES:
             with contextlib.suppress(Exception):  # scalar indexes on empty tables are optional
                 self._tables[table].create_scalar_index(column)
 
@@ -346,6 +356,56 @@ class Store:
         return len(stale)
 
     # --- maintenance ----------------------------------------------------------------------
+
+    def unindexed_rows(self) -> int:
+        """Rows the indexes do not cover yet (every query scans them flat)."""
+        lag = 0
+        for table in self._tables.values():
+            for index in table.list_indices():
+                with contextlib.suppress(Exception):  # an index being rebuilt has no stats
+                    stats = table.index_stats(index.name)
+                    if stats is not None:
+                        lag = max(lag, int(stats.num_unindexed_rows))
+        return lag
+
+    def maintain_indexes(self, *, force: bool = False) -> bool:
+        """Fold rows added since the last maintenance into the indexes and compact fragments,
+        once ``UNINDEXED_ROWS_BEFORE_MAINTENANCE`` rows have piled up (or when ``force``);
+        create the vector index once the library reaches ``VECTOR_INDEX_MIN_ROWS`` vectors.
+
+        Returns whether anything was done. Versions newer than ``KEEP_VERSIONS_FOR`` are kept,
+        so a reader in another process never loses the version it is reading.
+        """
+        if self.read_only:
+            return False
+        with self._write_lock:
+            needs_vector_index = self._needs_vector_index()
+            if not force and not needs_vector_index and self.unindexed_rows() < UNINDEXED_ROWS_BEFORE_MAINTENANCE:
+                return False
+            for table in self._tables.values():
+                table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
+            if needs_vector_index:
+                self._create_vector_index()
+            return True
+
+    def _needs_vector_index(self) -> bool:
+        table = self._tables.get(S.CHUNK_VECTORS)
+        if table is None or any(i.name == VECTOR_INDEX_NAME for i in table.list_indices()):
+            return False
+        return table.count_rows() >= VECTOR_INDEX_MIN_ROWS
+
+    def _create_vector_index(self) -> None:
+        table = self._tables[S.CHUNK_VECTORS]
+        rows = table.count_rows()
+        # IVF partitions of ~4k vectors keep the partition lists short at these sizes;
+        # HNSW over scalar-quantised vectors inside each partition gives near-exact recall.
+        table.create_index(
+            metric="cosine",
+            vector_column_name="vector",
+            index_type="IVF_HNSW_SQ",
+            num_partitions=max(1, rows // 4096),
+            name=VECTOR_INDEX_NAME,
+        )
 
     def optimize(self) -> None:
         """Compact fragments, fold new rows into indexes, drop old versions."""
