@@ -325,6 +325,8 @@ class HaikuRAG:
             for o in outcomes:
                 if o.document is not None:
                     o.document = await self.get_document(o.document.id)
+        else:
+            await self.maintain_indexes()
         return outcomes
 
     def _ingest_path_sync(
@@ -439,7 +441,15 @@ class HaikuRAG:
             docs.mark_hybrid(self.store, list(finished.values()))
             for owner in finished.values():
                 report(progress, Progress(Stage.DONE, owner.uri, message="searchable (hybrid)"))
+        self.store.maintain_indexes()
         return total
+
+    async def maintain_indexes(self, *, force: bool = False) -> bool:
+        """Fold newly written rows into the indexes once enough have piled up (see
+        ``Store.maintain_indexes``); ingest and embedding passes call it themselves."""
+        if self.is_read_only:
+            return False
+        return await asyncio.to_thread(self.store.maintain_indexes, force=force)
 
     async def rebuild(self, *, progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> int:
         """Drop every vector and re-embed the library with the configured embedder."""

@@ -1,0 +1,64 @@
+"""Index upkeep: rows written after the indexes were built get folded in, and a large library
+gets an ANN index on its vectors without changing what searches find."""
+
+import numpy as np
+from store.helpers import new_document
+
+from haiku.rag.search.hybrid import search_chunks
+from haiku.rag.store import documents as D
+from haiku.rag.store import engine
+from haiku.rag.store import schema as S
+from haiku.rag.store.engine import Store
+
+
+def _fill(store: Store, documents: int, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
+    """Write ``documents`` three-chunk documents with random unit vectors."""
+    store.ensure_vector_table("local", "test-model", 16)
+    written = D.write_documents(
+        store,
+        [
+            new_document(f"file:///tmp/doc-{n}.pdf", content_hash=f"h{n}", paragraphs=[f"alpha {n} quokka", f"beta {n}", f"gamma {n}"])
+            for n in range(documents)
+        ],
+    )
+    kept = []
+    for document, chunk_ids in written:
+        vectors = rng.standard_normal((len(chunk_ids), 16)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        D.add_vectors(store, [document] * len(chunk_ids), chunk_ids, vectors)
+        kept.extend(zip(chunk_ids, vectors, strict=True))
+    D.mark_hybrid(store, [document for document, _ in written])
+    return kept
+
+
+def test_rows_written_after_indexing_are_folded_in_once_enough_pile_up(db_path, monkeypatch):
+    store = Store(str(db_path), create=True)
+    _fill(store, 4, np.random.default_rng(0))
+    assert store.unindexed_rows() >= 12  # the indexes were built on empty tables
+    monkeypatch.setattr(engine, "UNINDEXED_ROWS_BEFORE_MAINTENANCE", 100)
+    assert store.maintain_indexes() is False  # 12 rows of lag: not worth a rewrite yet
+    assert store.unindexed_rows() >= 12
+    monkeypatch.setattr(engine, "UNINDEXED_ROWS_BEFORE_MAINTENANCE", 10)
+    assert store.maintain_indexes() is True
+    assert store.unindexed_rows() == 0
+    hits = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=10)
+    assert len(hits) == 4 and all("quokka" in h.content for h in hits)
+
+
+def test_a_large_library_gets_a_vector_index_and_search_still_finds_each_vector(db_path, monkeypatch):
+    monkeypatch.setattr(engine, "VECTOR_INDEX_MIN_ROWS", 300)
+    store = Store(str(db_path), create=True)
+    kept = _fill(store, 110, np.random.default_rng(1))  # 330 vectors
+    assert not store.table(S.CHUNK_VECTORS).list_indices()
+    assert store.maintain_indexes() is True
+    names = [i.name for i in store.table(S.CHUNK_VECTORS).list_indices()]
+    assert engine.VECTOR_INDEX_NAME in names
+    assert store.maintain_indexes() is False  # nothing left to do
+    for chunk_id, vector in kept[::37]:
+        hits = search_chunks(store, "anything", query_vector=vector, search_type="vector", limit=3)
+        assert hits[0].chunk_id == chunk_id
+
+
+def test_a_read_only_store_never_maintains(db_path):
+    Store(str(db_path), create=True).close()
+    assert Store(str(db_path), read_only=True).maintain_indexes(force=True) is False
