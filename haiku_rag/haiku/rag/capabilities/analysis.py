@@ -202,8 +202,19 @@ class AnalysisCapability(EvidenceCapability[AnalysisState]):
 
             client = await self.client()
             document_filter = self.state.document_filter
+
+            async def list_documents() -> list[Any]:
+                try:
+                    return await client.list_documents(filter=document_filter)
+                except Exception as exc:  # LanceDB reports bad SQL as a generic error
+                    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                    raise ToolFailed(
+                        f"The document filter {document_filter!r} is not a valid SQL condition over "
+                        f"document fields: {detail}"
+                    ) from None
+
             reader = CorpusReader(
-                list_documents=lambda: client.list_documents(filter=document_filter),
+                list_documents=list_documents,
                 content=client.get_content,
                 items=lambda document: asyncio.to_thread(docs.get_items, client.store, document),
                 chunks=client.get_chunks,
