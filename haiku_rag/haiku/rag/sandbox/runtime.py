@@ -14,7 +14,7 @@ Limits:
 - time per call (``analysis.code_timeout``): the interpreter stops computing at it, and corpus
   reads and searches after it fail with ``TimeoutError``;
 - time per question (``analysis.total_timeout``): a call starts only while some is left, and
-  runs for at most what is left;
+  its corpus reads stop when it runs out (its compute stops at the per-call limit);
 - printed output (``analysis.max_output_chars``): cut with a marker; a flood is stopped;
 - memory (``analysis.max_memory_mb``): the interpreter's heap limit;
 - recursion depth, and ``time.sleep`` returns at once (there is nothing to wait for).
