@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -474,19 +475,18 @@ class ChatService(QObject):
             Citation.from_result(i, p.chunk_id, p) for i, p in enumerate(passages, start=1)
         ]
         turn.grounding = "grounded" if passages else "ungrounded"
-        turn.answer = search_only_answer(turn.citations)
+        turn.answer = search_only_answer(turn.citations, turn.question)
         self.text_delta.emit(record.id, turn.answer)
 
     async def _search_passages(self, query: str, limit: int) -> list[SearchResult]:
         search_passages = getattr(self.library, "search_passages", None)
-        scope = self.scope_filter()
-        if search_passages is not None and scope is None:
+        if search_passages is not None:  # the library scopes to its own selection
             return list(await search_passages(query, limit))
-        # The matched passages themselves, not widened to their sections: a person reads these.
-        return await self.library.client.search(query, limit=limit, filter=scope)
+        return await self.library.client.search(query, limit=limit, filter=self.scope_filter())
 
 
-def search_only_answer(citations: Iterable[Citation]) -> str:
+def search_only_answer(citations: Iterable[Citation], query: str = "") -> str:
+    """The passages as a numbered Markdown list, each an excerpt around the query's words."""
     from haiku.rag.qa import pages_label
 
     citations = list(citations)
@@ -495,15 +495,27 @@ def search_only_answer(citations: Iterable[Citation]) -> str:
     else:
         lines = ["The best passages from your library:", ""]
         for c in citations:
-            where = " — ".join(
-                x for x in (c.document_title or c.document_uri, pages_label(c.page_numbers)) if x
-            )
-            snippet = " ".join(c.content.split())
-            if len(snippet) > SNIPPET_CHARS:
-                snippet = snippet[:SNIPPET_CHARS].rsplit(" ", 1)[0] + "…"
-            lines.append(f"{c.index}. **{where}**: {snippet} [{c.index}]")
+            title = c.document_title or c.document_uri
+            where = " — ".join(x for x in (title, pages_label(c.page_numbers)) if x)
+            lines.append(f"{c.index}. **{where}**: {excerpt(c.content, query)} [{c.index}]")
         body = "\n".join(lines)
     return f"{body}\n\n_{HOW_TO_CONNECT_A_MODEL}_"
+
+
+def excerpt(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
+    """About ``limit`` characters of ``content``, starting near the first word of ``query`` it
+    holds (a passage widened to its section may begin far from what matched)."""
+    text = " ".join(content.split())
+    if len(text) <= limit:
+        return text
+    lowered = text.casefold()
+    words = [w for w in re.findall(r"\w+", query.casefold()) if len(w) > 3]
+    hits = [i for w in words if (i := lowered.find(w)) >= 0]
+    start = max(0, min(hits) - limit // 4) if hits else 0
+    if start:
+        start = text.rfind(" ", 0, start) + 1
+    piece = text[start : start + limit].rsplit(" ", 1)[0]
+    return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
 
 
 def _seed_filter(work: Any, scope: str | None) -> None:

@@ -1,8 +1,7 @@
 """Shared pieces of the chat-side app tests: a real library and a streaming scripted model.
 
-The library is a real haiku.rag store holding the generated report PDF, ingested through
-``HaikuRAG``. ``ClientLibrary`` offers the small part of the library service the chat side uses
-(``client``, ``selected_document_ids``, ``selection_changed``) over that real client.
+The library is a real haiku.rag store holding the generated report PDF and a Markdown note,
+ingested through ``HaikuRAG``, and opened by the app's ``LibraryService``.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import pdf_factory
 from capabilities.scripting import SeenRequest, Step
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
-from PySide6.QtCore import QObject, Signal
 
 from haiku.rag.client import HaikuRAG
 from haiku.rag.config import AppConfig, load_config
@@ -58,19 +56,19 @@ def build_library(root: Path) -> BuiltLibrary:
     return BuiltLibrary(db_path, config, report, report_id, notes_id)
 
 
-class ClientLibrary(QObject):
-    """What the chat side needs from the library service, over a real ``HaikuRAG`` client."""
+def open_library(built: BuiltLibrary, loop: Any, notifications: Any = None) -> Any:
+    """A started ``LibraryService`` on the built store (the app's own library service)."""
+    from qt_helpers import run_until
 
-    selection_changed = Signal()
+    from haiku_desk.services.library import LibraryService
+    from haiku_desk.services.notifications import Notifications
 
-    def __init__(self, client: HaikuRAG) -> None:
-        super().__init__()
-        self.client = client
-        self.selected_document_ids: list[str] = []
-
-    def select(self, ids: list[str]) -> None:
-        self.selected_document_ids = list(ids)
-        self.selection_changed.emit()
+    service = LibraryService(built.db_path, built.config, notifications or Notifications())
+    opened: list[bool] = []
+    service.opened.connect(lambda: opened.append(True))
+    service.start()
+    run_until(loop, lambda: bool(opened), timeout=120)
+    return service
 
 
 @dataclass

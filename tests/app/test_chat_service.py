@@ -11,13 +11,14 @@ import pytest
 from capabilities.scripting import answer, cite, cite_top, search
 from qt_helpers import run_until
 
-from app.chat_helpers import BuiltLibrary, ClientLibrary, StreamingScript, build_library
+from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_library
 from haiku.rag.capabilities.compaction import COMPACTION_CAPABILITY_ID
 from haiku.rag.capabilities.policy import POLICY_CAPABILITY_ID
 from haiku.rag.capabilities.rag import RAG_CAPABILITY_ID
-from haiku.rag.client import HaikuRAG
+from haiku_desk.bridge import install_event_loop
 from haiku_desk.services.chat import ChatService
 from haiku_desk.services.conversations import ConversationStore
+from haiku_desk.services.library import LibraryService
 from haiku_desk.services.models import HOW_TO_CONNECT_A_MODEL, ModelsService
 from haiku_desk.services.notifications import Notifications
 
@@ -30,10 +31,18 @@ def built(tmp_path_factory) -> BuiltLibrary:
 
 
 @pytest.fixture(scope="module")
-def client(built) -> Iterator[HaikuRAG]:
-    client = HaikuRAG(built.db_path, built.config, read_only=True)
-    yield client
-    client.close()
+def library(built, qapp) -> Iterator[LibraryService]:
+    """The app's library service on the built store, shared by the module (the embedder loads
+    once); each test starts with nothing selected."""
+    loop = install_event_loop(qapp)
+    service = open_library(built, loop)
+    yield service
+    service.close()
+
+
+@pytest.fixture(autouse=True)
+def _nothing_selected(library):
+    library.set_selection([])
 
 
 @pytest.fixture
@@ -41,11 +50,6 @@ def app_config(built, tmp_path):
     config = built.config.model_copy(deep=True)
     config.storage.data_dir = tmp_path / "app-data"
     return config
-
-
-@pytest.fixture
-def library(client) -> ClientLibrary:
-    return ClientLibrary(client)
 
 
 def make_chat(library, app_config) -> tuple[ChatService, ModelsService, Notifications]:
@@ -171,7 +175,7 @@ def test_the_selection_scopes_what_the_model_reads(qloop, library, app_config, b
     chat, models, _ = make_chat(library, app_config)
     scopes = []
     chat.scope_changed.connect(scopes.append)
-    library.select([built.notes_id])
+    library.set_selection([built.notes_id])
     assert scopes == [1]
     script = StreamingScript().play(search("night convoys delayed"), answer("Nothing."))
     models.use_model_instance(script.model)
@@ -179,7 +183,7 @@ def test_the_selection_scopes_what_the_model_reads(qloop, library, app_config, b
     shown = str(script.seen[-1].last_return("rag_search").content)
     assert "glass eels" in shown and "kerosene" not in shown
 
-    library.select([])
+    library.set_selection([])
     script = StreamingScript().play(search("night convoys delayed kerosene"), answer("Kerosene."))
     models.use_model_instance(script.model)
     ask_and_wait(qloop, chat, QUESTION)

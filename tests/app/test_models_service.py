@@ -3,7 +3,6 @@ and the persisted choice (never with a key)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from collections.abc import Iterator
@@ -276,34 +275,34 @@ def test_without_a_choice_the_yaml_model_is_used(config):
     assert models.is_configured() and models.model_config().name == "qwen3"
 
 
-async def test_a_chosen_openai_compatible_model_answers_over_http(config, tmp_path, monkeypatch):
+def test_a_chosen_openai_compatible_model_answers_over_http(qloop, config, tmp_path, monkeypatch):
     """The whole production path: choice -> model factory -> HTTP streaming -> chat service.
 
     Real model requests are allowed for this test only: the socket guard keeps them on loopback.
     """
     import pydantic_ai.models
+    from qt_helpers import run_until
 
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
-    from app.chat_helpers import ClientLibrary, build_library
-    from haiku.rag.client import HaikuRAG
+    from app.chat_helpers import build_library, open_library
     from haiku_desk.services.chat import ChatService
 
-    built = await asyncio.to_thread(build_library, tmp_path / "lib")
-    client = HaikuRAG(built.db_path, built.config, read_only=True)
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
+    built = build_library(tmp_path / "lib")
+    notifications = Notifications()
+    library = open_library(built, qloop, notifications)
     try:
         with StubOpenAI() as stub:
-            notifications = Notifications()
             models = ModelsService(config, notifications)
             models.choose(
                 ChatModelChoice(
                     provider="openai-compatible", name=stub.model, base_url=stub.base_url
                 )
             )
-            chat = ChatService(ClientLibrary(client), models, notifications)
+            chat = ChatService(library, models, notifications)
             deltas: list[str] = []
             chat.text_delta.connect(lambda cid, text: deltas.append(text))
             operation = chat.ask("kerosene shortage")
-            await operation.wait()
+            run_until(qloop, lambda: not operation.running)
             assert operation.error is None, operation.error
             turn = operation.result
             assert turn.mode == "tools" and turn.grounding == "grounded"
@@ -311,4 +310,4 @@ async def test_a_chosen_openai_compatible_model_answers_over_http(config, tmp_pa
             assert "".join(deltas) == turn.answer
             assert any(r.get("stream") for r in stub.requests)
     finally:
-        client.close()
+        library.close()

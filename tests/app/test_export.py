@@ -1,0 +1,87 @@
+"""Export: Markdown with citations, and the cited pages as PNG images with the highlight."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+import pymupdf
+import pytest
+from capabilities.scripting import answer, cite_top, search
+
+from app.chat_helpers import build_library
+from haiku.rag.client import HaikuRAG
+from haiku.rag.qa import Conversation, ask
+from haiku.rag.search.grounding import HIGHLIGHT_STYLE
+from haiku_desk.export import export_answer, export_conversation
+from haiku_desk.services.conversations import ConversationRecord, Turn
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_library(tmp_path_factory.mktemp("export-library"))
+
+
+@pytest.fixture(scope="module")
+def client(built) -> Iterator[HaikuRAG]:
+    client = HaikuRAG(built.db_path, built.config, read_only=True)
+    yield client
+    client.close()
+
+
+async def cited_turn(client, question: str, query: str) -> Turn:
+    from app.chat_helpers import StreamingScript
+
+    script = StreamingScript().play(search(query), cite_top(1), answer("Kerosene ran short."))
+    result = await ask(client, question, model=script.model, conversation=Conversation())
+    return Turn(
+        question=question,
+        answer=result.answer,
+        citations=result.citations,
+        grounding=result.grounding,
+    )
+
+
+def highlighted_pixels(png: bytes) -> int:
+    """How many pixels carry the strong match highlight colour (blended over white paper)."""
+    pixmap = pymupdf.Pixmap(png)
+    pixels = np.frombuffer(pixmap.samples, np.uint8).reshape(pixmap.height, pixmap.width, -1)[
+        ..., :3
+    ]
+    color, alpha = HIGHLIGHT_STYLE["match"]
+    over_white = np.array(color, np.float32) * alpha + 255 * (1 - alpha)
+    return int((np.abs(pixels.astype(np.float32) - over_white).max(axis=2) < 6).sum())
+
+
+async def test_an_answer_exports_to_markdown_with_its_cited_pages(client, built, tmp_path):
+    turn = await cited_turn(client, "Why were the night convoys delayed?", "kerosene shortage")
+    (citation,) = turn.citations
+    path = await export_answer(turn, client, tmp_path / "out")
+
+    text = path.read_text()
+    assert path.name == "why-were-the-night-convoys-delayed.md"
+    assert text.startswith("# Why were the night convoys delayed?")
+    assert "Kerosene ran short." in text and "*Grounded" in text
+    assert f"1. **{citation.document_title} — " in text
+    assert "kerosene" in text.split("### Sources")[1].lower()  # the excerpt nears the answer
+    links = re.findall(r"!\[Source 1, page (\d+)\]\(([^)]+)\)", text)
+    assert [int(page) for page, _ in links] == citation.page_numbers
+    discussion_page = built.report.block("p_discussion").page
+    for page, link in links:
+        png = (path.parent / link).read_bytes()
+        assert png.startswith(b"\x89PNG")
+        if int(page) == discussion_page:
+            assert highlighted_pixels(png) > 500  # the cited passage is painted on its page
+
+
+async def test_a_conversation_exports_every_answer_and_search_only_turns_too(client, tmp_path):
+    first = await cited_turn(client, "Why were the convoys late?", "kerosene shortage")
+    second = Turn(question="Hello", answer="Hi! Ask me about your library.")
+    record = ConversationRecord(title="Convoys", turns=[first, second])
+    path = await export_conversation(record, client, tmp_path)
+    text = path.read_text()
+    assert path.name == "convoys.md" and text.startswith("# Convoys")
+    assert "## Why were the convoys late?" in text and "## Hello" in text
+    assert "*Missing: the answer declared no evidence.*" in text
+    assert sorted(p.name for p in (tmp_path / "convoys-pages").iterdir())
