@@ -1,7 +1,8 @@
 """Entry point of the ``haiku-desk`` command.
 
-Only the window's own modules are imported before it is shown; the library's heavy parts
-(LanceDB, PyMuPDF, the embedder, Pydantic AI) load on first use.
+Only Qt and the window's own modules load before the window is shown; the library's heavy
+parts (LanceDB, PyMuPDF, the embedder, Pydantic AI) load on first use, and the store opens in
+a worker thread once the window is up.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="offscreen smoke test in a temporary library: ingest, search, render, answer; exit 0 on success",
     )
+    # For start-up benchmarks: print "shown" once the window is painted, then quit.
+    parser.add_argument("--quit-after-shown", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -30,16 +33,61 @@ def main(argv: list[str] | None = None) -> int:
         from haiku_desk.self_test import run_self_test
 
         return run_self_test()
+
+    import asyncio
+
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from haiku_desk.main_window import MainWindow
+    from haiku_desk.bridge import install_event_loop
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName("haiku-desk")
     app.setApplicationName("haiku-desk")
+    app.setApplicationDisplayName("haiku-desk")
     app.setApplicationVersion(__version__)
-    window = MainWindow(db_path=args.db)
+    app.setDesktopFileName("haiku-desk")
+    _set_icon(app)
+    from haiku_desk.views.theme import apply_system_theme
+
+    apply_system_theme(app)
+    loop = install_event_loop(app)
+
+    from haiku_desk.services import create_services
+    from haiku_desk.views.main_window import MainWindow
+
+    services = create_services(args.db)
+    window = MainWindow(services)
     window.show()
-    return app.exec()
+
+    def after_first_paint() -> None:
+        if args.quit_after_shown:
+            print("shown", flush=True)
+            app.quit()
+            return
+        services.library.start()
+
+    QTimer.singleShot(0, after_first_paint)
+
+    quit_requested = asyncio.Event()
+    app.aboutToQuit.connect(quit_requested.set)
+    try:
+        with loop:
+            loop.run_until_complete(quit_requested.wait())
+    finally:
+        services.library.close()
+        services.pages.close()
+    return 0
+
+
+def _set_icon(app) -> None:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from PySide6.QtGui import QIcon
+
+    icon = Path(__file__).resolve().parent.parent / "resources" / "icons" / "haiku-desk.svg"
+    if icon.is_file():
+        app.setWindowIcon(QIcon(str(icon)))
 
 
 if __name__ == "__main__":

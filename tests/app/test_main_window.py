@@ -1,12 +1,233 @@
-from haiku_desk.main_window import MainWindow
+"""The real main window, offscreen: drops anywhere on it make PDFs searchable, bad PDFs show
+their reason and leave the library intact, a locked PDF asks for its password, a citation from
+the chat shows the right page with the highlight where the cited text is."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pdf_factory
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import QApplication, QInputDialog, QWidget
+from qt_helpers import run_until
+
+from haiku.rag.capabilities.state import Citation
+from haiku_desk.models.documents import ENTRY_ROLE
+from haiku_desk.services import create_services
+from haiku_desk.services.library import uri_for
+from haiku_desk.views.main_window import MainWindow
+
+SLOW = 180
 
 
-def test_main_window_opens_offscreen(qtbot):
-    window = MainWindow()
+@pytest.fixture
+def services(qloop, db_path, config):
+    services = create_services(db_path, config)
+    opened = []
+    services.library.opened.connect(lambda: opened.append(True))
+    services.library.start()
+    run_until(qloop, lambda: bool(opened), SLOW)
+    yield services
+    services.library.close()
+    services.pages.close()
+
+
+@pytest.fixture
+def window(qtbot, services):
+    window = MainWindow(services)
     qtbot.addWidget(window)
+    window.citation_panel.open_in_system_viewer = False
     window.show()
     qtbot.waitExposed(window)
+    return window
+
+
+def drop(target: QWidget, paths) -> bool:
+    """A user's drag and drop of files onto ``target``: enter, then drop. Sent while the qasync
+    loop runs, as in the app (Qt may dispatch queued loop callbacks while handling them)."""
+    loop = asyncio.get_event_loop()
+
+    async def inside_loop() -> bool:
+        return _drop(target, paths)
+
+    return loop.run_until_complete(inside_loop())
+
+
+def _drop(target: QWidget, paths) -> bool:
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    pos = target.rect().center()
+    enter = QDragEnterEvent(pos, Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(target, enter)
+    if not enter.isAccepted():
+        return False
+    dropped = QDropEvent(QPointF(pos), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    QApplication.sendEvent(target, dropped)
+    return dropped.isAccepted()
+
+
+def pane_state(window, path):
+    """The state as the library pane's table shows it."""
+    pane = window.library_pane
+    for row in range(pane.proxy.rowCount()):
+        if pane.proxy.index(row, 0).data(ENTRY_ROLE).key == uri_for(path):
+            return pane.proxy.index(row, 1).data()
+    return None
+
+
+def test_window_opens_with_its_panes_actions_and_accessible_names(window):
     assert window.windowTitle() == "haiku-desk"
-    assert window.centralWidget().accessibleName() == "Library drop zone"
+    names = {w.accessibleName() for w in window.findChildren(QWidget)}
+    assert {"Library", "Chat", "Citation panel", "Documents", "Filter documents", "Add files", "Notifications"} <= names
+    assert window.add_files_action.shortcut() == QKeySequence(QKeySequence.StandardKey.Open)
+    assert window.focus_search_action.shortcut() == QKeySequence("Ctrl+K")
+    assert window.models_action.text() == "Models…"
+    assert window.library_pane.empty_hint.isVisible()
     image = window.grab().toImage()
     assert image.width() > 0 and image.height() > 0
+
+
+def test_focus_search_shortcut_and_models_dialog(window, qtbot):
+    window.activateWindow()
+    window.focus_search_action.trigger()
+    assert window.library_pane.search.hasFocus() or QApplication.focusWidget() is window.library_pane.search
+    dialog = window.open_model_settings()
+    from haiku_desk.views.settings_dialog import ModelSettingsDialog
+
+    assert isinstance(dialog, ModelSettingsDialog) and dialog.isVisible()
+    dialog.close()
+
+
+def test_dropped_pdfs_become_searchable(qloop, window, tmp_path):
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    report = pdf_factory.make_report_pdf(papers / "report.pdf")
+    columns = pdf_factory.make_two_column_pdf(tmp_path / "columns.pdf")
+
+    assert drop(window, [papers, columns.path])  # a folder and a file, onto the window
+    library = window.services.library
+    run_until(qloop, lambda: pane_state(window, report.path) == "searchable (hybrid)" and pane_state(window, columns.path) == "searchable (hybrid)", SLOW)
+    assert not window.library_pane.empty_hint.isVisible()
+    hits = qloop.run_until_complete(library.search_passages("kerosene shortage night convoys", limit=1))
+    assert hits and hits[0].document_uri == uri_for(report.path)
+    assert "2 documents searchable" in window.statusBar().currentMessage()
+
+    # selecting a document in the pane scopes the chat to it
+    scopes = []
+    library.selection_changed.connect(scopes.append)
+    window.library_pane.select_keys([uri_for(columns.path)])
+    assert scopes[-1] == [library.entry(uri_for(columns.path)).document_id]
+    assert "1 selected document" in window.library_pane.scope_label.text()
+
+
+def test_a_drop_on_a_child_widget_is_taken_by_the_window(qloop, window, tmp_path, make_pdf):
+    pdf = make_pdf(tmp_path / "child.pdf", "Otters juggle river stones at dusk.")
+    assert drop(window.citation_panel.scroll.viewport(), [pdf])
+    run_until(qloop, lambda: window.services.library.entry(uri_for(pdf)) is not None)
+    assert drop(window.library_pane.search, [tmp_path / "child.pdf"])  # a line edit would take it as text
+    assert window.library_pane.search.text() == ""
+    run_until(qloop, lambda: pane_state(window, pdf) == "searchable (hybrid)", SLOW)
+
+
+def test_dropped_bad_pdfs_show_their_reason_and_leave_the_library_intact(qloop, window, tmp_path, make_pdf, qtbot):
+    good = make_pdf(tmp_path / "good.pdf", "The walnut bookcase hides a ledger.")
+    assert drop(window, [good])
+    run_until(qloop, lambda: pane_state(window, good) == "searchable (hybrid)", SLOW)
+
+    garbage = tmp_path / "x.pdf"
+    garbage.write_bytes(b"\x00\x01 definitely not a PDF " * 100)
+    locked = tmp_path / "locked.pdf"
+    pdf_factory.make_encrypted_pdf(locked, "walnut")
+    assert drop(window, [garbage, locked])
+    run_until(qloop, lambda: pane_state(window, garbage) == "failed: damaged" and pane_state(window, locked) == "failed: password required", SLOW)
+
+    notices = [n.label.text() for n in window.notification_area.visible_notices]
+    assert any("x.pdf" in text and "not a PDF" in text for text in notices)
+    window.library_pane.select_keys([uri_for(garbage)])
+    assert window.library_pane.reason.isVisible() and "not a PDF" in window.library_pane.reason.text()
+    stored = {d.uri for d in qloop.run_until_complete(window.services.library.client.list_documents())}
+    assert stored == {uri_for(good)}
+    assert pane_state(window, good) == "searchable (hybrid)"
+
+    # the locked PDF prompted for its password without blocking; answering it indexes the file
+    dialog = window.library_pane.password_dialog
+    assert isinstance(dialog, QInputDialog) and dialog.isVisible() and "locked.pdf" in dialog.labelText()
+    dialog.setTextValue("walnut")
+    dialog.accept()
+    run_until(qloop, lambda: pane_state(window, locked) == "searchable (hybrid)", SLOW)
+
+
+def test_clicking_a_citation_shows_the_cited_page_with_the_highlight_on_the_text(qloop, window, tmp_path):
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    assert drop(window, [report.path])
+    library = window.services.library
+    run_until(qloop, lambda: (e := library.entry(uri_for(report.path))) is not None and e.searchable, SLOW)
+    hits = qloop.run_until_complete(library.search_passages("kerosene shortage night convoys", limit=1))
+    citation = Citation.from_result(1, hits[0].chunk_id, hits[0])
+
+    shown = []
+    panel = window.citation_panel
+    panel.page_shown.connect(shown.append)
+    window.chat_pane.citation_activated.emit(citation)  # what a click on a chip emits
+    run_until(qloop, lambda: bool(shown))
+    assert shown == [2] and panel.page == 2 and "p. 2" in panel.page_label.text()
+
+    image, zoom = panel.current_image, panel.current_render.zoom
+    assert panel.image_label.pixmap().toImage().size() == image.size()
+
+    def colour(x_pt, y_pt):
+        c = image.pixelColor(int(x_pt * zoom), int(y_pt * zoom))
+        return c.red(), c.green(), c.blue()
+
+    def highlighted(rgb):
+        r, g, b = rgb
+        return r >= 240 and 195 <= g <= 245 and b <= 190
+
+    def share(rect):
+        x0, y0, x1, y1 = rect
+        pts = [colour(x, y) for x in range(int(x0) + 1, int(x1) - 1, 2) for y in range(int(y0) + 1, int(y1) - 1)]
+        return sum(map(highlighted, pts)) / len(pts)
+
+    cited = report.block("p_discussion")  # where the pdf factory drew the cited text
+    for line in cited.lines:
+        assert share(line.rect) > 0.5, line.text
+    assert share(report.block("p_results").rect) == 0  # another paragraph on the same page
+    assert share(report.block("h1_results").rect) == 0
+
+    # next page, zoom and fit width
+    panel.next_button.click()
+    run_until(qloop, lambda: len(shown) == 2)
+    assert shown[-1] == 3 and not panel.next_button.isEnabled()
+    assert share(report.block("p_appendix").rect) == 0  # nothing cited on page 3
+    panel.prev_button.click()
+    run_until(qloop, lambda: len(shown) == 3)
+    width = panel.current_image.width()
+    panel.zoom_in_button.click()
+    run_until(qloop, lambda: len(shown) == 4)
+    assert panel.current_image.width() > width and not panel.fit_button.isChecked()
+
+    originals = []
+    panel.original_requested.connect(originals.append)
+    panel.open_button.click()
+    run_until(qloop, lambda: bool(originals))
+    assert originals == [str(report.path)]
+
+
+def test_window_state_is_saved_and_restored(qtbot, services):
+    first = MainWindow(services)
+    qtbot.addWidget(first)
+    first.show()
+    first.resize(first.minimumSizeHint().width(), 500)  # the offscreen screen is 800 px wide
+    first.splitter.setSizes([300, 500, 300])
+    saved_height, saved_first_pane = first.height(), first.splitter.sizes()[0]
+    assert saved_height == 500
+    first.close()
+    assert QSettings().value("main_window/geometry") is not None
+    second = MainWindow(services)
+    qtbot.addWidget(second)
+    second.show()
+    qtbot.waitExposed(second)
+    assert second.height() == saved_height != 800
+    assert second.splitter.sizes()[0] == saved_first_pane

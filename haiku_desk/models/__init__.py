@@ -1,0 +1,1 @@
+"""Qt item models over service state (no store access)."""

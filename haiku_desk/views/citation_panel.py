@@ -1,0 +1,254 @@
+"""The citation panel: the cited page rendered from the stored file, with the matched text
+painted strong and its context faint; previous/next page, zoom, fit-width, open original."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QImage, QKeySequence, QPixmap
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from haiku_desk.services.pages import MAX_ZOOM, MIN_ZOOM, PageRender, PagesService, paint_highlights
+
+if TYPE_CHECKING:
+    from haiku.rag.capabilities.state import Citation
+
+ZOOM_STEP = 1.25
+DEFAULT_ZOOM = 1.25
+
+
+def cited_pages(citation: Citation) -> list[int]:
+    pages = {b.page for b in citation.boxes} | {b.page for b in citation.context_boxes}
+    return sorted(pages or set(citation.page_numbers) or {1})
+
+
+class CitationPanel(QWidget):
+    page_shown = Signal(int)  # page number, once its image (with highlights) is on screen
+    original_requested = Signal(str)  # path opened in the system viewer
+
+    def __init__(self, pages: PagesService, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.pages = pages
+        self.setAccessibleName("Citation panel")
+        self.citation: Citation | None = None
+        self.cited: list[int] = []
+        self.page = 0
+        self.page_count = 0
+        self.zoom = DEFAULT_ZOOM
+        self.fit_width = True
+        self.current_render: PageRender | None = None
+        self.current_image: QImage | None = None  # the page as shown, highlights painted
+        self._request = 0
+        self.open_in_system_viewer = True  # tests turn this off
+
+        self.title = QLabel("Click a citation to see the cited page.")
+        self.title.setWordWrap(True)
+        self.title.setAccessibleName("Cited document")
+        self.headings = QLabel()
+        self.headings.setWordWrap(True)
+        self.headings.setAccessibleName("Heading path")
+
+        def button(text: str, name: str, tip: str, shortcut: str | None = None) -> QToolButton:
+            b = QToolButton()
+            b.setText(text)
+            b.setAccessibleName(name)
+            b.setToolTip(tip + (f" ({shortcut})" if shortcut else ""))
+            if shortcut:
+                b.setShortcut(QKeySequence(shortcut))
+            return b
+
+        self.prev_button = button("◀", "Previous page", "Previous page")
+        self.next_button = button("▶", "Next page", "Next page")
+        self.page_label = QLabel()
+        self.page_label.setAccessibleName("Page number")
+        self.zoom_out_button = button("−", "Zoom out", "Zoom out")
+        self.zoom_in_button = button("+", "Zoom in", "Zoom in")
+        self.fit_button = button("Fit width", "Fit width", "Fit the page to the panel width")
+        self.fit_button.setCheckable(True)
+        self.fit_button.setChecked(True)
+        self.open_button = button("Open original", "Open original", "Open the original file in the system viewer")
+
+        self.image_label = QLabel()
+        self.image_label.setAccessibleName("Cited page")
+        self.image_label.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.image_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
+        self.scroll = QScrollArea()
+        self.scroll.setWidget(self.image_label)
+        self.scroll.setWidgetResizable(False)
+        self.scroll.setAlignment(Qt.AlignmentFlag.AlignHCenter)
+        self.scroll.setAccessibleName("Page view")
+
+        self.snippet = QLabel()
+        self.snippet.setWordWrap(True)
+        self.snippet.setAccessibleName("Cited passage")
+        self.snippet.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.snippet.setMaximumHeight(120)
+
+        nav = QHBoxLayout()
+        for w in (self.prev_button, self.page_label, self.next_button):
+            nav.addWidget(w)
+        nav.addStretch(1)
+        for w in (self.zoom_out_button, self.zoom_in_button, self.fit_button, self.open_button):
+            nav.addWidget(w)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(self.title)
+        layout.addWidget(self.headings)
+        layout.addLayout(nav)
+        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.snippet)
+
+        self.prev_button.clicked.connect(lambda: self.go_to_page(self.page - 1))
+        self.next_button.clicked.connect(lambda: self.go_to_page(self.page + 1))
+        self.zoom_in_button.clicked.connect(lambda: self.set_zoom(self.zoom * ZOOM_STEP))
+        self.zoom_out_button.clicked.connect(lambda: self.set_zoom(self.zoom / ZOOM_STEP))
+        self.fit_button.toggled.connect(self.set_fit_width)
+        self.open_button.clicked.connect(self.open_original)
+        pages.page_ready.connect(self._page_ready)
+        pages.page_failed.connect(self._page_failed)
+        pages.original_ready.connect(self._original_ready)
+        self._refit = QTimer(self)
+        self._refit.setSingleShot(True)
+        self._refit.setInterval(120)
+        self._refit.timeout.connect(self._render)
+        self._update_controls()
+
+    # --- showing ----------------------------------------------------------------------------
+
+    def show_citation(self, citation: Citation) -> None:
+        """Show the first cited page of ``citation`` with its boxes highlighted."""
+        self.citation = citation
+        self.cited = cited_pages(citation)
+        matched = sorted({b.page for b in citation.boxes})
+        self.page = matched[0] if matched else self.cited[0]  # the match, not the context before it
+        self.page_count = 0
+        name = citation.document_title or citation.document_uri.rsplit("/", 1)[-1]
+        pages = ", ".join(map(str, self.cited))
+        self.title.setText(f"<b>[{citation.index}] {name}</b> — p. {pages}")
+        self.headings.setText(" › ".join(citation.headings))
+        self.headings.setVisible(bool(citation.headings))
+        text = citation.content if len(citation.content) <= 600 else citation.content[:600] + "…"
+        self.snippet.setText(text)
+        self._render()
+
+    def go_to_page(self, page: int) -> None:
+        if self.citation is None or page < 1 or (self.page_count and page > self.page_count):
+            return
+        self.page = page
+        self._render()
+
+    def set_zoom(self, zoom: float) -> None:
+        self.fit_width = False
+        self.fit_button.blockSignals(True)
+        self.fit_button.setChecked(False)
+        self.fit_button.blockSignals(False)
+        self.zoom = max(MIN_ZOOM, min(MAX_ZOOM, zoom))
+        self._render()
+
+    def set_fit_width(self, on: bool) -> None:
+        self.fit_width = on
+        self.fit_button.setChecked(on)
+        self._render()
+
+    def _target_zoom(self) -> float:
+        if self.fit_width and self.current_render is not None:
+            width = self.scroll.viewport().width() - 4
+            if width > 50:
+                return max(MIN_ZOOM, min(MAX_ZOOM, width / self.current_render.width_pt))
+        elif self.fit_width:
+            width = self.scroll.viewport().width() - 4
+            if width > 50:
+                return max(MIN_ZOOM, min(MAX_ZOOM, width / 595.0))  # A4 until the page size is known
+        return self.zoom
+
+    def _render(self) -> None:
+        if self.citation is None:
+            return
+        zoom = self._target_zoom()
+        self.zoom = zoom
+        dpr = self.devicePixelRatioF()
+        document_id = self.citation.document_id
+        cached = self.pages.cached(document_id, self.page, zoom * dpr)
+        self._request = 0
+        if cached is not None:  # no round trip through the event loop
+            self._display(cached)
+            return
+        self.page_label.setText(f"p. {self.page}{f' / {self.page_count}' if self.page_count else ''} …")
+        self._request = self.pages.request(document_id, self.page, zoom * dpr)
+
+    def _page_ready(self, request_id: int, render: PageRender) -> None:
+        if request_id == self._request:
+            self._display(render)
+
+    def _page_failed(self, request_id: int, message: str) -> None:
+        if request_id != self._request:
+            return
+        self.current_render = None
+        self.current_image = None
+        self.image_label.setPixmap(QPixmap())
+        self.image_label.setText(message)
+        self.image_label.adjustSize()
+        self._update_controls()
+
+    def _display(self, render: PageRender) -> None:
+        assert self.citation is not None
+        self.current_render = render
+        self.page_count = render.page_count
+        image = paint_highlights(render, self.citation.boxes, self.citation.context_boxes)
+        image.setDevicePixelRatio(self.devicePixelRatioF())
+        self.current_image = image
+        self.image_label.setPixmap(QPixmap.fromImage(image))
+        self.image_label.resize(image.deviceIndependentSize().toSize())
+        self._scroll_to_match(render)
+        self._update_controls()
+        self.page_shown.emit(render.page)
+
+    def _scroll_to_match(self, render: PageRender) -> None:
+        assert self.citation is not None
+        boxes = [b for b in self.citation.boxes if b.page == render.page]
+        if not boxes:
+            return
+        scale = self.devicePixelRatioF()
+        top = min(render.to_pixels(b).top() for b in boxes) / scale
+        self.scroll.verticalScrollBar().setValue(int(max(0, top - 40)))
+
+    def _update_controls(self) -> None:
+        has = self.citation is not None
+        for b in (self.zoom_in_button, self.zoom_out_button, self.fit_button, self.open_button):
+            b.setEnabled(has)
+        self.prev_button.setEnabled(has and self.page > 1)
+        self.next_button.setEnabled(has and (not self.page_count or self.page < self.page_count))
+        if has:
+            cited = " (cited)" if self.page in self.cited else ""
+            total = f" / {self.page_count}" if self.page_count else ""
+            self.page_label.setText(f"p. {self.page}{total}{cited}")
+        else:
+            self.page_label.setText("")
+
+    def resizeEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+        super().resizeEvent(event)
+        if self.fit_width and self.citation is not None:
+            self._refit.start()
+
+    # --- the original file ----------------------------------------------------------------------
+
+    def open_original(self) -> None:
+        if self.citation is not None:
+            self.pages.request_original(self.citation.document_id)
+
+    def _original_ready(self, document_id: str, path: str) -> None:
+        if self.citation is None or document_id != self.citation.document_id:
+            return
+        self.original_requested.emit(path)
+        if self.open_in_system_viewer:
+            # No #page fragment: several system openers take it as part of the file name.
+            QDesktopServices.openUrl(QUrl.fromLocalFile(path))

@@ -1,0 +1,73 @@
+"""The one non-blocking place where errors and notices appear: a short stack of dismissible
+messages. Errors stay until dismissed; notices fade after a few seconds."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+
+from haiku_desk.services.notifications import Level, Notice, Notifications
+
+MAX_VISIBLE = 4
+INFO_TIMEOUT_MS = 6000
+
+
+class NoticeWidget(QFrame):
+    def __init__(self, notice: Notice, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.notice = notice
+        self.setObjectName(f"notice-{notice.level.value}")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAccessibleName(f"{notice.level.value}: {notice.message}")
+        colours = {
+            Level.ERROR: "rgba(220, 60, 60, 0.16)",
+            Level.WARNING: "rgba(230, 160, 0, 0.18)",
+            Level.INFO: "rgba(90, 140, 220, 0.14)",
+        }
+        self.setStyleSheet(f"#notice-{notice.level.value} {{ background: {colours[notice.level]}; border-radius: 4px; }}")
+        self.label = QLabel(notice.message)
+        self.label.setWordWrap(True)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        if notice.detail:
+            self.label.setToolTip(notice.detail)
+        self.close_button = QToolButton()
+        self.close_button.setText("✕")
+        self.close_button.setAccessibleName("Dismiss")
+        self.close_button.setAutoRaise(True)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(8, 4, 4, 4)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
+
+
+class NotificationArea(QWidget):
+    def __init__(self, notifications: Notifications, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Notifications")
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(6, 0, 6, 4)
+        self._layout.setSpacing(3)
+        notifications.posted.connect(self.show_notice)
+        self.hide()
+
+    @property
+    def visible_notices(self) -> list[NoticeWidget]:
+        return [w for w in self.findChildren(NoticeWidget) if not w.isHidden()]
+
+    def show_notice(self, notice: Notice) -> NoticeWidget:
+        widget = NoticeWidget(notice, self)
+        widget.close_button.clicked.connect(lambda: self.dismiss(widget))
+        self._layout.addWidget(widget)
+        if notice.level is Level.INFO:
+            QTimer.singleShot(INFO_TIMEOUT_MS, widget, lambda: self.dismiss(widget))
+        shown = self.visible_notices
+        for old in shown[: max(0, len(shown) - MAX_VISIBLE)]:
+            self.dismiss(old)
+        self.show()
+        return widget
+
+    def dismiss(self, widget: NoticeWidget) -> None:
+        widget.hide()
+        widget.deleteLater()
+        if not [w for w in self.visible_notices if w is not widget]:
+            self.hide()
