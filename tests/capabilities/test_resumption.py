@@ -108,3 +108,29 @@ async def test_a_promptless_run_on_a_settled_history_is_a_new_question(make_rag,
     state = rag_state(deps)
     assert state.evidence.question == len(first.all_messages())
     assert state.searches == {}
+
+
+async def test_a_new_user_message_sent_inside_the_history_is_a_new_question(make_rag, deps):
+    # UI adapters (AG-UI, Vercel AI) send the newest user message as the tail of the history.
+    from pydantic_ai.messages import ModelRequest
+
+    script = ScriptedModel().play(load(), search("otters"), answer("Eels."), search("bridges"), answer("Cables."))
+    agent = Agent(script.model, deps_type=Deps, capabilities=[make_rag()])
+    first = await agent.run("What do otters eat?", deps=deps)
+    history = [*first.all_messages(), ModelRequest.user_text_prompt("And the bridges?")]
+    await agent.run(message_history=history, deps=deps)
+    state = rag_state(deps)
+    assert state.evidence.question == len(history)
+    assert list(state.searches) == ["bridges"]
+
+
+async def test_a_history_ending_in_tool_results_without_the_state_fails(make_rag, deps):
+    def interrupt(_request):
+        raise ConnectionError("the connection dropped")
+
+    script = ScriptedModel().play(load(), search("copperline cables"), interrupt)
+    agent = Agent(script.model, deps_type=Deps, capabilities=[make_rag()])
+    with capture_run_messages() as history, pytest.raises(ConnectionError):
+        await agent.run("How often are the cables painted?", deps=deps)
+    with pytest.raises(RuntimeError, match="resuming a question with no stored question identity"):
+        await agent.run(message_history=history, deps=Deps())

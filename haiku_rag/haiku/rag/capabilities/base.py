@@ -24,9 +24,10 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.messages import (
     InstructionPart,
     ModelMessage,
-    ModelRequest,
     ModelResponse,
+    RetryPromptPart,
     ToolReturn,
+    ToolReturnPart,
     UserContent,
 )
 from pydantic_ai.models import ModelRequestContext
@@ -440,7 +441,12 @@ def history_awaits_model(messages: Sequence[ModelMessage]) -> bool:
     if not messages:
         return False
     last = messages[-1]
-    return isinstance(last, ModelRequest) or bool(last.tool_calls)
+    if isinstance(last, ModelResponse):
+        return bool(last.tool_calls)
+    # A request ending the history is unfinished work only when it carries tool results or a
+    # retry prompt. A bare user prompt there is a new question: UI adapters (AG-UI, Vercel AI)
+    # send the newest user message inside the history rather than as the run's prompt.
+    return any(isinstance(part, ToolReturnPart | RetryPromptPart) for part in last.parts)
 
 
 def previous_response_called(messages: Sequence[ModelMessage], tool_names: frozenset[str]) -> bool:
