@@ -1,0 +1,248 @@
+"""The chat pane driven as a user would: type, send, watch the answer stream in, click chips."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from capabilities.scripting import answer, cite_top, search
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QWidget
+from pytestqt.qtbot import QtBot
+from qt_helpers import run_until
+
+from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_library
+from haiku.rag.capabilities.compaction import COMPACTION_CAPABILITY_ID
+from haiku.rag.capabilities.policy import POLICY_CAPABILITY_ID
+from haiku.rag.capabilities.rag import RAG_CAPABILITY_ID
+from haiku_desk.bridge import install_event_loop
+from haiku_desk.services import AppServices
+from haiku_desk.services.chat import ChatService
+from haiku_desk.services.library import LibraryService
+from haiku_desk.services.models import ModelsService
+from haiku_desk.services.notifications import Notifications
+from haiku_desk.views.chat_pane import ChatPane
+
+QUESTION = "Why were the night convoys delayed?"
+ANSWER = "A kerosene shortage delayed the night convoys."
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> BuiltLibrary:
+    return build_library(tmp_path_factory.mktemp("pane-library"))
+
+
+@pytest.fixture(scope="module")
+def library(built, qapp) -> Iterator[LibraryService]:
+    service = open_library(built, install_event_loop(qapp))
+    yield service
+    service.close()
+
+
+@pytest.fixture
+def app_config(built, tmp_path):
+    config = built.config.model_copy(deep=True)
+    config.storage.data_dir = tmp_path / "app-data"
+    return config
+
+
+def make_pane(qtbot: QtBot, library, app_config) -> ChatPane:
+    notifications = Notifications()
+    models = ModelsService(app_config, notifications)
+    chat = ChatService(library, models, notifications)
+    services = AppServices(app_config, notifications, library, None, models, chat)  # type: ignore[arg-type]
+    pane = ChatPane(services)
+    qtbot.addWidget(pane)
+    pane.resize(900, 700)
+    pane.show()
+    return pane
+
+
+def cited_script() -> StreamingScript:
+    return StreamingScript().play(search("kerosene otters"), cite_top(2), answer(ANSWER))
+
+
+def ask(qloop, pane: ChatPane, question: str) -> None:
+    before = len(pane.chat.current.turns) if pane.chat.current else 0
+    pane.input.setPlainText(question)
+    pane.send_button.click()
+    run_until(
+        qloop,
+        lambda: (
+            not pane.chat.busy
+            and pane.chat.current is not None
+            and len(pane.chat.current.turns) > before
+        ),
+    )
+
+
+def test_a_cited_answer_streams_into_the_pane_with_chips_sources_and_a_badge(
+    qloop, qtbot, library, app_config, built
+):
+    pane = make_pane(qtbot, library, app_config)
+    pane.models.use_model_instance(cited_script().model)
+    shown: list[str] = []  # what the answer view showed while the answer was streaming
+    pane.chat.text_delta.connect(
+        lambda cid, text: shown.append(pane.turn_widgets[-1].answer.toPlainText())
+    )
+    steps = []
+    pane.chat.tool_step.connect(lambda cid, s: steps.append(pane.turn_widgets[-1].steps.text()))
+
+    ask(qloop, pane, QUESTION)
+
+    (widget,) = pane.turn_widgets
+    assert len(shown) > 2 and shown[-1] != ANSWER  # it grew as the deltas came in
+    assert "Searching “kerosene otters”" in steps[0]
+    assert widget.answer.toPlainText().strip() == ANSWER
+    assert "Grounded" in widget.badge.text() and widget.badge.isVisible()
+    citations = widget.turn.citations
+    assert [c.index for c in citations] == [1, 2]
+    assert [chip.text() for chip in widget.chips] == ["1", "2"]
+    assert all(chip.isVisible() for chip in widget.chips)
+    assert widget.chips[0].accessibleName().startswith("Citation 1: ")
+    assert len(widget.source_labels) == 2
+    assert citations[0].document_title in widget.source_labels[0].text()
+    assert any(c.document_id == built.report_id for c in citations)
+    assert pane.token_meter.text().endswith("input tokens")
+    assert pane.input.toPlainText() == ""
+
+    activated = []
+    pane.citation_activated.connect(activated.append)
+    qtbot.mouseClick(widget.chips[1], qtbot_button())
+    assert activated == [citations[1]]
+    widget.source_labels[0].linkActivated.emit("cite:1")
+    assert activated[-1] == citations[0]
+
+
+def qtbot_button():
+    from PySide6.QtCore import Qt
+
+    return Qt.MouseButton.LeftButton
+
+
+def test_the_toolbar_toggles_change_the_capabilities_of_the_next_run(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    pane.models.use_model_instance(StreamingScript().play(answer("One.")).model)
+    ask(qloop, pane, "First?")
+    assert pane.chat.last_built.capability_ids == (RAG_CAPABILITY_ID,)
+
+    pane.compaction_action.trigger()
+    pane.policy_action.trigger()
+    assert pane.chat.current.toggles.evidence_compaction
+    pane.models.use_model_instance(StreamingScript().play(answer("Two.")).model)
+    ask(qloop, pane, "Second?")
+    agent_ids = {c.id for c in pane.chat.last_built.agent.root_capability.capabilities}
+    assert {COMPACTION_CAPABILITY_ID, POLICY_CAPABILITY_ID} <= agent_ids
+
+    pane.policy_action.trigger()
+    pane.models.use_model_instance(StreamingScript().play(answer("Three.")).model)
+    ask(qloop, pane, "Third?")
+    agent_ids = {c.id for c in pane.chat.last_built.agent.root_capability.capabilities}
+    assert COMPACTION_CAPABILITY_ID in agent_ids and POLICY_CAPABILITY_ID not in agent_ids
+    names = {w.accessibleName() for w in pane.findChildren(QWidget)}
+    assert {"Evidence compaction", "Citation policy", "Analysis mode"} <= names
+
+
+def test_a_reopened_conversation_in_a_new_pane_keeps_history_state_and_toggles(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    pane.new_chat()
+    pane.compaction_action.trigger()
+    pane.models.use_model_instance(
+        StreamingScript().play(search("kerosene shortage"), cite_top(1), answer(ANSWER)).model
+    )
+    ask(qloop, pane, QUESTION)
+    record = pane.chat.current
+    saved_citations = record.turns[0].citations
+
+    again = make_pane(qtbot, library, app_config)  # a new service and pane: a new window
+    assert again.chat.current is None and again.conversation_list.count() == 1
+    item = again.conversation_list.item(0)
+    assert item.text() == QUESTION
+    again.conversation_list.itemClicked.emit(item)
+    assert again.chat.current.id == record.id
+    assert again.compaction_action.isChecked() and not again.policy_action.isChecked()
+    (widget,) = again.turn_widgets
+    assert widget.turn.citations == saved_citations and len(widget.chips) == 1
+    assert again.chat.current.state == record.state
+    assert again.chat.current.model_messages() == record.model_messages()
+
+    script = StreamingScript().play(
+        search("lantern otters glass eels"), cite_top(1), answer("Eels.")
+    )
+    again.models.use_model_instance(script.model)
+    ask(qloop, again, "What do lantern otters hunt?")
+    new = again.turn_widgets[-1].turn.citations[0]
+    assert "glass eels" in new.content and new.index == 2  # indexes run on from the saved state
+    assert "Evidence cited earlier in this conversation" in script.seen[0].text()
+
+
+def test_search_only_answers_with_citations_and_says_how_to_connect(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    assert "search only" in pane.model_label.text()
+    ask(qloop, pane, "kerosene shortage night convoys")
+    (widget,) = pane.turn_widgets
+    assert widget.chips and widget.source_labels
+    assert "Settings → Chat model" in widget.answer.toPlainText()
+    activated = []
+    pane.citation_activated.connect(activated.append)
+    widget.answer.anchorClicked.emit(QUrl("cite:1"))  # an inline [1] marker
+    assert activated == [widget.turn.citations[0]]
+
+
+def test_conversations_new_rename_search_delete_and_shortcuts(qloop, qtbot, library, app_config):
+    pane = make_pane(qtbot, library, app_config)
+    assert pane.new_chat_action.shortcut() == QKeySequence(QKeySequence.StandardKey.New)
+    assert pane.stop_action.shortcut() == QKeySequence("Esc")
+    assert QKeySequence("Ctrl+Return") in pane.send_action.shortcuts()
+
+    pane.new_chat_action.trigger()
+    first = pane.chat.current.id
+    pane.rename_current("Convoy questions")
+    pane.new_chat_action.trigger()
+    pane.rename_current("Otter notes")
+    assert pane.conversation_list.count() == 2
+    pane.conversation_search.setText("convoy")
+    assert [
+        pane.conversation_list.item(i).text() for i in range(pane.conversation_list.count())
+    ] == ["Convoy questions"]
+    pane.conversation_search.setText("")
+    pane.delete_current(confirm=False)
+    assert pane.conversation_list.count() == 1 and pane.chat.current is None
+    assert pane.conversation_list.item(0).data(0x0100) == first
+
+
+def test_stop_marks_the_answer_stopped_and_keeps_the_conversation(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    script = StreamingScript(gate=asyncio.Event()).play(answer("This will never finish."))
+    pane.models.use_model_instance(script.model)
+    pane.input.setPlainText("Slow question")
+    pane.send_button.click()
+    run_until(qloop, lambda: bool(pane.turn_widgets) and pane.turn_widgets[-1].text)
+    assert pane.stop_button.isEnabled() and not pane.send_button.isEnabled()
+    pane.stop_button.click()
+    run_until(qloop, lambda: not pane.chat.busy)
+    assert "Stopped" in pane.turn_widgets[-1].status.text()
+    assert pane.chat.current.turns == [] and pane.chat.current.messages == []
+    assert pane.send_button.isEnabled()
+
+
+def test_export_writes_markdown_and_page_images(qloop, qtbot, library, app_config, tmp_path):
+    pane = make_pane(qtbot, library, app_config)
+    pane.models.use_model_instance(cited_script().model)
+    ask(qloop, pane, QUESTION)
+    operation = pane.export_to(str(tmp_path / "export"))
+    run_until(qloop, lambda: not operation.running)
+    assert operation.error is None
+    text = operation.result.read_text()
+    assert ANSWER in text and "![Source 2, page" in text  # source 1 is a Markdown note
+    assert list((tmp_path / "export").glob("*-pages/*.png"))
