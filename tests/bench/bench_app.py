@@ -1,0 +1,231 @@
+"""Desktop app figures: cold start, idle memory, GUI stalls while ingesting, citation → page.
+
+    .venv/bin/python tests/bench/bench_app.py [FOLDER] [--starts 5] [--max-files N] [--clicks 40] [--json]
+
+FOLDER defaults to ../shared/data/pdfs_realworld/files (skipped cleanly when absent: the start
+and memory figures are still measured).
+
+- **cold start**: ``python -m haiku_desk.app --quit-after-shown`` in a subprocess, from spawn
+  to the line the app prints once its window has been shown and painted (offscreen), repeated.
+- **idle RSS**: this process with the real window shown and the library opened, after 2 s idle;
+  and again after the ingestion below, once the queue is idle.
+- **event-loop stall**: a 10 ms QTimer heartbeat runs during the whole ingestion of FOLDER
+  (parsing and embedding, through the window's library service); the stall of a tick is its
+  lateness beyond the interval. p50/p99/max over all ticks.
+- **citation → page shown**: citations built from real search results over the ingested files
+  are shown in the real citation panel, from ``show_citation`` to the panel's ``page_shown``.
+  ``cold`` clears the render cache first (the stored bytes stay cached, as after a first view of
+  the document); ``warm`` shows the same citation again.
+
+Targets (issue 5): start ≤ 2 s, idle RSS ≤ 500 MB, stall p99 ≤ 50 ms, page shown p95 ≤ 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_FOLDER = REPO.parent / "shared" / "data" / "pdfs_realworld" / "files"
+HEARTBEAT_MS = 10
+QUERIES = [
+    "results", "method", "introduction", "table", "figure", "conclusion", "data", "performance",
+    "model", "analysis", "system", "evaluation", "security", "license", "example", "algorithm",
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def cold_starts(runs: int, db: Path) -> list[float]:
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "haiku_desk.app", "--db", str(db), "--quit-after-shown"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=REPO,
+            env=env,
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.strip() == "shown":
+                times.append(time.perf_counter() - start)
+                break
+        proc.wait(timeout=60)
+    return times
+
+
+def rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 1024 / 1024
+
+
+def run_until(loop: asyncio.AbstractEventLoop, predicate, timeout: float) -> None:  # type: ignore[no-untyped-def]
+    async def poll() -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError("condition not met")
+            await asyncio.sleep(0.001)
+
+    loop.run_until_complete(poll())
+
+
+def in_process(folder: Path | None, max_files: int | None, clicks: int, work: Path) -> dict:
+    from PySide6.QtCore import QElapsedTimer, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from haiku.rag.capabilities.state import Citation
+    from haiku_desk.bridge import install_event_loop
+    from haiku_desk.services import create_services
+    from haiku_desk.views.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication([])
+    app.setOrganizationName("haiku-desk-bench")
+    loop = install_event_loop(app)
+    services = create_services(work / "library.lancedb")
+    window = MainWindow(services)
+    window.citation_panel.open_in_system_viewer = False
+    window.show()
+    opened: list[bool] = []
+    services.library.opened.connect(lambda: opened.append(True))
+    services.library.start()
+    run_until(loop, lambda: bool(opened), 120)
+    loop.run_until_complete(asyncio.sleep(2))  # idle: the window shown, the library open
+    out: dict = {"idle_rss_mb": round(rss_mb(), 1)}
+
+    if folder is None:
+        return out
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() == ".pdf")
+    if max_files:
+        files = files[:max_files]
+    source = work / "files"
+    source.mkdir()
+    for f in files:  # a private copy: the library records file URIs
+        shutil.copy2(f, source / f.name)
+
+    stalls: list[float] = []
+    clock = QElapsedTimer()
+    heartbeat = QTimer()
+    heartbeat.setInterval(HEARTBEAT_MS)
+
+    def tick() -> None:
+        if clock.isValid():
+            stalls.append(max(0.0, clock.nsecsElapsed() / 1e6 - HEARTBEAT_MS))
+        clock.restart()
+
+    heartbeat.timeout.connect(tick)
+    started = time.perf_counter()
+    heartbeat.start()
+    clock.start()
+    services.library.add_paths([source])
+    run_until(loop, lambda: services.library.busy, 60)
+    run_until(loop, lambda: not services.library.busy, 24 * 3600)
+    heartbeat.stop()
+    entries = services.library.entries
+    out["ingest"] = {
+        "files": len(files),
+        "searchable": sum(1 for e in entries if e.searchable),
+        "failed": {e.name: e.category for e in entries if e.category},
+        "seconds": round(time.perf_counter() - started, 1),
+        "ticks": len(stalls),
+        "stall_ms_p50": round(percentile(stalls, 50), 1),
+        "stall_ms_p99": round(percentile(stalls, 99), 1),
+        "stall_ms_max": round(max(stalls, default=float("nan")), 1),
+    }
+    out["idle_rss_after_ingest_mb"] = round(rss_mb(), 1)
+
+    citations = []
+    for query in QUERIES:
+        results = loop.run_until_complete(services.library.search_passages(query, limit=5))
+        for r in results:
+            if r.boxes and r.document_uri.endswith(".pdf"):
+                citations.append(Citation.from_result(len(citations) + 1, r.chunk_id, r))
+        if len(citations) >= clicks:
+            break
+    citations = citations[:clicks]
+    panel = window.citation_panel
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+
+    def show(citation: Citation) -> float:
+        before = len(shown)
+        start = time.perf_counter()
+        panel.show_citation(citation)
+        run_until(loop, lambda: len(shown) > before, 60)
+        return (time.perf_counter() - start) * 1000
+
+    cold, warm = [], []
+    for citation in citations:
+        services.pages._cache.clear()
+        cold.append(show(citation))
+        warm.append(show(citation))
+    out["citation_to_page_ms"] = {
+        "clicks": len(citations),
+        "cold_p50": round(percentile(cold, 50), 1),
+        "cold_p95": round(percentile(cold, 95), 1),
+        "warm_p50": round(percentile(warm, 50), 1),
+        "warm_p95": round(percentile(warm, 95), 1),
+    }
+    window.close()
+    services.library.close()
+    services.pages.close()
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT_FOLDER)
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--max-files", type=int, default=None)
+    parser.add_argument("--clicks", type=int, default=40)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    folder = args.folder if args.folder.is_dir() else None
+    if folder is None:
+        print(f"folder {args.folder} not found: skipping the ingestion and citation figures", file=sys.stderr)
+
+    with tempfile.TemporaryDirectory(prefix="bench-app-") as tmp:
+        work = Path(tmp)
+        starts = cold_starts(args.starts, work / "start.lancedb")
+        results = {
+            "cold_start_s": {
+                "runs": len(starts),
+                "p50": round(statistics.median(starts), 2),
+                "min": round(min(starts), 2),
+                "max": round(max(starts), 2),
+            }
+        }
+        results.update(in_process(folder, args.max_files, args.clicks, work))
+    if args.json:
+        print(json.dumps(results, indent=2))
+    else:
+        for key, value in results.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
