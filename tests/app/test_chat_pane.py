@@ -246,3 +246,26 @@ def test_export_writes_markdown_and_page_images(qloop, qtbot, library, app_confi
     text = operation.result.read_text()
     assert ANSWER in text and "![Source 2, page" in text  # source 1 is a Markdown note
     assert list((tmp_path / "export").glob("*-pages/*.png"))
+
+
+def test_analysis_mode_shows_the_executed_code_and_its_output(qloop, qtbot, library, app_config):
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    pane = make_pane(qtbot, library, app_config)
+    pane.analysis_action.trigger()
+    assert pane.analysis_panel.isVisible() and pane.chat.current.toggles.analysis
+    code = "print(6 * 7)"
+    script = StreamingScript().play(
+        ModelResponse(parts=[ToolCallPart("analysis_execute_code", {"code": code})]),
+        answer("The answer is 42."),
+    )
+    pane.models.use_model_instance(script.model)
+    ask(qloop, pane, "What is six times seven?")
+    assert pane.chat.last_built.capability_ids[-1] == "haiku-rag-analysis"
+    assert "analysis_execute_code" in script.seen[0].tool_names
+    assert "Running analysis…" in pane.turn_widgets[-1].steps.text()
+    (step,) = pane.analysis_panel.steps
+    assert step.detail == code and "42" in step.output
+    assert pane.analysis_panel.header.text() == "Analysis (1 run)"
+    pane.analysis_panel.header.click()
+    assert pane.analysis_panel.expanded and code in pane.analysis_panel.log.toPlainText()
