@@ -13,25 +13,33 @@ run in one long-lived worker process per Python process:
   file never stops a folder ingest;
 - cancellation is cooperative first (the worker checks a shared flag between pages) and the
   worker is killed if it does not stop within a grace period;
-- a killed or dead worker is replaced on the next parse. The worker is spawned (never forked:
-  the parent runs LanceDB and ONNX threads) and exits when its parent goes away.
+- a killed or dead worker is replaced on the next parse. The worker is a fresh interpreter
+  (never a fork: the parent runs LanceDB and ONNX threads) started with ``python -c``, not
+  through ``multiprocessing``, so scripts using the library need no ``__main__`` guard; it
+  talks over a socket pair and exits when its parent goes away.
 
 The worker is started lazily and shared by every client in the process, under a lock, so
 parses are serialised (one extra process, not one per client).
 
-Frozen applications (PyInstaller) must call ``multiprocessing.freeze_support()`` first thing
-in their entry point, as always with the ``spawn`` start method.
+Frozen applications (PyInstaller), where ``sys.executable`` is the application itself, must
+call ``run_worker_if_requested()`` first thing in their entry point: the worker is started as
+``<app> --haiku-rag-parse-worker FD``.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
-import multiprocessing
+import os
 import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 import traceback
+from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
 from haiku.rag.errors import (
@@ -50,19 +58,29 @@ POLL_SECONDS = 0.05
 _SAME_BYTES = "__same_bytes__"  # the stored bytes are the input bytes: not sent back
 
 
-class _SharedFlagToken(CancelToken):
-    """A CancelToken backed by a multiprocessing Event (set by the parent)."""
-
-    def __init__(self, event: Any) -> None:  # noqa: D107 - no super().__init__: other event
-        self._event = event
+WORKER_FLAG = "--haiku-rag-parse-worker"
+CANCEL_SIGNAL = signal.SIGUSR1
 
 
-def _worker_main(conn: Any, cancel_event: Any) -> None:
+def run_worker_if_requested(argv: list[str] | None = None) -> None:
+    """In a frozen application's entry point: serve as the parse worker if asked to, then exit."""
+    argv = sys.argv if argv is None else argv
+    if len(argv) >= 3 and argv[1] == WORKER_FLAG:
+        _worker_main(int(argv[2]))
+        sys.exit(0)
+
+
+def _worker_main(fd: int) -> None:
     """The worker loop: one ``("prepare", kwargs)`` request at a time."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    token = CancelToken()
+    # The parent asks for a cooperative stop with a signal; the handler runs between two
+    # Python bytecodes, and the converter checks the token between pages.
+    signal.signal(CANCEL_SIGNAL, lambda *_: token.cancel())
+    _exit_with_parent()
+    conn = Connection(fd)
     from haiku.rag.ingest.pipeline import prepare_document
 
-    token = _SharedFlagToken(cancel_event)
     _warm_up(prepare_document)
     conn.send(("ready", None))  # imports done: the parent starts the file's clock now
 
@@ -77,6 +95,7 @@ def _worker_main(conn: Any, cancel_event: Any) -> None:
         if kind == "stop":
             return
         data = payload.pop("data")
+        token._event.clear()
         try:
             new = prepare_document(data, progress=forward, cancel=token, **payload)
             if new.source_bytes is data:
@@ -90,6 +109,25 @@ def _worker_main(conn: Any, cancel_event: Any) -> None:
             conn.send(message)
         except (EOFError, OSError):
             return
+
+
+def _exit_with_parent() -> None:
+    """Exit soon after the parent dies, even in the middle of a parse.
+
+    (Not ``PR_SET_PDEATHSIG``: it fires when the parent *thread* that started the worker
+    exits, and workers are started from pool threads that come and go.) A parse stuck in C
+    code that holds the GIL delays this until the parse returns; the parent kills the worker
+    itself on any orderly exit."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the kernel watch was armed
+        os._exit(1)
 
 
 def _warm_up(prepare_document: Any) -> None:
@@ -112,28 +150,43 @@ class ParseWorker:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._process: Any = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._conn: Any = None
-        self._cancel: Any = None
 
     @property
     def pid(self) -> int | None:
         """The worker's process id (None before the first parse)."""
-        return self._process.pid if self._process is not None and self._process.is_alive() else None
+        return self._process.pid if self._alive() else None
+
+    def _alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def _command(self, fd: int) -> list[str]:
+        if getattr(sys, "frozen", False):
+            return [sys.executable, WORKER_FLAG, str(fd)]
+        code = f"from haiku.rag.ingest.isolation import _worker_main; _worker_main({fd})"
+        return [sys.executable, "-c", code]
 
     def _ensure_started(self) -> None:
-        if self._process is not None and self._process.is_alive():
+        if self._alive():
             return
         self._discard()
-        context = multiprocessing.get_context("spawn")
-        parent_end, child_end = context.Pipe()
-        cancel = context.Event()
-        process = context.Process(
-            target=_worker_main, args=(child_end, cancel), name="haiku-rag-parser", daemon=True
-        )
-        process.start()
-        child_end.close()
-        self._process, self._conn, self._cancel = process, parent_end, cancel
+        parent_sock, child_sock = socket.socketpair()
+        env = dict(os.environ)
+        # The parent's import path (a source checkout, a test's sys.path), as multiprocessing does.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        try:
+            process = subprocess.Popen(
+                self._command(child_sock.fileno()),
+                pass_fds=(child_sock.fileno(),),
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,  # a terminal's Ctrl-C goes to the parent only
+            )
+        finally:
+            child_sock.close()
+        self._process = process
+        self._conn = parent_end = Connection(parent_sock.detach())
         # Imports (PyMuPDF, docling-core) take seconds on a busy machine: not the file's time.
         try:
             ready = parent_end.poll(STARTUP_TIMEOUT_SECONDS) and parent_end.recv()[0] == "ready"
@@ -148,23 +201,27 @@ class ParseWorker:
     def _discard(self) -> None:
         """Kill the worker (if any) and forget it."""
         process, conn = self._process, self._conn
-        self._process = self._conn = self._cancel = None
+        self._process = self._conn = None
         if conn is not None:
             with contextlib.suppress(OSError):
                 conn.close()
         if process is not None:
-            if process.is_alive():
+            if process.poll() is None:
                 process.kill()
-            process.join(timeout=10)
-            with contextlib.suppress(ValueError):
-                process.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=10)
 
     def stop(self) -> None:
-        with self._lock:
-            if self._conn is not None:
+        """Stop the worker (also at interpreter exit, even while a parse holds the lock)."""
+        locked = self._lock.acquire(timeout=1.0)
+        try:
+            if locked and self._conn is not None:
                 with contextlib.suppress(OSError):
                     self._conn.send(("stop", None))
             self._discard()
+        finally:
+            if locked:
+                self._lock.release()
 
     def prepare(
         self,
@@ -179,7 +236,6 @@ class ParseWorker:
         source = kwargs.get("uri") or kwargs.get("filename") or "source"
         with self._lock:
             self._ensure_started()
-            self._cancel.clear()
             try:
                 self._conn.send(("prepare", {"data": data, **kwargs}))
             except (OSError, EOFError):  # died between two parses: start afresh once
@@ -203,7 +259,8 @@ class ParseWorker:
         while True:
             now = time.monotonic()
             if cancel is not None and cancel.cancelled and cancel_deadline is None:
-                self._cancel.set()
+                with contextlib.suppress(OSError):
+                    os.kill(self._process.pid, CANCEL_SIGNAL)
                 cancel_deadline = now + CANCEL_GRACE_SECONDS
             if cancel_deadline is not None and now >= cancel_deadline:
                 self._discard()
@@ -222,7 +279,7 @@ class ParseWorker:
                 message = None
                 ready = True
             if not ready:
-                if not self._process.is_alive() and not self._conn.poll(0):
+                if self._process.poll() is not None and not self._conn.poll(0):
                     self._raise_died(source)
                 continue
             if message is None:
@@ -245,8 +302,9 @@ class ParseWorker:
 
     def _raise_died(self, source: str) -> NoReturn:
         process = self._process
-        process.join(timeout=5)
-        code = process.exitcode
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)
+        code = process.returncode
         self._discard()
         how = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
         raise ParserFailedError(
@@ -265,9 +323,10 @@ _shared_lock = threading.Lock()
 
 
 def shared_worker() -> ParseWorker:
-    """The process-wide parse worker (created on first use)."""
+    """The process-wide parse worker (created on first use; stopped at interpreter exit)."""
     global _shared
     with _shared_lock:
         if _shared is None:
             _shared = ParseWorker()
+            atexit.register(_shared.stop)
         return _shared
