@@ -17,6 +17,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="haiku-desk", description="Desktop research assistant")
     parser.add_argument("--version", action="version", version=f"haiku-desk {__version__}")
     parser.add_argument("--db", help="library location (default: the haiku.rag data dir)")
+    parser.add_argument("paths", nargs="*", help="files or folders to add to the library")
     parser.add_argument(
         "--self-test",
         action="store_true",
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             app.quit()
             return
         services.library.start()
+        if args.paths:
+            services.library.add_paths(args.paths)
 
     QTimer.singleShot(0, after_first_paint)
 

@@ -75,6 +75,8 @@ FAILURE_HINTS = {
     "too_large": "Raise processing.max_file_mb in the configuration to index larger files.",
     "timeout": "Parsing took too long; try again or split the file.",
     "not_found": "The file is gone or unreadable.",
+    "parser_failed": "The parser crashed on this file; the rest of the library is unaffected. Re-export the file and add it again.",
+    "cancelled": "Ingestion was cancelled; re-ingest to try again.",
 }
 
 

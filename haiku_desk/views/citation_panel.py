@@ -159,15 +159,19 @@ class CitationPanel(QWidget):
         self.fit_button.setChecked(on)
         self._render()
 
+    def _available_width(self) -> int:
+        """The viewport's width with the vertical scroll bar shown (a fitted page is taller
+        than wide), so fitting does not change when the bar appears."""
+        bar = self.scroll.verticalScrollBar()
+        reserve = 0 if bar.isVisible() else self.style().pixelMetric(self.style().PixelMetric.PM_ScrollBarExtent)
+        return self.scroll.viewport().width() - reserve - 4
+
     def _target_zoom(self) -> float:
-        if self.fit_width and self.current_render is not None:
-            width = self.scroll.viewport().width() - 4
+        if self.fit_width:
+            width = self._available_width()
+            page_width = self.current_render.width_pt if self.current_render is not None else 595.0  # A4 until known
             if width > 50:
-                return max(MIN_ZOOM, min(MAX_ZOOM, width / self.current_render.width_pt))
-        elif self.fit_width:
-            width = self.scroll.viewport().width() - 4
-            if width > 50:
-                return max(MIN_ZOOM, min(MAX_ZOOM, width / 595.0))  # A4 until the page size is known
+                return max(MIN_ZOOM, min(MAX_ZOOM, width / page_width))
         return self.zoom
 
     def _render(self) -> None:
