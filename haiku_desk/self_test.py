@@ -5,7 +5,8 @@ generated with PyMuPDF, ingested through ``HaikuRAG`` (chunks and embeddings fro
 MiniLM), searched, its cited page rendered into a ``QImage`` with the highlight painted from the
 stored box, and a question answered by a ``FunctionModel`` through the capability stack (RAG,
 compaction, citation policy): the model calls ``rag_search``, then ``rag_cite``, then answers.
-The main window is then shown offscreen and grabbed.
+Finally the app's own main window opens over that library (its services, the qasync loop),
+shows the citation and is grabbed.
 
 One line per step with its time; exit 0 when every step passed, else 1 with a message naming
 the step that failed. No request leaves the machine (``FunctionModel``; model requests are
@@ -104,6 +105,10 @@ class _Runner:
         self.loop: Any = None
         self.app: Any = None
         self.window: Any = None
+        self.config: Any = None
+        self.citation: Any = None
+        self.services: Any = None
+        self.qloop: Any = None
 
     # --- driver -------------------------------------------------------------------------
 
@@ -118,6 +123,8 @@ class _Runner:
         self.step("search", lambda: self.loop.run_until_complete(self.search()))
         self.step("render highlight", lambda: self.loop.run_until_complete(self.render()))
         self.step("answer with citations", lambda: self.loop.run_until_complete(self.answer()))
+        self.loop.close()
+        self.loop = None
         self.step("main window", self.show_window)
 
     def step(self, name: str, action: Callable[[], str | None]) -> None:
@@ -143,6 +150,19 @@ class _Runner:
             self.window.close()
             self.window.deleteLater()
             self.window = None
+        if self.services is not None:
+            for service in (self.services.library, self.services.pages):
+                try:
+                    service.close()
+                except Exception:  # noqa: BLE001 - cleanup must not hide the step's own error
+                    pass
+            self.services = None
+        if self.qloop is not None and not self.qloop.is_closed():
+            try:
+                self._run_qt_for(0.1)
+                self.qloop.close()  # stops qasync's executor threads (QThreads)
+            except Exception:  # noqa: BLE001 - cleanup must not hide the step's own error
+                pass
         if self.client is not None:
             try:
                 self.client.close()
@@ -205,6 +225,7 @@ class _Runner:
         empty.write_text("{}\n", encoding="utf-8")
         config = load_config(empty)  # built-in defaults: the local MiniLM embedder
         config.storage.data_dir = self.tmp / "data"
+        self.config = config
         self.client = HaikuRAG(self.tmp / "library.lancedb", config, create=True)
         outcome = await self.client.ingest_file(self.pdf)
         if outcome.status != "ingested" or outcome.document is None:
@@ -347,6 +368,7 @@ class _Runner:
         violations = (conversation.state.get("citation_policy") or {}).get("violations")
         if violations != []:
             raise StepFailed(f"the citation policy did not run cleanly: violations={violations}")
+        self.citation = citation
 
         # A second turn: compaction must shrink the first question's search to what was cited.
         sent: list[str] = []
@@ -365,19 +387,61 @@ class _Runner:
         return f"cited [{citation.index}] page {FACT_PAGE}, grounded, compaction and policy ran"
 
     def show_window(self) -> str:
-        from haiku_desk.main_window import MainWindow
+        """The app's own window over the self-test's library, as ``haiku-desk`` opens it."""
+        from PySide6.QtCore import QSettings
+
+        from haiku_desk.bridge import install_event_loop
+        from haiku_desk.services import create_services
+        from haiku_desk.views.main_window import MainWindow
 
         assert self.tmp is not None
-        self.window = MainWindow(db_path=str(self.tmp / "window.lancedb"))
+        # Window state goes to the temporary folder, never to the user's own settings.
+        QSettings.setDefaultFormat(QSettings.Format.IniFormat)
+        QSettings.setPath(
+            QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(self.tmp / "settings")
+        )
+        self.client.close()  # the app's library service is the one writer from here on
+        self.client = None
+        self.qloop = install_event_loop(self.app)
+        self.services = create_services(self.tmp / "library.lancedb", self.config)
+        opened: list[bool] = []
+        self.services.library.opened.connect(lambda: opened.append(True))
+        self.services.library.start()
+        self._run_qt_until(lambda: bool(opened), 120, "the library did not open in the app")
+        documents = [e for e in self.services.library.entries if e.searchable]
+        if len(documents) != 1:
+            raise StepFailed(f"the app lists {len(documents)} searchable documents, not 1")
+        self.window = MainWindow(self.services)
         self.window.show()
-        for _ in range(5):
-            self.app.processEvents()
-        if not self.window.isVisible():
-            raise StepFailed("the main window did not become visible")
+        self._run_qt_until(self.window.isVisible, 30, "the main window did not become visible")
+        shown = "window"
+        panel = getattr(self.window, "citation_panel", None)
+        if self.citation is not None and hasattr(panel, "show_citation"):
+            panel.open_in_system_viewer = False
+            panel.show_citation(self.citation)
+            shown = "window with the citation"
+        self._run_qt_for(0.5)
         grab = self.window.grab()
         if grab.isNull() or grab.width() < 100:
             raise StepFailed("grabbing the main window gave no image")
-        return f"{grab.width()}x{grab.height()} grabbed"
+        return f"{shown}, {grab.width()}x{grab.height()} grabbed"
+
+    def _run_qt_until(self, predicate: Callable[[], bool], timeout: float, message: str) -> None:
+        import asyncio
+
+        async def poll() -> None:
+            deadline = time.monotonic() + timeout
+            while not predicate():
+                if time.monotonic() > deadline:
+                    raise StepFailed(f"{message} within {timeout:.0f} s")
+                await asyncio.sleep(0.02)
+
+        self.qloop.run_until_complete(poll())
+
+    def _run_qt_for(self, seconds: float) -> None:
+        import asyncio
+
+        self.qloop.run_until_complete(asyncio.sleep(seconds))
 
 
 def _paper_pixel(page: Any, x0: int, y0: int, x1: int, y1: int) -> tuple[int, int] | None:
