@@ -52,7 +52,12 @@ def build_library(root: Path) -> BuiltLibrary:
             )
             return outcome.document.id, notes.id
 
-    report_id, notes_id = asyncio.run(ingest())
+    # A private loop: asyncio.run would unset the app's qasync loop as the current one.
+    loop = asyncio.new_event_loop()
+    try:
+        report_id, notes_id = loop.run_until_complete(ingest())
+    finally:
+        loop.close()
     return BuiltLibrary(db_path, config, report, report_id, notes_id)
 
 
