@@ -13,6 +13,7 @@ handles ``failed`` itself.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -32,6 +33,12 @@ def install_event_loop(app: QApplication) -> asyncio.AbstractEventLoop:
     loop = asyncio.get_event_loop_policy().get_event_loop() if _is_qasync_current() else None
     if loop is None:
         loop = qasync.QEventLoop(app)
+        # Plain Python threads for asyncio.to_thread: qasync's default QThread pool outlives the
+        # QApplication at exit and Qt aborts the process ("QThread: Destroyed while thread is
+        # still running"); a ThreadPoolExecutor is joined cleanly by the interpreter.
+        loop.set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="haiku-desk-worker")
+        )
         asyncio.set_event_loop(loop)
     return loop
 
