@@ -53,7 +53,8 @@ def run_doctor(store: Store, expected_vector_dim: int | None = None) -> DoctorRe
     repeated_uris = {u for u, n in Counter(documents["uri"]).items() if n > 1}
     report.add("one document per URI", not repeated_uris, _sample(repeated_uris))
 
-    stale = store.stale_generations()
+    # On object storage a young leftover may be another machine's write in progress.
+    stale = store.stale_generations(store.recovery_grace_seconds)
     report.add(
         "no leftovers of interrupted writes",
         not stale,
@@ -61,7 +62,12 @@ def run_doctor(store: Store, expected_vector_dim: int | None = None) -> DoctorRe
     )
 
     chunks = _column(store, S.CHUNKS, ["id", "document_id", "generation"])
-    orphans = {d for d, g in zip(chunks["document_id"], chunks["generation"], strict=True) if g not in live_generations}
+    in_flight = set().union(*store.stale_generations().values()) - set().union(*stale.values())
+    orphans = {
+        d
+        for d, g in zip(chunks["document_id"], chunks["generation"], strict=True)
+        if g not in live_generations and g not in in_flight
+    }
     report.add("every chunk has its document", not orphans, _sample(orphans))
 
     per_doc = Counter(g for g in chunks["generation"] if g in live_generations)

@@ -14,7 +14,7 @@ import pyarrow as pa
 from haiku.rag.errors import DocumentNotFoundError, StoreError
 from haiku.rag.ingest.records import Box, ChunkRecord, ItemRecord
 from haiku.rag.store import schema as S
-from haiku.rag.store.engine import Store, sql_in, sql_quote
+from haiku.rag.store.engine import Store, new_generation, sql_in, sql_quote
 from haiku.rag.store.models import Chunk, Document
 
 _DOCUMENT_COLUMNS = [f.name for f in S.DOCUMENTS_SCHEMA]
@@ -244,7 +244,7 @@ def write_documents(store: Store, news: list[NewDocument]) -> list[tuple[Documen
 def _prepare_rows(
     new: NewDocument, replaces: Document | None
 ) -> tuple[dict[str, Any], list[str], tuple[pa.Table, pa.Table, pa.Table]]:
-    generation = uuid.uuid4().hex
+    generation = new_generation()
     document_id = replaces.id if replaces else uuid.uuid4().hex
     timestamp = now_iso()
     chunk_ids = [uuid.uuid4().hex for _ in new.chunks]

@@ -15,6 +15,8 @@ import contextlib
 import json
 import os
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -60,6 +62,28 @@ SCALAR_INDEXES = (
     (S.DOCUMENT_ITEMS, "document_id"),
     (S.DOCUMENT_BLOBS, "document_id"),
 )
+
+
+# On object storage no lock keeps other machines out, so a writable open must not take a
+# write still in flight elsewhere for a leftover: there, recovery only removes leftovers
+# older than this (a write of one document takes seconds, not an hour).
+REMOTE_RECOVERY_GRACE_SECONDS = 3600.0
+
+
+def new_generation() -> str:
+    """A fresh generation id that records when it was made (see ``generation_age``)."""
+    return f"g{time.time_ns():x}-{uuid.uuid4().hex[:16]}"
+
+
+def generation_age(generation: str, now_ns: int | None = None) -> float | None:
+    """Seconds since ``generation`` was made, or None for ids without a time (older stores)."""
+    if not generation.startswith("g") or "-" not in generation:
+        return None
+    try:
+        made = int(generation[1:].split("-", 1)[0], 16)
+    except ValueError:
+        return None
+    return ((now_ns if now_ns is not None else time.time_ns()) - made) / 1e9
 
 
 def sql_quote(value: str) -> str:
@@ -332,22 +356,37 @@ class Store:
         self._generations = (version, generations)
         return generations
 
-    def stale_generations(self) -> dict[str, set[str]]:
-        """Per content table, generations that no document row points at."""
+    def stale_generations(self, min_age_seconds: float | None = None) -> dict[str, set[str]]:
+        """Per content table, generations that no document row points at.
+
+        With ``min_age_seconds``, generations younger than that (possibly a write still in
+        progress in another process) are left out; ids without a time count as old."""
         live = set(self.current_generations().values())
+        now = time.time_ns()
         stale: dict[str, set[str]] = {}
         for name in S.CONTENT_TABLES:
             table = self._tables.get(name)
             if table is None:
                 continue
-            generations = set(table.search().select(["generation"]).to_arrow()["generation"].to_pylist())
-            if generations - live:
-                stale[name] = generations - live
+            column = table.search().select(["generation"]).limit(None).to_arrow()["generation"]
+            found = set(column.to_pylist()) - live
+            if min_age_seconds is not None:
+                found = {g for g in found if (generation_age(g, now) or float("inf")) >= min_age_seconds}
+            if found:
+                stale[name] = found
         return stale
 
+    @property
+    def recovery_grace_seconds(self) -> float | None:
+        """How old a leftover must be before recovery removes it (None: any age)."""
+        return REMOTE_RECOVERY_GRACE_SECONDS if self.is_remote else None
+
     def recover(self) -> int:
-        """Delete leftovers of interrupted writes; returns how many tables were cleaned."""
-        stale = self.stale_generations()
+        """Delete leftovers of interrupted writes; returns how many tables were cleaned.
+
+        Locally the writer lock guarantees no other process is mid-write, so every leftover
+        goes; on object storage only leftovers older than ``recovery_grace_seconds``."""
+        stale = self.stale_generations(self.recovery_grace_seconds)
         if not stale:
             return 0
         with self.write_transaction():
