@@ -245,6 +245,21 @@ class LibraryService(QObject):
         if self._watch:
             self._rescan_all()
 
+    async def aclose(self) -> None:
+        """Cancel running work, wait for it to roll back, then close the store."""
+        worker, current = self._worker, self._current
+        self._closed = True
+        if current is not None:
+            current[1].cancel()
+            try:
+                await asyncio.wait_for(current[1].wait(), 30)
+            except TimeoutError:
+                log.warning("%s did not stop within 30 s", current[1].title)
+        if worker is not None and not worker.done():
+            worker.cancel()
+            await asyncio.wait({worker}, timeout=30)
+        self.close()
+
     def close(self) -> None:
         """Stop the queue, cancel running work and close the store."""
         self._closed = True

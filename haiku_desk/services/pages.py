@@ -245,8 +245,10 @@ class PagesService(QObject):
                 doc.close()
             self._open.clear()
 
+        # Wait: PyMuPDF is not thread-safe across the process, so no render may still be running
+        # when other code (a test's PDF factory, an export) calls PyMuPDF next.
         self._executor.submit(close_all)
-        self._executor.shutdown(wait=False)
+        self._executor.shutdown(wait=True, cancel_futures=False)
         self._cache.clear()
         if self._tmp is not None:
             self._tmp.cleanup()

@@ -1,16 +1,57 @@
-"""Fixtures for app tests: one qasync loop on pytest-qt's QApplication."""
+"""Fixtures for app tests: one qasync loop on pytest-qt's QApplication.
+
+The app runs its loop forever, so asyncio always sees it running. Tests run it in slices
+(``run_until``, ``run_until_complete``), and Qt events also get processed between slices
+(``qtbot`` waits, the final ``processEvents`` qasync does after each slice). A task step taken
+then would find no running loop, and anyio/sniffio inside Pydantic AI fails with "Not
+currently running on any asynchronous event loop" — a test-only race. So during each app test
+the loop stays registered as asyncio's running loop between slices, as it is in the app; it is
+unregistered after the test (other tests use their own loops) and closed at the end of the
+session, which also stops its executor threads before Qt is torn down.
+"""
 
 from __future__ import annotations
+
+import asyncio
 
 import pytest
 
 
-@pytest.fixture
-def qloop(qapp):
-    from haiku_desk.bridge import install_event_loop
+def _make_test_loop(qapp):
+    import qasync
 
-    loop = install_event_loop(qapp)
+    class SlicedQEventLoop(qasync.QEventLoop):
+        keep_registered = False
+
+        def _after_run_forever(self) -> None:
+            super()._after_run_forever()
+            if self.keep_registered:
+                asyncio.events._set_running_loop(self)
+
+    return SlicedQEventLoop(qapp)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_qloop(qapp):
+    loop = _make_test_loop(qapp)
+    asyncio.set_event_loop(loop)  # haiku_desk.bridge.install_event_loop reuses it
     yield loop
+    asyncio.events._set_running_loop(None)
+    loop.keep_registered = False
+    if not loop.is_closed():
+        loop.close()
+    asyncio.set_event_loop(None)
+
+
+@pytest.fixture(autouse=True)
+def qloop(_session_qloop):
+    loop = _session_qloop
+    asyncio.set_event_loop(loop)
+    loop.keep_registered = True
+    asyncio.events._set_running_loop(loop)
+    yield loop
+    loop.keep_registered = False
+    asyncio.events._set_running_loop(None)
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +85,7 @@ def library(qloop, db_path, config, notifications):
     service.start()
     run_until(qloop, lambda: bool(opened), timeout=120)
     yield service
-    service.close()
+    qloop.run_until_complete(service.aclose())
     qloop.run_until_complete(_settle())
 
 

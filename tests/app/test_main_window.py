@@ -30,7 +30,7 @@ def services(qloop, db_path, config):
     services.library.start()
     run_until(qloop, lambda: bool(opened), SLOW)
     yield services
-    services.library.close()
+    qloop.run_until_complete(services.library.aclose())
     services.pages.close()
 
 
