@@ -10,6 +10,7 @@ from haiku.rag.errors import (
     StoreDamagedError,
     StoreLockedError,
     StoreNotFoundError,
+    StoreWriteError,
 )
 from haiku.rag.store import documents as D
 from haiku.rag.store import schema
@@ -75,7 +76,7 @@ def test_failure_at_the_commit_point_restores_every_table(store, monkeypatch):
             raise OSError("disk full")
 
     monkeypatch.setitem(store._tables, schema.DOCUMENTS, FailingAdd(store.table(schema.DOCUMENTS)))
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(StoreWriteError, match="disk full. Nothing was changed"):
         D.write_document(store, new_document(uri="file:///b.pdf"))
     monkeypatch.undo()
     assert table_counts(store) == before

@@ -49,6 +49,11 @@ class StoreLockedError(StoreError):
     """Another process is writing to this store."""
 
 
+class StoreWriteError(StoreError):
+    """A write to the store failed (disk full, permissions, storage unreachable) and was
+    undone; the documents already stored are intact."""
+
+
 class DocumentNotFoundError(HaikuRAGError):
     """No document (or chunk) with that id or URI."""
 

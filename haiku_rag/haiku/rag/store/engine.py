@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import re
 import threading
 import time
 import uuid
@@ -28,12 +30,14 @@ from haiku.rag import __version__
 from haiku.rag.config import is_remote_uri
 from haiku.rag.errors import (
     EmbedderMismatchError,
+    HaikuRAGError,
     ReadOnlyError,
     SchemaVersionError,
     StoreDamagedError,
     StoreError,
     StoreLockedError,
     StoreNotFoundError,
+    StoreWriteError,
 )
 from haiku.rag.store import schema as S
 
@@ -44,6 +48,7 @@ _BASE_SCHEMAS = {
     S.CHUNKS: S.CHUNKS_SCHEMA,
     S.SETTINGS: S.SETTINGS_SCHEMA,
 }
+log = logging.getLogger("haiku.rag")
 LOCK_FILE = ".haiku-rag-writer.lock"
 # Index upkeep (``Store.maintain_indexes``): rows the indexes may lag behind before they are
 # folded in (unindexed rows are scanned by every query), the library size from which vectors
@@ -84,6 +89,12 @@ def generation_age(generation: str, now_ns: int | None = None) -> float | None:
     except ValueError:
         return None
     return ((now_ns if now_ns is not None else time.time_ns()) - made) / 1e9
+
+
+def _short(exc: BaseException) -> str:
+    """The first line of an error, without the Rust source location lance appends."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return re.sub(r",\s*/\S+\.rs:\d+:\d+\s*$", "", text)
 
 
 def sql_quote(value: str) -> str:
@@ -150,7 +161,10 @@ class Store:
         self._open_tables(existing, missing, create=create)
         self._check_schema_version()
         if not read_only:
-            self.recover()
+            try:
+                self.recover()
+            except StoreWriteError as exc:  # e.g. a full disk: leftovers stay invisible
+                log.warning("could not remove leftovers of interrupted writes: %s", exc)
 
     # --- opening --------------------------------------------------------------------------
 
@@ -323,11 +337,16 @@ class Store:
             versions = {name: table.version for name, table in self._tables.items()}
             try:
                 yield
-            except BaseException:
-                self._rollback(versions)
+            except BaseException as exc:
+                undo_failed = self._rollback(versions)
+                if isinstance(exc, OSError | RuntimeError) and not isinstance(exc, HaikuRAGError):
+                    raise StoreWriteError(self._describe_write_failure(exc, undo_failed)) from exc
+                if undo_failed:
+                    raise StoreError("rollback failed for " + undo_failed) from exc
                 raise
 
-    def _rollback(self, versions: dict[str, int]) -> None:
+    def _rollback(self, versions: dict[str, int]) -> str:
+        """Restore every table to ``versions``; returns what could not be restored ("" if all)."""
         errors = []
         for name in S.TABLES:
             table = self._tables.get(name)
@@ -337,9 +356,26 @@ class Store:
                 if table.version != versions[name]:
                     table.restore(versions[name])
             except Exception as exc:  # keep restoring the others; report below
-                errors.append(f"{name}: {exc}")
-        if errors:
-            raise StoreError("rollback failed for " + "; ".join(errors))
+                errors.append(f"{name}: {_short(exc)}")
+        return "; ".join(errors)
+
+    def _describe_write_failure(self, exc: BaseException, undo_failed: str) -> str:
+        text = _short(exc)
+        if "No space left" in text or "os error 28" in text or getattr(exc, "errno", None) == 28:
+            reason = "the disk is full"
+        elif "Permission denied" in text or "os error 13" in text:
+            reason = "permission denied"
+        else:
+            reason = text
+        message = f"could not write to the store at {self.location}: {reason}. "
+        if undo_failed:
+            # The documents row is written last: an unfinished write is invisible to reads and
+            # removed by the next writable open, so nothing stored before is lost.
+            return message + (
+                "The unfinished write could not be undone yet; it stays invisible and is "
+                "removed the next time the store is opened for writing. Stored documents are intact."
+            )
+        return message + "Nothing was changed."
 
     # --- recovery -------------------------------------------------------------------------
 
