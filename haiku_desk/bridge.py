@@ -26,30 +26,32 @@ from haiku.rag.operations import CancelToken, Progress
 _ids = itertools.count(1)
 
 
-def install_event_loop(app: QApplication) -> asyncio.AbstractEventLoop:
-    """Make a qasync loop driven by ``app`` the current asyncio loop (once per process)."""
-    import qasync
+_installed_loop: asyncio.AbstractEventLoop | None = None
 
-    loop = asyncio.get_event_loop_policy().get_event_loop() if _is_qasync_current() else None
-    if loop is None:
-        loop = qasync.QEventLoop(app)
+
+def install_event_loop(
+    app: QApplication, *, loop_factory: Callable[[QApplication], asyncio.AbstractEventLoop] | None = None
+) -> asyncio.AbstractEventLoop:
+    """Make the one qasync loop driven by ``app`` the current asyncio loop.
+
+    The first call creates it (``loop_factory`` lets tests supply a qasync subclass); later
+    calls return the same loop, even after other code (``asyncio.run``, pytest-asyncio) changed
+    the current loop in between.
+    """
+    global _installed_loop
+    if _installed_loop is None or _installed_loop.is_closed():
+        import qasync
+
+        loop = (loop_factory or qasync.QEventLoop)(app)
         # Plain Python threads for asyncio.to_thread: qasync's default QThread pool outlives the
         # QApplication at exit and Qt aborts the process ("QThread: Destroyed while thread is
         # still running"); a ThreadPoolExecutor is joined cleanly by the interpreter.
         loop.set_default_executor(
             concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="haiku-desk-worker")
         )
-        asyncio.set_event_loop(loop)
-    return loop
-
-
-def _is_qasync_current() -> bool:
-    import qasync
-
-    try:
-        return isinstance(asyncio.get_event_loop_policy().get_event_loop(), qasync.QEventLoop)
-    except RuntimeError:
-        return False
+        _installed_loop = loop
+    asyncio.set_event_loop(_installed_loop)
+    return _installed_loop
 
 
 OperationBody = Callable[[CancelToken, Callable[[Progress], None]], Awaitable[Any]]

@@ -179,7 +179,14 @@ class PagesService(QObject):
         return await client.get_source_bytes(document)
 
     def _render_sync(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
-        """On the render thread: the only place PyMuPDF is called."""
+        """On the render thread, holding the library's PyMuPDF lock (exports and picture crops
+        render through haiku.rag on other threads; MuPDF is not thread-safe)."""
+        from haiku.rag.mupdf import MUPDF_LOCK
+
+        with MUPDF_LOCK:
+            return self._render_locked(document_id, generation, data, page, zoom)
+
+    def _render_locked(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
         import pymupdf
 
         key = (document_id, generation)
@@ -241,9 +248,12 @@ class PagesService(QObject):
 
     def close(self) -> None:
         def close_all() -> None:
-            for doc in self._open.values():
-                doc.close()
-            self._open.clear()
+            from haiku.rag.mupdf import MUPDF_LOCK
+
+            with MUPDF_LOCK:
+                for doc in self._open.values():
+                    doc.close()
+                self._open.clear()
 
         # Wait: PyMuPDF is not thread-safe across the process, so no render may still be running
         # when other code (a test's PDF factory, an export) calls PyMuPDF next.

@@ -7,6 +7,7 @@ ingested through ``HaikuRAG``, and opened by the app's ``LibraryService``.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,12 +53,10 @@ def build_library(root: Path) -> BuiltLibrary:
             )
             return outcome.document.id, notes.id
 
-    # A private loop: asyncio.run would unset the app's qasync loop as the current one.
-    loop = asyncio.new_event_loop()
-    try:
-        report_id, notes_id = loop.run_until_complete(ingest())
-    finally:
-        loop.close()
+    # On a thread of its own: this thread's current loop is the app's qasync loop (registered
+    # as running during app tests), which asyncio.run here would clash with or unset.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        report_id, notes_id = pool.submit(asyncio.run, ingest()).result()
     return BuiltLibrary(db_path, config, report, report_id, notes_id)
 
 

@@ -13,11 +13,12 @@ session, which also stops its executor threads before Qt is torn down.
 from __future__ import annotations
 
 import asyncio
+import inspect
 
 import pytest
 
 
-def _make_test_loop(qapp):
+def _sliced_loop(qapp):
     import qasync
 
     class SlicedQEventLoop(qasync.QEventLoop):
@@ -33,8 +34,9 @@ def _make_test_loop(qapp):
 
 @pytest.fixture(scope="session", autouse=True)
 def _session_qloop(qapp):
-    loop = _make_test_loop(qapp)
-    asyncio.set_event_loop(loop)  # haiku_desk.bridge.install_event_loop reuses it
+    from haiku_desk.bridge import install_event_loop
+
+    loop = install_event_loop(qapp, loop_factory=_sliced_loop)  # every later call returns it
     yield loop
     asyncio.events._set_running_loop(None)
     loop.keep_registered = False
@@ -44,8 +46,13 @@ def _session_qloop(qapp):
 
 
 @pytest.fixture(autouse=True)
-def qloop(_session_qloop):
+def qloop(request, _session_qloop):
+    """The app's loop, registered as running for the whole test (not for coroutine tests,
+    which pytest-asyncio runs on a loop of its own)."""
     loop = _session_qloop
+    if inspect.iscoroutinefunction(request.function):
+        yield loop
+        return
     asyncio.set_event_loop(loop)
     loop.keep_registered = True
     asyncio.events._set_running_loop(loop)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic_ai.messages import BinaryImage
 
 from haiku.rag.ingest.records import Box
+from haiku.rag.mupdf import MUPDF_LOCK
 from haiku.rag.store import documents as docs
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ def png_image(data: bytes) -> BinaryImage | None:
     import pymupdf
 
     try:
-        pymupdf.Pixmap(data)
+        with MUPDF_LOCK:
+            pymupdf.Pixmap(data)
     except Exception:  # pymupdf raises plain RuntimeError/ValueError for undecodable data
         return None
     return BinaryImage(data=data, media_type="image/png")
@@ -79,5 +81,6 @@ def _png_crop(samples: bytes, width: int, rect: tuple[int, int, int, int]) -> by
     x0, y0, x1, y1 = rect
     rows = np.frombuffer(samples, dtype=np.uint8).reshape(-1, width, 3)
     region = np.ascontiguousarray(rows[y0:y1, x0:x1])
-    pixmap = pymupdf.Pixmap(pymupdf.csRGB, x1 - x0, y1 - y0, region.tobytes(), 0)
-    return pixmap.tobytes("png")
+    with MUPDF_LOCK:
+        pixmap = pymupdf.Pixmap(pymupdf.csRGB, x1 - x0, y1 - y0, region.tobytes(), 0)
+        return pixmap.tobytes("png")

@@ -9,6 +9,7 @@ from typing import Any
 
 from haiku.rag.config import AppConfig
 from haiku.rag.errors import EmptyDocumentError, SourceTooLargeError
+from haiku.rag.mupdf import MUPDF_LOCK
 from haiku.rag.operations import (
     CancelToken,
     Progress,
@@ -143,7 +144,7 @@ def parse_document(
 def decrypted_pdf(data: bytes, password: str) -> bytes:
     import pymupdf
 
-    with pymupdf.open(stream=data, filetype="pdf") as doc:
+    with MUPDF_LOCK, pymupdf.open(stream=data, filetype="pdf") as doc:
         if doc.needs_pass:
             doc.authenticate(password)
         return doc.tobytes(encryption=pymupdf.PDF_ENCRYPT_NONE, garbage=1)

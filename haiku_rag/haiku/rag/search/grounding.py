@@ -15,6 +15,7 @@ import numpy as np
 
 from haiku.rag.errors import DamagedDocumentError
 from haiku.rag.ingest.records import Box
+from haiku.rag.mupdf import MUPDF_LOCK
 
 # RGB fill and blend strength per kind: matched text strong, context faint.
 HIGHLIGHT_STYLE = {"match": ((255, 170, 0), 0.38), "context": ((255, 235, 80), 0.16)}
@@ -53,8 +54,9 @@ class PageImage:
         import pymupdf
 
         data = self.highlighted_rgb().tobytes() if highlight else self.samples
-        pixmap = pymupdf.Pixmap(pymupdf.csRGB, self.width, self.height, data, 0)
-        return pixmap.tobytes("png")
+        with MUPDF_LOCK:
+            pixmap = pymupdf.Pixmap(pymupdf.csRGB, self.width, self.height, data, 0)
+            return pixmap.tobytes("png")
 
 
 def to_pixels(box: Box, kind: Literal["match", "context"], dpi: float, width: int, height: int) -> PixelBox:
@@ -80,17 +82,18 @@ def render_page(
     """Render one page (1-based) of a stored PDF with the boxes that fall on it."""
     import pymupdf
 
-    try:
-        with pymupdf.open(stream=pdf_bytes, filetype="pdf") as doc:
-            if not 1 <= page <= doc.page_count:
-                raise ValueError(f"page {page} is outside the document (1–{doc.page_count})")
-            pixmap = doc[page - 1].get_pixmap(dpi=dpi, alpha=False)
-    except (pymupdf.FileDataError, RuntimeError) as exc:
-        raise DamagedDocumentError(f"cannot render page {page}: {exc}") from exc
-    if pixmap.n != 3:
-        pixmap = pymupdf.Pixmap(pymupdf.csRGB, pixmap)
-    width, height = pixmap.width, pixmap.height
-    samples = bytes(pixmap.samples) if pixmap.stride == width * 3 else _pack(pixmap)
+    with MUPDF_LOCK:
+        try:
+            with pymupdf.open(stream=pdf_bytes, filetype="pdf") as doc:
+                if not 1 <= page <= doc.page_count:
+                    raise ValueError(f"page {page} is outside the document (1–{doc.page_count})")
+                pixmap = doc[page - 1].get_pixmap(dpi=dpi, alpha=False)
+        except (pymupdf.FileDataError, RuntimeError) as exc:
+            raise DamagedDocumentError(f"cannot render page {page}: {exc}") from exc
+        if pixmap.n != 3:
+            pixmap = pymupdf.Pixmap(pymupdf.csRGB, pixmap)
+        width, height = pixmap.width, pixmap.height
+        samples = bytes(pixmap.samples) if pixmap.stride == width * 3 else _pack(pixmap)
     boxes = [to_pixels(b, "context", dpi, width, height) for b in context if b.page == page]
     boxes += [to_pixels(b, "match", dpi, width, height) for b in matched if b.page == page]
     return PageImage(page=page, width=width, height=height, dpi=dpi, samples=samples, boxes=boxes)
