@@ -1,0 +1,199 @@
+"""API keys never leak: after conversations that really used a key (a local OpenAI-compatible
+server that refuses requests without it), the key is searched for in every file under the
+data dir, the config and the store, in DEBUG logs of every logger, in CLI output, and in the
+error output of a failed request run with --debug (our crash report: the traceback)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import keyring
+import pdf_factory
+import pytest
+from keyring.backend import KeyringBackend
+from openai_stub_server import StubOpenAI
+
+from haiku.rag.client import HaikuRAG
+from haiku.rag.errors import HaikuRAGError
+from haiku.rag.models import KEYRING_SERVICE
+
+HAIKU_RAG = str(Path(sys.executable).parent / "haiku-rag")
+QUESTION = "What did the customs brokers record?"
+
+
+class KeyedStub(StubOpenAI):
+    """The scripted server, refusing any request without ``Bearer <key>`` (or failing every
+    request with a 500 when ``fail`` is set)."""
+
+    def __init__(self, key: str, fail: bool = False) -> None:
+        self.key, self.fail = key, fail
+        self.authorizations: list[str | None] = []
+        super().__init__()
+
+    def _handler(self) -> type:
+        base, stub = super()._handler(), self
+
+        class Keyed(base):  # type: ignore[misc, valid-type]
+            def do_POST(self) -> None:
+                auth = self.headers.get("Authorization")
+                stub.authorizations.append(auth)
+                if auth != f"Bearer {stub.key}":
+                    self._json({"error": {"message": "invalid api key", "type": "auth"}}, status=401)
+                elif stub.fail:
+                    self._json({"error": {"message": "the model crashed", "type": "server"}}, status=500)
+                else:
+                    super().do_POST()
+
+        return Keyed
+
+
+class MemoryKeyring(KeyringBackend):
+    """A real keyring backend (the OS keychain's interface), kept in memory for the test."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passwords: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.passwords.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.passwords[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.passwords.pop((service, username), None)
+
+
+@pytest.fixture
+def allow_requests(monkeypatch):
+    """In-process conversations go to the local server (conftest forbids model requests)."""
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
+
+
+@pytest.fixture
+def secret() -> str:
+    return f"sk-haiku-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def keychain(secret):
+    previous = keyring.get_keyring()
+    memory = MemoryKeyring()
+    memory.set_password(KEYRING_SERVICE, "openai-compatible", secret)
+    keyring.set_keyring(memory)
+    yield memory
+    keyring.set_keyring(previous)
+
+
+def _leaks(root: Path, secret: str) -> list[str]:
+    """Every file below ``root`` holding the key (raw bytes, so binary store files count)."""
+    needle = secret.encode()
+    return [str(p) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+def _config_file(tmp_path: Path, base_url: str) -> Path:
+    path = tmp_path / "config" / "haiku.rag.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(
+        f"storage:\n  data_dir: {tmp_path / 'data'}\n"
+        "qa:\n  model:\n    provider: openai-compatible\n    name: stub-model\n"
+        f"    base_url: {base_url}\n"
+    )
+    return path
+
+
+@pytest.fixture
+def library(tmp_path) -> Path:
+    db = tmp_path / "data" / "haiku.rag.lancedb"
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    pdf_factory.make_report_pdf(papers / "report.pdf")
+    env = {**os.environ, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
+    subprocess.run([HAIKU_RAG, "--db", str(db), "add-src", str(papers)], check=True, env=env, capture_output=True, timeout=600)
+    return db
+
+
+async def test_a_conversation_with_a_keychain_key_leaks_it_nowhere(
+    tmp_path, library, keychain, secret, config, caplog, allow_requests
+):
+    caplog.set_level(logging.DEBUG)  # every logger: ours, httpx, openai, pydantic_ai
+    log_file = tmp_path / "data" / "logs" / "debug.log"
+    log_file.parent.mkdir(parents=True)
+    handler = logging.FileHandler(log_file)
+    handler.setLevel(logging.DEBUG)
+    logging.getLogger().addHandler(handler)
+    try:
+        with KeyedStub(secret) as stub:
+            config.storage.data_dir = tmp_path / "data"
+            config.qa.model.provider, config.qa.model.name = "openai-compatible", "stub-model"
+            config.qa.model.base_url = stub.base_url
+            async with HaikuRAG(library, config) as client:
+                first = await client.ask(QUESTION)
+                second = await client.ask("And the fog?", mode="fallback")
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    # The key was really used, on every request.
+    assert stub.authorizations and set(stub.authorizations) == {f"Bearer {secret}"}
+    assert first.answer and first.citations
+    assert second.answer
+
+    assert secret not in caplog.text
+    assert any(r.name.startswith(("httpx", "openai", "pydantic_ai", "haiku")) for r in caplog.records)
+    for result in (first, second):
+        assert secret not in repr(result)
+    assert _leaks(tmp_path, secret) == []  # data dir, config, store, log file, papers
+
+
+def test_the_cli_with_an_environment_key_leaks_it_nowhere(tmp_path, library, secret):
+    env = {
+        **os.environ,
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
+        "OPENAI_COMPATIBLE_API_KEY": secret,
+    }
+
+    def run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        command = [HAIKU_RAG, "--db", str(library), "--config", str(config), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+
+    with KeyedStub(secret) as stub:
+        config = _config_file(tmp_path, stub.base_url)
+        answered = run(config, "ask", QUESTION, "--json")
+        settings = run(config, "settings")
+    assert answered.returncode == 0, answered.stderr
+    assert set(stub.authorizations) == {f"Bearer {secret}"}
+
+    # A request that fails, with --debug: the traceback is the crash report.
+    with KeyedStub(secret, fail=True) as failing:
+        config = _config_file(tmp_path, failing.base_url)
+        crashed = run(config, "--debug", "ask", QUESTION)
+        plain = run(config, "ask", QUESTION)
+    assert failing.authorizations and crashed.returncode != 0 and plain.returncode != 0
+    assert "Traceback" in crashed.stderr  # the full report was printed ...
+    for output in (answered, settings, crashed, plain):
+        assert secret not in output.stdout + output.stderr  # ... and holds no key
+    assert _leaks(tmp_path, secret) == []
+
+
+async def test_an_error_from_the_provider_carries_no_key(tmp_path, library, keychain, secret, config, allow_requests):
+    import traceback
+
+    with KeyedStub(secret, fail=True) as stub:
+        config.qa.model.provider, config.qa.model.name = "openai-compatible", "stub-model"
+        config.qa.model.base_url = stub.base_url
+        async with HaikuRAG(library, config) as client:
+            with pytest.raises(HaikuRAGError) as raised:
+                await client.ask(QUESTION)
+    error: Any = raised.value
+    text = "".join(traceback.format_exception(error)) + repr(error.__dict__)
+    assert stub.authorizations and secret not in text
