@@ -1,13 +1,27 @@
-"""A process killed with SIGKILL in the middle of an ingest leaves a store that opens and holds
-only whole documents. The default run kills once; `-m crash` runs the randomized suite."""
+"""A process killed with SIGKILL in the middle of an ingest, an update or a delete leaves a store
+that opens and holds only whole documents, and `doctor` passes.
+
+The default run kills once. The randomized suite is marked ``crash``:
+
+    .venv/bin/python -m pytest -m crash tests/library/test_crash_safety.py -rA
+
+It runs 24 seeded cases (8 per operation). Each child process first imports everything, opens
+the store, starts the parse worker and loads the embedder, then says "go" and starts the
+operation; the kill lands at a random moment of
+the operation itself (not during start-up), and a kill that arrives after the operation ended
+is retried with a shorter delay, so every case is a kill that landed mid-operation.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -18,7 +32,38 @@ from haiku.rag.doctor import run_doctor
 from haiku.rag.store import documents as D
 from haiku.rag.store.engine import Store
 
-HAIKU_RAG = str(Path(sys.executable).parent / "haiku-rag")
+# The operation, run in a child process after it has printed "go".
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.config import load_config
+
+    db, op, arg = sys.argv[1:4]
+
+    async def main():
+        config = load_config()
+        async with HaikuRAG(db, config, create=True) as client:
+            if op == "delete":
+                ids = [d.id for d in await client.list_documents()]
+            else:  # start the parse worker and load the embedder now, not after "go"
+                from haiku.rag.ingest.pipeline import parse_document
+
+                parse_document(b"Warm-up text.", filename="w.txt", uri="w", config=config)
+                client.embedder.embed_query("warm-up")
+            print("go", flush=True)
+            if op in ("ingest", "update"):
+                await client.add_source(arg)
+            else:
+                for document_id in ids:
+                    await client.delete_document(document_id)
+        print("done", flush=True)
+
+    asyncio.run(main())
+    """
+)
+# Upper bound of the random kill delay after "go", per operation (seconds; halved on retry).
+WINDOWS = {"ingest": 4.0, "update": 3.0, "delete": 0.6}
 
 
 def _papers(folder: Path, count: int) -> None:
@@ -28,22 +73,38 @@ def _papers(folder: Path, count: int) -> None:
         maker(folder / f"paper-{i:02d}.pdf")
 
 
-def _start_ingest(db: Path, folder: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [HAIKU_RAG, "--db", str(db), "add-src", str(folder)],
-        stdout=subprocess.DEVNULL,
+def _run_child(db: Path, op: str, arg: str = "") -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db), op, arg],
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
+        text=True,
     )
+    line = process.stdout.readline()  # blocks through imports and opening the store
+    assert line.strip() == "go", f"child did not start the {op}: {line!r} (exit {process.poll()})"
+    return process
 
 
-def _wait_for_store(db: Path, process: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    """Wait until the child has created the store (imports take a few seconds)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if (db / "settings.lance").exists() or process.poll() is not None:
-            return
-        time.sleep(0.05)
-    raise AssertionError("the ingest process never created the store")
+def _kill_mid_operation(db: Path, op: str, arg: str, rng: random.Random, backup: Path) -> dict:
+    """Kill the child at a random moment of ``op``; retry (from the same starting store) with a
+    shorter window when the operation finished first. Returns what happened."""
+    window = WINDOWS[op]
+    for attempt in range(4):
+        if attempt:
+            shutil.rmtree(db)
+            shutil.copytree(backup, db)
+        process = _run_child(db, op, arg)
+        delay = rng.uniform(0.0, window)
+        time.sleep(delay)
+        landed = process.poll() is None
+        if landed:
+            os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+        process.stdout.close()
+        if landed:
+            return {"op": op, "delay_s": round(delay, 3), "attempts": attempt + 1}
+        window /= 2
+    raise AssertionError(f"the {op} always finished before the kill")
 
 
 def _assert_whole(db: Path) -> int:
@@ -62,46 +123,44 @@ def _assert_whole(db: Path) -> int:
     return count
 
 
-def _kill_during_ingest(tmp_path: Path, seed: int, files: int) -> int:
+def _ingest(db: Path, folder: Path) -> None:
+    process = _run_child(db, "ingest", str(folder))
+    assert process.wait(timeout=600) == 0
+    process.stdout.close()
+
+
+def _case(tmp_path: Path, seed: int, op: str) -> dict:
     rng = random.Random(seed)
-    folder, db = tmp_path / f"papers-{seed}", tmp_path / f"lib-{seed}.lancedb"
-    _papers(folder, files)
-    process = _start_ingest(db, folder)
-    _wait_for_store(db, process)
-    time.sleep(rng.uniform(0.0, 3.0))
-    assert process.poll() is None, "the ingest finished before it could be killed: give it more work"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=60)
-    return _assert_whole(db)
+    folder, db, backup = tmp_path / "papers", tmp_path / "lib.lancedb", tmp_path / "backup.lancedb"
+    _papers(folder, rng.randint(3, 6))
+    if op in ("update", "delete"):
+        _ingest(db, folder)
+        before = _assert_whole(db)
+        assert before > 0
+    if op == "update":
+        for path in sorted(folder.glob("*.pdf"))[::2]:
+            pdf_factory.make_rotated_pdf(path)  # new content at the same URI: an update in place
+    if db.exists():
+        shutil.copytree(db, backup)
+    else:
+        backup.mkdir()
+    record = _kill_mid_operation(db, op, str(folder), rng, backup)
+    record["documents_after"] = _assert_whole(db)
+    record["seed"] = seed
+    if op == "update":
+        assert record["documents_after"] == before  # an update never loses the document
+    if op == "delete":
+        assert record["documents_after"] <= before
+    return record
 
 
 def test_sigkill_mid_ingest_leaves_only_whole_documents(tmp_path):
-    _kill_during_ingest(tmp_path, seed=1, files=6)
+    _case(tmp_path, seed=1, op="ingest")
 
 
 @pytest.mark.crash
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", range(24))
 def test_randomized_sigkill_during_ingest_update_and_delete(tmp_path, seed):
-    rng = random.Random(seed)
-    _kill_during_ingest(tmp_path, seed, files=rng.randint(3, 8))
-    # and again while the same folder is re-ingested with changed files (updates in place)
-    folder, db = tmp_path / f"papers-{seed}", tmp_path / f"lib-{seed}.lancedb"
-    for path in sorted(folder.glob("*.pdf"))[::2]:
-        pdf_factory.make_rotated_pdf(path)  # new content at the same URI: an update in place
-    process = _start_ingest(db, folder)
-    time.sleep(rng.uniform(0.5, 5.0))
-    if process.poll() is None:
-        os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=60)
-    _assert_whole(db)
-    # and while deleting
-    store = Store(str(db))
-    ids = [d.id for d in D.list_documents(store)]
-    store.close()
-    if ids:
-        process = subprocess.Popen([HAIKU_RAG, "--db", str(db), "delete", ids[0]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.5, 3.0))
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=60)
-        _assert_whole(db)
+    op = ("ingest", "update", "delete")[seed % 3]
+    record = _case(tmp_path, seed, op)
+    print("CRASH-CASE " + json.dumps(record))  # collected for docs/reliability.md (-rA)
