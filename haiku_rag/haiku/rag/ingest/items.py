@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from docling_core.types.doc import (
     CoordOrigin,
     DocItem,
@@ -19,12 +21,13 @@ from haiku.rag.ingest.records import Box, ItemRecord
 def extract_items(doc: DoclingDocument) -> list[ItemRecord]:
     """Every item of ``doc.iterate_items()``; ``position`` is the reading-order index."""
     items = [item for item, _depth in doc.iterate_items() if isinstance(item, DocItem)]
+    texts = ItemTexts(doc)
     return [
         ItemRecord(
             position=position,
             self_ref=item.self_ref,
             label=item.label.value,
-            text=item_text(doc, item),
+            text=texts.text(item),
             page_numbers=sorted({prov.page_no for prov in item.prov}),
             # section headers only: the title stays at 0 and is told apart by its label
             heading_level=item.level if isinstance(item, SectionHeaderItem) else 0,
@@ -34,16 +37,36 @@ def extract_items(doc: DoclingDocument) -> list[ItemRecord]:
     ]
 
 
+class ItemTexts:
+    """Text items: their text; tables: Markdown; pictures: their captions; anything else: "".
+
+    One Markdown serializer serves every table of the document: building one validates the
+    whole document, so ``TableItem.export_to_markdown(doc)`` per table made filings with
+    hundreds of tables quadratic (minutes per filing).
+    """
+
+    def __init__(self, doc: DoclingDocument) -> None:
+        self._doc = doc
+        self._serializer: Any = None
+
+    def text(self, item: DocItem) -> str:
+        if isinstance(item, TableItem):
+            if self._serializer is None:
+                from docling_core.transforms.serializer.markdown import MarkdownDocSerializer
+
+                self._serializer = MarkdownDocSerializer(doc=self._doc)
+            return self._serializer.serialize(item=item).text
+        if isinstance(item, PictureItem):
+            captions = (ref.resolve(self._doc) for ref in item.captions)
+            return " ".join(caption.text for caption in captions if isinstance(caption, TextItem))
+        if isinstance(item, TextItem):
+            return item.text
+        return ""
+
+
 def item_text(doc: DoclingDocument, item: DocItem) -> str:
-    """Text items: their text; tables: Markdown; pictures: their captions; anything else: ""."""
-    if isinstance(item, TableItem):
-        return item.export_to_markdown(doc=doc)
-    if isinstance(item, PictureItem):
-        captions = (ref.resolve(doc) for ref in item.captions)
-        return " ".join(caption.text for caption in captions if isinstance(caption, TextItem))
-    if isinstance(item, TextItem):
-        return item.text
-    return ""
+    """The text of one item (see ``ItemTexts``; use that for many items of one document)."""
+    return ItemTexts(doc).text(item)
 
 
 def prov_box(doc: DoclingDocument, prov: ProvenanceItem, item: DocItem) -> Box:
