@@ -434,6 +434,19 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"haiku-rag: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except (OSError, RuntimeError, ValueError) as exc:
+        # A store file that turned unreadable after opening (lance reports it as a plain
+        # error): one line, not a traceback. Anything else is a bug and keeps its traceback.
+        if args.debug or not _is_storage_error(exc):
+            raise
+        first = str(exc).strip().splitlines()[0].split(", /")[0]
+        print(f"haiku-rag: the store could not be read ({first}); run `haiku-rag doctor`", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _is_storage_error(exc: BaseException) -> bool:
+    text = str(exc)
+    return "lance error" in text.lower() or "Lance file" in text or type(exc).__module__.startswith("lance")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,16 @@ class DoctorReport:
         self.checks.append(Check(name, ok, detail))
 
 
+S_FIRST_COLUMN = {
+    S.DOCUMENTS: "id",
+    S.DOCUMENT_BLOBS: "generation",
+    S.DOCUMENT_ITEMS: "generation",
+    S.CHUNKS: "generation",
+    S.CHUNK_VECTORS: "generation",
+    S.SETTINGS: "key",
+}
+
+
 def _column(store: Store, table: str, columns: list[str]) -> dict[str, list]:
     data = store.table(table).search().select(columns).limit(None).to_arrow()
     return {c: data[c].to_pylist() for c in columns}
@@ -42,6 +52,16 @@ def run_doctor(store: Store, expected_vector_dim: int | None = None) -> DoctorRe
     """Check the store's integrity. ``expected_vector_dim``: the configured embedder's size,
     checked against the stored vectors when both are known."""
     report = DoctorReport()
+    unreadable = []
+    for name in S.TABLES:
+        if store.has_table(name):
+            try:  # every data file of the table, one cheap column
+                store.table(name).search().select([S_FIRST_COLUMN[name]]).limit(None).to_arrow()
+            except (OSError, RuntimeError, ValueError) as exc:
+                unreadable.append(f"{name} ({str(exc).strip().splitlines()[0].split(', /')[0]})")
+    report.add("every table is readable", not unreadable, "; ".join(unreadable))
+    if unreadable:
+        return report  # the other checks would only fail on the same files
     version = store.get_setting("schema_version")
     report.add("schema version recorded", version is not None, f"found {version!r}")
     documents = _column(store, S.DOCUMENTS, ["id", "uri", "generation", "chunk_count", "index_state"])

@@ -151,7 +151,7 @@ class Store:
             )
             existing = set(self._list_tables())
         except Exception as exc:  # lance raises plain errors for unreadable folders
-            raise StoreDamagedError(f"cannot open the store at {location}: {exc}") from exc
+            raise StoreDamagedError(f"cannot open the store at {location}: {_short(exc)}") from exc
 
         missing = [name for name in _BASE_SCHEMAS if name not in existing]
         if existing and missing and S.SETTINGS not in existing:
@@ -159,12 +159,23 @@ class Store:
                 f"{location} is not a haiku.rag store (tables found: {', '.join(sorted(existing))})"
             )
         self._open_tables(existing, missing, create=create)
-        self._check_schema_version()
-        if not read_only:
-            try:
-                self.recover()
-            except StoreWriteError as exc:  # e.g. a full disk: leftovers stay invisible
-                log.warning("could not remove leftovers of interrupted writes: %s", exc)
+        try:
+            self._check_schema_version()
+            self.current_generations()  # reads every documents data file: damage shows now
+            if not read_only:
+                try:
+                    self.recover()  # reads the generation column of every content table
+                except StoreWriteError as exc:  # e.g. a full disk: leftovers stay invisible
+                    log.warning("could not remove leftovers of interrupted writes: %s", exc)
+        except (OSError, RuntimeError, ValueError) as exc:  # lance: unreadable data files
+            raise self.damaged(exc) from exc
+
+    def damaged(self, exc: BaseException) -> StoreDamagedError:
+        """The error for a store whose files cannot be read (nothing is written to it)."""
+        return StoreDamagedError(
+            f"the store at {self.location} is damaged and cannot be read ({_short(exc)}); "
+            "nothing was changed. Restore the folder from a backup"
+        )
 
     # --- opening --------------------------------------------------------------------------
 
@@ -179,7 +190,10 @@ class Store:
                 if name in _BASE_SCHEMAS or name == S.CHUNK_VECTORS:
                     self._tables[name] = self._db.open_table(name)
         except Exception as exc:
-            raise StoreDamagedError(f"cannot open table in {self.location}: {exc}") from exc
+            raise StoreDamagedError(
+                f"the store at {self.location} is damaged: table {name} cannot be opened "
+                f"({_short(exc)}); nothing was changed"
+            ) from exc
         if not missing:
             return
         if existing:
