@@ -3,7 +3,15 @@ streamed to the chat pane as Qt signals.
 
 A question runs on a *copy* of its conversation (history and capability state). Only when the
 answer is complete are both written back and saved together, so a stopped or failed question
-leaves the conversation exactly as it was before it was asked.
+leaves the conversation exactly as it was before it was asked. Stop ends an agent run through
+Pydantic AI's own cancellation (a ``CancellationToken``): the run closes its model stream and
+tool tasks itself and ends with ``RunCancelled``, which is reported as a cancellation.
+
+Citations are numbered for display once per conversation, across capabilities: haiku.rag's RAG
+and analysis capabilities each count their own indexes, so the service gives every cited passage
+one number, the same in every answer of the conversation (new ones continue from the highest
+number shown so far, in the order this answer first cited them), and renumbers the answer's
+``[n]`` markers to match.
 
 Three ways to answer:
 
@@ -102,6 +110,7 @@ class ChatService(QObject):
         self._records: dict[str, ConversationRecord] = {}
         self._current: ConversationRecord | None = None
         self._operation: Operation | None = None
+        self._run_token: Any = None  # pydantic_ai.CancellationToken of the running agent run
         self.last_built: BuiltAgent | None = None  # the agent of the latest tools-mode question
         self.analysis_unavailable: str | None = None  # why analysis mode could not be added
         self.token_meter: int | None = None
@@ -266,9 +275,25 @@ class ChatService(QObject):
         return operation
 
     def stop(self) -> None:
-        """Stop the running question; its conversation stays as it was before it was asked."""
-        if self._operation is not None and self._operation.running:
-            self._operation.cancel()
+        """Stop the running question; its conversation stays as it was before it was asked.
+
+        An agent run is cancelled through its Pydantic AI ``CancellationToken``, so the run
+        tears itself down (model stream, tool tasks, sandbox) and ends as ``RunCancelled``. Before
+        the run starts, for fallback and search-only answers, and on a second Stop, the
+        operation's task is cancelled instead.
+        """
+        operation = self._operation
+        if operation is None or not operation.running:
+            return
+        operation.token.cancel()
+        token = self._run_token
+        if token is not None and not token.cancelled:
+            try:
+                token.cancel()
+                return
+            except Exception:  # a run whose loop cannot be reached: cancel the task
+                log.warning("Stopping the agent run failed; cancelling its task", exc_info=True)
+        operation.cancel()
 
     def _finish(self, record: ConversationRecord, turn: Turn) -> None:
         self.answer_ready.emit(record.id, turn)
@@ -370,27 +395,66 @@ class ChatService(QObject):
         return create(**{k: v for k, v in offered.items() if k in accepted})
 
     async def _answer_with_tools(self, record: ConversationRecord, turn: Turn, work: Any) -> None:
-        from pydantic_ai.exceptions import AgentRunError
+        from pydantic_ai.exceptions import AgentRunError, RunCancelled
         from pydantic_ai.messages import ModelResponse
 
+        from haiku.rag.errors import OperationCancelled
         from haiku.rag.qa import _chat_model_error
 
         model = self.models.create_model()
         built = self.build_agent(record.toggles, model)
         _seed_filter(work, self.scope_filter())
+        cited: dict[tuple[str, str], None] = {}
         try:
-            result = await self._stream(record.id, turn, work, built)
+            result = await self._stream(record.id, turn, work, built, cited)
+        except RunCancelled as exc:  # Stop: a cancellation, never a failure
+            raise OperationCancelled("The question was stopped") from exc
         except AgentRunError as exc:
             raise _chat_model_error(exc, built.agent.model, "tools") from exc  # type: ignore[arg-type]
         work.messages = result.all_messages()
-        turn.answer = str(result.output)
         responses = [m for m in result.new_messages() if isinstance(m, ModelResponse)]
         if responses:
             turn.input_tokens = responses[-1].usage.input_tokens
-        turn.citations, turn.grounding = _citations_and_grounding(work.state)
+        cited_by, turn.grounding = _citations_and_grounding(work.state, list(cited))
+        turn.citations, turn.answer = display_numbering(record.turns, cited_by, str(result.output))
 
-    async def _stream(self, conversation_id: str, turn: Turn, work: Any, built: BuiltAgent) -> Any:
-        """Run the agent, turning its events into signals; returns the run result."""
+    async def _stream(
+        self,
+        conversation_id: str,
+        turn: Turn,
+        work: Any,
+        built: BuiltAgent,
+        cited: dict[tuple[str, str], None] | None = None,
+    ) -> Any:
+        """Run the agent, turning its events into signals; returns the run result.
+
+        ``cited`` collects ``(namespace, chunk_id)`` in the order the answer cited them, across
+        capabilities (each capability's state keeps only its own order). Stop cancels the run
+        through its ``CancellationToken``; the run then raises ``RunCancelled``.
+        """
+        from pydantic_ai import CancellationToken
+
+        token = CancellationToken()
+        self._run_token = token
+        try:
+            result = await self._stream_events(
+                conversation_id, turn, work, built, token, {} if cited is None else cited
+            )
+        finally:
+            if self._run_token is token:
+                self._run_token = None
+        assert result is not None
+        return result
+
+    async def _stream_events(
+        self,
+        conversation_id: str,
+        turn: Turn,
+        work: Any,
+        built: BuiltAgent,
+        token: Any,
+        cited: dict[tuple[str, str], None],
+    ) -> Any:
         from pydantic_ai import AgentRunResultEvent
         from pydantic_ai.messages import (
             FunctionToolCallEvent,
@@ -405,7 +469,7 @@ class ChatService(QObject):
         pending: dict[str, ToolStep] = {}
         result = None
         async with built.agent.run_stream_events(
-            turn.question, deps=work, message_history=work.messages
+            turn.question, deps=work, message_history=work.messages, cancellation_token=token
         ) as events:
             async for event in events:
                 if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
@@ -428,9 +492,10 @@ class ChatService(QObject):
                     if step is not None and step.kind == "analysis":
                         step.output = _text_of(event.part.content)
                         self.analysis_step.emit(conversation_id, step)
+                    if event.part.tool_name.endswith("_cite"):
+                        _note_cited(work.state, cited)
                 elif isinstance(event, AgentRunResultEvent):
                     result = event.result
-        assert result is not None
         return result
 
     # --- fallback mode ------------------------------------------------------------------
@@ -454,13 +519,14 @@ class ChatService(QObject):
             mode="fallback",
             conversation=work,
         )
-        turn.answer = result.answer
-        turn.citations = list(result.citations)
+        turn.citations, turn.answer = display_numbering(
+            record.turns, [(_RAG, c) for c in result.citations], result.answer
+        )
         turn.grounding = result.grounding
         responses = [m for m in work.messages[before:] if isinstance(m, ModelResponse)]
         if responses:
             turn.input_tokens = responses[-1].usage.input_tokens
-        self.text_delta.emit(record.id, result.answer)
+        self.text_delta.emit(record.id, turn.answer)
 
     # --- search-only mode ---------------------------------------------------------------
 
@@ -527,22 +593,93 @@ def _seed_filter(work: Any, scope: str | None) -> None:
     work.state[RAGCapability.namespace] = state.model_dump(mode="json")
 
 
-def _citations_and_grounding(state: dict[str, Any]) -> tuple[list[Citation], str]:
-    """This question's citations (RAG first, then analysis) and its grounding status."""
+_RAG = "rag"  # RAGCapability.namespace
+_ANALYSIS = "analysis"  # AnalysisCapability.namespace
+_EVIDENCE_NAMESPACES = (_RAG, _ANALYSIS)
+
+
+def _note_cited(state: dict[str, Any], cited: dict[tuple[str, str], None]) -> None:
+    """Add the chunks each capability's state lists as cited in this question, not yet in
+    ``cited`` (called after every cite tool: the order across capabilities is the call order)."""
+    for namespace in _EVIDENCE_NAMESPACES:
+        for chunk_id in (state.get(namespace) or {}).get("citations") or []:
+            cited.setdefault((namespace, chunk_id), None)
+
+
+def _citations_and_grounding(
+    state: dict[str, Any], order: Iterable[tuple[str, str]] = ()
+) -> tuple[list[tuple[str, Citation]], str]:
+    """This question's citations as ``(namespace, Citation)`` with the capability's own index,
+    in ``order`` (the order they were cited) and then any others (RAG first, then analysis),
+    and its grounding status."""
     from haiku.rag.capabilities.ledger import citation_status
     from haiku.rag.capabilities.state import EvidenceState
 
-    rag = EvidenceState.model_validate(state.get("rag") or {})
+    rag = EvidenceState.model_validate(state.get(_RAG) or {})
     records = [rag.evidence]
-    citations = [rag.citation_index[c] for c in rag.citations]
-    if state.get("analysis"):
-        analysis = EvidenceState.model_validate(state["analysis"])
+    found = {(_RAG, c): rag.citation_index[c] for c in rag.citations}
+    if state.get(_ANALYSIS):
+        analysis = EvidenceState.model_validate(state[_ANALYSIS])
         records.append(analysis.evidence)
-        citations += [analysis.citation_index[c] for c in analysis.citations]
+        found.update({(_ANALYSIS, c): analysis.citation_index[c] for c in analysis.citations})
+    keys = [k for k in order if k in found]
+    keys += [k for k in found if k not in keys]
+    citations = [(namespace, found[(namespace, chunk_id)]) for namespace, chunk_id in keys]
     question = rag.evidence.question
     if question is None:
         return citations, "missing"
     return citations, citation_status(records, question=question)
+
+
+def display_numbering(
+    earlier: Iterable[Turn], cited: Iterable[tuple[str, Citation]], answer: str
+) -> tuple[list[Citation], str]:
+    """One numbering for the conversation, across capabilities.
+
+    haiku.rag's RAG and analysis capabilities each number their own citations, so one answer
+    citing both could show two sources numbered 1. Here a passage (chunk) keeps the number an
+    earlier answer of the conversation showed it with; a new one takes the next number after
+    the highest shown so far, in the order this answer cited it; a chunk cited through both
+    capabilities is one source. ``cited`` is ``(namespace, Citation)`` with the capability's
+    own index, in citing order. Returns the citations renumbered and ``answer`` with its
+    ``[n]`` markers (which, where a model writes them, are RAG indexes: only the fallback's
+    numbered passages show a model numbers) renumbered to match.
+    """
+    known: dict[str, int] = {}
+    for turn in earlier:
+        if turn.mode == "search-only":  # a list of passages numbered per answer, not citations
+            continue
+        for citation in turn.citations:
+            known.setdefault(citation.chunk_id, citation.index)
+    following = max(known.values(), default=0) + 1
+    shown: dict[str, Citation] = {}
+    renumber: dict[int, int] = {}
+    for namespace, citation in cited:
+        number = known.get(citation.chunk_id)
+        if number is None:
+            number = known[citation.chunk_id] = following
+            following += 1
+        if namespace == _RAG:
+            renumber.setdefault(citation.index, number)
+        if citation.chunk_id not in shown:
+            shown[citation.chunk_id] = citation.model_copy(update={"index": number})
+    return list(shown.values()), renumber_markers(answer, renumber)
+
+
+def renumber_markers(text: str, numbers: dict[int, int]) -> str:
+    """``[n]`` / ``[n, m]`` markers with each number mapped through ``numbers`` (others kept)."""
+    if not numbers or all(old == new for old, new in numbers.items()):
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        parts = [p.strip() for p in match.group(1).split(",")]
+        mapped = dict.fromkeys(str(numbers.get(int(p), p)) for p in parts)
+        return f"[{', '.join(mapped)}]"
+
+    return _MARKER.sub(replace, text)
+
+
+_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 def _step_for(tool_name: str, args: dict[str, Any]) -> ToolStep:

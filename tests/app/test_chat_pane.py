@@ -269,3 +269,84 @@ def test_analysis_mode_shows_the_executed_code_and_its_output(qloop, qtbot, libr
     assert pane.analysis_panel.header.text() == "Analysis (1 run)"
     pane.analysis_panel.header.click()
     assert pane.analysis_panel.expanded and code in pane.analysis_panel.log.toPlainText()
+
+
+def test_stop_then_ask_again_repeatedly_and_stop_during_a_search(qloop, qtbot, library, app_config):
+    pane = make_pane(qtbot, library, app_config)
+    notifications = pane.services.notifications
+    pane.models.use_model_instance(cited_script().model)
+    ask(qloop, pane, QUESTION)
+    record = pane.chat.current
+
+    for cycle in range(2):
+        messages, state = list(record.messages), dict(record.state)
+        script = StreamingScript(gate=asyncio.Event()).play(answer("This will never finish."))
+        pane.models.use_model_instance(script.model)
+        pane.input.setPlainText(f"Slow question {cycle}")
+        pane.send_button.click()
+        run_until(qloop, lambda: pane.turn_widgets[-1].text)
+        pane.stop_button.click()
+        run_until(qloop, lambda: not pane.chat.busy)
+        stopped = pane.turn_widgets[-1]
+        assert "Stopped" in stopped.status.text() and stopped.status.isVisible()
+        assert pane.send_button.isEnabled() and not pane.stop_button.isEnabled()
+        assert record.messages == messages and record.state == state
+        assert len(record.turns) == 1 + cycle
+
+        pane.models.use_model_instance(cited_script().model)
+        ask(qloop, pane, QUESTION)
+        assert pane.turn_widgets[-1].chips and len(record.turns) == 2 + cycle
+
+    # Stop while the agent runs rag_search (the moment its step appears)
+    before = (list(record.messages), dict(record.state), len(record.turns))
+    pane.models.use_model_instance(cited_script().model)
+    pane.chat.tool_step.connect(lambda cid, step: pane.stop_button.click())
+    pane.input.setPlainText("Search and stop")
+    pane.send_button.click()
+    run_until(qloop, lambda: not pane.chat.busy)
+    pane.chat.tool_step.disconnect()
+    widget = pane.turn_widgets[-1]
+    assert "Searching" in widget.steps.text() and "Stopped" in widget.status.text()
+    assert (list(record.messages), dict(record.state), len(record.turns)) == before
+    assert pane.send_button.isEnabled()
+    assert [n.message for n in notifications.history if n.level == "error"] == []
+
+
+def test_rag_and_analysis_citations_get_different_numbers_in_one_answer(
+    qloop, qtbot, library, app_config, built
+):
+    pytest.importorskip("haiku.rag.capabilities.analysis")
+    pane = make_pane(qtbot, library, app_config)
+    pane.analysis_action.trigger()
+    script = StreamingScript().play(
+        search("kerosene shortage night convoys"),
+        cite_top(1),
+        search("lantern otters glass eels", tool="analysis_search"),
+        cite_top(1, search_tool="analysis_search", tool="analysis_cite"),
+        answer("Kerosene ran short [1], and the otters hunt eels."),
+    )
+    pane.models.use_model_instance(script.model)
+    ask(qloop, pane, QUESTION)
+
+    (widget,) = pane.turn_widgets
+    rag, analysis = widget.turn.citations
+    assert rag.document_id == built.report_id and analysis.document_id == built.notes_id
+    state = pane.chat.current.state  # each capability numbered its own citation 1
+    assert state["rag"]["citation_index"][rag.chunk_id]["index"] == 1
+    assert state["analysis"]["citation_index"][analysis.chunk_id]["index"] == 1
+    assert [chip.text() for chip in widget.chips] == ["1", "2"]
+    assert widget.chips[1].accessibleName().startswith("Citation 2: Lantern Otters")
+    assert [label.text().split("</a>")[0].split(">")[-1][:3] for label in widget.source_labels] == [
+        "[1]",
+        "[2]",
+    ]
+
+    activated = []
+    pane.citation_activated.connect(activated.append)
+    qtbot.mouseClick(widget.chips[0], qtbot_button())
+    qtbot.mouseClick(widget.chips[1], qtbot_button())
+    assert [c.chunk_id for c in activated] == [rag.chunk_id, analysis.chunk_id]
+    assert [c.index for c in activated] == [1, 2]
+    widget.source_labels[1].linkActivated.emit("cite:2")
+    widget.answer.anchorClicked.emit(QUrl("cite:1"))  # the inline [1] marker
+    assert [c.chunk_id for c in activated[2:]] == [analysis.chunk_id, rag.chunk_id]

@@ -328,3 +328,211 @@ def test_saved_files_never_hold_a_key(qloop, library, app_config, monkeypatch):
     ask_and_wait(qloop, chat, "Hi")
     for path in ConversationStore.in_data_dir(app_config.storage.data_dir).directory.iterdir():
         assert "sk-secret" not in path.read_text()
+
+
+# --- Stop: Pydantic AI's own cancellation, reported as a cancellation -----------------------
+
+
+def outcomes(chat: ChatService) -> list[str]:
+    """The outcome signals of the questions asked from now on."""
+    seen: list[str] = []
+    chat.question_cancelled.connect(lambda cid: seen.append("cancelled"))
+    chat.question_failed.connect(lambda cid, message: seen.append(f"failed: {message}"))
+    chat.answer_ready.connect(lambda cid, turn: seen.append("answered"))
+    return seen
+
+
+def stop_and_wait(qloop, chat: ChatService, when, stop: bool = True) -> list[str]:
+    """Stop once ``when()`` holds (unless the test stops by itself), then wait until the
+    question has ended; returns its outcome (``cancelled``, ``failed: …`` or ``answered``)."""
+    seen = outcomes(chat)
+    run_until(qloop, when)
+    if stop:
+        chat.stop()
+    run_until(qloop, lambda: bool(seen) and not chat.busy)
+    return seen
+
+
+def snapshot(chat: ChatService) -> tuple:
+    record = chat.current
+    return (
+        json.dumps(record.messages, sort_keys=True, default=str),
+        json.dumps(record.state, sort_keys=True),
+        len(record.turns),
+        chat.store.path_of(record.id).read_text(),
+    )
+
+
+def errors(notifications: Notifications) -> list[str]:
+    return [n.message for n in notifications.history if n.level == "error"]
+
+
+def test_stop_while_streaming_is_a_cancellation_and_the_conversation_goes_on(
+    qloop, library, app_config
+):
+    chat, models, notifications = make_chat(library, app_config)
+    models.use_model_instance(
+        StreamingScript().play(search("kerosene"), cite_top(1), answer("Kerosene.")).model
+    )
+    ask_and_wait(qloop, chat, QUESTION)
+    record = chat.current
+    deltas: list[str] = []
+    chat.text_delta.connect(lambda cid, text: deltas.append(text))
+
+    for cycle in range(3):  # Stop, then ask again: the conversation keeps working
+        before = snapshot(chat)
+        deltas.clear()
+        script = StreamingScript(gate=asyncio.Event())  # never set: hangs mid-answer
+        models.use_model_instance(script.play(search("otters"), answer("Otters eat eels.")).model)
+        operation = chat.ask(f"What do lantern otters hunt? ({cycle})")
+        outcome = stop_and_wait(qloop, chat, lambda: bool(deltas))
+
+        assert outcome == ["cancelled"]
+        assert operation.error is None and not chat.busy
+        assert snapshot(chat) == before  # history, state, turns and the saved file
+        assert errors(notifications) == []
+        assert chat._run_token is None
+
+        models.use_model_instance(
+            StreamingScript().play(search("otters glass eels"), cite_top(1), answer("Eels.")).model
+        )
+        turn = ask_and_wait(qloop, chat, "What do lantern otters hunt?")
+        assert turn.answer == "Eels." and turn.grounding == "grounded"
+        assert len(record.turns) == 2 + cycle
+    assert errors(notifications) == []
+
+
+def test_stop_while_rag_search_runs_is_a_cancellation(qloop, library, app_config):
+    chat, models, notifications = make_chat(library, app_config)
+    chat.new_conversation()
+    before = snapshot(chat)
+    script = StreamingScript().play(search("kerosene shortage"), cite_top(1), answer("Late."))
+    models.use_model_instance(script.model)
+    steps: list[str] = []
+    # Stop as soon as the search step begins: the agent is executing rag_search.
+    chat.tool_step.connect(lambda cid, step: (steps.append(step.label), chat.stop()))
+    seen = outcomes(chat)
+    chat.ask(QUESTION)
+    run_until(qloop, lambda: bool(seen) and not chat.busy)
+    chat.tool_step.disconnect()
+
+    assert seen == ["cancelled"] and steps == ["Searching “kerosene shortage”"]
+    assert len(script.seen) == 1  # the model was never asked again after the search
+    assert snapshot(chat) == before
+    assert errors(notifications) == []
+
+    models.use_model_instance(
+        StreamingScript().play(search("kerosene shortage"), cite_top(1), answer("Late.")).model
+    )
+    turn = ask_and_wait(qloop, chat, QUESTION)
+    assert turn.citations[0].index == 1 and turn.grounding == "grounded"
+
+
+def test_stop_while_analysis_code_runs_in_the_sandbox_is_a_cancellation(
+    qloop, library, app_config, monkeypatch
+):
+    pytest.importorskip("haiku.rag.capabilities.analysis")
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    # The sandbox thread finishes the abandoned program at its own time limit.
+    monkeypatch.setattr(library.client.config.analysis, "code_timeout", 3)
+    chat, models, notifications = make_chat(library, app_config)
+    chat.new_conversation()
+    chat.set_toggle("analysis", True)
+    before = snapshot(chat)
+    endless = "n = 0\nwhile True:\n    n += 1\n"
+    script = StreamingScript().play(
+        ModelResponse(parts=[ToolCallPart("analysis_execute_code", {"code": endless})]),
+        answer("Never."),
+    )
+    models.use_model_instance(script.model)
+    started: list = []
+    chat.tool_step.connect(lambda cid, step: started.append(step))
+    analysed: list = []
+    chat.analysis_step.connect(lambda cid, step: analysed.append(step))
+    chat.ask("Count forever")
+    outcome = stop_and_wait(qloop, chat, lambda: bool(started))
+
+    assert outcome == ["cancelled"] and started[0].kind == "analysis"
+    assert analysed == []  # the program never returned to the model
+    assert len(script.seen) == 1 and snapshot(chat) == before
+    assert errors(notifications) == []
+
+    models.use_model_instance(
+        StreamingScript()
+        .play(
+            ModelResponse(parts=[ToolCallPart("analysis_execute_code", {"code": "print(6 * 7)"})]),
+            answer("42."),
+        )
+        .model
+    )
+    turn = ask_and_wait(qloop, chat, "What is six times seven?")
+    assert turn.answer == "42." and "42" in turn.steps[0].output
+
+
+# --- one citation numbering across capabilities ------------------------------------------
+
+
+def test_rag_and_analysis_citations_share_one_numbering_for_the_conversation(
+    qloop, library, app_config, built
+):
+    pytest.importorskip("haiku.rag.capabilities.analysis")
+    chat, models, _ = make_chat(library, app_config)
+    chat.new_conversation()
+    chat.set_toggle("analysis", True)
+    script = StreamingScript().play(
+        search("kerosene shortage night convoys"),
+        cite_top(1),
+        search("lantern otters glass eels", tool="analysis_search"),
+        cite_top(1, search_tool="analysis_search", tool="analysis_cite"),
+        answer("Kerosene ran short [1]; otters hunt eels."),
+    )
+    models.use_model_instance(script.model)
+    first = ask_and_wait(qloop, chat, QUESTION)
+    rag, analysis = first.citations
+    assert (rag.index, analysis.index) == (1, 2)  # each capability counted 1 on its own
+    assert rag.document_id == built.report_id and analysis.document_id == built.notes_id
+    assert chat.current.state["rag"]["citation_index"][rag.chunk_id]["index"] == 1
+    assert chat.current.state["analysis"]["citation_index"][analysis.chunk_id]["index"] == 1
+    assert first.answer == "Kerosene ran short [1]; otters hunt eels."
+
+    # Next answer, the other way round: analysis cites the report passage RAG cited, RAG the
+    # otter passage analysis cited. Each is new to the capability citing it now (its own
+    # counter says 2) but keeps the one number the conversation showed it with.
+    script = StreamingScript().play(
+        search("kerosene shortage night convoys", tool="analysis_search"),
+        cite_top(1, search_tool="analysis_search", tool="analysis_cite"),
+        search("lantern otters glass eels"),
+        cite_top(1),
+        answer("Otters hunt eels [2]."),
+    )
+    models.use_model_instance(script.model)
+    second = ask_and_wait(qloop, chat, "And the otters?")
+    state = chat.current.state
+    assert state["analysis"]["citation_index"][rag.chunk_id]["index"] == 2
+    assert state["rag"]["citation_index"][analysis.chunk_id]["index"] == 2
+    assert [(c.chunk_id, c.index) for c in second.citations] == [
+        (rag.chunk_id, 1),
+        (analysis.chunk_id, 2),
+    ]
+    assert second.answer == "Otters hunt eels [2]."  # RAG's 2, the otter passage, is shown as 2
+
+
+def test_markers_follow_the_display_numbers():
+    from haiku.rag.capabilities.state import Citation
+    from haiku_desk.services.chat import display_numbering
+    from haiku_desk.services.conversations import Turn
+
+    def citation(index: int, chunk_id: str) -> Citation:
+        return Citation(
+            index=index, chunk_id=chunk_id, document_id="d", document_uri="u", content="c"
+        )
+
+    earlier = Turn(question="q", mode="tools", citations=[citation(1, "a"), citation(2, "x")])
+    shown, text = display_numbering(
+        [earlier],
+        [("analysis", citation(1, "b")), ("rag", citation(2, "c")), ("rag", citation(1, "a"))],
+        "C [2], A [1], both [1, 2], other [7].",
+    )
+    assert [(c.chunk_id, c.index) for c in shown] == [("b", 3), ("c", 4), ("a", 1)]
+    assert text == "C [4], A [1], both [1, 4], other [7]."
