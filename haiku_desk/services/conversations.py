@@ -20,11 +20,12 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from haiku.rag.capabilities.state import Citation
+if TYPE_CHECKING:
+    from haiku.rag.capabilities.state import Citation
 
 CONVERSATION_FORMAT_VERSION = 1
 CONVERSATIONS_DIR_NAME = "conversations"
@@ -57,7 +58,31 @@ class ToolStep(BaseModel):
     output: str = ""  # the analysis output
 
 
-class Turn(BaseModel):
+def _import_citation() -> None:
+    """Put ``Citation`` in this module's namespace, where Pydantic resolves the annotations.
+
+    Not at import: ``haiku.rag.capabilities.state`` loads the store's models (pyarrow, numpy),
+    and the main window imports this module before it is first shown.
+    """
+    if "Citation" not in globals():
+        from haiku.rag.capabilities.state import Citation
+
+        globals()["Citation"] = Citation
+
+
+class _CitingModel(BaseModel):
+    """A model whose schema mentions ``Citation``: completed on first use (validation,
+    construction, schema), when Pydantic rebuilds it, not when the module is imported."""
+
+    @classmethod
+    def model_rebuild(cls, **kwargs: Any) -> bool | None:
+        _import_citation()
+        # One frame deeper than Pydantic expects: keep its parent namespace the caller's.
+        kwargs["_parent_namespace_depth"] = kwargs.get("_parent_namespace_depth", 2) + 1
+        return super().model_rebuild(**kwargs)
+
+
+class Turn(_CitingModel):
     """One question and its answer as the chat pane shows it."""
 
     question: str
@@ -70,7 +95,7 @@ class Turn(BaseModel):
     asked_at: datetime = Field(default_factory=now)
 
 
-class ConversationRecord(BaseModel):
+class ConversationRecord(_CitingModel):
     """Everything saved for one conversation."""
 
     version: int = CONVERSATION_FORMAT_VERSION

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import itertools
+import sys
 import tempfile
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -37,6 +38,33 @@ MIN_ZOOM = 0.25
 MATCH_COLOR = QColor(255, 170, 0, 97)
 CONTEXT_COLOR = QColor(255, 235, 80, 41)
 MATCH_OUTLINE = QColor(230, 120, 0, 200)
+
+
+def import_pymupdf() -> Any:
+    """PyMuPDF for rendering, without the extras its ``__init__`` loads when installed.
+
+    ``import pymupdf`` also imports ``pymupdf.layout`` (which builds an ONNX layout model) and
+    ``pymupdf4llm`` (numpy and more): seconds on a busy machine, and a page render uses neither.
+    They stay importable: only pymupdf's own optional ``import`` of them is skipped, so an
+    explicit ``import pymupdf.layout`` later (in-process parsing) still works. Call it holding
+    ``MUPDF_LOCK``.
+    """
+    loaded = sys.modules.get("pymupdf")
+    if loaded is not None:
+        return loaded
+    skipped = [name for name in _PYMUPDF_EXTRAS if name not in sys.modules]
+    for name in skipped:
+        sys.modules[name] = None  # type: ignore[assignment]  # pymupdf's ``try: import`` fails
+    try:
+        import pymupdf
+    finally:
+        for name in skipped:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+    return pymupdf
+
+
+_PYMUPDF_EXTRAS = ("pymupdf.layout", "pymupdf4llm")
 
 
 class NotRenderableError(Exception):
@@ -102,6 +130,8 @@ class PagesService(QObject):
         self._bytes_tasks: dict[tuple[str, str], asyncio.Future[bytes]] = {}
         self._ids = itertools.count(1)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._closed = False
+        self._warm: concurrent.futures.Future[None] | None = None
 
     # --- rendering ---------------------------------------------------------------------------
 
@@ -157,6 +187,45 @@ class PagesService(QObject):
         else:
             self.page_ready.emit(request_id, render)
 
+    def prefetch(self, document_id: str, page: int, zoom: float = 1.5) -> None:
+        """Render into the cache ahead of a click (a new answer's cited pages); quiet on failure."""
+        if self._closed or self.cached(document_id, page, zoom) is not None:
+            return
+
+        async def render_quietly() -> None:
+            try:
+                await self.render(document_id, page, zoom)
+            except Exception:  # a click on it reports the failure; a prefetch stays quiet
+                pass
+
+        asyncio.ensure_future(render_quietly())
+
+    def warm_up(self) -> None:
+        """Load PyMuPDF and initialise MuPDF on the render thread now (call once the window is
+        idle), so the first citation click does not wait for them."""
+        if self._closed or self._warm is not None:
+            return
+        self._warm = self._executor.submit(self._warm_sync)
+
+    @staticmethod
+    def _warm_sync() -> None:
+        from haiku.rag.mupdf import MUPDF_LOCK
+
+        try:
+            with MUPDF_LOCK:
+                if "pymupdf" in sys.modules:
+                    return  # loaded already, and maybe in use by code that does not take the lock
+                pymupdf = import_pymupdf()
+                doc = pymupdf.open()  # a first render loads MuPDF's colour spaces and base fonts
+                try:
+                    page = doc.new_page(width=72, height=72)
+                    page.insert_text((8, 36), "Aa")
+                    page.get_pixmap(alpha=False)
+                finally:
+                    doc.close()
+        except Exception:  # only a head start: the first real render reports any real problem
+            pass
+
     async def _source_bytes(self, document_id: str, generation: str) -> bytes:
         key = (document_id, generation)
         task = self._bytes_tasks.get(key)
@@ -187,8 +256,7 @@ class PagesService(QObject):
             return self._render_locked(document_id, generation, data, page, zoom)
 
     def _render_locked(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
-        import pymupdf
-
+        pymupdf = import_pymupdf()
         key = (document_id, generation)
         doc = self._open.get(key)
         if doc is None:
@@ -247,6 +315,8 @@ class PagesService(QObject):
         asyncio.ensure_future(find())
 
     def close(self) -> None:
+        self._closed = True
+
         def close_all() -> None:
             from haiku.rag.mupdf import MUPDF_LOCK
 

@@ -174,6 +174,10 @@ class CitationPanel(QWidget):
                 return max(MIN_ZOOM, min(MAX_ZOOM, width / page_width))
         return self.zoom
 
+    def render_zoom(self) -> float:
+        """The zoom a page is rendered at now (pixels per point, device pixel ratio included)."""
+        return self._target_zoom() * self.devicePixelRatioF()
+
     def _render(self) -> None:
         if self.citation is None:
             return

@@ -7,19 +7,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
 
-from haiku_desk.views.citation_panel import CitationPanel
+from haiku_desk.views.citation_panel import CitationPanel, cited_pages
 from haiku_desk.views.library_pane import LibraryPane
 from haiku_desk.views.notification_area import NotificationArea
 
 if TYPE_CHECKING:
     from haiku.rag.capabilities.state import Citation
     from haiku_desk.services import AppServices
+    from haiku_desk.services.conversations import Turn
 
 SETTINGS_GROUP = "main_window"
+WARM_UP_DELAY_MS = 300  # after the first paint: load the page renderer while the user looks
+PREFETCH_PAGES = 6  # cited pages rendered ahead when an answer arrives
 DRAG_EVENTS = (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.DragLeave, QEvent.Type.Drop)
 
 
@@ -79,6 +82,8 @@ class MainWindow(QMainWindow):
 
         self._build_actions()
         self.chat_pane.citation_activated.connect(self.show_citation)
+        services.chat.answer_ready.connect(self._prefetch_cited_pages)
+        self._warmed = False
         services.library.entry_changed.connect(self._update_status)
         services.library.entry_removed.connect(self._update_status)
         self._update_status()
@@ -149,6 +154,26 @@ class MainWindow(QMainWindow):
             sizes[1] = max(200, sizes[1] - sizes[2])
             self.splitter.setSizes(sizes)
         self.citation_panel.show_citation(citation)
+
+    def _prefetch_cited_pages(self, _conversation_id: str, turn: Turn) -> None:
+        """Render an answer's first cited pages now, at the panel's zoom, so a click shows them
+        from the cache."""
+        zoom = self.citation_panel.render_zoom()
+        seen: set[tuple[str, int]] = set()
+        for citation in turn.citations:
+            matched = sorted({b.page for b in citation.boxes}) or cited_pages(citation)
+            key = (citation.document_id, matched[0])  # the page a click shows first
+            if key not in seen:
+                seen.add(key)
+                self.services.pages.prefetch(*key, zoom)
+            if len(seen) >= PREFETCH_PAGES:
+                break
+
+    def showEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+        super().showEvent(event)
+        if not self._warmed:
+            self._warmed = True
+            QTimer.singleShot(WARM_UP_DELAY_MS, self, self.services.pages.warm_up)
 
     def _update_status(self, *_: object) -> None:
         entries = self.services.library.entries
