@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -70,6 +71,8 @@ class IngestOutcome:
     document: Document | None = None
     category: str | None = None
     reason: str | None = None
+    # reading, parsing and storing this source (embedding excluded: it is batched across files)
+    seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +83,7 @@ class IngestOutcome:
             "index_state": self.document.index_state if self.document else None,
             "category": self.category,
             "reason": self.reason,
+            "seconds": None if self.seconds is None else round(self.seconds, 3),
         }
 
 
@@ -109,6 +113,7 @@ class HaikuRAG:
             read_only=read_only,
             storage_options=self.config.lancedb.storage_options,
             read_consistency_interval=self.config.lancedb.read_consistency_interval_seconds,
+            region=self.config.lancedb.region,
         )
         self._embedder: Any = None
         self._embedder_lock = asyncio.Lock()
@@ -287,9 +292,11 @@ class HaikuRAG:
     ) -> IngestOutcome:
         """Ingest one file; a bad file becomes a ``failed`` outcome, never an exception."""
         cancel = cancel or CancelToken()
+        started = time.perf_counter()
         outcome = await _run_cancellable(
             cancel, self._ingest_path_sync, Path(path), title, metadata, password, progress, cancel
         )
+        outcome.seconds = time.perf_counter() - started
         if embed and outcome.document is not None and outcome.document.index_state == "text":
             await self.embed_pending([outcome.document], progress=progress, cancel=cancel)
             outcome.document = await self.get_document(outcome.document.id)
@@ -315,9 +322,11 @@ class HaikuRAG:
         outcomes: list[IngestOutcome] = []
         for file in files:
             check_cancelled(cancel)
+            started = time.perf_counter()
             outcome = await _run_cancellable(
                 cancel, self._ingest_path_sync, file, None, None, None, progress, cancel
             )
+            outcome.seconds = time.perf_counter() - started
             outcomes.append(outcome)
         if embed:
             to_embed = [o.document for o in outcomes if o.document and o.document.index_state == "text"]

@@ -57,6 +57,8 @@ class LanceDBConfig(_Section):
     uri: str = ""
     storage_options: dict[str, str] = Field(default_factory=dict)
     read_consistency_interval_seconds: float | None = None
+    # LanceDB Cloud (db://) only; its API key comes from the LANCEDB_API_KEY environment variable.
+    region: str | None = None
 
 
 class EmbeddingsConfig(_Section):

@@ -116,6 +116,7 @@ class Store:
         read_only: bool = False,
         storage_options: dict[str, str] | None = None,
         read_consistency_interval: float | None = None,
+        region: str | None = None,
     ) -> None:
         import lancedb  # heavy: keep `import haiku.rag` cheap
 
@@ -144,10 +145,12 @@ class Store:
             # Local stores are cheap to re-check: always see other handles' writes.
             interval = 0.0
         try:
+            cloud = {"region": region} if region and location.startswith("db://") else {}
             self._db = lancedb.connect(
                 location,
                 storage_options=storage_options or None,
                 read_consistency_interval=None if interval is None else timedelta(seconds=interval),
+                **cloud,
             )
             existing = set(self._list_tables())
         except Exception as exc:  # lance raises plain errors for unreadable folders
