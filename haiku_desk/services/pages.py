@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from haiku_desk.services.library import LibraryService
 
 RENDER_CACHE_SIZE = 48  # page images (a 150 % A4 page is ~2.7 MB)
-OPEN_DOCUMENTS = 4
+OPEN_DOCUMENTS = 8  # documents kept open on the render thread, least recently used closed first
+SOURCE_BYTES_BUDGET = 96 * 1024 * 1024  # stored originals kept in memory (an answer cites several)
 MAX_ZOOM = 6.0
 MIN_ZOOM = 0.25
 
@@ -127,7 +128,9 @@ class PagesService(QObject):
         self._cache_size = cache_size
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="haiku-pages")
         self._open: OrderedDict[tuple[str, str], Any] = OrderedDict()  # used on the render thread only
-        self._bytes_tasks: dict[tuple[str, str], asyncio.Future[bytes]] = {}
+        # Stored originals per document generation, least recently used first: reading one from
+        # the store is a table scan, so clicking between an answer's sources must not repeat it.
+        self._bytes_tasks: OrderedDict[tuple[str, str], asyncio.Future[bytes]] = OrderedDict()
         self._ids = itertools.count(1)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._closed = False
@@ -232,13 +235,29 @@ class PagesService(QObject):
         if task is None:
             task = asyncio.ensure_future(self._fetch_bytes(document_id))
             self._bytes_tasks[key] = task
-            while len(self._bytes_tasks) > OPEN_DOCUMENTS:
-                self._bytes_tasks.pop(next(iter(self._bytes_tasks)))
+            self._trim_source_bytes()
+        else:
+            self._bytes_tasks.move_to_end(key)
         try:
             return await asyncio.shield(task)
         except Exception:
             self._bytes_tasks.pop(key, None)
             raise
+
+    def _trim_source_bytes(self) -> None:
+        """Forget the least recently used originals beyond the budget (the newest always stays)."""
+        total = 0
+        for key in reversed(self._bytes_tasks):
+            task = self._bytes_tasks[key]
+            if task.done() and not task.cancelled() and task.exception() is None:
+                total += len(task.result())
+            if total > SOURCE_BYTES_BUDGET and key != next(reversed(self._bytes_tasks)):
+                break
+        else:
+            return
+        keys = list(self._bytes_tasks)
+        for old in keys[: keys.index(key) + 1]:
+            self._bytes_tasks.pop(old)
 
     async def _fetch_bytes(self, document_id: str) -> bytes:
         client = await self.library.ensure_open()
