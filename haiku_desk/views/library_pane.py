@@ -50,7 +50,7 @@ class _ProgressDelegate(QStyledItemDelegate):
         bar.progress = max(0, percent)
         bar.text = index.data(Qt.ItemDataRole.DisplayRole) or ""
         bar.textVisible = True
-        bar.state = option.state
+        bar.state = option.state | QStyle.StateFlag.State_Horizontal  # else Fusion fills it bottom-up
         style = option.widget.style() if option.widget else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
@@ -95,6 +95,8 @@ class LibraryPane(QWidget):
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setSortingEnabled(True)
+        self.proxy.setSortCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.table.sortByColumn(NAME, Qt.SortOrder.AscendingOrder)  # Qt's default is Z to A
         self.table.verticalHeader().hide()
         self.table.setShowGrid(False)
         self.table.setWordWrap(False)
