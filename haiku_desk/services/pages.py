@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QRectF, Signal
 from PySide6.QtGui import QColor, QImage, QPainter
 
+from haiku.rag.mupdf import import_pymupdf
 from haiku_desk.services.notifications import Notifications
 
 if TYPE_CHECKING:
@@ -39,33 +40,6 @@ MIN_ZOOM = 0.25
 MATCH_COLOR = QColor(255, 170, 0, 97)
 CONTEXT_COLOR = QColor(255, 235, 80, 41)
 MATCH_OUTLINE = QColor(230, 120, 0, 200)
-
-
-def import_pymupdf() -> Any:
-    """PyMuPDF for rendering, without the extras its ``__init__`` loads when installed.
-
-    ``import pymupdf`` also imports ``pymupdf.layout`` (which builds an ONNX layout model) and
-    ``pymupdf4llm`` (numpy and more): seconds on a busy machine, and a page render uses neither.
-    They stay importable: only pymupdf's own optional ``import`` of them is skipped, so an
-    explicit ``import pymupdf.layout`` later (in-process parsing) still works. Call it holding
-    ``MUPDF_LOCK``.
-    """
-    loaded = sys.modules.get("pymupdf")
-    if loaded is not None:
-        return loaded
-    skipped = [name for name in _PYMUPDF_EXTRAS if name not in sys.modules]
-    for name in skipped:
-        sys.modules[name] = None  # type: ignore[assignment]  # pymupdf's ``try: import`` fails
-    try:
-        import pymupdf
-    finally:
-        for name in skipped:
-            if sys.modules.get(name, 0) is None:
-                del sys.modules[name]
-    return pymupdf
-
-
-_PYMUPDF_EXTRAS = ("pymupdf.layout", "pymupdf4llm")
 
 
 class NotRenderableError(Exception):

@@ -10,6 +10,34 @@ Renders take tens of milliseconds, so serialising them costs little.
 
 from __future__ import annotations
 
+import sys
 import threading
+from typing import Any
 
 MUPDF_LOCK = threading.RLock()
+
+_OPTIONAL_EXTRAS = ("pymupdf.layout", "pymupdf4llm")
+
+
+def import_pymupdf() -> Any:
+    """PyMuPDF for rendering and encoding, without the extras its ``__init__`` loads.
+
+    ``import pymupdf`` also imports ``pymupdf.layout`` (which builds an ONNX layout model) and
+    ``pymupdf4llm`` when they are installed: seconds on a busy machine and memory held for the
+    process's life, while a render or a PNG encode uses neither. Only pymupdf's own optional
+    import of them is skipped; an explicit ``import pymupdf.layout`` later (the ``layout``
+    parse mode, in the parse worker) still works. Call it holding ``MUPDF_LOCK``.
+    """
+    loaded = sys.modules.get("pymupdf")
+    if loaded is not None:
+        return loaded
+    skipped = [name for name in _OPTIONAL_EXTRAS if name not in sys.modules]
+    for name in skipped:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes pymupdf's `try: import` fail
+    try:
+        import pymupdf
+    finally:
+        for name in skipped:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+    return pymupdf

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic_ai.messages import BinaryImage
 
 from haiku.rag.ingest.records import Box
-from haiku.rag.mupdf import MUPDF_LOCK
+from haiku.rag.mupdf import MUPDF_LOCK, import_pymupdf
 from haiku.rag.store import documents as docs
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def cited_image_label(chunk_id: str, ref: str) -> str:
 
 def png_image(data: bytes) -> BinaryImage | None:
     """The image if it decodes, else None: a broken image would fail the whole model request."""
-    import pymupdf
+    pymupdf = import_pymupdf()
 
     try:
         with MUPDF_LOCK:
@@ -76,7 +76,7 @@ def _picture_box(client: HaikuRAG, document_id: str, self_ref: str) -> Box | Non
 
 def _png_crop(samples: bytes, width: int, rect: tuple[int, int, int, int]) -> bytes:
     import numpy as np
-    import pymupdf
+    pymupdf = import_pymupdf()
 
     x0, y0, x1, y1 = rect
     rows = np.frombuffer(samples, dtype=np.uint8).reshape(-1, width, 3)

@@ -9,7 +9,7 @@ from typing import Any
 
 from haiku.rag.config import AppConfig
 from haiku.rag.errors import EmptyDocumentError, SourceTooLargeError
-from haiku.rag.mupdf import MUPDF_LOCK
+from haiku.rag.mupdf import MUPDF_LOCK, import_pymupdf
 from haiku.rag.operations import (
     CancelToken,
     Progress,
@@ -142,7 +142,7 @@ def parse_document(
 
 
 def decrypted_pdf(data: bytes, password: str) -> bytes:
-    import pymupdf
+    pymupdf = import_pymupdf()
 
     with MUPDF_LOCK, pymupdf.open(stream=data, filetype="pdf") as doc:
         if doc.needs_pass:

@@ -15,7 +15,7 @@ import numpy as np
 
 from haiku.rag.errors import DamagedDocumentError
 from haiku.rag.ingest.records import Box
-from haiku.rag.mupdf import MUPDF_LOCK
+from haiku.rag.mupdf import MUPDF_LOCK, import_pymupdf
 
 # RGB fill and blend strength per kind: matched text strong, context faint.
 HIGHLIGHT_STYLE = {"match": ((255, 170, 0), 0.38), "context": ((255, 235, 80), 0.16)}
@@ -51,7 +51,7 @@ class PageImage:
         return image
 
     def to_png(self, highlight: bool = True) -> bytes:
-        import pymupdf
+        pymupdf = import_pymupdf()
 
         data = self.highlighted_rgb().tobytes() if highlight else self.samples
         with MUPDF_LOCK:
@@ -80,7 +80,7 @@ def render_page(
     dpi: float = 150,
 ) -> PageImage:
     """Render one page (1-based) of a stored PDF with the boxes that fall on it."""
-    import pymupdf
+    pymupdf = import_pymupdf()
 
     with MUPDF_LOCK:
         try:
