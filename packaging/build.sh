@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Build the Linux one-folder bundle and its archive:
+#   dist/haiku-desk-<version>-linux-x86_64.tar.gz  (+ .sha256)
+#
+# From a fresh clone:
+#   python3 -m venv .venv && .venv/bin/pip install -e '.[bundle]' && packaging/build.sh
+#
+# Options: --self-test  unpack the archive into an empty temp folder and run
+#                       ./haiku-desk --self-test there with a minimal environment (no venv).
+# PYTHON overrides the interpreter (default: .venv/bin/python). Takes a few CPU minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-.venv/bin/python}"
+run_self_test=0
+[[ "${1:-}" == "--self-test" ]] && run_self_test=1
+
+if ! "$PYTHON" -m PyInstaller --version >/dev/null 2>&1; then
+    echo "PyInstaller is missing: $PYTHON -m pip install -e '.[bundle]'" >&2
+    exit 2
+fi
+version="$("$PYTHON" -c 'from haiku.rag import __version__; print(__version__)')"
+arch="$(uname -m)"
+name="haiku-desk-$version"
+archive="dist/$name-linux-$arch.tar.gz"
+stage="build/bundle/stage"
+started=$SECONDS
+
+echo "== PyInstaller ($("$PYTHON" -m PyInstaller --version)) -> $stage/$name"
+rm -rf "$stage"
+"$PYTHON" -m PyInstaller --noconfirm --clean --log-level WARN \
+    --distpath "$stage" --workpath build/bundle/work packaging/haiku-desk.spec
+mv "$stage/haiku-desk" "$stage/$name"
+
+# A few large libraries ship with their symbol tables (~45 MB together); strip only those
+# (PyInstaller's strip=True would also touch auditwheel-patched libraries). The self-test
+# exercises every one of them.
+if command -v strip >/dev/null; then
+    find "$stage/$name/_internal" -type f \( -name 'libpython3*.so*' -o -path '*/pyarrow/lib*.so*' \
+        -o -path '*/tokenizers/*.so' -o -path '*/pymupdf/_mupdf.so' \) \
+        -exec strip --strip-unneeded {} +
+fi
+
+# Desktop integration: resources/ when the app ships its own entry and icons, else packaging/linux/.
+desktop=resources/haiku-desk.desktop
+[[ -f "$desktop" ]] || desktop=packaging/linux/haiku-desk.desktop
+icons=resources/icons
+[[ -f "$icons/haiku-desk-256.png" ]] || icons=packaging/linux/icons
+cp "$desktop" "$stage/$name/haiku-desk.desktop"
+mkdir -p "$stage/$name/icons"
+cp "$icons"/haiku-desk*.png "$icons"/haiku-desk.svg "$stage/$name/icons/"
+cp packaging/linux/install-desktop-entry.sh "$stage/$name/"
+cp LICENSE "$stage/$name/LICENSE"
+[[ -f CHANGELOG.md ]] && cp CHANGELOG.md "$stage/$name/"
+cat > "$stage/$name/README.txt" <<TXT
+haiku-desk $version for Linux x86_64
+
+Start:            ./haiku-desk
+Check the bundle: ./haiku-desk --self-test   (offscreen; exits 0 when everything works)
+Application menu: ./install-desktop-entry.sh (--uninstall to remove)
+
+Chat models are not included: connect Ollama, an OpenAI-compatible server (LM Studio,
+llama.cpp, vLLM) or a hosted provider in the app's settings. Office formats (the docling
+extra) are not included; PDF, Markdown, text and code are.
+TXT
+
+echo "== archive $archive"
+mkdir -p dist
+rm -f "$archive" "$archive.sha256"
+tar -C "$stage" -cf - "$name" | gzip -6 > "$archive"
+(cd dist && sha256sum "$(basename "$archive")" > "$(basename "$archive").sha256")
+
+unpacked_mb=$(du -sm "$stage/$name" | cut -f1)
+archive_mb=$(( $(stat -c %s "$archive") / 1048576 ))
+echo "== done in $((SECONDS - started)) s: $archive (${archive_mb} MB), unpacked ${unpacked_mb} MB"
+
+if [[ $run_self_test == 1 ]]; then
+    check="$(mktemp -d)"
+    trap 'rm -rf "$check"' EXIT
+    tar -C "$check" -xzf "$archive"
+    echo "== self-test of the unpacked archive in $check (no venv on PATH)"
+    (cd "$check/$name" && env -i PATH=/usr/bin:/bin HOME="$HOME" QT_QPA_PLATFORM=offscreen \
+        ./haiku-desk --self-test)
+fi

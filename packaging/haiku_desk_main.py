@@ -1,0 +1,26 @@
+"""The bundle's entry point: ``haiku_desk.app.main`` behind the two frozen-app start hooks.
+
+haiku.rag parses documents in a worker process. In a frozen app ``sys.executable`` is the
+bundle's own executable, so the worker is started as ``haiku-desk --haiku-rag-parse-worker FD``
+and ``run_worker_if_requested()`` must turn that process into the worker before anything else
+(it returns at once otherwise). ``multiprocessing.freeze_support()`` does the same for any
+library that spawns through ``multiprocessing``.
+"""
+
+import multiprocessing
+import os
+import sys
+
+if __name__ == "__main__":
+    multiprocessing.freeze_support()
+    if sys.argv[1:2] == ["--haiku-rag-parse-worker"]:  # imported only then: start stays fast
+        from haiku.rag.ingest.isolation import run_worker_if_requested
+
+        run_worker_if_requested()
+    # Started with no locale at all (env -i, some launchers), Qt warns and falls back to
+    # C.UTF-8 by itself; say so up front instead.
+    if not any(os.environ.get(name) for name in ("LC_ALL", "LC_CTYPE", "LANG")):
+        os.environ["LC_CTYPE"] = "C.UTF-8"
+    from haiku_desk.app import main
+
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""Measure an unpacked bundle: size, start time to the first window, and a screenshot.
+
+    .venv/bin/python packaging/measure_bundle.py /path/to/haiku-desk-<version> \
+        [--runs 5] [--screenshot docs/screenshots/bundle-window.png]
+
+Offscreen runs use the app's ``--quit-after-shown`` (prints "shown" once the window has
+painted). The Xvfb runs need Xvfb and xwininfo (``apt-get install -y xvfb x11-utils libxcb-icccm4 libxcb-keysyms1
+libxcb-cursor0``). Each run starts ``./haiku-desk`` on a private Xvfb display with a minimal
+environment (``env -i``-style: PATH=/usr/bin:/bin, HOME, DISPLAY, an empty XDG_DATA_HOME) and
+times it from spawn until X reports its top-level window "haiku-desk" as viewable (polled every
+10 ms), then terminates it. The screenshot is taken from the X server (this script's PySide6,
+platform xcb), cropped to the window, after the last run's window has painted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DISPLAY = ":97"
+
+
+def tree_size_mb(path: Path) -> float:
+    total = sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+    return total / 1e6
+
+
+def window_geometry(display: str) -> tuple[int, int, int, int] | None:
+    out = subprocess.run(
+        ["xwininfo", "-display", display, "-name", "haiku-desk"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    if "IsViewable" not in out:
+        return None
+    values = {}
+    for key in ("Absolute upper-left X", "Absolute upper-left Y", "Width", "Height"):
+        match = re.search(rf"{key}:\s+(-?\d+)", out)
+        if not match:
+            return None
+        values[key] = int(match.group(1))
+    return tuple(values.values())  # type: ignore[return-value]
+
+
+def start_once(
+    bundle: Path, env: dict[str, str], timeout: float = 60
+) -> tuple[float, subprocess.Popen]:
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        ["./haiku-desk"], cwd=bundle, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    while time.perf_counter() - started < timeout:
+        if window_geometry(env["DISPLAY"]) is not None:
+            return time.perf_counter() - started, process
+        if process.poll() is not None:
+            raise RuntimeError(
+                f"haiku-desk exited with {process.returncode}: {process.stderr.read().decode()}"
+            )
+        time.sleep(0.01)
+    process.kill()
+    raise RuntimeError("no haiku-desk window within the timeout")
+
+
+def shown_offscreen(bundle: Path, env: dict[str, str], timeout: float = 60) -> float:
+    """Seconds from spawn until ``--quit-after-shown`` reports the first window painted."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        ["./haiku-desk", "--quit-after-shown"],
+        cwd=bundle,
+        env={**env, "QT_QPA_PLATFORM": "offscreen"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    elapsed = time.perf_counter() - started
+    process.wait(timeout)
+    if line.strip() != "shown":
+        raise RuntimeError(
+            f"haiku-desk --quit-after-shown printed {line!r}, exit {process.returncode}"
+        )
+    return elapsed
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def screenshot(display: str, geometry: tuple[int, int, int, int], out: Path) -> None:
+    code = (
+        "import sys\n"
+        "from PySide6.QtGui import QGuiApplication\n"
+        "app = QGuiApplication(sys.argv[:1])\n"
+        f"x, y, w, h = {geometry}\n"
+        "pixmap = app.primaryScreen().grabWindow(0, x, y, w, h)\n"
+        f"sys.exit(0 if pixmap.save({str(out)!r}) else 1)\n"
+    )
+    env = {**os.environ, "DISPLAY": display, "QT_QPA_PLATFORM": "xcb"}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("bundle", type=Path, help="the unpacked haiku-desk-<version> folder")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--screenshot", type=Path)
+    args = parser.parse_args()
+    bundle = args.bundle.resolve()
+    for tool in ("Xvfb", "xwininfo"):
+        if shutil.which(tool) is None:
+            print(f"{tool} is missing (see this script's docstring)", file=sys.stderr)
+            return 2
+    print(f"bundle: {bundle}")
+    print(
+        f"size unpacked: {tree_size_mb(bundle):.0f} MB ({tree_size_mb(bundle / '_internal'):.0f} MB in _internal)"
+    )
+
+    data_home = Path(tempfile.mkdtemp(prefix="haiku-desk-measure-"))
+    base_env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", "/root"),
+        "XDG_DATA_HOME": str(data_home),
+    }
+    offscreen = [shown_offscreen(bundle, base_env) for _ in range(args.runs)]
+    print(
+        "offscreen, start to first window painted (--quit-after-shown): "
+        + ", ".join(f"{t:.2f}" for t in offscreen)
+        + f" s; median {statistics.median(offscreen):.2f} s"
+    )
+
+    xvfb = subprocess.Popen(
+        ["Xvfb", DISPLAY, "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(1.0)
+        env = {**base_env, "DISPLAY": DISPLAY}
+        times = []
+        for run in range(args.runs):
+            elapsed, process = start_once(bundle, env)
+            times.append(elapsed)
+            last = run == args.runs - 1
+            if last and args.screenshot:
+                time.sleep(2.0)  # let the window paint
+                geometry = window_geometry(DISPLAY)
+                assert geometry is not None
+                args.screenshot.parent.mkdir(parents=True, exist_ok=True)
+                screenshot(DISPLAY, geometry, args.screenshot.resolve())
+                print(f"screenshot: {args.screenshot} ({geometry[2]}x{geometry[3]})")
+            stop(process)
+            print(f"run {run + 1}: first window after {elapsed:.2f} s")
+        print(
+            f"Xvfb, start to first window viewable: median {statistics.median(times):.2f} s, "
+            f"min {min(times):.2f} s, max {max(times):.2f} s over {len(times)} runs"
+        )
+    finally:
+        xvfb.terminate()
+        xvfb.wait()
+        shutil.rmtree(data_home, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
