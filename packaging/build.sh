@@ -43,11 +43,15 @@ fi
 # Desktop integration: resources/ when the app ships its own entry and icons, else packaging/linux/.
 desktop=resources/haiku-desk.desktop
 [[ -f "$desktop" ]] || desktop=packaging/linux/haiku-desk.desktop
-icons=resources/icons
-[[ -f "$icons/haiku-desk-256.png" ]] || icons=packaging/linux/icons
+icon=resources/icons/haiku-desk.svg
+[[ -f "$icon" ]] || icon=packaging/linux/icons/haiku-desk.svg
 cp "$desktop" "$stage/$name/haiku-desk.desktop"
 mkdir -p "$stage/$name/icons"
-cp "$icons"/haiku-desk*.png "$icons"/haiku-desk.svg "$stage/$name/icons/"
+cp "$icon" "$stage/$name/icons/haiku-desk.svg"
+if ! "$PYTHON" packaging/linux/render_icons.py "$icon" "$stage/$name/icons"; then
+    echo "could not render $icon; using the PNGs in packaging/linux/icons" >&2
+    cp packaging/linux/icons/haiku-desk-*.png "$stage/$name/icons/"
+fi
 cp packaging/linux/install-desktop-entry.sh "$stage/$name/"
 cp LICENSE "$stage/$name/LICENSE"
 [[ -f CHANGELOG.md ]] && cp CHANGELOG.md "$stage/$name/"
