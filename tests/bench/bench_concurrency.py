@@ -3,7 +3,8 @@
     .venv/bin/python tests/bench/bench_concurrency.py [--data ../shared/data] [--files 8]
 
 One process, one ``HaikuRAG`` client, as in the app: an ingest of ``--files`` real PDFs from
-``pdfs_realworld`` (the smallest first, copied to a temp folder) runs as one task while another
+``pdfs_realworld`` (those with a text layer and at most 40 pages, the smallest first, copied
+to a temp folder) runs as one task while another
 task issues a hybrid search every 100 ms (query embedding included; queries rotate so the
 query cache rarely helps) until the ingest ends. Reports every error, searches done, and
 p50/p95/max latency under load, then the same searches on the idle store for comparison.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import csv
 import os
 import shutil
 import statistics
@@ -103,7 +105,16 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=8)
     args = parser.parse_args()
     folder = Path(args.data) / "pdfs_realworld"
-    pdfs = sorted(folder.rglob("*.pdf"), key=lambda p: p.stat().st_size) if folder.is_dir() else []
+    pdfs = []
+    if (folder / "manifest.csv").is_file():
+        # PDFs with a text layer (scans are refused quickly and would give no ingest load),
+        # up to 40 pages each, smallest first.
+        rows = list(csv.DictReader((folder / "manifest.csv").open()))
+        chosen_rows = [
+            r for r in rows
+            if int(r["text_chars_pymupdf"] or 0) > 2000 and 0 < int(r["pages_pymupdf"] or 0) <= 40
+        ]
+        pdfs = sorted((folder / "files" / r["file"] for r in chosen_rows), key=lambda p: p.stat().st_size)
     if not pdfs:
         print(f"skipped: no PDFs under {folder}")
         return 0
