@@ -9,96 +9,18 @@ import logging
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
-import keyring
-import pdf_factory
 import pytest
-from keyring.backend import KeyringBackend
-from openai_stub_server import StubOpenAI
 
 from haiku.rag.client import HaikuRAG
 from haiku.rag.errors import HaikuRAGError
-from haiku.rag.models import KEYRING_SERVICE
+
+from .secrets_helpers import KeyedStub, _leaks
 
 HAIKU_RAG = str(Path(sys.executable).parent / "haiku-rag")
 QUESTION = "What did the customs brokers record?"
-
-
-class KeyedStub(StubOpenAI):
-    """The scripted server, refusing any request without ``Bearer <key>`` (or failing every
-    request with a 500 when ``fail`` is set)."""
-
-    def __init__(self, key: str, fail: bool = False) -> None:
-        self.key, self.fail = key, fail
-        self.authorizations: list[str | None] = []
-        super().__init__()
-
-    def _handler(self) -> type:
-        base, stub = super()._handler(), self
-
-        class Keyed(base):  # type: ignore[misc, valid-type]
-            def do_POST(self) -> None:
-                auth = self.headers.get("Authorization")
-                stub.authorizations.append(auth)
-                if auth != f"Bearer {stub.key}":
-                    self._json({"error": {"message": "invalid api key", "type": "auth"}}, status=401)
-                elif stub.fail:
-                    self._json({"error": {"message": "the model crashed", "type": "server"}}, status=500)
-                else:
-                    super().do_POST()
-
-        return Keyed
-
-
-class MemoryKeyring(KeyringBackend):
-    """A real keyring backend (the OS keychain's interface), kept in memory for the test."""
-
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.passwords: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.passwords.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.passwords[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self.passwords.pop((service, username), None)
-
-
-@pytest.fixture
-def allow_requests(monkeypatch):
-    """In-process conversations go to the local server (conftest forbids model requests)."""
-    import pydantic_ai.models
-
-    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
-
-
-@pytest.fixture
-def secret() -> str:
-    return f"sk-haiku-{uuid.uuid4().hex}"
-
-
-@pytest.fixture
-def keychain(secret):
-    previous = keyring.get_keyring()
-    memory = MemoryKeyring()
-    memory.set_password(KEYRING_SERVICE, "openai-compatible", secret)
-    keyring.set_keyring(memory)
-    yield memory
-    keyring.set_keyring(previous)
-
-
-def _leaks(root: Path, secret: str) -> list[str]:
-    """Every file below ``root`` holding the key (raw bytes, so binary store files count)."""
-    needle = secret.encode()
-    return [str(p) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
 def _config_file(tmp_path: Path, base_url: str) -> Path:
@@ -112,19 +34,8 @@ def _config_file(tmp_path: Path, base_url: str) -> Path:
     return path
 
 
-@pytest.fixture
-def library(tmp_path) -> Path:
-    db = tmp_path / "data" / "haiku.rag.lancedb"
-    papers = tmp_path / "papers"
-    papers.mkdir()
-    pdf_factory.make_report_pdf(papers / "report.pdf")
-    env = {**os.environ, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
-    subprocess.run([HAIKU_RAG, "--db", str(db), "add-src", str(papers)], check=True, env=env, capture_output=True, timeout=600)
-    return db
-
-
 async def test_a_conversation_with_a_keychain_key_leaks_it_nowhere(
-    tmp_path, library, keychain, secret, config, caplog, allow_requests
+    tmp_path, chat_library, keychain, secret, config, caplog, allow_requests
 ):
     caplog.set_level(logging.DEBUG)  # every logger: ours, httpx, openai, pydantic_ai
     log_file = tmp_path / "data" / "logs" / "debug.log"
@@ -137,7 +48,7 @@ async def test_a_conversation_with_a_keychain_key_leaks_it_nowhere(
             config.storage.data_dir = tmp_path / "data"
             config.qa.model.provider, config.qa.model.name = "openai-compatible", "stub-model"
             config.qa.model.base_url = stub.base_url
-            async with HaikuRAG(library, config) as client:
+            async with HaikuRAG(chat_library, config) as client:
                 first = await client.ask(QUESTION)
                 second = await client.ask("And the fog?", mode="fallback")
     finally:
@@ -155,7 +66,7 @@ async def test_a_conversation_with_a_keychain_key_leaks_it_nowhere(
     assert _leaks(tmp_path, secret) == []  # data dir, config, store, log file, papers
 
 
-def test_the_cli_with_an_environment_key_leaks_it_nowhere(tmp_path, library, secret):
+def test_the_cli_with_an_environment_key_leaks_it_nowhere(tmp_path, chat_library, secret):
     env = {
         **os.environ,
         "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring",
@@ -163,7 +74,7 @@ def test_the_cli_with_an_environment_key_leaks_it_nowhere(tmp_path, library, sec
     }
 
     def run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        command = [HAIKU_RAG, "--db", str(library), "--config", str(config), *args]
+        command = [HAIKU_RAG, "--db", str(chat_library), "--config", str(config), *args]
         return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 
     with KeyedStub(secret) as stub:
@@ -185,13 +96,13 @@ def test_the_cli_with_an_environment_key_leaks_it_nowhere(tmp_path, library, sec
     assert _leaks(tmp_path, secret) == []
 
 
-async def test_an_error_from_the_provider_carries_no_key(tmp_path, library, keychain, secret, config, allow_requests):
+async def test_an_error_from_the_provider_carries_no_key(tmp_path, chat_library, keychain, secret, config, allow_requests):
     import traceback
 
     with KeyedStub(secret, fail=True) as stub:
         config.qa.model.provider, config.qa.model.name = "openai-compatible", "stub-model"
         config.qa.model.base_url = stub.base_url
-        async with HaikuRAG(library, config) as client:
+        async with HaikuRAG(chat_library, config) as client:
             with pytest.raises(HaikuRAGError) as raised:
                 await client.ask(QUESTION)
     error: Any = raised.value
