@@ -11,14 +11,14 @@ from haiku.rag.store import schema as S
 from haiku.rag.store.engine import Store
 
 
-def _fill(store: Store, documents: int, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
+def _fill(store: Store, documents: int, rng: np.random.Generator, start: int = 0) -> list[tuple[str, np.ndarray]]:
     """Write ``documents`` three-chunk documents with random unit vectors."""
     store.ensure_vector_table("local", "test-model", 16)
     written = D.write_documents(
         store,
         [
             new_document(f"file:///tmp/doc-{n}.pdf", content_hash=f"h{n}", paragraphs=[f"alpha {n} quokka", f"beta {n}", f"gamma {n}"])
-            for n in range(documents)
+            for n in range(start, start + documents)
         ],
     )
     kept = []
@@ -62,3 +62,30 @@ def test_a_large_library_gets_a_vector_index_and_search_still_finds_each_vector(
 def test_a_read_only_store_never_maintains(db_path):
     Store(str(db_path), create=True).close()
     assert Store(str(db_path), read_only=True).maintain_indexes(force=True) is False
+
+
+def test_in_memory_vector_search_ranks_exactly_as_lancedb_and_follows_writes(db_path):
+    from haiku.rag.search.hybrid import vector_hits
+
+    store = Store(str(db_path), create=True)
+    _fill(store, 40, np.random.default_rng(2))  # 120 vectors, below the ANN-index size
+    table = store.table(S.CHUNK_VECTORS)
+    rng = np.random.default_rng(5)
+    some_documents = sorted({d for d in table.to_arrow()["document_id"].to_pylist()})[:7]
+    for filter_ids in (None, some_documents):
+        for query in rng.standard_normal((5, 16)).astype(np.float32):
+            ours = vector_hits(store, query, 10, filter_ids)
+            flat = table.search(query).distance_type("cosine")
+            if filter_ids is not None:
+                flat = flat.where(f"document_id IN ({', '.join(repr(d) for d in filter_ids)})", prefilter=True)
+            theirs = flat.select(["chunk_id", "_distance"]).limit(10).to_list()
+            assert [h["chunk_id"] for h in ours] == [h["chunk_id"] for h in theirs]
+            assert np.allclose([h["_distance"] for h in ours], [h["_distance"] for h in theirs], atol=1e-5)
+            if filter_ids is not None:
+                assert {h["document_id"] for h in ours} <= set(filter_ids)
+    assert store.vector_matrix() is store.vector_matrix()  # cached while the table is unchanged
+    before = len(store.vector_matrix())
+    new = _fill(store, 1, np.random.default_rng(9), start=1000)  # a write: the next search sees it
+    assert len(store.vector_matrix()) == before + 3
+    chunk_id, vector = new[0]
+    assert vector_hits(store, vector, 1, None)[0]["chunk_id"] == chunk_id

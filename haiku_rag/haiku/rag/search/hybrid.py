@@ -61,6 +61,9 @@ def vector_hits(
 ) -> list[dict[str, Any]]:
     if not store.has_table(S.CHUNK_VECTORS):
         return []
+    matrix = store.vector_matrix()
+    if matrix is not None:  # below the ANN-index size: exact, in memory (search/vectors.py)
+        return matrix.nearest(vector, limit, document_ids)
     search = store.table(S.CHUNK_VECTORS).search(vector.astype(np.float32)).distance_type("cosine")
     clause = _document_clause(document_ids)
     if clause:

@@ -124,6 +124,7 @@ class Store:
         self.read_only = read_only
         self.is_remote = is_remote_uri(location)
         self._write_lock = threading.RLock()
+        self._vector_matrix: tuple[int, Any] | None = None
         self._lock_file: Any = None
         self._tables: dict[str, Any] = {}
         self._generations: tuple[int, dict[str, str]] | None = None
@@ -308,6 +309,7 @@ class Store:
 
     def drop_vectors(self) -> None:
         """Forget every vector and the embedder identity (re-embedding with another model)."""
+        self._vector_matrix = None
         with self.write_transaction():
             if S.CHUNK_VECTORS in self._tables:
                 self._db.drop_table(S.CHUNK_VECTORS)
@@ -408,6 +410,27 @@ class Store:
         generations = dict(zip(rows["id"].to_pylist(), rows["generation"].to_pylist(), strict=True))
         self._generations = (version, generations)
         return generations
+
+    def vector_matrix(self) -> Any:
+        """The vectors in memory for exact search (``search.vectors.VectorMatrix``), cached per
+        version of the vectors table; None when there is no vectors table or the library is
+        at the ANN-index size (searches then use LanceDB's index)."""
+        table = self._tables.get(S.CHUNK_VECTORS)
+        if table is None:
+            return None
+        version = table.version
+        cached = self._vector_matrix
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        matrix = None
+        if table.count_rows() < VECTOR_INDEX_MIN_ROWS and not any(
+            i.name == VECTOR_INDEX_NAME for i in table.list_indices()
+        ):
+            from haiku.rag.search.vectors import VectorMatrix
+
+            matrix = VectorMatrix.load(table)
+        self._vector_matrix = (version, matrix)
+        return matrix
 
     def stale_generations(self, min_age_seconds: float | None = None) -> dict[str, set[str]]:
         """Per content table, generations that no document row points at.
