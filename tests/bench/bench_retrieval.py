@@ -121,7 +121,7 @@ async def financebench(client, data: Path, text_only: bool) -> None:
             document = by_name.get(q["doc_name"])
             if document is None:
                 continue
-            pages = {e["evidence_page_num"] + 1 for e in q["evidence"] if e["evidence_doc_name"] == q["doc_name"]}
+            pages = {e["evidence_page_num"] + 1 for e in q["evidence"] if e.get("doc_name", q["doc_name"]) == q["doc_name"]}
             results = client.search_sync(q["question"], 5, search_type, f"id = '{document.id}'")
             total += 1
             hits += any(pages & set(r.page_numbers) for r in results)
