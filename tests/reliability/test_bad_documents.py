@@ -102,18 +102,21 @@ async def test_a_file_that_stalls_the_parser_is_stopped_and_reported(tmp_path, d
 async def test_a_parser_process_that_dies_is_reported_and_replaced(tmp_path, db_path, config):
     slow = make_slow_pdf(tmp_path / "crashing.pdf")
     killed: list[int] = []
+    scheduled: list[bool] = []
 
     def kill_worker_once_parsing(progress) -> None:
-        # READING is reported just before the bytes go to the worker; the slow page keeps it
-        # busy for seconds, so a kill one second later lands mid-parse.
-        if progress.stage == Stage.READING and not killed:
+        # PARSING comes from the worker itself, so it is up and parsing (a kill keyed to
+        # READING could land while a fresh worker was still starting); the slow page keeps it
+        # busy for seconds, so a kill a moment later lands mid-parse.
+        if progress.stage == Stage.PARSING and not scheduled:
+            scheduled.append(True)
             def kill() -> None:
                 pid = shared_worker().pid
                 assert pid is not None
                 killed.append(pid)
                 os.kill(pid, signal.SIGKILL)
 
-            threading.Timer(1.0, kill).start()
+            threading.Timer(0.2, kill).start()
 
     async with HaikuRAG(db_path, config, create=True) as client:
         outcome = await client.ingest_file(slow, progress=kill_worker_once_parsing, embed=False)

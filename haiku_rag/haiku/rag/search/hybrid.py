@@ -134,23 +134,13 @@ def search_chunks(
 
 def to_results(store: Store, scored_rows: list[tuple[dict[str, Any], float]]) -> list[SearchResult]:
     """Attach document identity to chunk rows (one query for all documents)."""
-    doc_ids = {row["document_id"] for row, _ in scored_rows}
-    documents: dict[str, dict[str, Any]] = {}
-    if doc_ids:
-        found = (
-            store.table(S.DOCUMENTS)
-            .search()
-            .where(sql_in("id", doc_ids))
-            .select(["id", "uri", "title", "metadata"])
-            .limit(None)
-            .to_list()
-        )
-        documents = {d["id"]: d for d in found}
+    labels = store.document_labels() if scored_rows else {}
     results = []
     for row, score in scored_rows:
-        doc = documents.get(row["document_id"])
-        if doc is None:
+        label = labels.get(row["document_id"])
+        if label is None:
             continue
+        uri, title, metadata = label
         results.append(
             SearchResult(
                 chunk_id=row["id"],
@@ -158,9 +148,9 @@ def to_results(store: Store, scored_rows: list[tuple[dict[str, Any], float]]) ->
                 score=score,
                 content=row["content"],
                 document_id=row["document_id"],
-                document_uri=doc["uri"],
-                document_title=doc["title"],
-                document_meta=json.loads(doc["metadata"] or "{}"),
+                document_uri=uri,
+                document_title=title,
+                document_meta=json.loads(metadata or "{}"),
                 order=row["order"],
                 headings=row["headings"] or [],
                 labels=row["labels"] or [],

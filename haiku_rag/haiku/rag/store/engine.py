@@ -127,7 +127,7 @@ class Store:
         self._vector_matrix: tuple[int, Any] | None = None
         self._lock_file: Any = None
         self._tables: dict[str, Any] = {}
-        self._generations: tuple[int, dict[str, str]] | None = None
+        self._generations: tuple[int, tuple[dict[str, str], dict[str, tuple[str, str | None, str]]]] | None = None
 
         if not self.is_remote:
             path = Path(location)
@@ -401,15 +401,31 @@ class Store:
     def current_generations(self) -> dict[str, str]:
         """Document id -> current generation; every search needs it, so it is cached per
         version of the documents table (any write, from any process, makes a new version)."""
+        return self._documents_snapshot()[0]
+
+    def document_labels(self) -> dict[str, tuple[str, str | None, str]]:
+        """Document id -> (uri, title, metadata JSON): what a search result names its document
+        by, cached like ``current_generations`` so results need no documents query."""
+        return self._documents_snapshot()[1]
+
+    def _documents_snapshot(self) -> tuple[dict[str, str], dict[str, tuple[str, str | None, str]]]:
         table = self._tables[S.DOCUMENTS]
         version = table.version
         cached = self._generations
         if cached is not None and cached[0] == version:
             return cached[1]
-        rows = table.search().select(["id", "generation"]).limit(None).to_arrow()
-        generations = dict(zip(rows["id"].to_pylist(), rows["generation"].to_pylist(), strict=True))
-        self._generations = (version, generations)
-        return generations
+        rows = table.search().select(["id", "generation", "uri", "title", "metadata"]).limit(None).to_arrow()
+        ids = rows["id"].to_pylist()
+        generations = dict(zip(ids, rows["generation"].to_pylist(), strict=True))
+        labels = dict(
+            zip(
+                ids,
+                zip(rows["uri"].to_pylist(), rows["title"].to_pylist(), rows["metadata"].to_pylist(), strict=True),
+                strict=True,
+            )
+        )
+        self._generations = (version, (generations, labels))
+        return generations, labels
 
     def vector_matrix(self) -> Any:
         """The vectors in memory for exact search (``search.vectors.VectorMatrix``), cached per
