@@ -145,8 +145,17 @@ async def test_parsing_in_process_when_isolation_is_off(tmp_path, db_path, confi
 async def test_cancelling_a_parse_stops_the_worker_promptly(tmp_path, db_path, config):
     slow = make_slow_pdf(tmp_path / "slow.pdf")
     async with HaikuRAG(db_path, config, create=True) as client:
-        task = asyncio.create_task(client.ingest_file(slow, embed=False))
-        await asyncio.sleep(1.0)
+        # Cancel once the worker says it is parsing (a fixed delay raced a fast machine, where
+        # the page was done first, and a busy one, where the worker was still starting).
+        parsing = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def on_progress(progress) -> None:
+            if progress.stage == Stage.PARSING:
+                loop.call_soon_threadsafe(parsing.set)
+
+        task = asyncio.create_task(client.ingest_file(slow, embed=False, progress=on_progress))
+        await asyncio.wait_for(parsing.wait(), timeout=120)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
