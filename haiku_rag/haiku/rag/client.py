@@ -10,6 +10,7 @@ text-searchable document whose missing vectors ``embed_pending`` completes later
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -489,7 +490,8 @@ class HaikuRAG:
         document_ids = docs.document_ids_matching(self.store, filter) if filter else None
         vector = None
         if search_type in ("hybrid", "vector") and self._has_vectors():
-            vector = self.embedder.embed_query(query)
+            # embedded inside search_chunks, while the full-text arm runs
+            vector = functools.partial(self.embedder.embed_query, query)
         elif search_type == "vector":
             return []
         return search_chunks(

@@ -9,9 +9,10 @@ inside both arms before their limits, so filtered searches never under-return.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -80,11 +81,21 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = 60) -> li
     return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
+_ARM_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _arm_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _ARM_POOL
+    if _ARM_POOL is None:
+        _ARM_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="haiku-rag-search")
+    return _ARM_POOL
+
+
 def search_chunks(
     store: Store,
     query: str,
     *,
-    query_vector: np.ndarray | None,
+    query_vector: np.ndarray | Callable[[], np.ndarray] | None,
     search_type: SearchType = "hybrid",
     limit: int = 5,
     document_ids: Sequence[str] | None = None,
@@ -110,16 +121,21 @@ def search_chunks(
     elif search_type == "vector":
         if query_vector is None:
             raise ValueError("vector search needs a query vector")
-        hits = [h for h in vector_hits(store, query_vector, pool, document_ids) if current(h)]
+        vector = query_vector() if callable(query_vector) else query_vector
+        hits = [h for h in vector_hits(store, vector, pool, document_ids) if current(h)]
         scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in hits]
     elif search_type == "hybrid":
-        text_hits = [h for h in fts_hits(store, query, pool, document_ids) if current(h)]
-        rows = {h["id"]: h for h in text_hits}
+        # The full-text arm runs on another thread while this one embeds the query (when
+        # ``query_vector`` is a callable) and ranks vectors: the two arms take similar time.
+        text_future = _arm_pool().submit(fts_hits, store, query, pool, document_ids)
         vec_ids: list[str] = []
-        if query_vector is not None:
-            vec_ids = [
-                h["chunk_id"] for h in vector_hits(store, query_vector, pool, document_ids) if current(h)
-            ]
+        try:
+            if query_vector is not None:
+                vector = query_vector() if callable(query_vector) else query_vector
+                vec_ids = [h["chunk_id"] for h in vector_hits(store, vector, pool, document_ids) if current(h)]
+        finally:
+            text_hits = [h for h in text_future.result() if current(h)]
+        rows = {h["id"]: h for h in text_hits}
         scored = reciprocal_rank_fusion([[h["id"] for h in text_hits], vec_ids], k=rrf_k)
     else:
         raise ValueError(f"unknown search type {search_type!r}; use one of {', '.join(SEARCH_TYPES)}")
