@@ -51,10 +51,6 @@ async def test_compose_an_agent(my_lancedb, capsys):
 
 
 async def test_attach_both_capabilities(my_lancedb):
-    pytest.importorskip(
-        "haiku.rag.capabilities.analysis",
-        reason="the analysis capability is a later issue; this snippet runs once it lands",
-    )
     model = ScriptedModel().play(answer()).model
     # --- snippet
     from haiku.rag.capabilities.analysis import create_capability as analysis
