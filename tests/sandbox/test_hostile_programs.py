@@ -24,9 +24,10 @@ async def outcomes(sandbox_corpus, sandbox_client):
     for key, value in HOSTILE_LIMITS.items():
         setattr(config.analysis, key, value)
     threads_before = threading.active_count()
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     capability = create_capability(rag=sandbox_client, config=config, request_limit=None)
     result = await run_hostile(capability)
-    return result, threads_before
+    return result, threads_before, peak_before
 
 
 def test_there_are_at_least_25_hostile_programs():
@@ -56,12 +57,15 @@ def test_the_next_execution_works(outcomes, index):
 
 
 def test_the_process_stays_healthy(outcomes, sandbox_client, tmp_path):
-    _, threads_before = outcomes
+    _, threads_before, peak_before = outcomes
     # Nothing was written on the host, the store is intact, no sandbox thread or worker is left.
     assert not os.path.exists("/tmp/pwned.txt")
-    assert threading.active_count() <= threads_before + 1
+    # (the search pool's and asyncio's worker threads persist by design; the sandbox's must not)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("haiku-sandbox")]
+    # The high-water mark of this process (which the rest of the suite has already raised)
+    # grew by far less than the 10**9-element list would need: it never reached this process.
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    assert peak_mib < 2048  # the 10**9-element list never reached this process
+    assert peak_mib - peak_before < 1024
 
 
 async def test_the_store_is_untouched(outcomes, sandbox_client):
