@@ -279,7 +279,6 @@ CITATION_SNIPPET_CHARS = 200
 
 
 async def _cmd_ask(client: Any, args: argparse.Namespace) -> int:
-    from haiku.rag.qa import pages_label
 
     result = await client.ask(args.question, filter=args.filter, mode="fallback" if args.fallback else "auto")
     if args.json:
@@ -304,20 +303,11 @@ async def _cmd_ask(client: Any, args: argparse.Namespace) -> int:
             }
         )
         return 0
-    print(result.answer)
-    if result.citations:
-        print()
-    for c in result.citations:
-        snippet = " ".join(c.content.split())[:CITATION_SNIPPET_CHARS]
-        parts = [f"[{c.index}] {c.document_title or c.document_uri}", pages_label(c.page_numbers), snippet]
-        print(" — ".join(part for part in parts if part))
-    print()
-    print(f"grounding: {result.grounding}")
+    _print_cited_answer(result)
     return 0
 
 
 async def _cmd_analyze(client: Any, args: argparse.Namespace) -> int:
-    from haiku.rag.qa import pages_label
 
     result = await client.analyze(args.question, filter=args.filter)
     if args.json:
@@ -340,6 +330,14 @@ async def _cmd_analyze(client: Any, args: argparse.Namespace) -> int:
             }
         )
         return 0
+    _print_cited_answer(result)
+    return 0
+
+
+def _print_cited_answer(result: Any) -> None:
+    """An answer, its numbered sources and its grounding, as ``ask`` and ``analyze`` print them."""
+    from haiku.rag.qa import pages_label
+
     print(result.answer)
     if result.citations:
         print()
@@ -349,7 +347,6 @@ async def _cmd_analyze(client: Any, args: argparse.Namespace) -> int:
         print(" — ".join(part for part in parts if part))
     print()
     print(f"grounding: {result.grounding}")
-    return 0
 
 
 async def _cmd_visualize(client: Any, args: argparse.Namespace) -> int:
