@@ -47,3 +47,35 @@ def test_a_tiny_section_grows_across_its_boundaries(db_path):
     D.write_document(store, _doc([("Alpha", ["zebra crossing"]), ("Beta", ["beta text " * 30])]))
     hit = search_chunks(store, "zebra", query_vector=None, search_type="fts")
     assert "beta text" in expand_context(store, hit, 5000)[0].content
+
+
+def test_a_citation_of_one_merged_chunk_highlights_that_chunk_and_opens_on_its_page(db_path):
+    """Two hits in one section on different pages merge into one result; citing the second
+    must match its own lines (page 2) and leave the first as context, not open on page 1."""
+    from haiku.rag.capabilities.state import Citation
+
+    store = Store(str(db_path), create=True)
+    first, second = "needle on the first page " * 20, "needle on the second page " * 20
+    items = [
+        ItemRecord(0, "#/texts/0", "section_header", "Only", [1], 1, [Box(1, 10, 10, 200, 20)]),
+        ItemRecord(1, "#/texts/1", "text", first, [1], 0, [Box(1, 10, 30, 500, 300)]),
+        ItemRecord(2, "#/texts/2", "text", second, [2], 0, [Box(2, 10, 40, 500, 310)]),
+    ]
+    chunks = [
+        ChunkRecord(0, first, f"Only\n{first}", ["Only"], ["text"], ["#/texts/1"], [1], [Box(1, 10, 30, 500, 300)]),
+        ChunkRecord(1, second, f"Only\n{second}", ["Only"], ["text"], ["#/texts/2"], [2], [Box(2, 10, 40, 500, 310)]),
+    ]
+    D.write_document(store, D.NewDocument("file:///d.pdf", "D", {}, "h", "application/pdf", 2, b"", "", "{}", items, chunks))
+    hits = search_chunks(store, "needle", query_vector=None, search_type="fts", limit=2)
+    [merged] = expand_context(store, hits, 5000)
+    assert len(merged.chunk_ids) == 2 and merged.page_numbers == [1, 2]
+    by_page = {h.page_numbers[0]: h.chunk_id for h in hits}
+
+    cited = Citation.from_result(1, by_page[2], merged)
+    assert {b.page for b in cited.boxes} == {2}
+    assert Box(1, 10, 30, 500, 300) in cited.context_boxes
+    other = Citation.from_result(2, by_page[1], merged)
+    assert {b.page for b in other.boxes} == {1} and Box(2, 10, 40, 500, 310) in other.context_boxes
+    # a result that merged nothing cites exactly as before
+    single = Citation.from_result(3, hits[0].chunk_id, hits[0])
+    assert single.boxes == hits[0].boxes and single.context_boxes == hits[0].context_boxes

@@ -38,6 +38,17 @@ class Citation(BaseModel):
 
     @classmethod
     def from_result(cls, index: int, chunk_id: str, result: SearchResult) -> Citation:
+        """The citation of ``chunk_id`` within ``result``.
+
+        When expansion merged several chunks into ``result``, the cited chunk's own lines are
+        the match and its merged neighbours become context, so the citation opens on the page
+        of the text actually cited.
+        """
+        boxes, context_boxes = result.boxes, result.context_boxes
+        own = result.chunk_boxes.get(chunk_id)
+        if own:
+            boxes = own
+            context_boxes = [b for b in result.boxes if b not in own] + result.context_boxes
         return cls(
             index=index,
             chunk_id=chunk_id,
@@ -48,8 +59,8 @@ class Citation(BaseModel):
             content=result.content,
             headings=result.headings,
             page_numbers=result.page_numbers,
-            boxes=result.boxes,
-            context_boxes=result.context_boxes,
+            boxes=boxes,
+            context_boxes=context_boxes,
             doc_item_refs=result.doc_item_refs,
             picture_refs=matched_picture_refs(result),
         )

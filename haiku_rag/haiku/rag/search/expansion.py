@@ -176,6 +176,11 @@ def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> Search
     for r in sorted(span.results, key=lambda r: -r.score):
         headings.extend(h for h in r.headings if h not in headings)
     matched_set = set(matched_refs)
+    chunk_boxes = {
+        cid: r.chunk_boxes.get(cid, r.boxes)
+        for r in span.results
+        for cid in (r.chunk_ids or [r.chunk_id])
+    }
     return primary.model_copy(
         update={
             "chunk_ids": list(dict.fromkeys(cid for r in span.results for cid in r.chunk_ids)),
@@ -188,6 +193,7 @@ def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> Search
             "boxes": [b for r in span.results for b in r.boxes],
             "matched_refs": list(dict.fromkeys(matched_refs)),
             "context_boxes": [b for i in kept if i.self_ref not in matched_set for b in i.boxes],
+            "chunk_boxes": chunk_boxes if len(chunk_boxes) > 1 else {},
         }
     )
 

@@ -66,6 +66,9 @@ class SearchResult(BaseModel):
     matched_refs: list[str] = Field(default_factory=list)
     # boxes of context items swept in by expansion (highlighted faintly)
     context_boxes: list[Box] = Field(default_factory=list)
+    # each merged chunk's own boxes, by chunk id (set when expansion merged several chunks), so
+    # a citation of one constituent highlights that chunk and not its neighbours
+    chunk_boxes: dict[str, list[Box]] = Field(default_factory=dict)
 
     @property
     def source_label(self) -> str:
