@@ -73,9 +73,11 @@ def test_a_citation_of_one_merged_chunk_highlights_that_chunk_and_opens_on_its_p
 
     cited = Citation.from_result(1, by_page[2], merged)
     assert {b.page for b in cited.boxes} == {2}
+    assert cited.matched_text == second and first in cited.content
     assert Box(1, 10, 30, 500, 300) in cited.context_boxes
     other = Citation.from_result(2, by_page[1], merged)
     assert {b.page for b in other.boxes} == {1} and Box(2, 10, 40, 500, 310) in other.context_boxes
     # a result that merged nothing cites exactly as before
     single = Citation.from_result(3, hits[0].chunk_id, hits[0])
     assert single.boxes == hits[0].boxes and single.context_boxes == hits[0].context_boxes
+    assert single.matched_text is None

@@ -29,6 +29,9 @@ class Citation(BaseModel):
     document_uri: str
     document_title: str | None = None
     content: str
+    # the cited chunk's own text when ``content`` is an expanded passage merged from several
+    # chunks (a snippet for the host); None when ``content`` is that chunk's passage alone
+    matched_text: str | None = None
     headings: list[str] = Field(default_factory=list)
     page_numbers: list[int] = Field(default_factory=list)
     boxes: list[Box] = Field(default_factory=list)
@@ -57,6 +60,7 @@ class Citation(BaseModel):
             document_uri=result.document_uri,
             document_title=result.document_title,
             content=result.content,
+            matched_text=result.chunk_texts.get(chunk_id),
             headings=result.headings,
             page_numbers=result.page_numbers,
             boxes=boxes,

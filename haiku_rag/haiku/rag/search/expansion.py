@@ -181,6 +181,11 @@ def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> Search
         for r in span.results
         for cid in (r.chunk_ids or [r.chunk_id])
     }
+    chunk_texts = {
+        cid: r.chunk_texts.get(cid, r.content)
+        for r in span.results
+        for cid in (r.chunk_ids or [r.chunk_id])
+    }
     return primary.model_copy(
         update={
             "chunk_ids": list(dict.fromkeys(cid for r in span.results for cid in r.chunk_ids)),
@@ -194,6 +199,7 @@ def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> Search
             "matched_refs": list(dict.fromkeys(matched_refs)),
             "context_boxes": [b for i in kept if i.self_ref not in matched_set for b in i.boxes],
             "chunk_boxes": chunk_boxes if len(chunk_boxes) > 1 else {},
+            "chunk_texts": chunk_texts if len(chunk_texts) > 1 else {},
         }
     )
 
