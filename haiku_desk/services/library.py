@@ -189,6 +189,9 @@ class LibraryService(QObject):
         self._selection: list[str] = []
         self._closed = False
         self._watch: dict[str, dict[str, list[int]]] = {}  # folder -> {uri: [mtime_ns, size]}
+        # folder -> URIs the user deleted from the library: a rescan leaves them out, even when
+        # they change, until the user adds them again by hand
+        self._excluded: dict[str, set[str]] = {}
         self._scans: dict[str, asyncio.Task[None]] = {}
         self._fs_watcher: QFileSystemWatcher | None = None
         self._watch_debounce = QTimer(self)
@@ -350,7 +353,11 @@ class LibraryService(QObject):
     # --- adding ----------------------------------------------------------------------------
 
     def add_paths(self, paths: list[str | os.PathLike[str]]) -> None:
-        """Queue files, and every file below folders, for ingestion (returns at once)."""
+        """Queue files, and every file below folders, for ingestion (returns at once).
+
+        This is the user adding them by hand (Add files, a drop): a file deleted earlier from
+        a watched folder is welcome again, and later rescans keep it.
+        """
         files: list[Path] = []
         for raw in paths:
             path = Path(raw).expanduser()
@@ -359,6 +366,7 @@ class LibraryService(QObject):
             else:
                 files.append(path)
         for file in files:
+            self._include(uri_for(file))
             self._enqueue_ingest(file)
         self._kick()
 
@@ -373,6 +381,7 @@ class LibraryService(QObject):
         if not files:
             self.notifications.info(f"{folder.name}: no files to add")
         for file in files:
+            self._include(uri_for(file))
             self._enqueue_ingest(file)
         self._kick()
 
@@ -465,6 +474,20 @@ class LibraryService(QObject):
             self._set_entry(self._entry_from_document(document, current))
 
     def delete(self, keys: list[str]) -> None:
+        """Remove documents from the library, as the user asked (queued work for them is
+        cancelled first). A document of a watched folder is remembered as excluded, so the next
+        rescan does not bring it back."""
+        excluded = False
+        for key in keys:
+            folder = self._watching(key)
+            if folder is not None and key not in self._excluded.setdefault(folder, set()):
+                self._excluded[folder].add(key)
+                excluded = True
+        if excluded:
+            self._save_watched()
+        self._delete(keys)
+
+    def _delete(self, keys: list[str]) -> None:
         """Remove documents from the library (queued work for them is cancelled first)."""
         for key in keys:
             entry = self._entries.get(key)
@@ -693,13 +716,36 @@ class LibraryService(QObject):
         except (OSError, ValueError) as exc:
             self.notifications.error(f"Cannot read the watched folders list {path}: {exc}")
             data = {}
-        self._watch = {folder: dict(info.get("files", {})) for folder, info in data.get("folders", {}).items()}
+        folders = data.get("folders", {})
+        self._watch = {folder: dict(info.get("files", {})) for folder, info in folders.items()}
+        self._excluded = {
+            folder: set(info.get("excluded", [])) for folder, info in folders.items() if info.get("excluded")
+        }
         self._rewatch()
         self.watched_folders_changed.emit(self.watched_folders)
 
+    def excluded_files(self, folder: str) -> list[str]:
+        """URIs in ``folder`` the user deleted from the library, which rescans leave out."""
+        return sorted(self._excluded.get(str(Path(folder).expanduser().resolve()), ()))
+
+    def _include(self, uri: str) -> None:
+        """The user added ``uri`` by hand: it is no longer excluded from its watched folder."""
+        changed = False
+        for uris in self._excluded.values():
+            if uri in uris:
+                uris.discard(uri)
+                changed = True
+        if changed:
+            self._save_watched()
+
     def _save_watched(self) -> None:
         path = self._watch_file()
-        data = {"version": 1, "folders": {f: {"files": files} for f, files in self._watch.items()}}
+        folders: dict[str, dict[str, Any]] = {}
+        for folder, files in self._watch.items():
+            folders[folder] = {"files": files}
+            if self._excluded.get(folder):
+                folders[folder]["excluded"] = sorted(self._excluded[folder])
+        data = {"version": 1, "folders": folders}  # "excluded" is optional: still version 1
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
@@ -726,12 +772,13 @@ class LibraryService(QObject):
         key = str(Path(folder).expanduser().resolve())
         if self._watch.pop(key, None) is None:
             return
+        self._excluded.pop(key, None)  # its exclusions meant "not from this folder"
         self._save_watched()
         self._rewatch()
         self.watched_folders_changed.emit(self.watched_folders)
         inside = [e.key for e in self._entries.values() if e.watched_folder == key]
         if delete_documents:
-            self.delete(inside)
+            self._delete(inside)
         else:
             for k in inside:
                 self._update(k, watched_folder=None)
@@ -795,11 +842,14 @@ class LibraryService(QObject):
             self.rescanned.emit(folder)
             return
         known = self._watch[folder]
+        excluded = self._excluded.get(folder, set())
         prefix = folder.rstrip("/") + "/"
         stored_here = {
             e.key for e in self._entries.values() if e.path and e.path.startswith(prefix) and e.document_id
         }
         for uri, (file, stat) in found.items():
+            if uri in excluded:  # deleted by the user: stays out, changed or not
+                continue
             entry = self._entries.get(uri)
             is_new = entry is None or (entry.document_id is None and entry.state is DocumentState.CANCELLED)
             if is_new or known.get(uri) != stat:
@@ -809,7 +859,7 @@ class LibraryService(QObject):
         removed = (set(known) | stored_here) - set(found)
         to_delete = [k for k in removed if k in self._entries]
         if to_delete:
-            self.delete(to_delete)
+            self._delete(to_delete)  # the file is gone: not an exclusion
         self._watch[folder] = {uri: stat for uri, (_, stat) in found.items()}
         self._save_watched()
         self._rewatch()

@@ -77,3 +77,85 @@ def test_the_file_system_watcher_triggers_a_rescan(qloop, library, tmp_path, mak
     run_until(qloop, lambda: library.entry(uri_for(new)) is not None, SLOW)  # no explicit rescan
     assert scans
     run_until(qloop, lambda: _hybrid(library, new), SLOW)
+
+
+def test_a_document_deleted_from_a_watched_folder_stays_out_until_added_again_by_hand(
+    qloop, library, tmp_path, make_pdf, db_path, config, notifications
+):
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    keep = make_pdf(folder / "keep.pdf", "Narwhal pipelines carry cold brine.")
+    unwanted = make_pdf(folder / "unwanted.pdf", "Obsolete refrigeration equipment at the depot.")
+    library.add_watched_folder(folder)
+    run_until(qloop, lambda: _hybrid(library, keep) and _hybrid(library, unwanted), SLOW)
+
+    library.delete([uri_for(unwanted)])
+    run_until(qloop, lambda: library.entry(uri_for(unwanted)) is None and not library.busy, SLOW)
+    assert library.excluded_files(str(folder)) == [uri_for(unwanted)]
+
+    def rescan(service):
+        scans = []
+        service.rescanned.connect(scans.append)
+        service.rescan()
+        run_until(qloop, lambda: bool(scans) and not service.busy, SLOW)
+
+    def stored(service):
+        return {d.uri for d in qloop.run_until_complete(service.client.list_documents())}
+
+    rescan(library)
+    assert library.entry(uri_for(unwanted)) is None
+    assert stored(library) == {uri_for(keep)}
+
+    # Its content changes on disk: still excluded, and still after reopening the library.
+    make_pdf(unwanted, "Refurbished refrigeration equipment returned to the depot.")
+    stat = os.stat(unwanted)
+    os.utime(unwanted, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10_000_000_000))
+    rescan(library)
+    assert library.entry(uri_for(unwanted)) is None
+    library.close()
+    again = LibraryService(db_path, config, notifications)
+    opened = []
+    again.opened.connect(lambda: opened.append(True))
+    again.start()
+    run_until(qloop, lambda: bool(opened), SLOW)
+    try:
+        assert again.excluded_files(str(folder)) == [uri_for(unwanted)]
+        rescan(again)
+        assert again.entry(uri_for(unwanted)) is None and stored(again) == {uri_for(keep)}
+
+        # Added again by hand (Add files, a drop): welcome back, and kept by later rescans.
+        again.add_paths([unwanted])
+        run_until(qloop, lambda: _hybrid(again, unwanted), SLOW)
+        assert again.excluded_files(str(folder)) == []
+        assert again.entry(uri_for(unwanted)).watched_folder == str(folder.resolve())
+        rescan(again)
+        assert _hybrid(again, unwanted) and stored(again) == {uri_for(keep), uri_for(unwanted)}
+        assert "refurbished" in _search_uris_text(qloop, again, "refurbished refrigeration")
+    finally:
+        again.close()
+
+
+def _search_uris_text(qloop, library, query):
+    hits = qloop.run_until_complete(library.search_passages(query, limit=1))
+    return hits[0].content.lower() if hits else ""
+
+
+def test_a_file_removed_from_a_watched_folder_comes_back_when_it_reappears(
+    qloop, library, tmp_path, make_pdf
+):
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    moved = make_pdf(folder / "moved.pdf", "Gannet colonies along the northern cliffs.")
+    library.add_watched_folder(folder)
+    run_until(qloop, lambda: _hybrid(library, moved), SLOW)
+    aside = tmp_path / "moved.pdf"
+    moved.rename(aside)
+    scans = []
+    library.rescanned.connect(scans.append)
+    library.rescan()
+    run_until(qloop, lambda: bool(scans) and library.entry(uri_for(moved)) is None, SLOW)
+    assert library.excluded_files(str(folder)) == []  # gone from disk is not "deleted by you"
+
+    aside.rename(moved)
+    library.rescan()
+    run_until(qloop, lambda: _hybrid(library, moved), SLOW)
