@@ -9,7 +9,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from haiku_desk.services.library import DocumentState, LibraryEntry, LibraryService
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
-PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 2  # int percent, or -1 for busy without a measure
+PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 2  # int percent, -1 for working without a measure
 
 COLUMNS = ("Document", "State", "Progress")
 NAME, STATE, PROGRESS = range(3)
@@ -53,7 +53,8 @@ class DocumentsModel(QAbstractTableModel):
         if role == ENTRY_ROLE:
             return entry
         if role == PROGRESS_ROLE:
-            if not entry.busy:
+            # A queued file is waiting, not working: it reads "queued", with no busy animation.
+            if not entry.busy or entry.state is DocumentState.QUEUED:
                 return None
             fraction = entry.fraction
             return -1 if fraction is None else int(fraction * 100)
@@ -65,7 +66,7 @@ class DocumentsModel(QAbstractTableModel):
             if column == PROGRESS:
                 return _progress_text(entry)
         if role == Qt.ItemDataRole.ToolTipRole:
-            lines = [entry.path or entry.key]
+            lines = [entry.name, entry.path or entry.key]  # the whole name: the column elides it
             if entry.reason:
                 lines.append(entry.reason)
             if entry.hint:

@@ -3,7 +3,7 @@ selection that scopes the chat. Files can also be dropped anywhere on the main w
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -32,6 +32,7 @@ from haiku_desk.models.documents import (
     DocumentsModel,
 )
 from haiku_desk.services.library import LibraryEntry, LibraryService
+from haiku_desk.views.widgets import compact_button
 
 EMPTY_HINT = "Drop PDFs or folders anywhere on this window, or use “Add files…”."
 
@@ -54,6 +55,23 @@ class _ProgressDelegate(QStyledItemDelegate):
         style = option.widget.style() if option.widget else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
+
+
+class _SnugHeader(QHeaderView):
+    """Sections sized to their contents reserve room for the sort arrow only where it is shown,
+    so the narrow State and Progress columns leave the width to the document names."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(Qt.Orientation.Horizontal, parent)
+        self.setSectionsClickable(True)
+        self.setHighlightSections(True)
+
+    def sectionSizeFromContents(self, logical_index: int) -> QSize:  # noqa: N802
+        size = super().sectionSizeFromContents(logical_index)
+        if self.isSortIndicatorShown() and logical_index != self.sortIndicatorSection():
+            margin = self.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin, None, self)
+            size.setWidth(size.width() - size.height() - margin)  # what Qt adds for the arrow
+        return size
 
 
 class LibraryPane(QWidget):
@@ -99,12 +117,12 @@ class LibraryPane(QWidget):
         self.table.sortByColumn(NAME, Qt.SortOrder.AscendingOrder)  # Qt's default is Z to A
         self.table.verticalHeader().hide()
         self.table.setShowGrid(False)
-        self.table.setWordWrap(False)
+        self.table.setWordWrap(False)  # a long name ends in "…"; its tooltip holds all of it
+        self.table.setHorizontalHeader(_SnugHeader(self.table))
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(STATE, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(PROGRESS, QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(PROGRESS, 130)
+        header.setSectionResizeMode(PROGRESS, QHeaderView.ResizeMode.ResizeToContents)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.table.doubleClicked.connect(self._activated)
 
@@ -155,10 +173,10 @@ class LibraryPane(QWidget):
 
         adds = QHBoxLayout()
         for b in (self.add_files_button, self.add_folder_button, self.watch_button):
-            adds.addWidget(b)
+            adds.addWidget(compact_button(b))
         actions = QHBoxLayout()
         for b in (self.cancel_button, self.reingest_button, self.delete_button, self.unlock_button):
-            actions.addWidget(b)
+            actions.addWidget(compact_button(b))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(title)

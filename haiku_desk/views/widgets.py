@@ -1,0 +1,69 @@
+"""Small widgets shared by the panes: a one-line eliding label and compact push buttons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtWidgets import QLabel, QPushButton, QSizePolicy, QStyle, QWidget
+
+
+def compact_button(button: QPushButton) -> QPushButton:
+    """A push button that may shrink to its text: the style's 80 px minimum would make a row of
+    buttons wider than a narrow pane and push its last button out of sight."""
+    padding = 2 * button.style().pixelMetric(QStyle.PixelMetric.PM_ButtonMargin) + 4
+    button.setMinimumWidth(button.fontMetrics().horizontalAdvance(button.text()) + padding)
+    button.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+    return button
+
+
+class ElidedLabel(QLabel):
+    """One line, elided to the width the layout gives it, the whole text in its tooltip (long
+    document titles would otherwise wrap into walls or widen their pane)."""
+
+    def __init__(
+        self,
+        text: str = "",
+        parent: QWidget | None = None,
+        mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight,
+    ) -> None:
+        super().__init__(parent)
+        self.mode = mode
+        self.full_text = ""
+        self.suffix = ""
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setWordWrap(False)
+        # Its width comes from the layout, never from the text.
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.set_full_text(text)
+
+    def set_full_text(self, text: str, suffix: str = "") -> None:
+        """Show ``text`` elided to fit, followed by ``suffix`` (never elided, e.g. pages)."""
+        self.full_text = " ".join(text.split())
+        self.suffix = suffix
+        whole = self.full_text + suffix
+        self.setToolTip(whole if whole else "")
+        self._elide()
+
+    def is_elided(self) -> bool:
+        return self.text() != self.full_text + self.suffix
+
+    def _elide(self) -> None:
+        metrics = self.fontMetrics()
+        room = self.contentsRect().width() - metrics.horizontalAdvance(self.suffix)
+        text = metrics.elidedText(self.full_text, self.mode, max(0, room)) if room > 0 else ""
+        if not text and self.full_text:
+            text = "…"
+        super().setText(text + self.suffix)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        hint = super().minimumSizeHint()
+        return QSize(0, hint.height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        hint = super().sizeHint()
+        return QSize(min(hint.width(), 200), hint.height())
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._elide()
