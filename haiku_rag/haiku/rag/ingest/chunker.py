@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import tokenizers
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
     from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
+    from docling_core.transforms.serializer.base import BaseSerializerProvider
 
 
 def chunk_document(
@@ -75,23 +76,70 @@ def _hybrid_chunker(
         tokenizer = type(tokenizer).from_str(tokenizer.to_str())
         tokenizer.no_truncation()
         tokenizer.no_padding()
-    hybrid_chunker_class, tokenizer_class = _chunker_classes()
+    hybrid_chunker_class, tokenizer_class, serializer_provider_class = _chunker_classes()
     return hybrid_chunker_class(
         tokenizer=tokenizer_class(tokenizer=tokenizer, max_tokens=max_tokens),
         merge_peers=merge_peers,
+        serializer_provider=serializer_provider_class(),
+        # our table lines are self-describing triplets with no header to repeat; an
+        # overlong row is split by tokens rather than into one-column sub-tables
+        omit_header_on_overflow=True,
     )
 
 
 @functools.cache
-def _chunker_classes() -> tuple[type[HybridChunker], type[BaseTokenizer]]:
-    """HybridChunker and our tokenizer adapter, defined here so the import stays lazy."""
+def _chunker_classes() -> tuple[
+    type[HybridChunker], type[BaseTokenizer], type[BaseSerializerProvider]
+]:
+    """HybridChunker, our tokenizer adapter and our serializer provider, defined here so the
+    import stays lazy."""
     # docling-core's chunker imports transformers: keep it offline (we never load a model
     # through it) and quiet about the absent PyTorch, which we do not need.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from docling_core.transforms.chunker.hierarchical_chunker import (
+        ChunkingDocSerializer,
+        ChunkingSerializerProvider,
+    )
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
     from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
+    from docling_core.transforms.serializer.base import BaseTableSerializer, SerializationResult
+    from docling_core.transforms.serializer.common import create_ser_result
     from pydantic import ConfigDict
+
+    from haiku.rag.ingest.table_rows import table_row_lines
+
+    class RowTripletTableSerializer(BaseTableSerializer):
+        """A table as one line of triplets per row (see ``table_rows``), caption first."""
+
+        def serialize(
+            self, *, item: Any, doc_serializer: Any, doc: DoclingDocument, **kwargs: Any
+        ) -> SerializationResult:
+            parts = []
+            caption = doc_serializer.serialize_captions(item=item, **kwargs)
+            if caption.text:
+                parts.append(caption)
+            if item.self_ref not in doc_serializer.get_excluded_refs(**kwargs):
+                lines = table_row_lines(item, doc)
+                if lines:
+                    parts.append(create_ser_result(text="\n".join(lines), span_source=item))
+            return create_ser_result(
+                text="\n\n".join(part.text for part in parts), span_source=parts
+            )
+
+        def get_header_and_body_lines(
+            self, *, table_text: str, **kwargs: Any
+        ) -> tuple[list[str], list[str]]:
+            # no header (each triplet names its column); lines keep their newline, as the
+            # line chunker joins them as given
+            return [], [line + "\n" for line in table_text.split("\n") if line.strip()]
+
+    class RowTableChunkingSerializer(ChunkingDocSerializer):
+        table_serializer: BaseTableSerializer = RowTripletTableSerializer()
+
+    class RowTableSerializerProvider(ChunkingSerializerProvider):
+        def get_serializer(self, doc: DoclingDocument) -> RowTableChunkingSerializer:
+            return RowTableChunkingSerializer(doc=doc)
 
     class EmbedderTokenizer(BaseTokenizer):
         """Counts tokens exactly as the embedder sees them: [CLS] and [SEP] included."""
@@ -102,7 +150,26 @@ def _chunker_classes() -> tuple[type[HybridChunker], type[BaseTokenizer]]:
         max_tokens: int
 
         def count_tokens(self, text: str) -> int:
+            """Exact up to ``max_tokens``; above it, possibly a lower bound still over it.
+
+            docling-core compares counts only against limits of at most ``max_tokens``, but
+            re-counts whole oversized texts while splitting them (a table serialised as one
+            70,000-character line cost 11 s on one page). A long text whose head already
+            exceeds the limit is answered from the head, which keeps splitting linear.
+            """
+            if len(text) > self.long_text_chars:
+                head_end = _last_whitespace(text, self.long_text_chars)
+                if head_end > 0:
+                    head_count = len(self.tokenizer.encode(text[:head_end]).ids)
+                    # a head cut on whitespace has no more tokens than the whole text; the
+                    # margin covers tokenizers that merge across the cut
+                    if head_count > self.max_tokens + _HEAD_COUNT_MARGIN:
+                        return head_count
             return len(self.tokenizer.encode(text).ids)
+
+        @property
+        def long_text_chars(self) -> int:
+            return _LONG_TEXT_CHARS_PER_TOKEN * self.max_tokens
 
         def get_max_tokens(self) -> int:
             return self.max_tokens
@@ -111,7 +178,7 @@ def _chunker_classes() -> tuple[type[HybridChunker], type[BaseTokenizer]]:
             # semchunk (HybridChunker's text splitter) takes a token-counting callable
             return self.count_tokens
 
-    return HybridChunker, EmbedderTokenizer
+    return HybridChunker, EmbedderTokenizer, RowTableSerializerProvider
 
 
 def _unique_items(doc: DoclingDocument, chunk_items: Sequence[DocItem]) -> list[DocItem]:
@@ -192,6 +259,16 @@ def _longest_prefix_closing(item: str, chunk: str) -> int | None:
             return last + 1
         last = item.rfind(chunk[-1], 0, last)
     return None
+
+
+# above this many characters per allowed token, a text is counted from its head first
+_LONG_TEXT_CHARS_PER_TOKEN = 16
+_HEAD_COUNT_MARGIN = 8
+
+
+def _last_whitespace(text: str, before: int) -> int:
+    """Index of the last whitespace character in ``text[:before]``, or -1."""
+    return max(text.rfind(space, 0, before) for space in (" ", "\n", "\t"))
 
 
 _WHITESPACE = re.compile(r"\s+")

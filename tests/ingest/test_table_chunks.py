@@ -1,0 +1,134 @@
+"""Tables in chunks: one triplet line per row, and chunking work that grows linearly.
+
+The work test counts the characters handed to the tokenizer, not seconds: a table twice as
+long must not cost much more than twice as much tokenising (it cost the square before).
+"""
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # must precede docling-core/transformers imports
+
+from docling_core.types.doc import (
+    BoundingBox,
+    CoordOrigin,
+    DocItemLabel,
+    DoclingDocument,
+    ProvenanceItem,
+    Size,
+    TableCell,
+    TableData,
+)
+
+from haiku.rag.embeddings.local import default_tokenizer
+from haiku.rag.ingest.chunker import _chunker_classes, chunk_document
+from haiku.rag.ingest.table_rows import table_row_lines
+
+PAGE = Size(width=612, height=792)
+
+
+def cell(text: str, row: int, col: int, *, rows: int = 1, cols: int = 1, header: bool = False) -> TableCell:
+    return TableCell(
+        text=text,
+        start_row_offset_idx=row,
+        end_row_offset_idx=row + rows,
+        start_col_offset_idx=col,
+        end_col_offset_idx=col + cols,
+        row_span=rows,
+        col_span=cols,
+        column_header=header,
+    )
+
+
+def document_with_table(cells: list[TableCell], num_rows: int, num_cols: int) -> DoclingDocument:
+    doc = DoclingDocument(name="t")
+    doc.add_page(page_no=1, size=PAGE)
+    bbox = BoundingBox(l=72, t=100, r=540, b=700, coord_origin=CoordOrigin.TOPLEFT)
+    doc.add_heading("Results", level=1, prov=ProvenanceItem(page_no=1, bbox=bbox, charspan=(0, 7)))
+    doc.add_table(
+        data=TableData(num_rows=num_rows, num_cols=num_cols, table_cells=cells),
+        prov=ProvenanceItem(page_no=1, bbox=bbox, charspan=(0, 0)),
+    )
+    return doc
+
+
+def test_each_row_is_a_line_of_triplets_and_spanning_or_empty_cells_add_no_noise() -> None:
+    cells = [
+        cell("Site", 0, 0, header=True),
+        cell("Yield kg/ha", 0, 1, header=True),
+        cell("Water mm", 0, 2, header=True),
+        cell("Note", 0, 3, header=True),
+        cell("North", 1, 0),
+        cell("2,410", 1, 1),
+        cell("95", 1, 2),
+        # row 1 column 3 left empty
+        cell("South", 2, 0),
+        cell("drip line failed in week 3", 2, 1, cols=3),  # spans three columns
+    ]
+    doc = document_with_table(cells, num_rows=3, num_cols=4)
+    assert table_row_lines(doc.tables[0], doc) == [
+        "North, Yield kg/ha = 2,410. North, Water mm = 95",
+        "South, Yield kg/ha = drip line failed in week 3",
+    ]
+    [chunk] = chunk_document(doc)
+    assert chunk.text.splitlines() == table_row_lines(doc.tables[0], doc)
+    assert chunk.labels == ["table"] and chunk.headings == ["Results"]
+
+
+def test_a_header_only_table_gives_its_headers_and_a_header_less_table_uses_its_first_row() -> None:
+    headers_only = document_with_table([cell("A", 0, 0, header=True), cell("B", 0, 1, header=True)], 1, 2)
+    assert table_row_lines(headers_only.tables[0], headers_only) == ["A. B"]
+    unflagged = document_with_table(
+        [cell("Name", 0, 0), cell("Age", 0, 1), cell("Ada", 1, 0), cell("36", 1, 1)], 2, 2
+    )
+    assert table_row_lines(unflagged.tables[0], unflagged) == ["Ada, Age = 36"]
+
+
+def wide_table(rows: int) -> DoclingDocument:
+    """A table whose title cell spans every column, as PDF table finders often produce."""
+    cols = 12
+    cells = [cell("Monthly firearm background checks by state and permit type", 0, 0, cols=cols, header=True)]
+    for r in range(1, rows):
+        cells.append(cell(f"State {r}", r, 0))
+        cells.extend(cell(f"{r * c:,} checks", r, c) for c in range(1, cols))
+    return document_with_table(cells, num_rows=rows, num_cols=cols)
+
+
+class CountingTokenizer:
+    """The default tokenizer, counting the characters it is asked to encode."""
+
+    truncation = None
+    padding = None
+
+    def __init__(self) -> None:
+        self.inner = default_tokenizer()
+        self.characters = 0
+
+    def encode(self, text: str):
+        self.characters += len(text)
+        return self.inner.encode(text)
+
+
+def test_chunking_a_table_twice_as_long_costs_about_twice_the_tokenising() -> None:
+    work = {}
+    for rows in (100, 200):
+        tokenizer = CountingTokenizer()
+        chunks = chunk_document(wide_table(rows), tokenizer=tokenizer)
+        assert all(len(default_tokenizer().encode(c.embed_text).ids) <= 256 for c in chunks)
+        assert any(f"State {rows - 1}, " in c.text for c in chunks)  # nothing lost at the end
+        work[rows] = tokenizer.characters
+    assert work[200] < 2.6 * work[100], work
+
+
+def test_token_counts_are_exact_up_to_the_limit_and_over_it_beyond() -> None:
+    _, tokenizer_class, _ = _chunker_classes()
+    tokenizer = default_tokenizer()
+    counter = tokenizer_class(tokenizer=tokenizer, max_tokens=256)
+    short = "Night irrigation lost less water to evaporation. " * 20
+    assert counter.count_tokens(short) == len(tokenizer.encode(short).ids)
+    long = "Night irrigation lost less water to evaporation. " * 2000  # ~100,000 characters
+    assert len(long) > counter.long_text_chars
+    assert 256 < counter.count_tokens(long) <= len(tokenizer.encode(long).ids)
+    # long but sparse (mostly spaces): the head holds too few tokens, so it is counted whole
+    sparse = ("word" + " " * 200) * 100
+    assert len(sparse) > counter.long_text_chars
+    assert counter.count_tokens(sparse) == len(tokenizer.encode(sparse).ids)
