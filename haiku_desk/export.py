@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from haiku_desk.citations import citation_place, snippet_source
 from haiku_desk.services.conversations import ConversationRecord, Turn
 
 if TYPE_CHECKING:
@@ -100,8 +101,7 @@ async def _render_citation(
 def turn_markdown(
     turn: Turn, rendered: dict[tuple[str, int], list[str]] | None = None
 ) -> list[str]:
-    from haiku.rag.qa import pages_label
-    from haiku_desk.services.chat import excerpt
+    from haiku_desk.services.chat import citing_text, excerpt
 
     rendered = rendered or {}
     lines = [f"## {turn.question}", "", turn.answer.strip(), ""]
@@ -109,16 +109,9 @@ def turn_markdown(
     if turn.citations:
         lines += ["### Sources", ""]
         for c in turn.citations:
-            where = " — ".join(
-                x
-                for x in (
-                    c.document_title or c.document_uri,
-                    " › ".join(c.headings),
-                    pages_label(c.page_numbers),
-                )
-                if x
-            )
-            snippet = excerpt(c.content, f"{turn.question} {turn.answer}", SNIPPET_CHARS)
+            where = citation_place(c)
+            query = citing_text(turn.answer, c.index) or f"{turn.question} {turn.answer}"
+            snippet = excerpt(snippet_source(c), query, SNIPPET_CHARS)
             lines += [f"{c.index}. **{where}**", f"   > {snippet}", ""]
             for path in rendered.get((c.chunk_id, c.index), []):
                 page = path.rsplit("-page-", 1)[-1].removesuffix(".png")

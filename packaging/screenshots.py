@@ -49,11 +49,10 @@ SHOTS = (
     "04-citation.png",
     "05-model-settings.png",
 )
-# Pane widths (library | chat | citation panel) and the chat's (conversations | transcript), as
-# a user would drag the splitters: room for the library's columns while ingesting, then for the
-# answer and the cited page.
-LIBRARY_LAYOUT = ([520, 480, 440], 250)
-ANSWER_LAYOUT = ([330, 630, 480], 250)
+# While ingesting, the still empty citation panel gives the library room for its columns down
+# to this width, as a user would drag the splitter; the answer and the cited page are shown in
+# the window's own default layout.
+EMPTY_CITATION_PANEL_WIDTH = 260
 INGEST_TIMEOUT = 600.0
 ANSWER_TIMEOUT = 120.0
 
@@ -728,6 +727,7 @@ class Screenshots:
         self.loop: Any = None
         self.services: Any = None
         self.window: Any = None
+        self.default_layout: list[int] = []  # the window's own pane widths at WINDOW_SIZE
         self.ollama: LocalOllama | None = None
         self.step = "setup"
         self.previous_handler: Any = False  # False: no message handler installed
@@ -827,11 +827,12 @@ class Screenshots:
         self.services.library.start()
         self.run_until(lambda: bool(opened), 120, "the library did not open")
         self.run_until(self.window.isVisible, 30, "the main window did not become visible")
+        self.default_layout = self.window.splitter.sizes()
 
     # --- the states --------------------------------------------------------------------
 
     def empty_library(self) -> None:
-        self.arrange(LIBRARY_LAYOUT)
+        self.arrange(self.default_layout)
         self.settle(0.3)
         if not self.window.library_pane.empty_hint.isVisible():
             raise ScreenshotError("the library pane does not show its empty-library hint")
@@ -843,7 +844,9 @@ class Screenshots:
         assert self.tmp is not None
         papers = write_papers(self.tmp / "papers")
         library = self.services.library
-        self.arrange(LIBRARY_LAYOUT)
+        library_width, chat_width, citation_width = self.default_layout
+        spare = max(0, citation_width - EMPTY_CITATION_PANEL_WIDTH)
+        self.arrange([library_width + spare, chat_width, citation_width - spare])
         library.add_paths([str(self.tmp / "papers")])  # a folder, as a drop of it would add it
 
         def score() -> int:
@@ -902,12 +905,8 @@ class Screenshots:
         self.save(SHOTS[1], best)
 
     def answer(self) -> None:
-        from haiku_desk.models.documents import PROGRESS
-
         pane = self.window.chat_pane
-        self.arrange(ANSWER_LAYOUT)
-        # Idle documents show only their page count: the progress column can give way to names.
-        self.window.library_pane.table.horizontalHeader().resizeSection(PROGRESS, 56)
+        self.arrange(self.default_layout)
         self.services.models.use_model_instance(ScriptedResearcher().model)
         pane.input.setPlainText(QUESTION)
         pane.send_button.click()
@@ -965,11 +964,8 @@ class Screenshots:
 
     # --- helpers -----------------------------------------------------------------------
 
-    def arrange(self, layout: tuple[list[int], int]) -> None:
-        panes, conversations = layout
+    def arrange(self, panes: list[int]) -> None:
         self.window.splitter.setSizes(panes)
-        chat = self.window.chat_pane.splitter
-        chat.setSizes([conversations, max(100, sum(chat.sizes()) - conversations)])
 
     def states(self) -> str:
         return ", ".join(

@@ -554,6 +554,7 @@ class ChatService(QObject):
 def search_only_answer(citations: Iterable[Citation], query: str = "") -> str:
     """The passages as a numbered Markdown list, each an excerpt around the query's words."""
     from haiku.rag.qa import pages_label
+    from haiku_desk.citations import citation_title, snippet_source
 
     citations = list(citations)
     if not citations:
@@ -561,27 +562,46 @@ def search_only_answer(citations: Iterable[Citation], query: str = "") -> str:
     else:
         lines = ["The best passages from your library:", ""]
         for c in citations:
-            title = c.document_title or c.document_uri
-            where = " — ".join(x for x in (title, pages_label(c.page_numbers)) if x)
-            lines.append(f"{c.index}. **{where}**: {excerpt(c.content, query)} [{c.index}]")
+            where = " — ".join(x for x in (citation_title(c), pages_label(c.page_numbers)) if x)
+            lines.append(f"{c.index}. **{where}**: {excerpt(snippet_source(c), query)} [{c.index}]")
         body = "\n".join(lines)
     return f"{body}\n\n_{HOW_TO_CONNECT_A_MODEL}_"
 
 
 def excerpt(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
-    """About ``limit`` characters of ``content``, starting near the first word of ``query`` it
-    holds (a passage widened to its section may begin far from what matched)."""
+    """About ``limit`` characters of ``content`` where the most distinct words of ``query``
+    (longer than three letters) meet: a passage widened to its section may begin far from what
+    matched, and two claims citing one section should each see their own part of it."""
     text = " ".join(content.split())
     if len(text) <= limit:
         return text
     lowered = text.casefold()
-    words = [w for w in re.findall(r"\w+", query.casefold()) if len(w) > 3]
-    hits = [i for w in words if (i := lowered.find(w)) >= 0]
-    start = max(0, min(hits) - limit // 4) if hits else 0
+    words = {w for w in re.findall(r"\w+", query.casefold()) if len(w) > 3}
+    hits = sorted(m.start() for w in words for m in re.finditer(re.escape(w), lowered))
+    start, best = 0, 0
+    for hit in hits:  # each hit a quarter into the window; the earliest best window wins
+        candidate = max(0, hit - limit // 4)
+        window = lowered[candidate : candidate + limit]
+        score = sum(1 for w in words if w in window)
+        if score > best:
+            start, best = candidate, score
     if start:
         start = text.rfind(" ", 0, start) + 1
     piece = text[start : start + limit].rsplit(" ", 1)[0]
     return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
+
+
+def citing_text(answer: str, index: int) -> str:
+    """The sentences of ``answer`` that carry the marker ``[index]`` (alone or in a list): what
+    the citation is meant to support, to centre its snippet on."""
+    sentences = re.split(r"(?<=[.!?])\s+|\n+", answer)
+    found = [
+        sentence
+        for sentence in sentences
+        for marker in _MARKER.finditer(sentence)
+        if str(index) in (n.strip() for n in marker.group(1).split(","))
+    ]
+    return " ".join(dict.fromkeys(found))
 
 
 def _seed_filter(work: Any, scope: str | None) -> None:

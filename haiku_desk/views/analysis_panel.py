@@ -60,5 +60,7 @@ class AnalysisPanel(QWidget):
 
     def _update_header(self) -> None:
         count = len(self.steps)
-        runs = f"{count} run{'s' if count != 1 else ''}"
-        self.header.setText(f"Analysis ({runs})")
+        if not count:  # "(0 runs)" reads like a failure before anything was asked
+            self.header.setText("Analysis")
+            return
+        self.header.setText(f"Analysis ({count} run{'s' if count != 1 else ''})")

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
@@ -36,8 +37,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from haiku_desk.citations import citation_location, citation_place, citation_title, snippet_source
 from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
+from haiku_desk.views.widgets import compact_button
 
 if TYPE_CHECKING:
     from haiku.rag.capabilities.state import Citation
@@ -45,6 +48,9 @@ if TYPE_CHECKING:
     from haiku_desk.services import AppServices
 
 MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+CONVERSATIONS_WIDTH = 165  # the list's default width: titles end in "…", the chat gets the room
+CONVERSATIONS_MIN_WIDTH = 150
+TOOLBAR_SLACK = 8  # a little room beyond the toolbar's own hint, against rounding
 BADGES = {
     "grounded": ("Grounded", "#2e7d32", "The answer declared evidence from your library."),
     "ungrounded": (
@@ -71,15 +77,56 @@ def linked_markers(markdown: str) -> str:
     return MARKER.sub(link, markdown)
 
 
-def citation_place(citation: Citation) -> str:
-    from haiku.rag.qa import pages_label
+class SourceLabel(QLabel):
+    """One source under an answer: the title as a link, elided to one line (the full title in
+    the tooltip), the heading path and pages beneath it, then a snippet of the cited text."""
 
-    parts = [
-        citation.document_title or citation.document_uri,
-        " › ".join(citation.headings),
-        pages_label(citation.page_numbers),
-    ]
-    return " — ".join(p for p in parts if p)
+    def __init__(self, citation: Citation, snippet: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.citation = citation
+        self.snippet = snippet
+        self.title = citation_title(citation)
+        self.setWordWrap(True)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setToolTip(citation_place(citation))
+        self.setAccessibleName(f"Source {citation.index}: {citation_place(citation)}")
+        self.setTextInteractionFlags(
+            Qt.TextInteractionFlag.LinksAccessibleByMouse
+            | Qt.TextInteractionFlag.LinksAccessibleByKeyboard
+        )
+        self._render()
+
+    def shown_title(self) -> str:
+        """The title as shown: cut to what fits on one line."""
+        prefix = f"[{self.citation.index}] "
+        metrics = self.fontMetrics()
+        # Before the first layout the label has no real width yet: show the title whole.
+        width = self.contentsRect().width() if self.isVisible() else 10_000
+        room = max(40, width - metrics.horizontalAdvance(prefix) - metrics.averageCharWidth())
+        return metrics.elidedText(self.title, Qt.TextElideMode.ElideRight, room)
+
+    def _render(self) -> None:
+        location = citation_location(self.citation)
+        lines = [
+            f"<a href='{CITE_SCHEME}:{self.citation.index}'>[{self.citation.index}] "
+            f"{html.escape(self.shown_title())}</a>"
+        ]
+        if location:
+            lines.append(f"<span style='color: gray'>{html.escape(location)}</span>")
+        if self.snippet:
+            lines.append(f"<span style='color: gray'><i>{html.escape(self.snippet)}</i></span>")
+        text = "<br>".join(lines)
+        if text != self.text():  # eliding depends only on the width: no resize loop
+            self.setText(text)
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._render()
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802
+        super().showEvent(event)
+        self._render()
 
 
 class AnswerView(QTextBrowser):
@@ -116,7 +163,7 @@ class TurnWidget(QFrame):
         self.turn = turn
         self.text = turn.answer
         self.chips: list[QToolButton] = []
-        self.source_labels: list[QLabel] = []
+        self.source_labels: list[SourceLabel] = []
         self.setFrameShape(QFrame.Shape.NoFrame)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 8, 4, 8)
@@ -222,22 +269,12 @@ class TurnWidget(QFrame):
             self._add_source(citation)
 
     def _add_source(self, citation: Citation) -> None:
-        from haiku_desk.services.chat import excerpt
+        from haiku_desk.services.chat import citing_text, excerpt
 
-        snippet = excerpt(citation.content, f"{self.turn.question} {self.turn.answer}", 220)
-        label = QLabel(self)
-        label.setWordWrap(True)
-        label.setTextFormat(Qt.TextFormat.RichText)
-        label.setText(
-            f"<a href='{CITE_SCHEME}:{citation.index}'>[{citation.index}] "
-            f"{html.escape(citation_place(citation))}</a><br>"
-            f"<span style='color: gray'>{html.escape(snippet)}</span>"
-        )
-        label.setAccessibleName(f"Source {citation.index}: {citation_place(citation)}")
-        label.setTextInteractionFlags(
-            Qt.TextInteractionFlag.LinksAccessibleByMouse
-            | Qt.TextInteractionFlag.LinksAccessibleByKeyboard
-        )
+        # Centred on what the answer says with this citation, else on the whole exchange
+        turn = self.turn
+        query = citing_text(turn.answer, citation.index) or f"{turn.question} {turn.answer}"
+        label = SourceLabel(citation, excerpt(snippet_source(citation), query, 220), self)
         label.linkActivated.connect(self._link)
         self.sources.addWidget(label)
         self.source_labels.append(label)
@@ -319,12 +356,17 @@ class ChatPane(QWidget):
         self.conversation_list = QListWidget(sidebar)
         self.conversation_list.setAccessibleName("Conversations")
         self.conversation_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        # Long titles end in "…" (the full title is the tooltip) instead of scrolling sideways.
+        self.conversation_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.conversation_list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.conversation_list.setWordWrap(False)
         buttons = QHBoxLayout()
-        self.new_button = QPushButton("New", sidebar)
+        buttons.setSpacing(4)
+        self.new_button = compact_button(QPushButton("New", sidebar))
         self.new_button.setAccessibleName("New chat")
-        self.rename_button = QPushButton("Rename", sidebar)
+        self.rename_button = compact_button(QPushButton("Rename", sidebar))
         self.rename_button.setAccessibleName("Rename chat")
-        self.delete_button = QPushButton("Delete", sidebar)
+        self.delete_button = compact_button(QPushButton("Delete", sidebar))
         self.delete_button.setAccessibleName("Delete chat")
         for b in (self.new_button, self.rename_button, self.delete_button):
             buttons.addWidget(b)
@@ -337,6 +379,7 @@ class ChatPane(QWidget):
         column.setContentsMargins(4, 0, 4, 4)
         self.toolbar = QToolBar("Chat tools", main)
         self.toolbar.setAccessibleName("Chat tools")
+        self.toolbar.setMovable(False)  # no grip: its width goes to the toggles
         self.compaction_action = self._toggle_action(
             "Evidence compaction",
             "Send earlier questions' evidence as only what was cited (smaller requests)",
@@ -351,7 +394,6 @@ class ChatPane(QWidget):
             "Answer without tools",
             "Search first, then let the model read numbered passages (for models without tool calling)",
         )
-        self.toolbar.addSeparator()
         self.export_answer_action = QAction("Export answer…", self)
         self.export_answer_action.setToolTip(
             "Save the last answer as Markdown with its cited pages"
@@ -360,8 +402,17 @@ class ChatPane(QWidget):
         self.export_conversation_action.setToolTip(
             "Save this conversation as Markdown with its cited pages"
         )
-        self.toolbar.addAction(self.export_answer_action)
-        self.toolbar.addAction(self.export_conversation_action)
+        # Exports sit beside Send, behind one menu button: the toolbar keeps its width for
+        # the toggles, which must stay visible in a narrow chat pane.
+        export_menu = QMenu(main)
+        export_menu.addAction(self.export_answer_action)
+        export_menu.addAction(self.export_conversation_action)
+        self.export_button = QToolButton(main)
+        self.export_button.setText("Export")
+        self.export_button.setAccessibleName("Export")
+        self.export_button.setToolTip("Save the last answer or this conversation as Markdown")
+        self.export_button.setMenu(export_menu)
+        self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
 
         status = QHBoxLayout()
         self.model_label = QLabel(main)
@@ -405,6 +456,7 @@ class ChatPane(QWidget):
         self.stop_button = QPushButton("Stop", main)
         self.stop_button.setAccessibleName("Stop answering")
         self.stop_button.setToolTip("Stop (Esc)")
+        send_row.addWidget(self.export_button)
         send_row.addStretch(1)
         send_row.addWidget(self.stop_button)
         send_row.addWidget(self.send_button)
@@ -418,8 +470,12 @@ class ChatPane(QWidget):
 
         self.splitter.addWidget(sidebar)
         self.splitter.addWidget(main)
+        # The list keeps its width when the window grows; the conversation takes the rest.
+        self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([180, 520])
+        self.splitter.setCollapsible(1, False)
+        sidebar.setMinimumWidth(max(CONVERSATIONS_MIN_WIDTH, sidebar.minimumSizeHint().width()))
+        self.splitter.setSizes([CONVERSATIONS_WIDTH, 520])
 
         self.send_action = QAction("Send", self)
         self.send_action.setShortcuts([QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter")])
@@ -431,6 +487,15 @@ class ChatPane(QWidget):
         self.new_chat_action.setShortcut(QKeySequence.StandardKey.New)
         self.new_chat_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.addActions([self.send_action, self.stop_action, self.new_chat_action])
+
+    def default_width(self) -> int:
+        """The width that shows the conversation list at its default width and every toggle
+        of the toolbar."""
+        sidebar = self.splitter.widget(0)
+        conversations = max(CONVERSATIONS_WIDTH, sidebar.minimumSizeHint().width())
+        margins = self.splitter.widget(1).layout().contentsMargins()
+        column = self.toolbar.sizeHint().width() + margins.left() + margins.right()
+        return conversations + self.splitter.handleWidth() + column + TOOLBAR_SLACK
 
     def _toggle_action(self, text: str, tip: str) -> QAction:
         action = QAction(text, self)
@@ -490,7 +555,8 @@ class ChatPane(QWidget):
         for summary in self.chat.conversations(self.conversation_search.text()):
             item = QListWidgetItem(summary.title)
             item.setData(Qt.ItemDataRole.UserRole, summary.id)
-            item.setToolTip(summary.updated.astimezone().strftime("%Y-%m-%d %H:%M"))
+            updated = summary.updated.astimezone().strftime("%Y-%m-%d %H:%M")
+            item.setToolTip(f"{summary.title}\n{updated}")
             self.conversation_list.addItem(item)
             if summary.id == current:
                 item.setSelected(True)
@@ -545,6 +611,8 @@ class ChatPane(QWidget):
                     if step.kind == "analysis":
                         self.analysis_panel.add_step(step)
             self._show_toggles(record.toggles)
+        else:
+            self.analysis_panel.hide()  # no conversation, no analysis to show
         self._update_empty()
         self.refresh_conversations()
         self._update_exports()
@@ -657,6 +725,7 @@ class ChatPane(QWidget):
         has_turns = bool(record and record.turns)
         self.export_answer_action.setEnabled(has_turns)
         self.export_conversation_action.setEnabled(has_turns)
+        self.export_button.setEnabled(has_turns)
 
     def export_to(self, folder: str, *, whole_conversation: bool = True) -> Operation | None:
         """Export the conversation (or its last answer) into ``folder``, off the GUI thread."""

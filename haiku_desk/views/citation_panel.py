@@ -17,7 +17,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from haiku_desk.citations import citation_title, heading_path, snippet_source
 from haiku_desk.services.pages import MAX_ZOOM, MIN_ZOOM, PageRender, PagesService, paint_highlights
+from haiku_desk.views.widgets import ElidedLabel
 
 if TYPE_CHECKING:
     from haiku.rag.capabilities.state import Citation
@@ -50,11 +52,9 @@ class CitationPanel(QWidget):
         self._request = 0
         self.open_in_system_viewer = True  # tests turn this off
 
-        self.title = QLabel("Click a citation to see the cited page.")
-        self.title.setWordWrap(True)
+        self.title = ElidedLabel("Click a citation to see the cited page.")
         self.title.setAccessibleName("Cited document")
-        self.headings = QLabel()
-        self.headings.setWordWrap(True)
+        self.headings = ElidedLabel()
         self.headings.setAccessibleName("Heading path")
 
         def button(text: str, name: str, tip: str, shortcut: str | None = None) -> QToolButton:
@@ -91,21 +91,36 @@ class CitationPanel(QWidget):
         self.snippet.setWordWrap(True)
         self.snippet.setAccessibleName("Cited passage")
         self.snippet.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.snippet.setMaximumHeight(120)
+        self.snippet.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        # A long passage scrolls in its few lines instead of being cut off mid-line.
+        self.snippet_area = QScrollArea()
+        self.snippet_area.setWidget(self.snippet)
+        self.snippet_area.setWidgetResizable(True)
+        self.snippet_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.snippet_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.snippet_area.setMaximumHeight(120)
+        self.snippet_area.hide()
 
-        nav = QHBoxLayout()
+        # "Open original" belongs to the document, beside its title: the page row keeps its
+        # width for navigation and zoom, and fits a narrow panel.
+        title_row = QHBoxLayout()
+        title_row.addWidget(self.title, 1)
+        title_row.addWidget(self.open_button)
+        self.nav = QWidget()
+        nav = QHBoxLayout(self.nav)
+        nav.setContentsMargins(0, 0, 0, 0)
         for w in (self.prev_button, self.page_label, self.next_button):
             nav.addWidget(w)
         nav.addStretch(1)
-        for w in (self.zoom_out_button, self.zoom_in_button, self.fit_button, self.open_button):
+        for w in (self.zoom_out_button, self.zoom_in_button, self.fit_button):
             nav.addWidget(w)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
-        layout.addWidget(self.title)
+        layout.addLayout(title_row)
         layout.addWidget(self.headings)
-        layout.addLayout(nav)
+        layout.addWidget(self.nav)
         layout.addWidget(self.scroll, 1)
-        layout.addWidget(self.snippet)
+        layout.addWidget(self.snippet_area)
 
         self.prev_button.clicked.connect(lambda: self.go_to_page(self.page - 1))
         self.next_button.clicked.connect(lambda: self.go_to_page(self.page + 1))
@@ -131,13 +146,18 @@ class CitationPanel(QWidget):
         matched = sorted({b.page for b in citation.boxes})
         self.page = matched[0] if matched else self.cited[0]  # the match, not the context before it
         self.page_count = 0
-        name = citation.document_title or citation.document_uri.rsplit("/", 1)[-1]
         pages = ", ".join(map(str, self.cited))
-        self.title.setText(f"<b>[{citation.index}] {name}</b> — p. {pages}")
-        self.headings.setText(" › ".join(citation.headings))
-        self.headings.setVisible(bool(citation.headings))
-        text = citation.content if len(citation.content) <= 600 else citation.content[:600] + "…"
-        self.snippet.setText(text)
+        bold = self.title.font()  # plain while the panel only shows its hint
+        bold.setBold(True)
+        self.title.setFont(bold)
+        self.title.set_full_text(f"[{citation.index}] {citation_title(citation)}", f" — p. {pages}")
+        headings = heading_path(citation)
+        self.headings.set_full_text(" › ".join(headings))
+        self.headings.setVisible(bool(headings))
+        passage = snippet_source(citation)
+        self.snippet.setText(passage if len(passage) <= 600 else passage[:600] + "…")
+        self.snippet_area.show()
+        self.snippet_area.verticalScrollBar().setValue(0)
         self._render()
 
     def go_to_page(self, page: int) -> None:
@@ -231,6 +251,9 @@ class CitationPanel(QWidget):
 
     def _update_controls(self) -> None:
         has = self.citation is not None
+        # Until a citation is shown there is nothing to page through: only the hint shows.
+        self.nav.setVisible(has)
+        self.open_button.setVisible(has)
         for b in (self.zoom_in_button, self.zoom_out_button, self.fit_button, self.open_button):
             b.setEnabled(has)
         self.prev_button.setEnabled(has and self.page > 1)

@@ -21,6 +21,12 @@ if TYPE_CHECKING:
     from haiku_desk.services.conversations import Turn
 
 SETTINGS_GROUP = "main_window"
+DEFAULT_SIZE = (1440, 900)
+# library | chat | citation panel before the window knows its width; at the first show the chat
+# gets what its conversation list and toolbar need and the others share the rest (LIBRARY_SHARE).
+DEFAULT_PANE_WIDTHS = (345, 690, 393)
+LIBRARY_SHARE = 0.5
+PANE_MIN_WIDTH = 240
 WARM_UP_DELAY_MS = 300  # after the first paint: load the page renderer while the user looks
 PREFETCH_PAGES = 6  # cited pages rendered ahead when an answer arrives
 DRAG_EVENTS = (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.DragLeave, QEvent.Type.Drop)
@@ -41,7 +47,7 @@ class MainWindow(QMainWindow):
         self.services = services
         self.setWindowTitle("haiku-desk")
         self.setAccessibleName("haiku-desk")
-        self.resize(1280, 800)
+        self._resize_to_default()
         self.setAcceptDrops(True)
 
         self.library_pane = LibraryPane(services.library)
@@ -50,8 +56,8 @@ class MainWindow(QMainWindow):
         self.notification_area = NotificationArea(services.notifications)
 
         # Explicit minimums: otherwise the panes' button rows add up to a window too wide for a laptop.
-        self.library_pane.setMinimumWidth(240)
-        self.citation_panel.setMinimumWidth(240)
+        self.library_pane.setMinimumWidth(PANE_MIN_WIDTH)
+        self.citation_panel.setMinimumWidth(PANE_MIN_WIDTH)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setAccessibleName("Panes")
         self.splitter.addWidget(self.library_pane)
@@ -60,7 +66,7 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 4)
         self.splitter.setStretchFactor(2, 3)
-        self.splitter.setSizes([330, 560, 420])
+        self.splitter.setSizes(list(DEFAULT_PANE_WIDTHS))  # scaled to the window's real width
         self.splitter.setChildrenCollapsible(True)
 
         central = QWidget()
@@ -84,6 +90,7 @@ class MainWindow(QMainWindow):
         self.chat_pane.citation_activated.connect(self.show_citation)
         services.chat.answer_ready.connect(self._prefetch_cited_pages)
         self._warmed = False
+        self._panes_restored = False  # True when QSettings held the user's pane widths
         services.library.entry_changed.connect(self._update_status)
         services.library.entry_removed.connect(self._update_status)
         self._update_status()
@@ -119,6 +126,9 @@ class MainWindow(QMainWindow):
         for a in (self.add_files_action, self.add_folder_action, self.watch_folder_action, self.rescan_action):
             file_menu.addAction(a)
         file_menu.addSeparator()
+        file_menu.addAction(self.chat_pane.export_answer_action)
+        file_menu.addAction(self.chat_pane.export_conversation_action)
+        file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         view_menu = menu.addMenu("&View")
         view_menu.addAction(self.focus_search_action)
@@ -133,6 +143,14 @@ class MainWindow(QMainWindow):
         toolbar.addSeparator()
         toolbar.addAction(self.models_action)
         self.toolbar = toolbar
+
+    def _resize_to_default(self) -> None:
+        width, height = DEFAULT_SIZE
+        screen = self.screen() or QApplication.primaryScreen()
+        if screen is not None:  # a laptop's smaller screen: fit it
+            available = screen.availableGeometry()
+            width, height = min(width, available.width()), min(height, available.height())
+        self.resize(width, height)
 
     def focus_search(self) -> None:
         self.library_pane.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -173,7 +191,22 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._warmed:
             self._warmed = True
+            if not self._panes_restored:
+                self.apply_default_layout()
             QTimer.singleShot(WARM_UP_DELAY_MS, self, self.services.pages.warm_up)
+
+    def apply_default_layout(self) -> None:
+        """Pane widths for a first start: the chat as wide as its conversation list and toolbar
+        need (so no toggle hides behind "››"), the library and the citation panel share the
+        rest. A window too narrow for that keeps the proportional widths."""
+        handle = self.splitter.handleWidth()
+        total = self.splitter.width() - 2 * handle
+        chat = self.chat_pane.default_width()
+        rest = total - chat
+        library = int(rest * LIBRARY_SHARE)
+        if min(library, rest - library) < PANE_MIN_WIDTH:
+            return
+        self.splitter.setSizes([library, chat, rest - library])
 
     def _update_status(self, *_: object) -> None:
         entries = self.services.library.entries
@@ -235,7 +268,10 @@ class MainWindow(QMainWindow):
             self.restoreState(state)
         splitter = settings.value("splitter")
         if isinstance(splitter, QByteArray) and not splitter.isEmpty():
-            self.splitter.restoreState(splitter)
+            self._panes_restored = self.splitter.restoreState(splitter)
+        chat_splitter = settings.value("chat_splitter")
+        if isinstance(chat_splitter, QByteArray) and not chat_splitter.isEmpty():
+            self.chat_pane.splitter.restoreState(chat_splitter)
         settings.endGroup()
 
     def save_state(self) -> None:
@@ -244,6 +280,7 @@ class MainWindow(QMainWindow):
         settings.setValue("geometry", self.saveGeometry())
         settings.setValue("state", self.saveState())
         settings.setValue("splitter", self.splitter.saveState())
+        settings.setValue("chat_splitter", self.chat_pane.splitter.saveState())
         settings.endGroup()
         settings.sync()
 

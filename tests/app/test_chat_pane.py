@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import html
 from collections.abc import Iterator
 
 import pytest
@@ -17,13 +18,15 @@ from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_
 from haiku.rag.capabilities.compaction import COMPACTION_CAPABILITY_ID
 from haiku.rag.capabilities.policy import POLICY_CAPABILITY_ID
 from haiku.rag.capabilities.rag import RAG_CAPABILITY_ID
+from haiku.rag.capabilities.state import Citation
 from haiku_desk.bridge import install_event_loop
 from haiku_desk.services import AppServices
 from haiku_desk.services.chat import ChatService
+from haiku_desk.services.conversations import Turn
 from haiku_desk.services.library import LibraryService
 from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
-from haiku_desk.views.chat_pane import ChatPane
+from haiku_desk.views.chat_pane import ChatPane, TurnWidget
 
 QUESTION = "Why were the night convoys delayed?"
 ANSWER = "A kerosene shortage delayed the night convoys."
@@ -350,3 +353,171 @@ def test_rag_and_analysis_citations_get_different_numbers_in_one_answer(
     widget.source_labels[1].linkActivated.emit("cite:2")
     widget.answer.anchorClicked.emit(QUrl("cite:1"))  # the inline [1] marker
     assert [c.chunk_id for c in activated[2:]] == [analysis.chunk_id, rag.chunk_id]
+
+
+# --- how sources read ------------------------------------------------------------------------
+
+LONG_TITLE = (
+    "Night-Time Drip Irrigation Reduces Evaporative Loss Without a Yield Penalty in "
+    "Semi-Arid Almond Orchards"
+)
+MERGED_PASSAGE = (
+    "3 Results Night irrigation consistently lost less water to evaporation. Kernel yield did "
+    "not differ between schedules in any season."
+)
+
+
+def merged_citation(index: int, matched_text: str) -> Citation:
+    """A citation of one chunk of a passage context expansion merged from several chunks; its
+    first heading repeats the title (with other spacing and case), as a paper's does."""
+    return Citation(
+        index=index,
+        chunk_id=f"chunk-{index}",
+        chunk_ids=["chunk-1", "chunk-2"],
+        document_id="document",
+        document_uri="file:///papers/night-irrigation-almonds.pdf",
+        document_title=LONG_TITLE,
+        content=MERGED_PASSAGE,
+        matched_text=matched_text,
+        headings=["  night-time drip irrigation reduces evaporative loss without a yield penalty "
+                  "in semi-arid almond   orchards", "3 Results"],
+        page_numbers=[1, 2],
+    )
+
+
+def test_sources_show_the_title_once_elided_then_the_heading_path_and_each_ones_own_snippet(
+    qtbot: QtBot,
+):
+    citations = [
+        merged_citation(1, "Night irrigation consistently lost less water to evaporation."),
+        merged_citation(2, "Kernel yield did not differ between schedules in any season."),
+    ]
+    turn = Turn(question="Does night irrigation save water?", answer="Yes [1], at no cost [2].",
+                citations=citations, grounding="grounded")
+    widget = TurnWidget(turn)
+    qtbot.addWidget(widget)
+    widget.resize(420, 700)
+    widget.show()
+    qtbot.waitExposed(widget)
+
+    first, second = widget.source_labels
+    for label, citation in zip((first, second), citations, strict=True):
+        text = label.text()
+        assert text.count("Night-Time") == 1  # the heading equal to the title is dropped
+        assert "3 Results — pp. 1, 2" in text
+        assert html.escape(citation.matched_text) in text  # the cited chunk's own text
+        # The title is elided to one line; the whole title is in the tooltip.
+        shown = f"[{citation.index}] {label.shown_title()}"
+        assert "…" in label.shown_title() and shown in text
+        assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
+        assert LONG_TITLE in label.toolTip() and LONG_TITLE in label.accessibleName()
+    assert "Kernel yield" not in first.text() and "consistently" not in second.text()
+    assert widget.chips[0].toolTip() == f"{LONG_TITLE} — 3 Results — pp. 1, 2"
+
+
+def test_long_conversation_titles_end_in_an_ellipsis_with_the_whole_title_as_tooltip(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    pane.new_chat()
+    title = "Does irrigating almond orchards at night reduce water loss, and does it cost yield?"
+    pane.rename_current(title)
+    item = pane.conversation_list.item(0)
+    assert item.text() == title and item.toolTip().startswith(title)
+    assert pane.conversation_list.horizontalScrollBar().maximum() == 0  # never scrolls sideways
+
+
+def test_the_analysis_panel_is_hidden_at_start_and_counts_runs_only_once_there_are_some(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    assert pane.chat.current is None and not pane.analysis_panel.isVisible()
+    assert pane.analysis_panel.header.text() == "Analysis"
+    pane.analysis_action.trigger()
+    assert pane.analysis_panel.isVisible() and pane.analysis_panel.header.text() == "Analysis"
+
+
+def test_stop_during_a_no_tools_answer_restores_the_conversation_and_the_idle_pane(
+    qloop, qtbot, library, app_config
+):
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    pane = make_pane(qtbot, library, app_config)
+    pane.models.use_model_instance(
+        StreamingScript().play(answer("The kerosene shortage [1].")).model, supports_tools=False
+    )
+    ask(qloop, pane, QUESTION)
+    record = pane.chat.current
+    assert record.turns[0].mode == "fallback" and record.turns[0].citations
+    saved = pane.chat.store.path_of(record.id).read_text()
+    before = (list(record.messages), dict(record.state), len(record.turns))
+
+    reading = asyncio.Event()  # the model has the passages
+    never = asyncio.Event()  # ... and answers only when Stop has ended the run
+
+    async def blocked(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        reading.set()
+        await never.wait()
+        return ModelResponse(parts=[TextPart("Too late [1].")])
+
+    pane.models.use_model_instance(FunctionModel(blocked), supports_tools=False)
+    cancelled: list[str] = []
+    pane.chat.question_cancelled.connect(cancelled.append)
+    pane.input.setPlainText("What do lantern otters hunt?")
+    pane.send_button.click()
+    run_until(qloop, reading.is_set)
+    assert pane.chat.busy and pane.stop_button.isEnabled()
+    pane.stop_button.click()
+    run_until(qloop, lambda: bool(cancelled) and not pane.chat.busy)
+
+    assert cancelled == [record.id]
+    assert (list(record.messages), dict(record.state), len(record.turns)) == before
+    assert pane.chat.store.path_of(record.id).read_text() == saved
+    stopped = pane.turn_widgets[-1]
+    assert "Stopped" in stopped.status.text() and stopped.status.isVisible()
+    assert pane.send_button.isEnabled() and not pane.stop_button.isEnabled()
+    errors = [n.message for n in pane.services.notifications.history if n.level == "error"]
+    assert errors == []
+
+    # Stop as the search begins (before the model is asked): the same
+    pane.chat.tool_step.connect(lambda cid, step: pane.stop_button.click())
+    pane.input.setPlainText("Stop while searching")
+    pane.send_button.click()
+    run_until(qloop, lambda: len(cancelled) == 2 and not pane.chat.busy)
+    pane.chat.tool_step.disconnect()
+    assert (list(record.messages), dict(record.state), len(record.turns)) == before
+    assert "Stopped" in pane.turn_widgets[-1].status.text() and pane.send_button.isEnabled()
+
+    # and the conversation goes on
+    pane.models.use_model_instance(
+        StreamingScript().play(answer("Glass eels [1].")).model, supports_tools=False
+    )
+    ask(qloop, pane, "What do lantern otters hunt?")
+    assert len(record.turns) == 2 and pane.turn_widgets[-1].turn.answer.startswith("Glass eels")
+
+
+def test_two_citations_of_one_widened_section_show_the_part_each_claim_rests_on(qtbot: QtBot):
+    # No matched_text: each chunk was widened to the same section on its own, not merged.
+    section = (
+        "3 Results Night irrigation consistently lost less water to evaporation, 9.8 % against "
+        "14.3 % at midday, about 95 mm per season. " + "The soil probes logged every hour. " * 12
+        + "Kernel yield did not differ between schedules in any season: 2,410 against "
+        "2,385 kg/ha, and kernel weight and doubles were the same."
+    )
+    citations = [
+        merged_citation(1, "").model_copy(update={"content": section, "matched_text": None}),
+        merged_citation(2, "").model_copy(update={"content": section, "matched_text": None}),
+    ]
+    turn = Turn(
+        question="Does night irrigation save water, and does it cost yield?",
+        answer="Night irrigation lost less water to evaporation [1]. Kernel yield did not "
+        "differ between the schedules [2].",
+        citations=citations,
+        grounding="grounded",
+    )
+    widget = TurnWidget(turn)
+    qtbot.addWidget(widget)
+    first, second = (label.snippet for label in widget.source_labels)
+    assert first != second
+    assert "evaporation" in first and "Kernel yield" in second

@@ -231,3 +231,43 @@ def test_window_state_is_saved_and_restored(qtbot, services):
     qtbot.waitExposed(second)
     assert second.height() == saved_height != 800
     assert second.splitter.sizes()[0] == saved_first_pane
+
+
+def test_at_the_default_size_every_chat_toggle_is_visible_and_the_list_is_narrow(qtbot, services):
+    from PySide6.QtWidgets import QToolButton
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.resize(1440, 900)  # the default size (the offscreen screen is smaller)
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.chat_pane
+
+    toolbar = pane.toolbar
+    extension = toolbar.findChild(QToolButton, "qt_toolbar_ext_button")
+    assert extension is None or not extension.isVisible()  # no "››" hiding toggles
+    for action in (pane.compaction_action, pane.policy_action, pane.analysis_action, pane.no_tools_action):
+        button = toolbar.widgetForAction(action)
+        assert button.isVisible() and button.geometry().right() <= toolbar.width()
+    conversations = pane.splitter.sizes()[0]
+    assert 150 <= conversations <= 200
+    library, chat, citation = window.splitter.sizes()
+    assert min(library, citation) >= 300
+
+
+def test_the_users_conversation_list_width_wins_over_the_default(qtbot, services):
+    first = MainWindow(services)
+    qtbot.addWidget(first)
+    first.show()
+    first.resize(first.minimumSizeHint().width(), 500)  # the offscreen screen is 800 px wide
+    first.splitter.setSizes([240, 10_000, 0])  # the citation panel folded away: room for the chat
+    chat = first.chat_pane.splitter
+    chat.setSizes([260, sum(chat.sizes()) - 260])
+    assert chat.sizes()[0] == 260
+    first.close()
+
+    second = MainWindow(services)
+    qtbot.addWidget(second)
+    second.show()
+    qtbot.waitExposed(second)
+    assert second.chat_pane.splitter.sizes()[0] == 260  # the default is narrower

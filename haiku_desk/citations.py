@@ -1,0 +1,51 @@
+"""How the app words a citation: its title, where in the document it is, and its snippet.
+
+Shared by the chat pane, the citation panel and the Markdown export, so a source reads the same
+everywhere. No Qt here: the export runs off the GUI thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    from haiku.rag.capabilities.state import Citation
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def citation_title(citation: Citation) -> str:
+    """The document's title, else its file name (a URI's last part)."""
+    if citation.document_title and citation.document_title.strip():
+        return " ".join(citation.document_title.split())
+    return unquote(citation.document_uri.rstrip("/").rsplit("/", 1)[-1]) or citation.document_uri
+
+
+def heading_path(citation: Citation) -> list[str]:
+    """The headings above the passage, without those that only repeat the document's title
+    (a paper's first heading is usually its title, already shown beside the path)."""
+    title = _normalised(citation_title(citation))
+    return [h for h in citation.headings if h.strip() and _normalised(h) != title]
+
+
+def citation_location(citation: Citation) -> str:
+    """Heading path and pages: ``3 Results — pp. 1, 2``."""
+    from haiku.rag.qa import pages_label
+
+    parts = [" › ".join(heading_path(citation)), pages_label(citation.page_numbers)]
+    return " — ".join(p for p in parts if p)
+
+
+def citation_place(citation: Citation) -> str:
+    """Title, heading path and pages on one line (tooltips, accessible names, export)."""
+    return " — ".join(p for p in (citation_title(citation), citation_location(citation)) if p)
+
+
+def snippet_source(citation: Citation) -> str:
+    """The text a snippet is cut from: the cited chunk's own text when its passage was merged
+    from several chunks (else two citations of one merged passage would show the same
+    snippet), otherwise the passage."""
+    return citation.matched_text or citation.content
