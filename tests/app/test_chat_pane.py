@@ -521,3 +521,30 @@ def test_two_citations_of_one_widened_section_show_the_part_each_claim_rests_on(
     first, second = (label.snippet for label in widget.source_labels)
     assert first != second
     assert "evaporation" in first and "Kernel yield" in second
+
+
+def test_the_citation_panel_header_elides_the_title_and_shows_the_chunks_own_text(
+    qtbot: QtBot, library
+):
+    from haiku_desk.services.pages import PagesService
+    from haiku_desk.views.citation_panel import CitationPanel
+
+    pages = PagesService(library, Notifications())
+    panel = CitationPanel(pages)
+    panel.open_in_system_viewer = False
+    qtbot.addWidget(panel)
+    panel.resize(300, 700)
+    panel.show()
+    qtbot.waitExposed(panel)
+    own = "Kernel yield did not differ between schedules in any season."
+    citation = merged_citation(2, own)
+    try:
+        panel.show_citation(citation)
+        assert panel.title.is_elided() and panel.title.text().endswith(" — p. 1, 2")
+        assert panel.title.toolTip() == f"[2] {LONG_TITLE} — p. 1, 2"
+        shown = panel.title.fontMetrics().horizontalAdvance(panel.title.text())
+        assert shown <= panel.title.contentsRect().width()
+        assert panel.headings.text() == "3 Results"  # the heading equal to the title is dropped
+        assert panel.snippet.text() == own
+    finally:
+        pages.close()

@@ -103,32 +103,3 @@ def test_a_document_without_pages_says_so(qloop, library, panel, tmp_path):
     run_until(qloop, lambda: bool(panel.image_label.text()))
     assert "no pages to show" in panel.image_label.text()
     assert panel.current_image is None and "Otters juggle" in panel.snippet.text()
-
-
-def test_the_header_elides_a_long_title_and_the_snippet_is_the_cited_chunks_own_text(panel):
-    title = (
-        "Night-Time Drip Irrigation Reduces Evaporative Loss Without a Yield Penalty in "
-        "Semi-Arid Almond Orchards"
-    )
-    own = "Kernel yield did not differ between schedules in any season."
-    citation = Citation(
-        index=2,
-        chunk_id="c2",
-        chunk_ids=["c1", "c2"],
-        document_id="not-stored",
-        document_uri="file:///papers/night-irrigation-almonds.pdf",
-        document_title=title,
-        content="Night irrigation consistently lost less water to evaporation. " + own,
-        matched_text=own,
-        headings=[title.upper(), "3 Results"],  # a paper's first heading is its title
-        page_numbers=[1, 2],
-    )
-    panel.resize(300, 700)
-    panel.show_citation(citation)
-
-    assert panel.title.is_elided() and panel.title.text().endswith(" — p. 1, 2")
-    assert panel.title.toolTip() == f"[2] {title} — p. 1, 2"
-    shown = panel.title.fontMetrics().horizontalAdvance(panel.title.text())
-    assert shown <= panel.title.contentsRect().width()
-    assert panel.headings.text() == "3 Results"
-    assert panel.snippet.text() == own
