@@ -139,7 +139,8 @@ def _chunker_classes() -> tuple[
 
     class RowTableSerializerProvider(ChunkingSerializerProvider):
         def get_serializer(self, doc: DoclingDocument) -> RowTableChunkingSerializer:
-            return RowTableChunkingSerializer(doc=doc)
+            # without validating ``doc`` again (see ``items.markdown_serializer``)
+            return RowTableChunkingSerializer.model_construct(doc=doc)
 
     class EmbedderTokenizer(BaseTokenizer):
         """Counts tokens exactly as the embedder sees them: [CLS] and [SEP] included."""

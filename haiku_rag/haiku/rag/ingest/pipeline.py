@@ -54,7 +54,7 @@ def prepare_document(
     """Convert, extract items and chunk one source. Raises ``IngestError`` subclasses."""
     from haiku.rag.ingest.chunker import chunk_document
     from haiku.rag.ingest.converters import convert_source
-    from haiku.rag.ingest.items import extract_items
+    from haiku.rag.ingest.items import ItemTexts, extract_items
 
     if not data:
         raise EmptyDocumentError(f"{filename}: the file is empty", source=uri)
@@ -69,7 +69,8 @@ def prepare_document(
     check_cancelled(cancel)
     report(progress, Progress(Stage.CHUNKING, uri))
     document = conversion.document
-    items = extract_items(document)
+    texts = ItemTexts(document)
+    items = extract_items(document, texts)
     chunks = chunk_document(
         document, max_tokens=config.processing.chunk_size, merge_peers=config.processing.merge_peers
     )
@@ -99,7 +100,7 @@ def prepare_document(
         mime_type=conversion.mime_type,
         page_count=conversion.page_count,
         source_bytes=stored_bytes,
-        content=document.export_to_markdown(),
+        content=texts.document_markdown(),
         docling_json=document.model_dump_json(),
         items=items,
         chunks=chunks,
