@@ -17,7 +17,7 @@ from haiku.rag.capabilities.state import Citation
 from haiku_desk.models.documents import ENTRY_ROLE
 from haiku_desk.services import create_services
 from haiku_desk.services.library import uri_for
-from haiku_desk.views.main_window import MainWindow
+from haiku_desk.views.main_window import DEFAULT_SIZE, MainWindow
 
 SLOW = 180
 
@@ -39,6 +39,7 @@ def window(qtbot, services):
     window = MainWindow(services)
     qtbot.addWidget(window)
     window.citation_panel.open_in_system_viewer = False
+    window.resize(*DEFAULT_SIZE)  # as on a desktop screen (the offscreen one is 800x600)
     window.show()
     qtbot.waitExposed(window)
     return window
@@ -167,6 +168,8 @@ def test_clicking_a_citation_shows_the_cited_page_with_the_highlight_on_the_text
     hits = qloop.run_until_complete(library.search_passages("kerosene shortage night convoys", limit=1))
     citation = Citation.from_result(1, hits[0].chunk_id, hits[0])
 
+    # The pane widths these pixel checks were written at: the page's zoom follows the panel.
+    window.splitter.setSizes([330, 560, 420])
     shown = []
     panel = window.citation_panel
     panel.page_shown.connect(shown.append)
@@ -238,7 +241,7 @@ def test_at_the_default_size_every_chat_toggle_is_visible_and_the_list_is_narrow
 
     window = MainWindow(services)
     qtbot.addWidget(window)
-    window.resize(1440, 900)  # the default size (the offscreen screen is smaller)
+    window.resize(*DEFAULT_SIZE)  # the offscreen screen is smaller
     window.show()
     qtbot.waitExposed(window)
     pane = window.chat_pane
