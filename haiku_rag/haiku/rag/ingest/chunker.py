@@ -8,6 +8,9 @@ with the line's ``charspan`` in the item's text. When HybridChunker splits a lon
 each chunk keeps only the lines it actually contains, so a citation highlights those lines and
 not the whole paragraph.
 
+Tables enter chunks as one line of ``row, column = value`` triplets per row (``table_rows``),
+so a long table is packed and split by whole rows.
+
 docling-core's chunker module imports transformers (seconds), so it is imported on first use.
 """
 
