@@ -27,6 +27,8 @@ def test_small_sections_are_returned_whole_and_never_cross_into_the_next(db_path
     expanded = expand_context(store, hit, 5000)[0]
     assert "second alpha paragraph" in expanded.content and "beta text" not in expanded.content
     assert expanded.context_boxes and expanded.boxes == hit[0].boxes
+    # a widened passage keeps its chunk's own text, so a citation can show exactly that
+    assert expanded.chunk_texts == {hit[0].chunk_id: hit[0].content}
 
 
 def test_a_merge_that_would_exceed_the_budget_is_split_back(db_path):

@@ -29,8 +29,8 @@ class Citation(BaseModel):
     document_uri: str
     document_title: str | None = None
     content: str
-    # the cited chunk's own text when ``content`` is an expanded passage merged from several
-    # chunks (a snippet for the host); None when ``content`` is that chunk's passage alone
+    # the cited chunk's own text when ``content`` is a passage widened by context expansion
+    # (a snippet for the host); None when ``content`` is that chunk's text alone
     matched_text: str | None = None
     headings: list[str] = Field(default_factory=list)
     page_numbers: list[int] = Field(default_factory=list)

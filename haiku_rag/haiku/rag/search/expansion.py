@@ -199,7 +199,8 @@ def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> Search
             "matched_refs": list(dict.fromkeys(matched_refs)),
             "context_boxes": [b for i in kept if i.self_ref not in matched_set for b in i.boxes],
             "chunk_boxes": chunk_boxes if len(chunk_boxes) > 1 else {},
-            "chunk_texts": chunk_texts if len(chunk_texts) > 1 else {},
+            # widened or merged: keep what each chunk itself said, for snippets of exactly it
+            "chunk_texts": chunk_texts if len(chunk_texts) > 1 or content != primary.content else {},
         }
     )
 

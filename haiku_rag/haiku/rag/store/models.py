@@ -69,7 +69,8 @@ class SearchResult(BaseModel):
     # each merged chunk's own boxes, by chunk id (set when expansion merged several chunks), so
     # a citation of one constituent highlights that chunk and not its neighbours
     chunk_boxes: dict[str, list[Box]] = Field(default_factory=dict)
-    # and each merged chunk's own text, for a snippet of exactly what was cited
+    # each chunk's own text when expansion widened or merged the content, for a snippet of
+    # exactly what was cited
     chunk_texts: dict[str, str] = Field(default_factory=dict)
 
     @property
