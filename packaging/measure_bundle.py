@@ -6,7 +6,8 @@
 Offscreen runs use the app's ``--quit-after-shown`` (prints "shown" once the window has
 painted). The Xvfb runs need Xvfb and xwininfo (``apt-get install -y xvfb x11-utils libxcb-icccm4 libxcb-keysyms1
 libxcb-cursor0``). Each run starts ``./haiku-desk`` on a private Xvfb display with a minimal
-environment (``env -i``-style: PATH=/usr/bin:/bin, HOME, DISPLAY, an empty XDG_DATA_HOME) and
+environment (``env -i``-style: PATH=/usr/bin:/bin, HOME, DISPLAY, and empty XDG_DATA_HOME and
+XDG_CONFIG_HOME, so the first run is a first start and the user's own settings are untouched) and
 times it from spawn until X reports its top-level window "haiku-desk" as viewable (polled every
 10 ms), then terminates it. The screenshot is taken from the X server (this script's PySide6,
 platform xcb), cropped to the window, after the last run's window has painted.
@@ -114,6 +115,19 @@ def screenshot(display: str, geometry: tuple[int, int, int, int], out: Path) -> 
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
 
 
+def _wait_for_display(display: str, timeout: float = 15.0) -> None:
+    """Until the X server answers (a fixed pause was sometimes too short)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        probe = subprocess.run(
+            ["xwininfo", "-root", "-display", display], capture_output=True, check=False
+        )
+        if probe.returncode == 0:
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"Xvfb on {display} did not answer within {timeout:.0f} s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -132,13 +146,16 @@ def main() -> int:
         f"size unpacked: {tree_size_mb(bundle):.0f} MB ({tree_size_mb(bundle / '_internal'):.0f} MB in _internal)"
     )
 
-    data_home = Path(tempfile.mkdtemp(prefix="haiku-desk-measure-"))
+    home = Path(tempfile.mkdtemp(prefix="haiku-desk-measure-"))
     base_env = {
         "PATH": "/usr/bin:/bin",
         "HOME": os.environ.get("HOME", "/root"),
-        "XDG_DATA_HOME": str(data_home),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CONFIG_HOME": str(home / "config"),  # window state (QSettings) and settings
     }
     offscreen = [shown_offscreen(bundle, base_env) for _ in range(args.runs)]
+    # the X runs start from a first start too: the offscreen runs saved their (small) window
+    base_env["XDG_CONFIG_HOME"] = str(home / "config-x11")
     print(
         "offscreen, start to first window painted (--quit-after-shown): "
         + ", ".join(f"{t:.2f}" for t in offscreen)
@@ -151,7 +168,7 @@ def main() -> int:
         stderr=subprocess.DEVNULL,
     )
     try:
-        time.sleep(1.0)
+        _wait_for_display(DISPLAY)
         env = {**base_env, "DISPLAY": DISPLAY}
         times = []
         for run in range(args.runs):
@@ -174,7 +191,7 @@ def main() -> int:
     finally:
         xvfb.terminate()
         xvfb.wait()
-        shutil.rmtree(data_home, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
     return 0
 
 

@@ -198,14 +198,20 @@ class MainWindow(QMainWindow):
     def apply_default_layout(self) -> None:
         """Pane widths for a first start: the chat as wide as its conversation list and toolbar
         need (so no toggle hides behind "››"), the library and the citation panel share the
-        rest. A window too narrow for that keeps the proportional widths."""
+        rest. In a window too narrow for that, the library and the citation panel get their
+        minimum width and the chat the rest, when that is more than its proportional share."""
         handle = self.splitter.handleWidth()
         total = self.splitter.width() - 2 * handle
         chat = self.chat_pane.default_width()
         rest = total - chat
-        library = int(rest * LIBRARY_SHARE)
+        # the library's button row fits whole when the citation panel can spare it
+        library_need = self.library_pane.minimumSizeHint().width()
+        library = max(int(rest * LIBRARY_SHARE), min(library_need, rest - PANE_MIN_WIDTH))
         if min(library, rest - library) < PANE_MIN_WIDTH:
-            return
+            library, rest = PANE_MIN_WIDTH, 2 * PANE_MIN_WIDTH
+            chat = total - rest
+            if chat <= self.splitter.sizes()[1]:
+                return
         self.splitter.setSizes([library, chat, rest - library])
 
     def _update_status(self, *_: object) -> None:

@@ -236,12 +236,13 @@ def test_window_state_is_saved_and_restored(qtbot, services):
     assert second.splitter.sizes()[0] == saved_first_pane
 
 
-def test_at_the_default_size_every_chat_toggle_is_visible_and_the_list_is_narrow(qtbot, services):
+@pytest.mark.parametrize("size", [DEFAULT_SIZE, (1280, 800)], ids=["default", "1280x800"])
+def test_at_the_default_size_every_chat_toggle_is_visible_and_the_list_is_narrow(qtbot, services, size):
     from PySide6.QtWidgets import QToolButton
 
     window = MainWindow(services)
     qtbot.addWidget(window)
-    window.resize(*DEFAULT_SIZE)  # the offscreen screen is smaller
+    window.resize(*size)  # the offscreen screen is smaller
     window.show()
     qtbot.waitExposed(window)
     pane = window.chat_pane
@@ -255,7 +256,7 @@ def test_at_the_default_size_every_chat_toggle_is_visible_and_the_list_is_narrow
     conversations = pane.splitter.sizes()[0]
     assert 150 <= conversations <= 200
     library, chat, citation = window.splitter.sizes()
-    assert min(library, citation) >= 300
+    assert min(library, citation) >= (300 if size == DEFAULT_SIZE else 240)
 
 
 def test_the_users_conversation_list_width_wins_over_the_default(qtbot, services):
