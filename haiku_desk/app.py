@@ -94,9 +94,13 @@ def _set_icon(app) -> None:  # type: ignore[no-untyped-def]
 
     from PySide6.QtGui import QIcon
 
-    icon = Path(__file__).resolve().parent.parent / "resources" / "icons" / "haiku-desk.svg"
-    if icon.is_file():
-        app.setWindowIcon(QIcon(str(icon)))
+    here = Path(__file__).resolve().parent
+    # installed from the wheel: inside the package; from a clone or the bundle: beside it
+    for resources in (here / "resources", here.parent / "resources"):
+        icon = resources / "icons" / "haiku-desk.svg"
+        if icon.is_file():
+            app.setWindowIcon(QIcon(str(icon)))
+            return
 
 
 if __name__ == "__main__":

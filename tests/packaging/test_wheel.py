@@ -96,6 +96,8 @@ def test_artefacts_carry_the_one_version_and_every_package_file(installed):
     for path in tracked_files("haiku_rag/haiku", "haiku_desk"):
         in_wheel = path.removeprefix("haiku_rag/")
         assert in_wheel in names, f"{path} is missing from the wheel"
+    for path in tracked_files("resources"):  # the window icon and desktop entry
+        assert f"haiku_desk/{path}" in names, f"{path} is missing from the wheel"
     assert "haiku-rag = haiku.rag.cli:main" in entry_points
     assert "haiku-desk = haiku_desk.app:main" in entry_points
     assert not any(n.startswith(("tests/", "haiku_rag/")) for n in names)
