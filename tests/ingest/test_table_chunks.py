@@ -11,7 +11,6 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # must precede docling-core/transformers imp
 from docling_core.types.doc import (
     BoundingBox,
     CoordOrigin,
-    DocItemLabel,
     DoclingDocument,
     ProvenanceItem,
     Size,

@@ -61,7 +61,6 @@ class ItemTexts:
             return item.text
         return ""
 
-
     def document_markdown(self) -> str:
         """The whole document as Markdown, as ``DoclingDocument.export_to_markdown()`` gives it."""
         return markdown_serializer(self._doc).serialize().text

@@ -22,7 +22,7 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
-from haiku.rag.ingest.records import ItemRecord
+from haiku.rag.ingest.records import Box, ItemRecord
 from haiku.rag.store.documents import get_document, get_items, item_positions
 from haiku.rag.store.engine import Store
 from haiku.rag.store.models import SearchResult
@@ -176,16 +176,13 @@ def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> Search
     for r in sorted(span.results, key=lambda r: -r.score):
         headings.extend(h for h in r.headings if h not in headings)
     matched_set = set(matched_refs)
-    chunk_boxes = {
-        cid: r.chunk_boxes.get(cid, r.boxes)
-        for r in span.results
-        for cid in (r.chunk_ids or [r.chunk_id])
-    }
-    chunk_texts = {
-        cid: r.chunk_texts.get(cid, r.content)
-        for r in span.results
-        for cid in (r.chunk_ids or [r.chunk_id])
-    }
+    # each constituent chunk's own boxes and text (kept from an earlier merge when there was one)
+    chunk_boxes: dict[str, list[Box]] = {}
+    chunk_texts: dict[str, str] = {}
+    for r in span.results:
+        for cid in r.chunk_ids or [r.chunk_id]:
+            chunk_boxes[cid] = r.chunk_boxes.get(cid, r.boxes)
+            chunk_texts[cid] = r.chunk_texts.get(cid, r.content)
     return primary.model_copy(
         update={
             "chunk_ids": list(dict.fromkeys(cid for r in span.results for cid in r.chunk_ids)),
