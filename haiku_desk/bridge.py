@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import itertools
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QApplication
 
 from haiku.rag.operations import CancelToken, Progress
@@ -27,6 +29,74 @@ _ids = itertools.count(1)
 
 
 _installed_loop: asyncio.AbstractEventLoop | None = None
+_collector: GuiThreadCollector | None = None
+
+
+class GuiThreadCollector(QObject):
+    """Python's cyclic garbage collector, run on the GUI thread only.
+
+    Python collects cycles in whichever thread happens to allocate past the threshold: often
+    a worker thread (an ingest, LanceDB's background loop). A Qt object freed there is
+    destroyed on the wrong thread, and Qt cannot unregister what it owns from the GUI
+    thread's event loop: a file-system watcher's socket notifier stays registered on a
+    closed descriptor, and the loop then spins printing "QSocketNotifier: Invalid socket"
+    without end. So automatic collection is off while this runs, and a timer on the GUI
+    thread collects the generations Python would have collected. Full collections rescan
+    the whole heap, so they are spaced out by at least ``FULL_GAP_S`` (and by 100 times the
+    last one's duration), as Python itself defers them until the old generation has grown.
+    """
+
+    INTERVAL_MS = 250
+    FULL_GAP_S = 10.0
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._timer = QTimer(self)
+        self._timer.setInterval(self.INTERVAL_MS)
+        self._timer.timeout.connect(self.collect_due)
+        self._was_enabled = True
+        self._next_full = 0.0
+
+    @property
+    def active(self) -> bool:
+        return self._timer.isActive()
+
+    def start(self) -> None:
+        if self.active:
+            return
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+        self._timer.start()
+
+    def stop(self) -> None:
+        """Give collection back to Python (after one collection here, on the GUI thread)."""
+        if not self.active:
+            return
+        self._timer.stop()
+        gc.collect()
+        if self._was_enabled:
+            gc.enable()
+
+    def collect_due(self) -> int:
+        """Collect the generations whose thresholds were passed; the number of objects freed."""
+        count0, count1, count2 = gc.get_count()
+        threshold0, threshold1, threshold2 = gc.get_threshold()
+        if count0 < threshold0:
+            return 0
+        generation = 1 if count1 >= threshold1 else 0
+        now = time.monotonic()
+        if count2 >= threshold2 and now >= self._next_full:
+            generation = 2
+        freed = gc.collect(generation)
+        if generation == 2:
+            took = time.monotonic() - now
+            self._next_full = time.monotonic() + max(self.FULL_GAP_S, 100 * took)
+        return freed
+
+
+def gui_thread_collector() -> GuiThreadCollector | None:
+    """The collector started by :func:`install_event_loop` (None before it was called)."""
+    return _collector
 
 
 def install_event_loop(
@@ -36,9 +106,13 @@ def install_event_loop(
 
     The first call creates it (``loop_factory`` lets tests supply a qasync subclass); later
     calls return the same loop, even after other code (``asyncio.run``, pytest-asyncio) changed
-    the current loop in between.
+    the current loop in between. The first call also moves garbage collection to the GUI
+    thread (:class:`GuiThreadCollector`).
     """
-    global _installed_loop
+    global _installed_loop, _collector
+    if _collector is None:
+        _collector = GuiThreadCollector(app)
+        _collector.start()
     if _installed_loop is None or _installed_loop.is_closed():
         import qasync
 

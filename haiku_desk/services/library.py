@@ -268,6 +268,7 @@ class LibraryService(QObject):
         self._closed = True
         self._watch_debounce.stop()
         self._watch_poll.stop()
+        self._stop_fs_watcher()
         self._jobs.clear()
         for task in self._scans.values():
             task.cancel()
@@ -868,6 +869,8 @@ class LibraryService(QObject):
 
     def _rewatch(self) -> None:
         """Point the file-system watcher at the watched folders, their subfolders and files."""
+        if self._closed:
+            return
         if self._fs_watcher is None:
             self._fs_watcher = QFileSystemWatcher(self)
             self._fs_watcher.directoryChanged.connect(self._on_fs_change)
@@ -894,6 +897,18 @@ class LibraryService(QObject):
             self._watch_poll.start()
         else:
             self._watch_poll.stop()
+
+    def _stop_fs_watcher(self) -> None:
+        """Delete the watcher now, on this (the GUI) thread: it owns an inotify descriptor
+        registered with the GUI event loop, which must not be left to whichever thread later
+        frees this service."""
+        watcher, self._fs_watcher = self._fs_watcher, None
+        if watcher is not None:
+            import shiboken6
+
+            watcher.directoryChanged.disconnect(self._on_fs_change)
+            watcher.fileChanged.disconnect(self._on_fs_change)
+            shiboken6.delete(watcher)
 
     @Slot(str)
     def _on_fs_change(self, _path: str) -> None:

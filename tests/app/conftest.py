@@ -8,6 +8,10 @@ currently running on any asynchronous event loop" — a test-only race. So durin
 the loop stays registered as asyncio's running loop between slices, as it is in the app; it is
 unregistered after the test (other tests use their own loops) and closed at the end of the
 session, which also stops its executor threads before Qt is torn down.
+
+Garbage collection runs on the GUI thread during app tests, as in the app (see
+``haiku_desk.bridge.GuiThreadCollector``), and goes back to Python after the last of them, so
+the library's tests that follow collect as usual.
 """
 
 from __future__ import annotations
@@ -49,16 +53,33 @@ def _session_qloop(qapp):
 def qloop(request, _session_qloop):
     """The app's loop, registered as running for the whole test (not for coroutine tests,
     which pytest-asyncio runs on a loop of its own)."""
+    from haiku_desk.bridge import gui_thread_collector
+
     loop = _session_qloop
     if inspect.iscoroutinefunction(request.function):
+        gui_thread_collector().stop()  # its timer would not run on pytest-asyncio's loop
         yield loop
         return
+    gui_thread_collector().start()
     asyncio.set_event_loop(loop)
     loop.keep_registered = True
     asyncio.events._set_running_loop(loop)
     yield loop
     loop.keep_registered = False
     asyncio.events._set_running_loop(None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After the last app test's fixtures are torn down, give garbage collection back to Python."""
+    result = yield
+    if nextitem is None or nextitem.path.parent != item.path.parent:
+        from haiku_desk.bridge import gui_thread_collector
+
+        collector = gui_thread_collector()
+        if collector is not None:
+            collector.stop()
+    return result
 
 
 @pytest.fixture(autouse=True)

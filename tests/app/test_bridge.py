@@ -51,3 +51,42 @@ def test_failure_is_carried_by_the_failed_signal(qloop):
     op.start()
     run_until(qloop, lambda: bool(errors))
     assert isinstance(errors[0], ValueError) and "damaged PDF" in str(errors[0])
+
+
+def test_garbage_made_on_the_gui_thread_is_collected_there_even_when_a_worker_allocates(qloop, qtbot):
+    """A Qt object freed by the collector on a worker thread is destroyed on the wrong thread
+    (a watcher's socket notifier then stays registered on a closed descriptor). Allocating
+    past the collector's threshold in a worker must not collect there."""
+    import gc
+    import threading
+    import weakref
+
+    from PySide6.QtCore import QObject
+
+    from haiku_desk.bridge import gui_thread_collector
+
+    assert gui_thread_collector().active
+    freed_in: list[str] = []
+
+    class Holder:
+        pass
+
+    gc.collect()
+    holder = Holder()
+    holder.me = holder  # a cycle: only the collector frees it
+    holder.qobject = QObject()
+    weakref.finalize(holder, lambda: freed_in.append(threading.current_thread().name))
+    del holder
+
+    kept: list[list[object]] = []
+
+    def allocate() -> None:  # several times the first generation's threshold, kept alive
+        kept.extend([] for _ in range(20 * gc.get_threshold()[0]))
+
+    worker = threading.Thread(target=allocate, name="allocating-worker")
+    worker.start()
+    worker.join()
+    assert freed_in == []
+    qtbot.waitUntil(lambda: bool(freed_in), timeout=5000)
+    assert freed_in == [threading.main_thread().name]
+    kept.clear()
