@@ -2,8 +2,11 @@
 
 The app runs a single qasync loop: coroutines (library calls, agent runs) are scheduled on it
 and their blocking parts go to worker threads inside ``haiku.rag``. Nothing here touches a
-widget; results and progress reach views only as Qt signals, which Qt delivers on the GUI
-thread even when a worker thread emits them.
+widget; results and progress reach views only as Qt signals, emitted on the GUI thread.
+
+Qt objects belong to the GUI thread, and so does their destruction: worker threads get plain
+callables that hold no strong reference to a Qt object, and the garbage collector runs on the
+GUI thread (:class:`GuiThreadCollector`).
 
 Long work is an :class:`Operation`: a title, progress, cooperative cancellation, and one
 outcome signal. Failures go to the one error sink (``Notifications``) unless the caller
@@ -16,7 +19,9 @@ import asyncio
 import concurrent.futures
 import gc
 import itertools
+import threading
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -135,7 +140,7 @@ class Operation(QObject):
     """One piece of long work with progress, cancellation and a single outcome.
 
     Exactly one of ``succeeded``, ``failed`` or ``cancelled`` is emitted, then ``ended``.
-    ``progressed`` may be emitted from worker threads (queued to the GUI thread by Qt).
+    ``progressed`` is emitted on the GUI thread, also for progress reported by worker threads.
     """
 
     progressed = Signal(object)  # haiku.rag.operations.Progress
@@ -177,15 +182,36 @@ class Operation(QObject):
         await asyncio.wait({self._task})
         return self.result
 
-    def _report(self, progress: Progress) -> None:
-        self.last_progress = progress
-        self.progressed.emit(progress)
+    def _reporter(self) -> Callable[[Progress], None]:
+        """The progress callback handed to the body, which may pass it to worker threads.
+
+        It holds the operation only weakly and emits on the GUI thread: a worker thread that
+        outlives the operation (a cancelled body's thread runs on) must never hold the last
+        reference to a Qt object, or the object is destroyed on that thread.
+        """
+        loop = asyncio.get_event_loop()
+        gui_thread = threading.get_ident()
+        operation = weakref.ref(self)
+
+        def deliver(progress: Progress) -> None:
+            target = operation()
+            if target is not None:
+                target.last_progress = progress
+                target.progressed.emit(progress)
+
+        def report(progress: Progress) -> None:
+            if threading.get_ident() == gui_thread:
+                deliver(progress)
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(deliver, progress)
+
+        return report
 
     async def _run(self) -> None:
         from haiku.rag.errors import OperationCancelled
 
         try:
-            self.result = await self._body(self.token, self._report)
+            self.result = await self._body(self.token, self._reporter())
         except (asyncio.CancelledError, OperationCancelled):
             self.cancelled.emit()
         except Exception as exc:  # the one place an operation's error is caught

@@ -156,6 +156,12 @@ def uri_for(path: Path) -> str:
     return path.resolve().as_uri()
 
 
+def _open_client(db_path: Path | str, config: AppConfig) -> HaikuRAG:
+    from haiku.rag.client import HaikuRAG
+
+    return HaikuRAG(db_path, config, create=True)
+
+
 class LibraryService(QObject):
     """Documents, the ingest queue, watch folders and the selection."""
 
@@ -208,13 +214,8 @@ class LibraryService(QObject):
     def client(self) -> HaikuRAG:
         """The one writable client (opened on first use; prefer ``await ensure_open()``)."""
         if self._client is None:
-            self._client = self._open_client()
+            self._client = _open_client(self.db_path, self.config)
         return self._client
-
-    def _open_client(self) -> HaikuRAG:
-        from haiku.rag.client import HaikuRAG
-
-        return HaikuRAG(self.db_path, self.config, create=True)
 
     @property
     def is_open(self) -> bool:
@@ -225,7 +226,8 @@ class LibraryService(QObject):
         if self._client is not None:
             return self._client
         if self._open_task is None:
-            self._open_task = asyncio.ensure_future(asyncio.to_thread(self._open_client))
+            # A plain function: a worker thread must not hold a reference to this QObject.
+            self._open_task = asyncio.ensure_future(asyncio.to_thread(_open_client, self.db_path, self.config))
         client = await asyncio.shield(self._open_task)
         if self._client is None:
             self._client = client

@@ -81,6 +81,54 @@ def paint_highlights(render: PageRender, matched: Iterable[Box], context: Iterab
     return image
 
 
+class _PageRenderer:
+    """What lives on the render thread: PyMuPDF and the documents it keeps open.
+
+    A plain object, not the service: the executor's threads hold a reference to what they
+    run, and a worker thread must never hold a reference to a Qt object."""
+
+    def __init__(self) -> None:
+        self._open: OrderedDict[tuple[str, str], Any] = OrderedDict()
+
+    def render(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
+        """Holding the library's PyMuPDF lock (exports and picture crops render through
+        haiku.rag on other threads; MuPDF is not thread-safe)."""
+        from haiku.rag.mupdf import MUPDF_LOCK
+
+        with MUPDF_LOCK:
+            return self._render_locked(document_id, generation, data, page, zoom)
+
+    def _render_locked(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
+        pymupdf = import_pymupdf()
+        key = (document_id, generation)
+        doc = self._open.get(key)
+        if doc is None:
+            doc = pymupdf.open(stream=data, filetype="pdf")
+            self._open[key] = doc
+            while len(self._open) > OPEN_DOCUMENTS:
+                _, old = self._open.popitem(last=False)
+                old.close()
+        else:
+            self._open.move_to_end(key)
+        if not 1 <= page <= doc.page_count:
+            raise ValueError(f"page {page} is outside the document (1–{doc.page_count})")
+        pdf_page = doc[page - 1]
+        pixmap = pdf_page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+        if pixmap.n != 3:
+            pixmap = pymupdf.Pixmap(pymupdf.csRGB, pixmap)
+        image = QImage(pixmap.samples, pixmap.width, pixmap.height, pixmap.stride, QImage.Format.Format_RGB888).copy()
+        rect = pdf_page.rect  # display space: what get_pixmap renders, rotation applied
+        return PageRender(document_id, page, doc.page_count, zoom, rect.width, rect.height, image)
+
+    def close_all(self) -> None:
+        from haiku.rag.mupdf import MUPDF_LOCK
+
+        with MUPDF_LOCK:
+            for doc in self._open.values():
+                doc.close()
+            self._open.clear()
+
+
 class PagesService(QObject):
     """Renders stored pages off the GUI thread; ``request`` answers with ``page_ready``."""
 
@@ -101,7 +149,7 @@ class PagesService(QObject):
         self._cache: OrderedDict[tuple[str, str, int, float], PageRender] = OrderedDict()
         self._cache_size = cache_size
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="haiku-pages")
-        self._open: OrderedDict[tuple[str, str], Any] = OrderedDict()  # used on the render thread only
+        self._renderer = _PageRenderer()  # used on the render thread only
         # Stored originals per document generation, least recently used first: reading one from
         # the store is a table scan, so clicking between an answer's sources must not repeat it.
         self._bytes_tasks: OrderedDict[tuple[str, str], asyncio.Future[bytes]] = OrderedDict()
@@ -140,7 +188,7 @@ class PagesService(QObject):
         data = await self._source_bytes(document_id, generation)
         loop = asyncio.get_running_loop()
         render = await loop.run_in_executor(
-            self._executor, self._render_sync, document_id, generation, data, page, zoom
+            self._executor, self._renderer.render, document_id, generation, data, page, zoom
         )
         self._cache[key] = render
         while len(self._cache) > self._cache_size:
@@ -240,36 +288,6 @@ class PagesService(QObject):
             raise NotRenderableError(f"{document.display_name} has no pages to show ({document.mime_type or 'text'})")
         return await client.get_source_bytes(document)
 
-    def _render_sync(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
-        """On the render thread, holding the library's PyMuPDF lock (exports and picture crops
-        render through haiku.rag on other threads; MuPDF is not thread-safe)."""
-        from haiku.rag.mupdf import MUPDF_LOCK
-
-        with MUPDF_LOCK:
-            return self._render_locked(document_id, generation, data, page, zoom)
-
-    def _render_locked(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
-        pymupdf = import_pymupdf()
-        key = (document_id, generation)
-        doc = self._open.get(key)
-        if doc is None:
-            doc = pymupdf.open(stream=data, filetype="pdf")
-            self._open[key] = doc
-            while len(self._open) > OPEN_DOCUMENTS:
-                _, old = self._open.popitem(last=False)
-                old.close()
-        else:
-            self._open.move_to_end(key)
-        if not 1 <= page <= doc.page_count:
-            raise ValueError(f"page {page} is outside the document (1–{doc.page_count})")
-        pdf_page = doc[page - 1]
-        pixmap = pdf_page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
-        if pixmap.n != 3:
-            pixmap = pymupdf.Pixmap(pymupdf.csRGB, pixmap)
-        image = QImage(pixmap.samples, pixmap.width, pixmap.height, pixmap.stride, QImage.Format.Format_RGB888).copy()
-        rect = pdf_page.rect  # display space: what get_pixmap renders, rotation applied
-        return PageRender(document_id, page, doc.page_count, zoom, rect.width, rect.height, image)
-
     # --- the original file ---------------------------------------------------------------------
 
     async def original_path(self, document_id: str) -> Path:
@@ -309,18 +327,9 @@ class PagesService(QObject):
 
     def close(self) -> None:
         self._closed = True
-
-        def close_all() -> None:
-            from haiku.rag.mupdf import MUPDF_LOCK
-
-            with MUPDF_LOCK:
-                for doc in self._open.values():
-                    doc.close()
-                self._open.clear()
-
         # Wait: PyMuPDF is not thread-safe across the process, so no render may still be running
         # when other code (a test's PDF factory, an export) calls PyMuPDF next.
-        self._executor.submit(close_all)
+        self._executor.submit(self._renderer.close_all)
         self._executor.shutdown(wait=True, cancel_futures=False)
         self._cache.clear()
         if self._tmp is not None:

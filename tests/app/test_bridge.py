@@ -90,3 +90,43 @@ def test_garbage_made_on_the_gui_thread_is_collected_there_even_when_a_worker_al
     qtbot.waitUntil(lambda: bool(freed_in), timeout=5000)
     assert freed_in == [threading.main_thread().name]
     kept.clear()
+
+
+def test_a_worker_that_keeps_the_progress_callback_never_holds_the_last_reference(qloop):
+    """A cancelled body's thread runs on after the operation ended; if the last reference to
+    the operation were dropped there, the Qt object would be destroyed on that thread."""
+    import gc
+    import threading
+    import weakref
+
+    kept = {}
+
+    async def body(token, report):
+        def work():
+            kept["report"] = report  # outlives the operation, as a still-running thread's would
+            report(Progress(Stage.PARSING, "x.pdf", 1, 1))
+            return "done"
+
+        return await asyncio.to_thread(work)
+
+    outcome, seen, freed_in = [], [], []
+    op = Operation("Adding x.pdf", body)
+    op.succeeded.connect(outcome.append)
+    op.progressed.connect(lambda p: seen.append(threading.current_thread().name))
+    weakref.finalize(op, lambda: freed_in.append(threading.current_thread().name))
+    op.start()
+    run_until(qloop, lambda: bool(outcome))
+    assert seen == [threading.main_thread().name]  # emitted on the GUI thread
+
+    del op
+    gc.collect()
+
+    def late_worker():
+        kept["report"](Progress(Stage.PARSING, "x.pdf", 1, 1))  # reported after the end: dropped
+        kept.clear()
+
+    late = threading.Thread(target=late_worker, name="late-worker")
+    late.start()
+    late.join()
+    qloop.run_until_complete(asyncio.sleep(0.05))
+    assert freed_in == [threading.main_thread().name]
