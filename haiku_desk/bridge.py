@@ -94,8 +94,8 @@ class GuiThreadCollector(QObject):
             generation = 2
         freed = gc.collect(generation)
         if generation == 2:
-            took = time.monotonic() - now
-            self._next_full = time.monotonic() + max(self.FULL_GAP_S, 100 * took)
+            done = time.monotonic()
+            self._next_full = done + max(self.FULL_GAP_S, 100 * (done - now))
         return freed
 
 
@@ -189,7 +189,7 @@ class Operation(QObject):
         outlives the operation (a cancelled body's thread runs on) must never hold the last
         reference to a Qt object, or the object is destroyed on that thread.
         """
-        loop = asyncio.get_event_loop()
+        loop = asyncio.get_running_loop()  # called from _run, on the GUI thread
         gui_thread = threading.get_ident()
         operation = weakref.ref(self)
 

@@ -908,9 +908,7 @@ class LibraryService(QObject):
         if watcher is not None:
             import shiboken6
 
-            watcher.directoryChanged.disconnect(self._on_fs_change)
-            watcher.fileChanged.disconnect(self._on_fs_change)
-            shiboken6.delete(watcher)
+            shiboken6.delete(watcher)  # also drops its connections
 
     @Slot(str)
     def _on_fs_change(self, _path: str) -> None:

@@ -133,8 +133,7 @@ def test_a_reopened_library_lists_its_documents(qloop, library, tmp_path, make_p
         again.close()
 
 
-
-def test_a_closed_library_leaves_no_socket_notifier_behind(qloop, db_path, config, notifications):
+def test_a_closed_library_leaves_no_socket_notifier_behind(qloop, library):
     """Its file-system watcher is deleted on close, on the GUI thread. A QObject that owns a
     socket notifier and is destroyed on another thread (where the garbage collector may
     free the service) leaves the notifier registered with the GUI event loop on a closed
@@ -142,11 +141,6 @@ def test_a_closed_library_leaves_no_socket_notifier_behind(qloop, db_path, confi
     until memory ran out, or aborted."""
     from PySide6.QtCore import QSocketNotifier
 
-    service = LibraryService(db_path, config, notifications)
-    opened = []
-    service.opened.connect(lambda: opened.append(True))
-    service.start()
-    run_until(qloop, lambda: bool(opened), timeout=120)
-    assert service.findChildren(QSocketNotifier)  # the watcher's inotify descriptor
-    qloop.run_until_complete(service.aclose())
-    assert service.findChildren(QSocketNotifier) == []
+    assert library.findChildren(QSocketNotifier)  # the watcher's inotify descriptor
+    qloop.run_until_complete(library.aclose())
+    assert library.findChildren(QSocketNotifier) == []
