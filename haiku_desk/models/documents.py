@@ -14,12 +14,17 @@ from haiku_desk.services.library import DocumentState, LibraryEntry, LibraryServ
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 2  # int percent, -1 for working without a measure
-FILE_NAME_ROLE = Qt.ItemDataRole.UserRole + 3  # the file name, shown under the title
+FILE_NAME_ROLE = Qt.ItemDataRole.UserRole + 3  # the file name (and pages), shown under the title
+PROGRESS_TEXT_ROLE = Qt.ItemDataRole.UserRole + 4  # what the progress bar says: "parsing 12/619 p."
 
 Scope = tuple[str, ...] | None  # document ids the chat searches; None: all documents
 
-COLUMNS = ("Document", "State", "Progress")
-NAME, STATE, PROGRESS = range(3)
+# Two columns: the Document (title, and under it the file name and pages) takes the width; the
+# State cell turns into a progress bar while a document is worked on (a third column for the
+# progress did not fit a laptop's library pane without a horizontal scrollbar).
+COLUMNS = ("Document", "State")
+NAME, STATE = range(2)
+PROGRESS = STATE  # the column where progress shows
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -135,7 +140,10 @@ class DocumentsModel(QAbstractTableModel):
         if role == ENTRY_ROLE:
             return entry
         if role == FILE_NAME_ROLE:
-            return file_name(entry)
+            pages = f" · {entry.page_count} p." if entry.page_count and not entry.busy else ""
+            return file_name(entry) + pages
+        if role == PROGRESS_TEXT_ROLE:
+            return _progress_text(entry)
         if role == Qt.ItemDataRole.CheckStateRole and column == NAME:
             return Qt.CheckState.Checked if self.in_scope(entry) else Qt.CheckState.Unchecked
         if role == PROGRESS_ROLE:
@@ -149,8 +157,6 @@ class DocumentsModel(QAbstractTableModel):
                 return entry.name
             if column == STATE:
                 return entry.state_label
-            if column == PROGRESS:
-                return _progress_text(entry)
         if role == Qt.ItemDataRole.ToolTipRole:
             lines = [entry.name, entry.path or entry.key]  # the whole name: the column elides it
             if entry.reason:
@@ -198,12 +204,12 @@ class DocumentsModel(QAbstractTableModel):
 
 
 def _progress_text(entry: LibraryEntry) -> str:
-    """Short, so a narrow fixed column shows it whole: "14 p.", "12/619 p.", "42%" (the State
-    column says which step it is)."""
+    """What the State cell's progress bar says: "parsing 12/619 p.", "embedding 42%", "chunking"."""
     if not entry.busy:
-        return f"{entry.page_count} p." if entry.page_count else ""
+        return entry.state_label
     if entry.total:
         if entry.stage == "embedding":
-            return f"{min(100, 100 * entry.done // entry.total)}%"
-        return f"{entry.done}/{entry.total} p."
+            return f"embedding {min(100, 100 * entry.done // entry.total)}%"
+        unit = " p." if entry.stage == "parsing" else ""
+        return f"{entry.stage} {entry.done}/{entry.total}{unit}"
     return entry.stage or entry.state_label

@@ -42,8 +42,8 @@ from haiku_desk.models.documents import (
     ENTRY_ROLE,
     FILE_NAME_ROLE,
     NAME,
-    PROGRESS,
     PROGRESS_ROLE,
+    PROGRESS_TEXT_ROLE,
     STATE,
     DocumentsModel,
     Scope,
@@ -53,12 +53,11 @@ from haiku_desk.views.widgets import compact_button
 
 EMPTY_HINT = "Drop PDFs or folders anywhere on this window, or use “Add files…”."
 ALL_DOCUMENTS = "All documents"
-# Column widths come from these texts (not from what the rows show now), so a state or a
-# progress that changes never resizes a column; longer texts end in "…" (tooltip: all of it).
+# The State column's width comes from this text (not from what the rows show now), so a state
+# or a progress that changes never resizes it; longer texts end in "…" (tooltip: all of it).
 STATE_WIDTH_TEXT = "searchable (hybrid)"
 STATE_MIN_TEXT = "embedding…"
-PROGRESS_WIDTH_TEXT = "999/999 p."
-NAME_MIN_WIDTH = 110
+NAME_SHARE = 0.55  # the Document column keeps at least this share of a narrow table
 CELL_PADDING = 16
 
 
@@ -94,14 +93,14 @@ class _DocumentsDelegate(QStyledItemDelegate):
             self._paint_name(painter, option, index)
             return
         percent = index.data(PROGRESS_ROLE)
-        if index.column() != PROGRESS or percent is None:
+        if index.column() != STATE or percent is None:
             super().paint(painter, option, index)
             return
         bar = QStyleOptionProgressBar()
         bar.rect = option.rect.adjusted(2, 3, -2, -3)
         bar.minimum, bar.maximum = 0, 0 if percent < 0 else 100
         bar.progress = max(0, percent)
-        bar.text = index.data(Qt.ItemDataRole.DisplayRole) or ""
+        bar.text = index.data(PROGRESS_TEXT_ROLE) or ""
         bar.textVisible = True
         bar.state = option.state | QStyle.StateFlag.State_Horizontal  # else Fusion fills it bottom-up
         style = option.widget.style() if option.widget else None
@@ -232,7 +231,6 @@ class LibraryPane(QWidget):
         header.setStretchLastSection(False)
         header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(STATE, QHeaderView.ResizeMode.Fixed)
-        header.setSectionResizeMode(PROGRESS, QHeaderView.ResizeMode.Fixed)
         header.setMinimumSectionSize(24)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.table.doubleClicked.connect(self._activated)
@@ -434,16 +432,13 @@ class LibraryPane(QWidget):
         return super().eventFilter(watched, event)
 
     def _fit_columns(self, width: int) -> None:
-        """State and Progress as wide as their longest usual text, the Document column the
-        rest; in a narrow pane State gives way first, so the three always fit (no scrollbar)."""
+        """State as wide as its longest usual text, the Document column the rest; in a narrow
+        pane State gives way (its text ends in "…"), so both always fit (no scrollbar)."""
         metrics = self.table.fontMetrics()
-        progress = metrics.horizontalAdvance(PROGRESS_WIDTH_TEXT) + CELL_PADDING
         state = metrics.horizontalAdvance(STATE_WIDTH_TEXT) + CELL_PADDING
         state_min = metrics.horizontalAdvance(STATE_MIN_TEXT) + CELL_PADDING
-        state = max(state_min, min(state, width - progress - NAME_MIN_WIDTH))
-        header = self.table.horizontalHeader()
-        header.resizeSection(PROGRESS, progress)
-        header.resizeSection(STATE, state)
+        state = max(state_min, min(state, int(width * (1 - NAME_SHARE))))
+        self.table.horizontalHeader().resizeSection(STATE, state)
 
     # --- renaming ---------------------------------------------------------------------------
 

@@ -351,6 +351,15 @@ class MainWindow(QMainWindow):
                 self.apply_default_layout()
             self._fit_screen()
             QTimer.singleShot(WARM_UP_DELAY_MS, self, self.services.pages.warm_up)
+            QTimer.singleShot(WARM_UP_DELAY_MS, self, self._install_fallback_font)
+
+    def _install_fallback_font(self) -> None:
+        """CJK titles and passages draw as text, not boxes (see views/fonts.py)."""
+        import asyncio
+
+        from haiku_desk.views.fonts import install_fallback_font_later
+
+        self._font_task = asyncio.ensure_future(install_fallback_font_later())
 
     def apply_default_layout(self) -> None:
         """Pane widths for a first start: the chat as wide as its conversation list and toolbar

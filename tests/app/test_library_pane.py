@@ -48,12 +48,13 @@ def test_queued_files_say_queued_without_a_busy_bar_and_names_take_the_spare_wid
         assert (DocumentState.QUEUED, -1) not in seen and (DocumentState.QUEUED, None) in seen
     assert any(state is DocumentState.PARSING for seen in progress_seen.values() for state, _ in seen)
 
-    # State and Progress have fixed widths (what they show never resizes them); the name has
-    # the rest, and the three fit without a horizontal scrollbar.
+    # State has a fixed width (what it shows never resizes it; progress shows in it as a bar);
+    # the name has the rest, and both fit without a horizontal scrollbar.
     header = pane.table.horizontalHeader()
     table_width = pane.table.viewport().width()
-    assert header.sectionSize(NAME) == table_width - header.sectionSize(STATE) - header.sectionSize(PROGRESS)
-    assert header.sectionSize(PROGRESS) < 90 and header.sectionSize(NAME) > 180
+    assert pane.model.columnCount() == 2 and PROGRESS == STATE
+    assert header.sectionSize(NAME) == table_width - header.sectionSize(STATE)
+    assert header.sectionSize(NAME) > 240
     assert not pane.table.horizontalScrollBar().isVisible()
     # A name too long for its column ends in "…"; the tooltip holds all of it.
     entry = library.entry(uri_for(files[0]))
