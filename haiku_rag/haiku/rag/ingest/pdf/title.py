@@ -26,7 +26,12 @@ import unicodedata
 from pathlib import PurePath
 
 from haiku.rag.ingest.pdf.blocks import HYPHENS, Block, Page
-from haiku.rag.ingest.pdf.structure import JUNK_TITLE, SECTION_NUMBER, WORD_EXPORT_PREFIX, _body_style
+from haiku.rag.ingest.pdf.structure import (
+    JUNK_TITLE,
+    SECTION_NUMBER,
+    WORD_EXPORT_PREFIX,
+    _body_style,
+)
 
 TOP_SHARE = 0.6  # the title block starts in this top share of page 1
 FURNITURE_SHARE = 0.08  # small print this close to the top edge is a running header
