@@ -5,7 +5,14 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, Qt
 from qt_helpers import run_until
 
-from haiku_desk.models.documents import ENTRY_ROLE, FILE_NAME_ROLE, NAME, PROGRESS, PROGRESS_ROLE, STATE
+from haiku_desk.models.documents import (
+    ENTRY_ROLE,
+    FILE_NAME_ROLE,
+    NAME,
+    PROGRESS,
+    PROGRESS_ROLE,
+    STATE,
+)
 from haiku_desk.services.library import DocumentState, uri_for
 from haiku_desk.views.library_pane import LibraryPane
 

@@ -40,7 +40,7 @@ def _pdf(
                 page.insert_text((72, y + title_size), line, fontname="hebo", fontsize=title_size)
                 y += title_size * 1.25
             y += 40
-        for paragraph in range(6):
+        for _ in range(6):
             for i in range(0, len(body), 90):
                 page.insert_text((72, y), body[i : i + 90], fontname="helv", fontsize=10)
                 y += 13
