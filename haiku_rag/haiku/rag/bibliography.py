@@ -310,3 +310,49 @@ def to_csl_json(items: Iterable[Any]) -> list[dict[str, Any]]:
             item["keyword"] = ", ".join(record.tags)
         out.append(item)
     return out
+
+
+# --- documents and answers ------------------------------------------------------------------
+
+
+async def bibliographic_of(client: Any, document: Any) -> Bibliographic | None:
+    """The stored record of a document; for a PDF ingested before records existed, read
+    from its stored file (not stored: reads never write)."""
+    record = bibliographic(document.metadata)
+    if record is None and document.mime_type == "application/pdf":
+        import asyncio
+
+        from haiku.rag.pdf_metadata import extract_pdf_metadata
+
+        data = await client.get_source_bytes(document)
+        record = await asyncio.to_thread(extract_pdf_metadata, data, filename=document.metadata.get("filename"))
+    if record is not None and record.title is None and document.title:
+        record = record.model_copy(update={"title": document.title})
+    return record
+
+
+async def cited_records(client: Any, citations: Iterable[Any]) -> list[Bibliographic]:
+    """One record per document an answer cites (anything with ``document_id``: citations,
+    search results), in order of first citation; documents without one get a title-only
+    record so every cited source is listed."""
+    records: list[Bibliographic] = []
+    seen: set[str] = set()
+    for citation in citations:
+        document_id = citation.document_id
+        if document_id in seen:
+            continue
+        seen.add(document_id)
+        document = await client.get_document(document_id)
+        record = await bibliographic_of(client, document)
+        records.append(record or Bibliographic(title=document.display_name))
+    return records
+
+
+async def bibliography_of_answer(client: Any, citations: Iterable[Any], format: str = "bibtex") -> str:
+    """The bibliography of an answer's cited sources: ``"bibtex"`` or ``"csl-json"``."""
+    records = await cited_records(client, citations)
+    if format == "bibtex":
+        return to_bibtex(records)
+    if format in ("csl-json", "csl"):
+        return json.dumps(to_csl_json(records), indent=2, ensure_ascii=False)
+    raise ValueError(f"unknown bibliography format {format!r} (bibtex or csl-json)")

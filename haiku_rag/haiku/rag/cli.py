@@ -97,6 +97,11 @@ def _parser() -> argparse.ArgumentParser:
 
     _collections_parser(sub)
 
+    p = sub.add_parser("cite", help="author-year citations, or a BibTeX / CSL-JSON bibliography, of documents")
+    p.add_argument("documents", nargs="+", metavar="DOCUMENT", help="document id, title or URI")
+    p.add_argument("--pages", help="cited pages, e.g. 6 or 6-8 (text format)")
+    p.add_argument("--format", choices=["text", "bibtex", "csl-json"], default="text")
+
     sub.add_parser("embed", help="compute vectors still missing (after --no-embed or an interruption)")
     sub.add_parser("rebuild", help="re-embed the whole library with the configured embedder")
     sub.add_parser("info", help="store statistics")
@@ -191,7 +196,7 @@ async def _run(args: argparse.Namespace) -> int:
     )
     if args.read_only and writes:
         raise HaikuRAGError(f"`{args.command}` writes to the store; drop --read-only")
-    skip_validation = args.command in {"list", "get", "delete", "info", "visualize", "doctor", "collections"}
+    skip_validation = args.command in {"list", "get", "delete", "info", "visualize", "doctor", "collections", "cite"}
     async with HaikuRAG(
         args.db, config, create=writes, read_only=args.read_only or not writes, skip_validation=skip_validation
     ) as client:
@@ -464,6 +469,42 @@ async def _cmd_add_zotero(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _cmd_cite(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.bibliography import (
+        author_year_citation,
+        bibliographic_of,
+        bibliography_of_answer,
+    )
+
+    documents = [await client.resolve_document(name) for name in args.documents]
+    if args.format != "text":
+        print(await bibliography_of_answer(client, [_DocumentRef(d.id) for d in documents], args.format), end="")
+        return 0
+    pages = _pages_arg(args.pages)
+    for document in documents:
+        record = await bibliographic_of(client, document)
+        print(f"{author_year_citation(record, pages, fallback_title=document.display_name)}  {document.display_name}")
+    return 0
+
+
+class _DocumentRef:
+    def __init__(self, document_id: str) -> None:
+        self.document_id = document_id
+
+
+def _pages_arg(text: str | None) -> list[int]:
+    if not text:
+        return []
+    first, _, last = text.partition("-")
+    try:
+        start, stop = int(first), int(last or first)
+    except ValueError:
+        raise HaikuRAGError(f"--pages expects N or N-M, got {text!r}") from None
+    if start < 1 or stop < start:
+        raise HaikuRAGError(f"--pages expects N or N-M with 1 <= N <= M, got {text!r}")
+    return list(range(start, stop + 1))
+
+
 async def _cmd_collections(client: Any, args: argparse.Namespace) -> int:
     if args.action == "list":
         found = await client.list_collections()
@@ -542,6 +583,7 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "doctor": _cmd_doctor,
     "collections": _cmd_collections,
     "add-zotero": _cmd_add_zotero,
+    "cite": _cmd_cite,
 }
 
 

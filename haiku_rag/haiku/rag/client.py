@@ -419,6 +419,7 @@ class HaikuRAG:
             log.info("ingest failed for %s: %s", uri, exc)
             return IngestOutcome(uri, "failed", category=exc.category.value, reason=str(exc))
         check_cancelled(cancel)
+        _add_bibliographic(new, filename)
         report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
         document, _ = docs.write_document(self.store, new, replaces=existing)
         report(progress, Progress(Stage.DONE, uri, message="searchable (text)"))
@@ -672,6 +673,23 @@ class HaikuRAG:
             }
 
         return await asyncio.to_thread(collect)
+
+
+def _add_bibliographic(new: docs.NewDocument, filename: str) -> None:
+    """Authors, year, DOI... read from a PDF itself, unless the caller gave them (Zotero)."""
+    from haiku.rag.bibliography import METADATA_KEY
+
+    if new.mime_type != "application/pdf" or METADATA_KEY in new.metadata:
+        return
+    from haiku.rag.pdf_metadata import extract_pdf_metadata
+
+    try:
+        record = extract_pdf_metadata(new.source_bytes, filename=filename)
+    except Exception:  # metadata is a bonus: never fail an ingest over it
+        log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
+        return
+    if record is not None:
+        new.metadata[METADATA_KEY] = record.to_metadata()
 
 
 def _local_path(source: str | os.PathLike[str]) -> Path:
