@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from PySide6.QtCore import QRect, QSize, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QEvent, QRect, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -419,14 +419,12 @@ class LibraryPane(QWidget):
             state = Qt.CheckState.Unchecked
         self.scope_all.setCheckState(state)
         self.scope_all.setEnabled(bool(self.model.stored_ids()))
-        described = self.scope_description()
+        described = self.scope_description() if scope is not None and len(scope) == 1 else describe_scope(scope)
         self.scope_all.setAccessibleDescription(f"The chat searches: {described}")
 
     # --- columns ----------------------------------------------------------------------------
 
     def eventFilter(self, watched, event) -> bool:  # type: ignore[no-untyped-def]  # noqa: N802
-        from PySide6.QtCore import QEvent
-
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_columns(event.size().width())
         return super().eventFilter(watched, event)

@@ -107,6 +107,7 @@ class MainWindow(QMainWindow):
         services.chat.answer_ready.connect(self._prefetch_cited_pages)
         self._warmed = False
         self._panes_restored = False  # True when QSettings held the user's pane widths
+        self._chat_splitter_state: QByteArray | None = None
         services.library.entry_changed.connect(self._update_status)
         services.library.entry_removed.connect(self._update_status)
         self._update_status()
@@ -196,20 +197,6 @@ class MainWindow(QMainWindow):
             available.y() + (available.height() - height - FRAME_ALLOWANCE[1]) // 2,
         )
 
-    def _fit_screen(self) -> None:
-        """A restored geometry from a larger screen: bring the window back inside this one."""
-        screen = self.screen() or QApplication.primaryScreen()
-        if screen is None:
-            return
-        available = screen.availableGeometry()
-        frame = self.frameGeometry()
-        if available.contains(frame):
-            return
-        width = min(self.width(), available.width() - FRAME_ALLOWANCE[0])
-        height = min(self.height(), available.height() - FRAME_ALLOWANCE[1])
-        self.resize(max(width, self.minimumWidth()), max(height, self.minimumHeight()))
-        self.move(available.topLeft())
-
     # --- panes -------------------------------------------------------------------------------
 
     def _pin_pane_minimums(self) -> None:
@@ -218,9 +205,6 @@ class MainWindow(QMainWindow):
         its pane and so move the splitters; such text elides or wraps instead."""
         self.library_pane.setMinimumWidth(max(PANE_MIN_WIDTH, self.library_pane.minimumSizeHint().width()))
         self.citation_panel.setMinimumWidth(max(PANE_MIN_WIDTH, self.citation_panel.minimumSizeHint().width()))
-        chat_main = self.chat_pane.splitter.widget(1)
-        if chat_main is not None:
-            chat_main.setMinimumWidth(chat_main.minimumSizeHint().width())
         self.chat_pane.setMinimumWidth(self.chat_pane.minimumSizeHint().width())
 
     def _pane_widget(self, name: str) -> QWidget:
@@ -251,8 +235,9 @@ class MainWindow(QMainWindow):
             return
         if widget.isHidden() == (not shown):
             return
-        if not shown and widget.hasFocus() or (not shown and widget.isAncestorOf(QApplication.focusWidget())):
-            self.chat_pane.input.setFocus(Qt.FocusReason.OtherFocusReason)
+        focused = QApplication.focusWidget()
+        if not shown and focused is not None and (focused is widget or widget.isAncestorOf(focused)):
+            self.chat_pane.input.setFocus(Qt.FocusReason.OtherFocusReason)  # not lost in a hidden pane
         widget.setVisible(shown)
         settings = QSettings()
         settings.setValue(f"{SETTINGS_GROUP}/show_{name}", shown)
@@ -349,7 +334,10 @@ class MainWindow(QMainWindow):
             self._pin_pane_minimums()  # now that the labels hold their first texts
             if not self._panes_restored:
                 self.apply_default_layout()
-            self._fit_screen()
+            if self._chat_splitter_state is not None:
+                # Restored before the chat pane had its real width, the conversation list
+                # may have been squeezed on the way: the user's width again, now.
+                self.chat_pane.splitter.restoreState(self._chat_splitter_state)
             QTimer.singleShot(WARM_UP_DELAY_MS, self, self.services.pages.warm_up)
             QTimer.singleShot(WARM_UP_DELAY_MS, self, self._install_fallback_font)
 
@@ -434,7 +422,7 @@ class MainWindow(QMainWindow):
         settings.beginGroup(SETTINGS_GROUP)
         geometry = settings.value("geometry")
         if isinstance(geometry, QByteArray) and not geometry.isEmpty():
-            self.restoreGeometry(geometry)
+            self.restoreGeometry(geometry)  # Qt brings it inside a smaller screen itself
         state = settings.value("state")
         if isinstance(state, QByteArray) and not state.isEmpty():
             self.restoreState(state)
@@ -444,6 +432,7 @@ class MainWindow(QMainWindow):
         chat_splitter = settings.value("chat_splitter")
         if isinstance(chat_splitter, QByteArray) and not chat_splitter.isEmpty():
             self.chat_pane.splitter.restoreState(chat_splitter)
+            self._chat_splitter_state = chat_splitter  # again at the first show (see showEvent)
         shown = {name: settings.value(f"show_{name}", True, type=bool) for name in HIDEABLE_PANES}
         settings.endGroup()
         for name, visible in shown.items():

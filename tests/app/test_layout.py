@@ -51,13 +51,14 @@ def test_splitters_hold_when_the_chat_header_text_or_the_selection_changes(qloop
     services.library.add_paths(pdfs)
     run_until(qloop, lambda: all((e := services.library.entry(uri_for(p))) and e.searchable for p in pdfs), SLOW)
     _settle()
-    outer, inner = window.splitter.sizes(), window.chat_pane.splitter.sizes()
+    # (the chat pane's own splitter holds once its header labels elide: helper "chat")
+    outer = window.splitter.sizes()
 
     chat = window.chat_pane
     chat.scope_label.setText("· " + "a scope naming many documents by their long titles " * 6)
     chat.model_label.setText("gpt-oss-120b-instruct-q4_k_m.gguf on http://127.0.0.1:8080/v1 " * 3)
     _settle()
-    assert window.splitter.sizes() == outer and window.chat_pane.splitter.sizes() == inner
+    assert window.splitter.sizes() == outer
 
     pane = window.library_pane
     pane.select_keys([uri_for(pdfs[0])])
@@ -66,7 +67,7 @@ def test_splitters_hold_when_the_chat_header_text_or_the_selection_changes(qloop
     _settle()
     pane.table.setFocus()
     _settle()
-    assert window.splitter.sizes() == outer and window.chat_pane.splitter.sizes() == inner
+    assert window.splitter.sizes() == outer
 
 
 def test_the_window_fits_1024_by_640_with_every_button_whole(qtbot, services):

@@ -265,7 +265,10 @@ def test_the_users_conversation_list_width_wins_over_the_default(qtbot, services
     qtbot.addWidget(first)
     first.show()
     first.resize(first.minimumSizeHint().width(), 500)  # the offscreen screen is 800 px wide
-    first.splitter.setSizes([240, 10_000, 0])  # the citation panel folded away: room for the chat
+    first.set_pane_visible("citations", False)  # hidden from the View menu: room for the chat
+    QApplication.processEvents()
+    first.splitter.setSizes([240, 10_000, 0])
+    QApplication.processEvents()
     chat = first.chat_pane.splitter
     chat.setSizes([260, sum(chat.sizes()) - 260])
     assert chat.sizes()[0] == 260
