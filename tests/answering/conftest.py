@@ -4,11 +4,11 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from capabilities.corpus import Corpus, build_corpus
+from capabilities.scripting import ScriptedModel
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
-from capabilities.corpus import Corpus, build_corpus
-from capabilities.scripting import ScriptedModel
 from haiku.rag.client import HaikuRAG
 
 
