@@ -83,7 +83,7 @@ def _answer_arguments(p: argparse.ArgumentParser, *, analysis_toggle: bool) -> N
 async def options_from(client: Any, args: argparse.Namespace, *, analyze: bool = False) -> Any:
     """``AnswerOptions`` from the command's flags; ``--filter`` and ``--document`` resolve to
     the document ids in scope here, once."""
-    from haiku.rag.answering import AnswerOptions
+    from haiku.rag.answering import AnswerMode, AnswerOptions
 
     if args.fallback and args.search_only:
         raise HaikuRAGError("--fallback and --search-only are two different modes; pick one")
@@ -105,7 +105,7 @@ async def options_from(client: Any, args: argparse.Namespace, *, analyze: bool =
             document_ids = tuple(named)
         else:  # both given: the documents both select
             document_ids = tuple(i for i in named if i in set(document_ids))
-    mode = "search-only" if args.search_only else "fallback" if args.fallback else "auto"
+    mode: AnswerMode = "search-only" if args.search_only else "fallback" if args.fallback else "auto"
     return AnswerOptions(
         mode=mode,
         rag=not analyze,
