@@ -156,9 +156,11 @@ async def cmd_chat(client: Any, args: argparse.Namespace) -> int:
         if not question:
             continue
         done = await answer(client, question, conversation, options)
-        _print(done, args.json)
-        if not args.json:
-            print()
+        if args.json:  # one JSON object per line, one line per answer
+            print(json.dumps(answered_record(done), ensure_ascii=False, default=str), flush=True)
+        else:
+            _print(done, False)
+            print(flush=True)
         if path is not None:
             save_conversation(path, conversation.to_json())
     return 0
