@@ -58,3 +58,33 @@ def test_a_damaged_conversation_file_is_one_clear_line(corpus, monkeypatch, caps
     assert code == 1
     assert capsys.readouterr().err.startswith("haiku-rag: the conversation is not valid JSON")
     assert saved.read_text() == "{not json"  # left as it was
+
+
+def test_ask_answers_from_a_collection(tmp_path, monkeypatch, capsys):
+    import asyncio
+
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.config import load_config
+
+    config = load_config()
+    config.storage.data_dir = tmp_path / "data"
+    db = tmp_path / "lib.lancedb"
+
+    async def build() -> str:
+        async with HaikuRAG(db, config, create=True) as client:
+            eels = await client.create_document("# Eels\n\nGlass eels swim upriver at dusk.", uri="notes://eels")
+            await client.create_document("# Crabs\n\nRiver crabs hide in cold pools.", uri="notes://crabs")
+            await client.create_collection("reading", [eels.id])
+            return eels.id
+
+    eels_id = asyncio.run(build())
+    script = ScriptedModel().play(search("river animals"), cite_top(5), answer("Eels [1]."))
+    monkeypatch.setattr("haiku.rag.models.get_model", lambda *a, **k: script.model)
+    monkeypatch.setenv("HAIKU_RAG_STORAGE__DATA_DIR", str(config.storage.data_dir))
+    capsys.readouterr()
+    code = cli.main(["--db", str(db), "ask", "Which animals?", "--collection", "reading", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    data = json.loads(out)
+    assert {c["document_id"] for c in data["citations"]} == {eels_id}
+    assert "River crabs" not in script.seen[1].text()

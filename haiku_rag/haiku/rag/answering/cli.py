@@ -54,6 +54,9 @@ def _answer_arguments(p: argparse.ArgumentParser, *, analysis_toggle: bool) -> N
         help="answer from this document (id, title or URI); repeat for several",
     )
     p.add_argument(
+        "--collection", "-c", metavar="NAME", help="answer from the documents of this collection"
+    )
+    p.add_argument(
         "--fallback",
         "--no-tools",
         dest="fallback",
@@ -81,8 +84,8 @@ def _answer_arguments(p: argparse.ArgumentParser, *, analysis_toggle: bool) -> N
 
 
 async def options_from(client: Any, args: argparse.Namespace, *, analyze: bool = False) -> Any:
-    """``AnswerOptions`` from the command's flags; ``--filter`` and ``--document`` resolve to
-    the document ids in scope here, once."""
+    """``AnswerOptions`` from the command's flags; ``--filter``, ``--document`` and
+    ``--collection`` resolve to the document ids in scope here, once."""
     from haiku.rag.answering import AnswerMode, AnswerOptions
 
     if args.fallback and args.search_only:
@@ -99,12 +102,16 @@ async def options_from(client: Any, args: argparse.Namespace, *, analyze: bool =
                 f"--filter {args.filter!r} is not a valid SQL condition over document fields: {first}"
             ) from None
         document_ids = tuple(d.id for d in found)
+    selections: list[tuple[str, ...]] = []
     if args.document:
-        named = [(await client.resolve_document(name)).id for name in args.document]
+        selections.append(tuple([(await client.resolve_document(n)).id for n in args.document]))
+    if args.collection is not None:
+        selections.append(tuple(await client.collection_document_ids(args.collection)))
+    for selected in selections:  # several given: the documents all of them select
         if document_ids is None:
-            document_ids = tuple(named)
-        else:  # both given: the documents both select
-            document_ids = tuple(i for i in named if i in set(document_ids))
+            document_ids = selected
+        else:
+            document_ids = tuple(i for i in selected if i in set(document_ids))
     mode: AnswerMode = "search-only" if args.search_only else "fallback" if args.fallback else "auto"
     return AnswerOptions(
         mode=mode,
