@@ -437,3 +437,21 @@ async def test_a_fifty_megabyte_exception_reaches_neither_the_model_nor_the_conv
     assert len(failure) < limit + 20_000, f"{len(failure):,} characters reached the model"
     assert len(result.all_messages_json()) < 2 * limit + 20_000
     assert len(str(deps.state)) < 2 * limit + 20_000
+
+
+async def test_after_scoping_the_capsule_no_longer_shows_an_excluded_documents_citation(
+    make_rag, deps
+):
+    script = ScriptedModel()
+    agent = agent_for(script, make_rag(), compaction())
+    script.play(load(), search("moss cheese ageing caves"), cite_top(1), answer("Caves."))
+    first = await agent.run("How is moss cheese aged?", deps=deps)
+    [cited] = rag_state(deps).citation_index.values()
+    assert cited.document_uri == "notes://cheese"
+
+    deps.state["rag"]["document_filter"] = OTTERS
+    script.play(answer("Ask me about otters."))
+    await agent.run("Anything else?", deps=deps, message_history=first.all_messages())
+    wire = script.seen[-1]
+    assert "limestone caves" not in wire.text()  # the cheese passage is not shown again
+    assert all(str(p.content) == RECEIPT for p in wire.returns("rag_search"))

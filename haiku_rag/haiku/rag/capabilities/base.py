@@ -58,6 +58,7 @@ UNGROUNDED_REPLY = "Recorded: this answer cites no knowledge-base evidence."
 REFUSED_NOT_SHOWN = "not in any result shown in this conversation"
 REFUSED_OUT_OF_SCOPE = "from a document outside the current scope"
 REFUSED_GONE = "no longer in the knowledge base"
+MAX_REFUSED_LISTED = 20  # ids a refusal names, so a flood of made-up ids stays a short reply
 
 
 @dataclass
@@ -529,9 +530,13 @@ def refusal_text(refused: dict[str, str]) -> str:
     by_reason: dict[str, list[str]] = {}
     for chunk_id, reason in refused.items():
         by_reason.setdefault(reason, []).append(chunk_id)
-    return "; ".join(
-        f"{', '.join(f'[{c}]' for c in ids)} ({reason})" for reason, ids in by_reason.items()
-    )
+
+    def listed(ids: list[str]) -> str:
+        shown = ", ".join(f"[{c[:64]}]" for c in ids[:MAX_REFUSED_LISTED])
+        more = len(ids) - MAX_REFUSED_LISTED
+        return shown + (f" and {more} more" if more > 0 else "")
+
+    return "; ".join(f"{listed(ids)} ({reason})" for reason, ids in by_reason.items())
 
 
 def clean_chunk_id(raw: str) -> str:

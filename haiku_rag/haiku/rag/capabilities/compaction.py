@@ -154,8 +154,13 @@ def is_owned_return(
 
 
 async def build_capsule(found: Sequence[DiscoveredEvidence], boundary: int) -> Capsule:
-    """Everything earlier questions cited, each chunk in the group of the newest question citing it."""
+    """Everything earlier questions cited, each chunk in the group of the newest question citing it.
+
+    Evidence from documents outside the conversation's current scope is left out: it could not
+    be cited again, and a scoped chat must not keep showing the documents it excludes.
+    """
     groups: dict[int, list[tuple[DiscoveredEvidence, str]]] = defaultdict(list)
+    scopes: dict[str, set[str] | None] = {}
     for evidence in found:
         for occurrence in evidence.record.occurrences.values():
             citing = [q for q in occurrence.cited_in_questions if q < boundary]
@@ -165,6 +170,12 @@ async def build_capsule(found: Sequence[DiscoveredEvidence], boundary: int) -> C
                         f"{evidence.capability.id}: chunk {occurrence.chunk_id} is recorded as cited "
                         "but its citation is missing from the stored state"
                     )
+                if evidence.namespace not in scopes:
+                    scopes[evidence.namespace] = await evidence.capability.scope_documents()
+                scope = scopes[evidence.namespace]
+                document_id = evidence.citations[occurrence.chunk_id].document_id
+                if scope is not None and document_id not in scope:
+                    continue
                 groups[max(citing)].append((evidence, occurrence.chunk_id))
     if not groups:
         return Capsule(text=None)
