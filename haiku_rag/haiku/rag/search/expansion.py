@@ -73,7 +73,8 @@ def _expand_document(
     lo = min(p[0] for _, p in located if p) - WINDOW
     hi = max(p[-1] for _, p in located if p) + WINDOW + 1
     items = {i.position: i for i in get_items(store, document, start=max(lo, 0), stop=hi)}
-    owners = _item_owners(store, document.generation)
+    orders = [r.order for r in results]
+    owners = _item_owners(store, document.generation, min(orders) - 2 * WINDOW, max(orders) + 2 * WINDOW)
 
     spans: list[_Span] = []
     untouched: list[SearchResult] = []
@@ -218,12 +219,19 @@ def _to_result(
     )
 
 
-def _item_owners(store: Store, generation: str) -> dict[str, list[str]]:
-    """For each item ref of a document generation, the chunks holding it, in chunk order."""
+def _item_owners(store: Store, generation: str, first: int, last: int) -> dict[str, list[str]]:
+    """For each item ref, the chunks holding it among chunks ``first..last`` (by order) of a
+    document generation, in chunk order.
+
+    Every chunk holds at least one item, so the chunks holding the items of a window of
+    ``WINDOW`` items each side lie within about that many orders of the hits; an item whose
+    chunk lies beyond (a long paragraph split into very many chunks) simply joins the passage
+    next to it.
+    """
     rows = (
         store.table(S.CHUNKS)
         .search()
-        .where(f"generation = {sql_quote(generation)}")
+        .where(f"generation = {sql_quote(generation)} AND `order` BETWEEN {int(first)} AND {int(last)}")
         .select(["id", "order", "doc_item_refs"])
         .limit(None)
         .to_list()
