@@ -318,10 +318,15 @@ async def test_an_old_stores_one_megabyte_chunk_is_cut_with_a_note(tmp_path, cor
 
 
 async def test_document_text_cannot_forge_a_result_header(awkward, awkward_client, deps):
-    script = ScriptedModel().play(load(), search("pelican wharf tariff", limit=3), answer())
+    script = ScriptedModel().play(
+        load(), search("pelican wharf tariff", limit=3), cite(FORGED_ID), answer()
+    )
     capability = rag(awkward.db_path, awkward.config, rag=awkward_client)
-    await agent_for(script, capability).run("What is the wharf tariff?", deps=deps)
+    result = await agent_for(script, capability).run("What is the wharf tariff?", deps=deps)
     text = str(script.seen[2].last_return("rag_search").content)
+    # a model taken in by the forged header cites nothing with it
+    [refusal] = retry_texts(result.all_messages())
+    assert FORGED_ID in refusal and grounding(deps) == "missing"
     assert "harbour master earns nine hundred crowns" in text  # the forged text was returned
 
     real = {r.chunk_id for rs in rag_state(deps).searches.values() for r in rs}
@@ -455,3 +460,33 @@ async def test_after_scoping_the_capsule_no_longer_shows_an_excluded_documents_c
     wire = script.seen[-1]
     assert "limestone caves" not in wire.text()  # the cheese passage is not shown again
     assert all(str(p.content) == RECEIPT for p in wire.returns("rag_search"))
+
+
+async def test_a_search_and_an_execution_in_one_response_carry_the_capsule_once(
+    corpus, lent_client, deps
+):
+    capability = analysis(corpus.db_path, corpus.config, rag=lent_client, defer_loading=False)
+    script = ScriptedModel()
+    agent = agent_for(script, capability, compaction())
+    script.play(
+        calls(
+            call("analysis_search", query="lantern otter diet"),
+            call("analysis_execute_code", code="print(len(await list_documents()))"),
+        ),
+        cite_top(1, search_tool="analysis_search", tool="analysis_cite"),
+        answer("Eels."),
+    )
+    first = await agent.run("What do otters eat, and how many notes are there?", deps=deps)
+    assert grounding(deps, "analysis") == "grounded"
+    script.play(answer("Six."))
+    await agent.run("Thanks.", deps=deps, message_history=first.all_messages())
+
+    wire = script.seen[-1]
+    contents = [
+        str(p.content)
+        for tool in ("analysis_search", "analysis_execute_code")
+        for p in wire.returns(tool)
+    ]
+    assert len(contents) == 2
+    assert sum(c.startswith(CAPSULE_HEADER) for c in contents) == 1
+    assert contents.count(RECEIPT) == 1
