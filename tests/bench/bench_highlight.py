@@ -58,10 +58,10 @@ def sentence_boxes(pdf, text: str) -> list[tuple[int, float, float, float, float
     return found
 
 
-async def measure(data: Path, queries: int) -> None:
+async def measure(data: Path, queries: int, names: list[str]) -> None:
     import pymupdf
 
-    files = [data / "pdfs_realworld" / "files" / name for name in PDFS]
+    files = [data / "pdfs_realworld" / "files" / name for name in names]
     files = [f for f in files if f.exists()]
     if not files:
         print(f"skipped: no PDFs under {data / 'pdfs_realworld'}")
@@ -115,8 +115,9 @@ def main() -> None:
         "--data", default=os.environ.get("HAIKU_SHARED_DATA", str(REPO.parent / "shared" / "data"))
     )
     parser.add_argument("--queries", type=int, default=8)
+    parser.add_argument("--pdf", action="append", help="a file of pdfs_realworld/files (repeat)")
     args = parser.parse_args()
-    asyncio.run(measure(Path(args.data), args.queries))
+    asyncio.run(measure(Path(args.data), args.queries, args.pdf or list(PDFS)))
 
 
 if __name__ == "__main__":
