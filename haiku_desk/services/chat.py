@@ -1,17 +1,21 @@
 """Chat: conversations, one agent per question built from the chosen model and the toggles,
-streamed to the chat pane as Qt signals.
+streamed to the chat pane through the question's own operation.
+
+A question is a :class:`Question`: an :class:`~haiku_desk.bridge.Operation` with a partial-result
+channel (text deltas, text resets, steps). The pane listens to the question it shows, not to
+service-wide signals filtered by conversation id.
 
 A question runs on a *copy* of its conversation (history and capability state). Only when the
-answer is complete are both written back and saved together, so a stopped or failed question
-leaves the conversation exactly as it was before it was asked. Stop ends an agent run through
+answer is complete are both written back and saved together. A stopped question keeps its
+partial answer in the transcript, marked stopped, but not in the model's history: the
+conversation goes on exactly as if it had not been asked. Stop ends an agent run through
 Pydantic AI's own cancellation (a ``CancellationToken``): the run closes its model stream and
 tool tasks itself and ends with ``RunCancelled``, which is reported as a cancellation.
 
-Citations are numbered for display once per conversation, across capabilities: haiku.rag's RAG
-and analysis capabilities each count their own indexes, so the service gives every cited passage
-one number, the same in every answer of the conversation (new ones continue from the highest
-number shown so far, in the order this answer first cited them), and renumbers the answer's
-``[n]`` markers to match.
+Citations are numbered for display once per conversation, across capabilities and answer
+modes: every cited passage gets one number, the same in every answer of the conversation (new
+ones continue from the highest number shown so far, in the order this answer first cited them),
+and the answer's ``[n]`` markers are renumbered to match.
 
 Three ways to answer:
 
@@ -22,6 +26,9 @@ Three ways to answer:
   reads numbered passages, and its ``[n]`` markers become citations;
 - **search-only**: with no model connected, the best passages with their citations, and how to
   connect a model.
+
+With nothing to search (an empty library, or no document ticked in the scope) no model is
+asked: the answer says why and what to do.
 """
 
 from __future__ import annotations
@@ -34,9 +41,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QSettings, Signal
 
-from haiku_desk.bridge import Operation
+from haiku_desk.bridge import Operation, OperationBody
 from haiku_desk.services.conversations import (
     UNTITLED,
     ConversationFileError,
@@ -48,7 +55,7 @@ from haiku_desk.services.conversations import (
     Turn,
     now,
 )
-from haiku_desk.services.models import HOW_TO_CONNECT_A_MODEL, ModelsService
+from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
 
 if TYPE_CHECKING:
@@ -65,6 +72,21 @@ SEARCH_ONLY_PASSAGES = 5
 SNIPPET_CHARS = 400
 ANALYSIS_MODULE = "haiku.rag.capabilities.analysis"
 TOGGLE_NAMES = ("evidence_compaction", "citation_policy", "analysis", "no_tools")
+DEFAULT_TOGGLES_KEY = "chat/default_toggles"  # QSettings: the user's last choice, as JSON
+# Links in answers that ask the window to do something (the pane turns them into signals).
+COMMAND_SCHEME = "haiku"
+ADD_FILES_LINK = f"{COMMAND_SCHEME}:add-files"
+MODELS_LINK = f"{COMMAND_SCHEME}:models"
+HOW_TO_CONNECT_A_MODEL = (
+    "No chat model is connected, so this answer shows the best passages from your library. "
+    f"To get written answers, open [Settings → Models…]({MODELS_LINK}) and connect Ollama, an "
+    "OpenAI-compatible server (LM Studio, llama.cpp, vLLM), or OpenAI, Anthropic or Google "
+    "with a key kept in your OS keychain."
+)
+HOW_TO_ADD_FILES = (
+    f"Add files with [File → Add files…]({ADD_FILES_LINK}) (Ctrl+O), or drop PDFs and other "
+    "documents anywhere on the window, then ask again."
+)
 
 
 @dataclass(frozen=True)
@@ -75,23 +97,58 @@ class BuiltAgent:
     capability_ids: tuple[str, ...]
 
 
+class Question(Operation):
+    """One question being answered: an operation with a partial-result channel.
+
+    ``turn`` is the answer as it grows (its ``answer`` holds the text streamed so far). The
+    outcome is the operation's: ``succeeded(Turn)``, ``failed(exc)``, or ``cancelled`` after
+    which ``turn`` is the partial answer, marked stopped.
+    """
+
+    text_delta = Signal(str)
+    text_reset = Signal()  # an earlier streamed text was not the answer (the model went on)
+    step_added = Signal(object)  # ToolStep, begun
+    step_finished = Signal(object)  # ToolStep with its output (analysis runs)
+
+    def __init__(
+        self,
+        conversation_id: str,
+        turn: Turn,
+        body: OperationBody,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(f"Answering {turn.question[:40]!r}", body, parent)
+        self.conversation_id = conversation_id
+        self.turn = turn
+
+    def add_text(self, text: str) -> None:
+        if text:
+            self.turn.answer += text
+            self.text_delta.emit(text)
+
+    def reset_text(self) -> None:
+        self.turn.answer = ""
+        self.text_reset.emit()
+
+    def add_step(self, step: ToolStep) -> None:
+        self.turn.steps.append(step)
+        self.step_added.emit(step)
+
+    def finish_step(self, step: ToolStep) -> None:
+        self.step_finished.emit(step)
+
+
 class ChatService(QObject):
     """Conversations and their questions. Views call methods and listen to signals."""
 
     conversations_changed = Signal()  # the list (titles, order) changed
     current_changed = Signal(object)  # ConversationRecord | None
-    toggles_changed = Signal(object)  # Toggles of the current conversation
-    scope_changed = Signal(int)  # number of selected documents (0: the whole library)
+    toggles_changed = Signal(object)  # Toggles of the current conversation (or of the next one)
+    scope_changed = Signal(object)  # document ids the chat searches, None: the whole library
     busy_changed = Signal(bool)
-    question_started = Signal(str, object)  # conversation id, Turn (question only)
-    text_reset = Signal(str)  # an earlier streamed text was not the answer (the model went on)
-    text_delta = Signal(str, str)  # conversation id, text
-    tool_step = Signal(str, object)  # conversation id, ToolStep (begun)
-    analysis_step = Signal(str, object)  # conversation id, ToolStep with code and output
+    question_started = Signal(object)  # Question
     answer_ready = Signal(str, object)  # conversation id, Turn (complete, saved)
-    question_failed = Signal(str, str)  # conversation id, one-line reason
-    question_cancelled = Signal(str)  # conversation id
-    token_meter_changed = Signal(int)  # input tokens of the last model request
+    token_meter_changed = Signal(int, int)  # input tokens of the last request, saved by compaction
 
     def __init__(
         self,
@@ -106,25 +163,41 @@ class ChatService(QObject):
         self.library = library
         self.models = models
         self.notifications = notifications
-        self.store = store or ConversationStore.in_data_dir(models.config.storage.data_dir)
+        self.store = store or _store_for(library, models)
         self._records: dict[str, ConversationRecord] = {}
         self._current: ConversationRecord | None = None
-        self._operation: Operation | None = None
+        self._operation: Question | None = None
         self._run_token: Any = None  # pydantic_ai.CancellationToken of the running agent run
         self.last_built: BuiltAgent | None = None  # the agent of the latest tools-mode question
         self.analysis_unavailable: str | None = None  # why analysis mode could not be added
-        self.token_meter: int | None = None
-        selection_changed = getattr(library, "selection_changed", None)
-        if selection_changed is not None:
-            selection_changed.connect(
-                lambda *_: self.scope_changed.emit(len(self.scope_document_ids()))
-            )
+        self.token_meter: tuple[int, int] | None = None
+        self.default_toggles = _load_default_toggles()
+        self._scope: list[str] | None = None  # of the next new conversation
 
     # --- conversations ------------------------------------------------------------------
+
+    def switch_library(self, library: Any = None) -> None:
+        """Conversations belong to their library: after the app switched to ``library`` (or
+        reopened ``self.library`` at another path), list that library's conversations. A
+        question still running in the previous library is stopped; its partial answer is kept
+        there."""
+        if self.busy:
+            self.stop()
+        if library is not None:
+            self.library = library
+        self.store = _store_for(self.library, self.models)
+        self._records.clear()
+        self._set_current(None)
+        self.conversations_changed.emit()
 
     @property
     def current(self) -> ConversationRecord | None:
         return self._current
+
+    @property
+    def toggles(self) -> Toggles:
+        """The toggles the next question is asked with."""
+        return self._current.toggles if self._current is not None else self.default_toggles
 
     def conversations(self, search: str = "") -> list[ConversationSummary]:
         """Saved conversations, newest first; ``search`` matches titles, questions and answers."""
@@ -140,7 +213,13 @@ class ChatService(QObject):
         return [ConversationSummary(id=r.id, title=r.title, updated=r.updated) for r in found]
 
     def new_conversation(self, title: str = UNTITLED) -> ConversationRecord:
-        record = ConversationRecord(title=title)
+        """A new conversation, with the toggles the user chose last and the current scope."""
+        scope = self.scope()
+        record = ConversationRecord(
+            title=title,
+            toggles=self.toggles.model_copy(),
+            scope=None if scope is None else list(scope),
+        )
         self._records[record.id] = record
         self._save(record)
         self._set_current(record)
@@ -174,13 +253,17 @@ class ChatService(QObject):
         self.conversations_changed.emit()
 
     def set_toggle(self, name: str, value: bool | None) -> None:
-        """Turn a capability toggle of the current conversation on or off (saved at once)."""
+        """Turn a capability toggle on or off: for the current conversation (saved at once) and
+        as the user's choice for new conversations. Never creates a conversation."""
         if name not in TOGGLE_NAMES:
             raise ValueError(f"unknown toggle {name!r}")
-        record = self._current or self.new_conversation()
-        record.toggles = record.toggles.model_copy(update={name: value})
-        self._save(record)
-        self.toggles_changed.emit(record.toggles)
+        self.default_toggles = self.default_toggles.model_copy(update={name: value})
+        _save_default_toggles(self.default_toggles)
+        record = self._current
+        if record is not None:
+            record.toggles = record.toggles.model_copy(update={name: value})
+            self._save(record)
+        self.toggles_changed.emit(self.toggles)
 
     def _record(self, conversation_id: str) -> ConversationRecord | None:
         if conversation_id in self._records:
@@ -198,10 +281,12 @@ class ChatService(QObject):
     def _set_current(self, record: ConversationRecord | None) -> None:
         self._current = record
         self.current_changed.emit(record)
+        self.toggles_changed.emit(self.toggles)
+        self.scope_changed.emit(self.scope())
+        latest = None
         if record is not None:
-            self.toggles_changed.emit(record.toggles)
-            tokens = next((t.input_tokens for t in reversed(record.turns) if t.input_tokens), None)
-            self._set_token_meter(tokens)
+            latest = next((t for t in reversed(record.turns) if t.input_tokens), None)
+        self._set_token_meter(latest)
 
     def _save(self, record: ConversationRecord) -> None:
         try:
@@ -213,14 +298,29 @@ class ChatService(QObject):
 
     # --- scope --------------------------------------------------------------------------
 
+    def scope(self) -> tuple[str, ...] | None:
+        """The documents the chat searches, kept per conversation: None for the whole library,
+        ``()`` when the user ticked none."""
+        scope = self._current.scope if self._current is not None else self._scope
+        return None if scope is None else tuple(scope)
+
     def scope_document_ids(self) -> list[str]:
-        selected = getattr(self.library, "selected_document_ids", None)
-        if callable(selected):
-            selected = selected()
-        return list(selected or [])
+        """The scope as a list (empty: the whole library, or nothing ticked)."""
+        return list(self.scope() or ())
+
+    def set_scope(self, document_ids: Iterable[str] | None) -> None:
+        """Search only ``document_ids`` (None: the whole library; empty: nothing) in the current
+        conversation, and in new ones until changed. Never creates a conversation."""
+        ids = None if document_ids is None else list(dict.fromkeys(document_ids))
+        self._scope = ids
+        record = self._current
+        if record is not None and record.scope != ids:
+            record.scope = ids
+            self._save(record)
+        self.scope_changed.emit(self.scope())
 
     def scope_filter(self) -> str | None:
-        """SQL over document columns restricting searches to the selected documents."""
+        """SQL over document columns restricting searches to the scoped documents."""
         ids = self.scope_document_ids()
         if not ids:
             return None
@@ -234,21 +334,38 @@ class ChatService(QObject):
         return self._operation is not None and self._operation.running
 
     @property
+    def running(self) -> Question | None:
+        """The question being answered, if any."""
+        return self._operation if self.busy else None
+
+    @property
     def _running_id(self) -> str | None:
-        return getattr(self._operation, "conversation_id", None)
+        return self._operation.conversation_id if self._operation is not None else None
 
     def answer_mode(self, toggles: Toggles | None = None) -> str:
-        """``tools``, ``fallback`` or ``search-only`` for the next question."""
+        """``tools``, ``fallback``, ``search-only`` or ``no-documents`` for the next question."""
+        if self._library_is_empty():
+            return "no-documents"
         if not self.models.is_configured():
             return "search-only"
-        toggles = toggles or (self._current.toggles if self._current else Toggles())
+        toggles = toggles or self.toggles
         if toggles.no_tools is True:
             return "fallback"
         if toggles.no_tools is None and not self.models.supports_tools():
             return "fallback"
         return "tools"
 
-    def ask(self, question: str) -> Operation | None:
+    def _library_is_empty(self) -> bool:
+        """Whether there is nothing to search: no document ticked, or an open library with
+        nothing searchable (unknown while it opens: not empty)."""
+        if self.scope() == ():
+            return True
+        if not getattr(self.library, "is_open", False):
+            return False
+        entries = getattr(self.library, "entries", None)
+        return entries is not None and not any(e.searchable for e in entries)
+
+    def ask(self, question: str) -> Question | None:
         """Answer ``question`` in the current conversation (a new one when there is none)."""
         question = question.strip()
         if not question:
@@ -260,22 +377,22 @@ class ChatService(QObject):
         turn = Turn(question=question, mode=self.answer_mode(record.toggles))  # type: ignore[arg-type]
 
         async def body(token: Any, report: Any) -> Turn:
-            return await self._answer(record, turn)
+            return await self._answer(record, operation)
 
-        operation = Operation(f"Answering {question[:40]!r}", body, self)
-        operation.conversation_id = record.id  # type: ignore[attr-defined]
+        operation = Question(record.id, turn, body, self)
+        # Connected before anyone else: the record is up to date when the views hear of it.
         operation.succeeded.connect(lambda done: self._finish(record, done))
         operation.failed.connect(lambda exc: self._fail(record, exc))
-        operation.cancelled.connect(lambda: self.question_cancelled.emit(record.id))
+        operation.cancelled.connect(lambda: self._keep_stopped(record, operation.turn))
         operation.ended.connect(lambda: self.busy_changed.emit(False))
         self._operation = operation
-        self.question_started.emit(record.id, turn)
+        self.question_started.emit(operation)
         operation.start()
         self.busy_changed.emit(True)
         return operation
 
     def stop(self) -> None:
-        """Stop the running question; its conversation stays as it was before it was asked.
+        """Stop the running question; its partial answer is kept, marked stopped.
 
         An agent run is cancelled through its Pydantic AI ``CancellationToken``, so the run
         tears itself down (model stream, tool tasks, sandbox) and ends as ``RunCancelled``. Before
@@ -298,31 +415,48 @@ class ChatService(QObject):
     def _finish(self, record: ConversationRecord, turn: Turn) -> None:
         self.answer_ready.emit(record.id, turn)
         if turn.input_tokens is not None:
-            self._set_token_meter(turn.input_tokens)
+            self._set_token_meter(turn)
 
     def _fail(self, record: ConversationRecord, exc: BaseException) -> None:
         message = _one_line(exc)
         self.notifications.error(
             f"The question could not be answered: {message}", type(exc).__name__
         )
-        self.question_failed.emit(record.id, message)
 
-    def _set_token_meter(self, tokens: int | None) -> None:
-        self.token_meter = tokens
-        self.token_meter_changed.emit(tokens or 0)
+    def _keep_stopped(self, record: ConversationRecord, turn: Turn) -> None:
+        """Keep a stopped question's partial answer in the transcript (not in the history)."""
+        turn.stopped = True
+        turn.citations = []
+        record.turns.append(turn)
+        if record.title == UNTITLED:
+            record.title = _title_from(turn.question)
+        record.updated = now()
+        self._save(record)
+        self.conversations_changed.emit()
 
-    async def _answer(self, record: ConversationRecord, turn: Turn) -> Turn:
+    def _set_token_meter(self, turn: Turn | None) -> None:
+        if turn is None or turn.input_tokens is None:
+            self.token_meter = None
+            self.token_meter_changed.emit(0, 0)
+            return
+        self.token_meter = (turn.input_tokens, turn.saved_tokens or 0)
+        self.token_meter_changed.emit(*self.token_meter)
+
+    async def _answer(self, record: ConversationRecord, question: Question) -> Turn:
         from haiku.rag.qa import Conversation
 
+        turn = question.turn
         work = Conversation(state=copy.deepcopy(record.state), messages=record.model_messages())
-        if turn.mode == "search-only":
-            await self._answer_search_only(record, turn)
+        if turn.mode == "no-documents":
+            question.add_text(no_documents_answer(self.library, self.scope()))
+        elif turn.mode == "search-only":
+            await self._answer_search_only(record, question)
         elif turn.mode == "fallback":
-            await self._answer_fallback(record, turn, work)
+            await self._answer_fallback(record, question, work)
         else:
-            await self._answer_with_tools(record, turn, work)
+            await self._answer_with_tools(record, question, work)
         # Complete: history and state are written back together, then saved together.
-        if turn.mode != "search-only":
+        if turn.mode in ("tools", "fallback"):
             record.set_model_messages(work.messages)
             record.state = work.state
         record.turns.append(turn)
@@ -394,19 +528,22 @@ class ChatService(QObject):
         self.analysis_unavailable = None
         return create(**{k: v for k, v in offered.items() if k in accepted})
 
-    async def _answer_with_tools(self, record: ConversationRecord, turn: Turn, work: Any) -> None:
+    async def _answer_with_tools(
+        self, record: ConversationRecord, question: Question, work: Any
+    ) -> None:
         from pydantic_ai.exceptions import AgentRunError, RunCancelled
         from pydantic_ai.messages import ModelResponse
 
         from haiku.rag.errors import OperationCancelled
         from haiku.rag.qa import _chat_model_error
 
+        turn = question.turn
         model = self.models.create_model()
         built = self.build_agent(record.toggles, model)
         _seed_filter(work, self.scope_filter())
         cited: dict[tuple[str, str], None] = {}
         try:
-            result = await self._stream(record.id, turn, work, built, cited)
+            result = await self._stream(question, work, built, cited)
         except RunCancelled as exc:  # Stop: a cancellation, never a failure
             raise OperationCancelled("The question was stopped") from exc
         except AgentRunError as exc:
@@ -420,13 +557,13 @@ class ChatService(QObject):
 
     async def _stream(
         self,
-        conversation_id: str,
-        turn: Turn,
+        question: Question,
         work: Any,
         built: BuiltAgent,
         cited: dict[tuple[str, str], None] | None = None,
     ) -> Any:
-        """Run the agent, turning its events into signals; returns the run result.
+        """Run the agent, turning its events into the question's partial results; returns the
+        run result.
 
         ``cited`` collects ``(namespace, chunk_id)`` in the order the answer cited them, across
         capabilities (each capability's state keeps only its own order). Stop cancels the run
@@ -438,7 +575,7 @@ class ChatService(QObject):
         self._run_token = token
         try:
             result = await self._stream_events(
-                conversation_id, turn, work, built, token, {} if cited is None else cited
+                question, work, built, token, {} if cited is None else cited
             )
         finally:
             if self._run_token is token:
@@ -448,8 +585,7 @@ class ChatService(QObject):
 
     async def _stream_events(
         self,
-        conversation_id: str,
-        turn: Turn,
+        question: Question,
         work: Any,
         built: BuiltAgent,
         token: Any,
@@ -469,29 +605,31 @@ class ChatService(QObject):
         pending: dict[str, ToolStep] = {}
         result = None
         async with built.agent.run_stream_events(
-            turn.question, deps=work, message_history=work.messages, cancellation_token=token
+            question.turn.question,
+            deps=work,
+            message_history=work.messages,
+            cancellation_token=token,
         ) as events:
             async for event in events:
                 if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
                     if event.index == 0 and streamed:
-                        self.text_reset.emit(conversation_id)
+                        question.reset_text()
                     if event.part.content:
                         streamed = True
-                        self.text_delta.emit(conversation_id, event.part.content)
+                        question.add_text(event.part.content)
                 elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
                     if event.delta.content_delta:
                         streamed = True
-                        self.text_delta.emit(conversation_id, event.delta.content_delta)
+                        question.add_text(event.delta.content_delta)
                 elif isinstance(event, FunctionToolCallEvent):
                     step = _step_for(event.part.tool_name, event.part.args_as_dict())
                     pending[event.part.tool_call_id] = step
-                    turn.steps.append(step)
-                    self.tool_step.emit(conversation_id, step)
+                    question.add_step(step)
                 elif isinstance(event, FunctionToolResultEvent):
                     step = pending.pop(event.part.tool_call_id, None)
                     if step is not None and step.kind == "analysis":
                         step.output = _text_of(event.part.content)
-                        self.analysis_step.emit(conversation_id, step)
+                        question.finish_step(step)
                     if event.part.tool_name.endswith("_cite"):
                         _note_cited(work.state, cited)
                 elif isinstance(event, AgentRunResultEvent):
@@ -500,16 +638,17 @@ class ChatService(QObject):
 
     # --- fallback mode ------------------------------------------------------------------
 
-    async def _answer_fallback(self, record: ConversationRecord, turn: Turn, work: Any) -> None:
+    async def _answer_fallback(
+        self, record: ConversationRecord, question: Question, work: Any
+    ) -> None:
         from pydantic_ai.messages import ModelResponse
 
         from haiku.rag.qa import ask
 
+        turn = question.turn
         client = self.library.client
         model = self.models.create_model()
-        step = ToolStep(kind="search", label=f"Searching “{_short(turn.question)}”")
-        turn.steps.append(step)
-        self.tool_step.emit(record.id, step)
+        question.add_step(ToolStep(kind="search", label=f"Searching “{_short(turn.question)}”"))
         before = len(work.messages)
         result = await ask(
             client,
@@ -519,35 +658,36 @@ class ChatService(QObject):
             mode="fallback",
             conversation=work,
         )
-        turn.citations, turn.answer = display_numbering(
+        citations, answer = display_numbering(
             record.turns, [(_RAG, c) for c in result.citations], result.answer
         )
         turn.grounding = result.grounding
         responses = [m for m in work.messages[before:] if isinstance(m, ModelResponse)]
         if responses:
             turn.input_tokens = responses[-1].usage.input_tokens
-        self.text_delta.emit(record.id, turn.answer)
+        question.add_text(answer)
+        turn.citations, turn.answer = citations, answer
 
     # --- search-only mode ---------------------------------------------------------------
 
-    async def _answer_search_only(self, record: ConversationRecord, turn: Turn) -> None:
+    async def _answer_search_only(self, record: ConversationRecord, question: Question) -> None:
         from haiku.rag.capabilities.state import Citation
 
-        step = ToolStep(kind="search", label=f"Searching “{_short(turn.question)}”")
-        turn.steps.append(step)
-        self.tool_step.emit(record.id, step)
+        turn = question.turn
+        question.add_step(ToolStep(kind="search", label=f"Searching “{_short(turn.question)}”"))
         passages = await self._search_passages(turn.question, SEARCH_ONLY_PASSAGES)
-        turn.citations = [
-            Citation.from_result(i, p.chunk_id, p) for i, p in enumerate(passages, start=1)
-        ]
+        found = [Citation.from_result(i, p.chunk_id, p) for i, p in enumerate(passages, start=1)]
+        # numbered like model answers: a passage keeps its number, new ones continue
+        citations, _ = display_numbering(record.turns, [(_RAG, c) for c in found], "")
         turn.grounding = "grounded" if passages else "ungrounded"
-        turn.answer = search_only_answer(turn.citations, turn.question)
-        self.text_delta.emit(record.id, turn.answer)
+        answer = search_only_answer(citations, turn.question)
+        question.add_text(answer)
+        turn.citations, turn.answer = citations, answer
 
     async def _search_passages(self, query: str, limit: int) -> list[SearchResult]:
         search_passages = getattr(self.library, "search_passages", None)
-        if search_passages is not None:  # the library scopes to its own selection
-            return list(await search_passages(query, limit))
+        if search_passages is not None:
+            return list(await search_passages(query, limit, self.scope_document_ids()))
         return await self.library.client.search(query, limit=limit, filter=self.scope_filter())
 
 
@@ -566,6 +706,58 @@ def search_only_answer(citations: Iterable[Citation], query: str = "") -> str:
             lines.append(f"{c.index}. **{where}**: {excerpt(snippet_source(c), query)} [{c.index}]")
         body = "\n".join(lines)
     return f"{body}\n\n_{HOW_TO_CONNECT_A_MODEL}_"
+
+
+def no_documents_answer(library: Any = None, scope: tuple[str, ...] | None = None) -> str:
+    """What a question with nothing to search gets: why, and what to do."""
+    if scope == ():
+        return (
+            "No documents are ticked in the library, so there is nothing to search. Tick the "
+            "documents to ask about (or “All documents”) in the library, then ask again."
+        )
+    entries = list(getattr(library, "entries", None) or [])
+    waiting = sum(1 for e in entries if getattr(e, "busy", False))
+    failed = len(entries) - waiting
+    if not entries:
+        why = "Your library is empty, so there is nothing to answer from yet."
+    elif waiting:
+        why = (
+            f"Nothing in your library is searchable yet: {waiting} file"
+            f"{'s are' if waiting != 1 else ' is'} still being read."
+        )
+        return f"{why} Ask again when the library shows it as searchable."
+    else:
+        why = (
+            f"Nothing in your library is searchable: {failed} file"
+            f"{'s' if failed != 1 else ''} could not be read (see the library for why)."
+        )
+    return f"{why} {HOW_TO_ADD_FILES}"
+
+
+def _store_for(library: Any, models: ModelsService) -> ConversationStore:
+    """The conversations of ``library``, stored inside it (a library service without a path,
+    as some tests build, uses the data dir)."""
+    db_path = getattr(library, "db_path", None)
+    if db_path is not None:
+        return ConversationStore.for_library(db_path)
+    return ConversationStore.in_data_dir(models.config.storage.data_dir)
+
+
+def _load_default_toggles() -> Toggles:
+    """The toggles the user chose last (QSettings), for new conversations."""
+    raw = QSettings().value(DEFAULT_TOGGLES_KEY)
+    if isinstance(raw, str) and raw:
+        try:
+            return Toggles.model_validate_json(raw)
+        except ValueError:
+            log.warning("Ignoring unreadable default chat toggles %r", raw)
+    return Toggles()
+
+
+def _save_default_toggles(toggles: Toggles) -> None:
+    settings = QSettings()
+    settings.setValue(DEFAULT_TOGGLES_KEY, toggles.model_dump_json())
+    settings.sync()
 
 
 def excerpt(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
@@ -667,8 +859,6 @@ def display_numbering(
     """
     known: dict[str, int] = {}
     for turn in earlier:
-        if turn.mode == "search-only":  # a list of passages numbered per answer, not citations
-            continue
         for citation in turn.citations:
             known.setdefault(citation.chunk_id, citation.index)
     following = max(known.values(), default=0) + 1

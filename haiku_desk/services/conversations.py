@@ -1,5 +1,9 @@
 """Conversations on disk: one JSON file each, history and capability state always together.
 
+A conversation belongs to its library and is stored with it, in the library's app folder
+(``<db>/haiku-desk/conversations/``): a library moved or synced carries its conversations, and
+a conversation made in one library is never listed in another.
+
 A conversation is only meaningful with both halves: the Pydantic AI message history and the
 capability ``state`` dict that describes it (question identities, citations, the evidence ledger,
 the citation policy's record). Compaction refuses to run on a history whose state was lost, so
@@ -29,10 +33,16 @@ if TYPE_CHECKING:
 
 CONVERSATION_FORMAT_VERSION = 1
 CONVERSATIONS_DIR_NAME = "conversations"
+LIBRARY_APP_DIR_NAME = "haiku-desk"  # the app's folder inside a library
 UNTITLED = "New chat"
 
 Grounding = Literal["grounded", "ungrounded", "missing"]
-AnswerMode = Literal["tools", "fallback", "search-only"]
+AnswerMode = Literal["tools", "fallback", "search-only", "no-documents"]
+# What an answer rests on, as its badge says: the grounding the answer declared, or, for
+# answers whose grounding says little, what they are instead.
+Basis = Literal[
+    "grounded", "ungrounded", "missing", "search-results", "computed", "stopped", "no-documents"
+]
 
 
 def now() -> datetime:
@@ -92,7 +102,24 @@ class Turn(_CitingModel):
     mode: AnswerMode = "tools"
     steps: list[ToolStep] = Field(default_factory=list)
     input_tokens: int | None = None  # of the answer's last model request
+    saved_tokens: int | None = None  # input tokens compaction saved on that request
+    # Stopped before it was complete: the partial answer is shown, but it is not part of the
+    # model's history (the conversation goes on as if it had not been asked).
+    stopped: bool = False
     asked_at: datetime = Field(default_factory=now)
+
+    @property
+    def basis(self) -> Basis:
+        """What the answer rests on, for its badge and its export."""
+        if self.stopped:
+            return "stopped"
+        if self.mode == "no-documents":
+            return "no-documents"
+        if self.mode == "search-only":
+            return "search-results"
+        if not self.citations and any(s.kind == "analysis" and s.output for s in self.steps):
+            return "computed"
+        return self.grounding
 
 
 class ConversationRecord(_CitingModel):
@@ -104,6 +131,8 @@ class ConversationRecord(_CitingModel):
     created: datetime = Field(default_factory=now)
     updated: datetime = Field(default_factory=now)
     toggles: Toggles = Field(default_factory=Toggles)
+    # What the chat searches: document ids, None for the whole library ([]: nothing ticked).
+    scope: list[str] | None = None
     # Pydantic AI messages as ``ModelMessagesTypeAdapter`` JSON, and the capability state they
     # belong to: always read and written together.
     messages: list[dict[str, Any]] = Field(default_factory=list)
@@ -135,6 +164,11 @@ class ConversationSummary(BaseModel):
     updated: datetime
 
 
+def library_app_folder(db_path: str | os.PathLike[str]) -> Path:
+    """The app's folder inside the library at ``db_path``."""
+    return Path(db_path) / LIBRARY_APP_DIR_NAME
+
+
 class ConversationFileError(Exception):
     """A conversation file that cannot be read; the others stay usable."""
 
@@ -147,7 +181,13 @@ class ConversationStore:
 
     @classmethod
     def in_data_dir(cls, data_dir: str | os.PathLike[str]) -> ConversationStore:
+        """The folder of the data dir (before conversations belonged to libraries)."""
         return cls(Path(data_dir) / CONVERSATIONS_DIR_NAME)
+
+    @classmethod
+    def for_library(cls, db_path: str | os.PathLike[str]) -> ConversationStore:
+        """The conversations of the library at ``db_path``, stored inside it."""
+        return cls(library_app_folder(db_path) / CONVERSATIONS_DIR_NAME)
 
     def path_of(self, conversation_id: str) -> Path:
         if (

@@ -11,15 +11,21 @@ import pytest
 from capabilities.scripting import answer, cite, cite_top, search
 from qt_helpers import run_until
 
-from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_library
+from app.chat_helpers import (
+    BuiltLibrary,
+    QuestionLog,
+    StreamingScript,
+    build_library,
+    open_library,
+)
 from haiku.rag.capabilities.compaction import COMPACTION_CAPABILITY_ID
 from haiku.rag.capabilities.policy import POLICY_CAPABILITY_ID
 from haiku.rag.capabilities.rag import RAG_CAPABILITY_ID
 from haiku_desk.bridge import install_event_loop
-from haiku_desk.services.chat import ChatService
+from haiku_desk.services.chat import HOW_TO_CONNECT_A_MODEL, ChatService
 from haiku_desk.services.conversations import ConversationStore
 from haiku_desk.services.library import LibraryService
-from haiku_desk.services.models import HOW_TO_CONNECT_A_MODEL, ModelsService
+from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
 
 QUESTION = "Why were the night convoys delayed?"
@@ -40,11 +46,6 @@ def library(built, qapp) -> Iterator[LibraryService]:
     service.close()
 
 
-@pytest.fixture(autouse=True)
-def _nothing_selected(library):
-    library.set_selection([])
-
-
 @pytest.fixture
 def app_config(built, tmp_path):
     config = built.config.model_copy(deep=True)
@@ -55,15 +56,17 @@ def app_config(built, tmp_path):
 def make_chat(library, app_config) -> tuple[ChatService, ModelsService, Notifications]:
     notifications = Notifications()
     models = ModelsService(app_config, notifications)
-    return ChatService(library, models, notifications), models, notifications
+    # each test its own conversations (the module shares one library, which holds them)
+    store = ConversationStore.in_data_dir(app_config.storage.data_dir)
+    return ChatService(library, models, notifications, store=store), models, notifications
 
 
 def ask_and_wait(qloop, chat: ChatService, question: str):
     outcome: list = []
-    chat.answer_ready.connect(lambda cid, turn: outcome.append(turn))
-    chat.question_failed.connect(lambda cid, message: outcome.append(RuntimeError(message)))
     operation = chat.ask(question)
     assert operation is not None
+    operation.succeeded.connect(outcome.append)
+    operation.failed.connect(lambda exc: outcome.append(RuntimeError(str(exc))))
     run_until(qloop, lambda: bool(outcome) and not chat.busy)
     (result,) = outcome
     if isinstance(result, Exception):
@@ -81,11 +84,10 @@ def test_an_answer_streams_with_tool_steps_citations_and_grounding(
         answer("Kerosene ran short, so the night convoys waited."),
     )
     models.use_model_instance(script.model)
-    deltas, steps = [], []
-    chat.text_delta.connect(lambda cid, text: deltas.append(text))
-    chat.tool_step.connect(lambda cid, step: steps.append(step.label))
+    log = QuestionLog(chat)
 
     turn = ask_and_wait(qloop, chat, QUESTION)
+    deltas, steps = log.deltas, [step.label for step in log.steps]
 
     assert len(deltas) > 1  # streamed in pieces, not delivered at the end
     assert "".join(deltas) == "Kerosene ran short, so the night convoys waited."
@@ -98,7 +100,7 @@ def test_an_answer_streams_with_tool_steps_citations_and_grounding(
     assert "kerosene shortage" in citation.content
     assert built.report.block("p_discussion").page in citation.page_numbers
     assert turn.input_tokens and turn.input_tokens > 0
-    assert chat.token_meter == turn.input_tokens
+    assert chat.token_meter == (turn.input_tokens, 0)
     assert chat.current.title == QUESTION
 
 
@@ -171,58 +173,82 @@ def test_analysis_mode_adds_the_analysis_capability_last_or_says_it_is_missing(
         assert chat.last_built.capability_ids[:2] == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
 
 
-def test_the_selection_scopes_what_the_model_reads(qloop, library, app_config, built):
+def test_the_conversations_scope_decides_what_the_model_reads(qloop, library, app_config, built):
     chat, models, _ = make_chat(library, app_config)
     scopes = []
     chat.scope_changed.connect(scopes.append)
-    library.set_selection([built.notes_id])
-    assert scopes == [1]
+    chat.set_scope([built.notes_id])  # before any conversation: kept for the next one
+    assert scopes == [(built.notes_id,)] and chat.current is None
     script = StreamingScript().play(search("night convoys delayed"), answer("Nothing."))
     models.use_model_instance(script.model)
     ask_and_wait(qloop, chat, QUESTION)
+    scoped = chat.current
+    assert scoped.scope == [built.notes_id]
     shown = str(script.seen[-1].last_return("rag_search").content)
     assert "glass eels" in shown and "kerosene" not in shown
 
-    library.set_selection([])
+    chat.new_conversation()
+    chat.set_scope(None)  # the whole library, in this conversation only
     script = StreamingScript().play(search("night convoys delayed kerosene"), answer("Kerosene."))
     models.use_model_instance(script.model)
     ask_and_wait(qloop, chat, QUESTION)
     assert "kerosene" in str(script.seen[-1].last_return("rag_search").content).lower()
 
+    chat.open_conversation(scoped.id)  # switching back brings its scope back
+    assert chat.scope() == (built.notes_id,) and scopes[-1] == (built.notes_id,)
+    again = make_chat(library, app_config)[0]  # and it is saved with the conversation
+    assert again.open_conversation(scoped.id).scope == [built.notes_id]
 
-def test_stop_leaves_the_conversation_as_it_was(qloop, library, app_config):
+
+def test_nothing_ticked_answers_at_once_without_asking_the_model(qloop, library, app_config):
+    chat, models, _ = make_chat(library, app_config)
+    script = StreamingScript()  # holds no step: asking the model would fail the test
+    models.use_model_instance(script.model)
+    chat.set_scope([])
+    turn = ask_and_wait(qloop, chat, QUESTION)
+    assert turn.mode == "no-documents" and turn.basis == "no-documents"
+    assert "No documents are ticked" in turn.answer and script.seen == []
+    assert chat.current.messages == []
+
+
+def test_stop_keeps_the_partial_answer_marked_stopped_out_of_the_history(
+    qloop, library, app_config
+):
     chat, models, _ = make_chat(library, app_config)
     models.use_model_instance(
         StreamingScript().play(search("kerosene"), cite_top(1), answer("Kerosene.")).model
     )
     ask_and_wait(qloop, chat, QUESTION)
     record = chat.current
-    saved_before = chat.store.path_of(record.id).read_text()
     messages_before, state_before = list(record.messages), json.dumps(record.state, sort_keys=True)
 
     gate = asyncio.Event()  # never set: the answer hangs mid-stream until stopped
     script = StreamingScript(gate=gate).play(search("otters"), answer("Otters hunt glass eels."))
     models.use_model_instance(script.model)
-    deltas, cancelled = [], []
-    chat.text_delta.connect(lambda cid, text: deltas.append(text))
-    chat.question_cancelled.connect(cancelled.append)
-    chat.ask("What do lantern otters hunt?")
-    run_until(qloop, lambda: bool(deltas))  # the answer has begun streaming
+    log = QuestionLog(chat)
+    question = chat.ask("What do lantern otters hunt?")
+    run_until(qloop, lambda: bool(log.deltas))  # the answer has begun streaming
     chat.stop()
-    run_until(qloop, lambda: bool(cancelled) and not chat.busy)
+    run_until(qloop, lambda: bool(log.outcomes) and not chat.busy)
 
-    assert cancelled == [record.id]
-    assert record.messages == messages_before
+    assert log.outcomes == ["cancelled"]
+    assert record.messages == messages_before  # the model's history is as before
     assert json.dumps(record.state, sort_keys=True) == state_before
-    assert len(record.turns) == 1
-    assert chat.store.path_of(record.id).read_text() == saved_before
+    first, stopped = record.turns
+    assert stopped is question.turn and stopped.stopped and stopped.basis == "stopped"
+    assert stopped.question == "What do lantern otters hunt?"
+    assert stopped.answer == "Otter" == "".join(log.deltas)  # what had streamed
+    assert stopped.citations == []
+    saved = make_chat(library, app_config)[0].open_conversation(record.id)
+    assert saved.turns[-1].stopped and saved.turns[-1].answer == "Otter"
+    assert saved.messages == messages_before
 
     # and the conversation goes on from where it was
     models.use_model_instance(
         StreamingScript().play(search("otters"), cite_top(1), answer("Eels.")).model
     )
     turn = ask_and_wait(qloop, chat, "What do lantern otters hunt?")
-    assert turn.citations[0].index == 2 and len(record.turns) == 2
+    assert turn.citations[0].index == 2 and len(record.turns) == 3
 
 
 def test_a_reopened_conversation_keeps_history_and_state_and_continues(qloop, library, app_config):
@@ -333,19 +359,15 @@ def test_saved_files_never_hold_a_key(qloop, library, app_config, monkeypatch):
 # --- Stop: Pydantic AI's own cancellation, reported as a cancellation -----------------------
 
 
-def outcomes(chat: ChatService) -> list[str]:
-    """The outcome signals of the questions asked from now on."""
-    seen: list[str] = []
-    chat.question_cancelled.connect(lambda cid: seen.append("cancelled"))
-    chat.question_failed.connect(lambda cid, message: seen.append(f"failed: {message}"))
-    chat.answer_ready.connect(lambda cid, turn: seen.append("answered"))
-    return seen
-
-
 def stop_and_wait(qloop, chat: ChatService, when, stop: bool = True) -> list[str]:
     """Stop once ``when()`` holds (unless the test stops by itself), then wait until the
     question has ended; returns its outcome (``cancelled``, ``failed: …`` or ``answered``)."""
-    seen = outcomes(chat)
+    seen: list[str] = []
+    question = chat.running  # asked just before
+    assert question is not None
+    question.succeeded.connect(lambda turn: seen.append("answered"))
+    question.failed.connect(lambda exc: seen.append(f"failed: {exc}"))
+    question.cancelled.connect(lambda: seen.append("cancelled"))
     run_until(qloop, when)
     if stop:
         chat.stop()
@@ -354,12 +376,16 @@ def stop_and_wait(qloop, chat: ChatService, when, stop: bool = True) -> list[str
 
 
 def snapshot(chat: ChatService) -> tuple:
+    """What the model sees of the conversation, in memory and on disk, and its answered turns
+    (a stopped question adds a turn marked stopped, nothing else)."""
     record = chat.current
+    saved = json.loads(chat.store.path_of(record.id).read_text())
     return (
         json.dumps(record.messages, sort_keys=True, default=str),
         json.dumps(record.state, sort_keys=True),
-        len(record.turns),
-        chat.store.path_of(record.id).read_text(),
+        [t.question for t in record.turns if not t.stopped],
+        json.dumps(saved["messages"], sort_keys=True, default=str),
+        json.dumps(saved["state"], sort_keys=True),
     )
 
 
@@ -376,8 +402,8 @@ def test_stop_while_streaming_is_a_cancellation_and_the_conversation_goes_on(
     )
     ask_and_wait(qloop, chat, QUESTION)
     record = chat.current
-    deltas: list[str] = []
-    chat.text_delta.connect(lambda cid, text: deltas.append(text))
+    log = QuestionLog(chat)  # kept: Qt holds only a weak reference to its handlers
+    deltas = log.deltas
 
     for cycle in range(3):  # Stop, then ask again: the conversation keeps working
         before = snapshot(chat)
@@ -389,7 +415,8 @@ def test_stop_while_streaming_is_a_cancellation_and_the_conversation_goes_on(
 
         assert outcome == ["cancelled"]
         assert operation.error is None and not chat.busy
-        assert snapshot(chat) == before  # history, state, turns and the saved file
+        assert snapshot(chat) == before  # history, state, answered turns, the saved file
+        assert record.turns[-1].stopped
         assert errors(notifications) == []
         assert chat._run_token is None
 
@@ -398,7 +425,7 @@ def test_stop_while_streaming_is_a_cancellation_and_the_conversation_goes_on(
         )
         turn = ask_and_wait(qloop, chat, "What do lantern otters hunt?")
         assert turn.answer == "Eels." and turn.grounding == "grounded"
-        assert len(record.turns) == 2 + cycle
+        assert len(record.turns) == 1 + 2 * (cycle + 1)
     assert errors(notifications) == []
 
 
@@ -408,13 +435,14 @@ def test_stop_while_rag_search_runs_is_a_cancellation(qloop, library, app_config
     before = snapshot(chat)
     script = StreamingScript().play(search("kerosene shortage"), cite_top(1), answer("Late."))
     models.use_model_instance(script.model)
-    steps: list[str] = []
+    log = QuestionLog(chat)
     # Stop as soon as the search step begins: the agent is executing rag_search.
-    chat.tool_step.connect(lambda cid, step: (steps.append(step.label), chat.stop()))
-    seen = outcomes(chat)
+    log.on_step = lambda step: chat.stop()
+    seen = log.outcomes
     chat.ask(QUESTION)
     run_until(qloop, lambda: bool(seen) and not chat.busy)
-    chat.tool_step.disconnect()
+    log.on_step = None
+    steps = [step.label for step in log.steps]
 
     assert seen == ["cancelled"] and steps == ["Searching “kerosene shortage”"]
     assert len(script.seen) == 1  # the model was never asked again after the search
@@ -446,10 +474,8 @@ def test_stop_while_analysis_code_runs_in_the_sandbox_is_a_cancellation(
         answer("Never."),
     )
     models.use_model_instance(script.model)
-    started: list = []
-    chat.tool_step.connect(lambda cid, step: started.append(step))
-    analysed: list = []
-    chat.analysis_step.connect(lambda cid, step: analysed.append(step))
+    log = QuestionLog(chat)
+    started, analysed = log.steps, log.finished_steps
     chat.ask("Count forever")
     outcome = stop_and_wait(qloop, chat, lambda: bool(started))
 

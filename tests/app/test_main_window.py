@@ -218,6 +218,32 @@ def test_clicking_a_citation_shows_the_cited_page_with_the_highlight_on_the_text
     assert originals == [str(report.path)]
 
 
+def test_the_citation_panel_follows_the_conversation_shown(qloop, window):
+    chat, panel, pane = window.services.chat, window.citation_panel, window.chat_pane
+    citation = Citation(
+        index=1,
+        chunk_id="chunk-1",
+        document_id="not-in-this-library",
+        document_uri="file:///papers/a.pdf",
+        document_title="A paper",
+        content="A cited passage.",
+        page_numbers=[1],
+    )
+    first = chat.new_conversation()
+    pane.citation_activated.emit(citation)  # a click on one of its chips
+    assert panel.citation == citation and "A paper" in panel.title.toolTip()
+
+    pane.new_chat_action.trigger()  # Ctrl+N: a new conversation has nothing cited yet
+    assert panel.citation is None and not panel.nav.isVisible()
+    assert panel.title.text() == "Click a citation to see the cited page."
+    assert not panel.snippet_area.isVisible()
+
+    chat.open_conversation(first.id)  # back: its page comes back
+    assert panel.citation == citation
+    chat.delete(first.id)
+    assert panel.citation is None
+
+
 def test_window_state_is_saved_and_restored(qtbot, services):
     first = MainWindow(services)
     qtbot.addWidget(first)
@@ -238,8 +264,6 @@ def test_window_state_is_saved_and_restored(qtbot, services):
 
 @pytest.mark.parametrize("size", [DEFAULT_SIZE, (1280, 800)], ids=["default", "1280x800"])
 def test_at_the_default_size_every_chat_toggle_is_visible_and_the_list_is_narrow(qtbot, services, size):
-    from PySide6.QtWidgets import QToolButton
-
     window = MainWindow(services)
     qtbot.addWidget(window)
     window.resize(*size)  # the offscreen screen is smaller
@@ -247,12 +271,10 @@ def test_at_the_default_size_every_chat_toggle_is_visible_and_the_list_is_narrow
     qtbot.waitExposed(window)
     pane = window.chat_pane
 
-    toolbar = pane.toolbar
-    extension = toolbar.findChild(QToolButton, "qt_toolbar_ext_button")
-    assert extension is None or not extension.isVisible()  # no "››" hiding toggles
-    for action in (pane.compaction_action, pane.policy_action, pane.analysis_action, pane.no_tools_action):
-        button = toolbar.widgetForAction(action)
-        assert button.isVisible() and button.geometry().right() <= toolbar.width()
+    row = pane.toggle_row
+    for box in pane.toggles:  # every toggle on one row, whole
+        assert box.isVisible() and box.geometry().right() <= row.width()
+        assert box.y() == pane.toggles[0].y()
     conversations = pane.splitter.sizes()[0]
     assert 150 <= conversations <= 200
     library, chat, citation = window.splitter.sizes()

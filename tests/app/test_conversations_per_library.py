@@ -1,0 +1,50 @@
+"""Libraries own their conversations: stored inside the library, listed only there."""
+
+from __future__ import annotations
+
+from qt_helpers import run_until
+
+from haiku_desk.services.chat import ChatService
+from haiku_desk.services.library import LibraryService
+from haiku_desk.services.models import ModelsService
+from haiku_desk.services.notifications import Notifications
+
+
+def open_library(qloop, db_path, config, notifications) -> LibraryService:
+    service = LibraryService(db_path, config, notifications)
+    opened: list[bool] = []
+    service.opened.connect(lambda: opened.append(True))
+    service.start()
+    run_until(qloop, lambda: bool(opened), timeout=120)
+    return service
+
+
+def test_a_conversation_made_in_library_a_is_not_listed_in_library_b(qloop, tmp_path, config):
+    notifications = Notifications()
+    a = open_library(qloop, tmp_path / "a.lancedb", config, notifications)
+    b = open_library(qloop, tmp_path / "b.lancedb", config, notifications)
+    try:
+        models = ModelsService(config, notifications)
+        chat = ChatService(a, models, notifications)
+        made_in_a = chat.new_conversation()
+        chat.rename(made_in_a.id, "About library A")
+        stored = tmp_path / "a.lancedb" / "haiku-desk" / "conversations" / f"{made_in_a.id}.json"
+        assert stored.is_file()  # with the library: moved or synced, it carries it along
+        assert [s.title for s in chat.conversations()] == ["About library A"]
+
+        assert ChatService(b, models, notifications).conversations() == []  # opened on B
+
+        switched = []
+        chat.current_changed.connect(switched.append)
+        chat.switch_library(b)  # the window switched libraries
+        assert switched == [None] and chat.current is None
+        assert chat.conversations() == []
+        assert chat.open_conversation(made_in_a.id) is None
+        chat.new_conversation("About library B")
+
+        chat.switch_library(a)
+        assert [s.title for s in chat.conversations()] == ["About library A"]
+        assert not (config.storage.data_dir / "conversations").exists()  # no shared folder
+    finally:
+        qloop.run_until_complete(a.aclose())
+        qloop.run_until_complete(b.aclose())
