@@ -173,6 +173,10 @@ class ChatService(QObject):
         self.token_meter: tuple[int, int] | None = None
         self.default_toggles = _load_default_toggles()
         self._scope: list[str] | None = None  # of the next new conversation
+        # The library service reopens on another library: its conversations come with it.
+        library_changed = getattr(library, "library_changed", None)
+        if library_changed is not None:
+            library_changed.connect(self._library_changed)
 
     # --- conversations ------------------------------------------------------------------
 
@@ -189,6 +193,9 @@ class ChatService(QObject):
         self._records.clear()
         self._set_current(None)
         self.conversations_changed.emit()
+
+    def _library_changed(self, _db_path: str) -> None:
+        self.switch_library()
 
     @property
     def current(self) -> ConversationRecord | None:
@@ -735,8 +742,12 @@ def no_documents_answer(library: Any = None, scope: tuple[str, ...] | None = Non
 
 
 def _store_for(library: Any, models: ModelsService) -> ConversationStore:
-    """The conversations of ``library``, stored inside it (a library service without a path,
-    as some tests build, uses the data dir)."""
+    """The conversations of ``library``, in its app folder (``LibraryService.app_folder``:
+    ``<db>/haiku-desk/`` for a local library); a library service without either, as some
+    tests build, uses the data dir."""
+    folder = getattr(library, "app_folder", None)
+    if folder is not None:
+        return ConversationStore.in_app_folder(folder)
     db_path = getattr(library, "db_path", None)
     if db_path is not None:
         return ConversationStore.for_library(db_path)

@@ -186,8 +186,13 @@ class ConversationStore:
 
     @classmethod
     def for_library(cls, db_path: str | os.PathLike[str]) -> ConversationStore:
-        """The conversations of the library at ``db_path``, stored inside it."""
-        return cls(library_app_folder(db_path) / CONVERSATIONS_DIR_NAME)
+        """The conversations of the local library at ``db_path``, stored inside it."""
+        return cls.in_app_folder(library_app_folder(db_path))
+
+    @classmethod
+    def in_app_folder(cls, folder: str | os.PathLike[str]) -> ConversationStore:
+        """The conversations in a library's app folder (``<db>/haiku-desk/``)."""
+        return cls(Path(folder) / CONVERSATIONS_DIR_NAME)
 
     def path_of(self, conversation_id: str) -> Path:
         if (

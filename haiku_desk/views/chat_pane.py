@@ -81,7 +81,7 @@ BADGES: dict[str, tuple[str, str, str] | None] = {
         "The answer rests on code run over your library (shown in the analysis panel); it "
         "cites no passage.",
     ),
-    "stopped": ("Stopped", "#616161", "Stopped before it was complete: not checked or cited."),
+    "stopped": None,  # the status says it, beside Ask again
     "no-documents": None,  # nothing to search: the answer says why, no badge
 }
 CITE_SCHEME = "cite"
@@ -367,6 +367,10 @@ class TurnWidget(QFrame):
             self.badge.show()
         if turn.stopped:
             self.mark("Stopped before it was complete" if turn.answer else "Stopped")
+            self.status.setToolTip(
+                "The partial answer is kept here, not checked or cited, and not part of what the "
+                "model reads next"
+            )
         self.ask_again_button.setVisible(turn.stopped)
         for chip in self.chips:
             chip.deleteLater()
@@ -566,7 +570,9 @@ class ChatPane(QWidget):
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
 
         status = QHBoxLayout()
-        self.model_label = QLabel(main)
+        # The header's labels elide (whole text in the tooltip): they never widen the pane,
+        # and the scope stays readable beside a long model name.
+        self.model_label = ElidedLabel(parent=main)
         self.model_label.setAccessibleName("Chat model")
         self.scope_label = ElidedLabel(parent=main)  # its text never widens the pane
         self.scope_label.setAccessibleName("Search scope")
@@ -575,13 +581,15 @@ class ChatPane(QWidget):
         self.token_meter.setToolTip(
             "Input tokens of the last model request, and what evidence compaction saved on it"
         )
-        status.addWidget(self.model_label)
-        status.addWidget(self.scope_label, 1)
+        status.addWidget(self.model_label, 3)
+        status.addWidget(self.scope_label, 2)
         status.addWidget(self.token_meter)
 
         self.scroll = QScrollArea(main)
         self.scroll.setAccessibleName("Conversation")
         self.scroll.setWidgetResizable(True)
+        # Answers wrap and sources elide to the width: never a sideways scroll bar.
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.transcript = QWidget(self.scroll)
         self.transcript_layout = QVBoxLayout(self.transcript)
         self.transcript_layout.setAlignment(Qt.AlignmentFlag.AlignTop)
@@ -872,7 +880,7 @@ class ChatPane(QWidget):
         self.token_meter.setText(text)
 
     def _update_model_label(self) -> None:
-        self.model_label.setText(self.models.describe())
+        self.model_label.set_full_text(self.models.describe())
 
     def _update_scope(self, document_ids: tuple[str, ...] | None) -> None:
         """The chat header says what the chat searches (chosen in the library's scope control)."""
