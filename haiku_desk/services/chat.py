@@ -1,51 +1,37 @@
-"""Chat: conversations, one agent per question built from the chosen model and the toggles,
-streamed to the chat pane through the question's own operation.
+"""Chat: conversations and their questions, answered by haiku.rag's answering module.
 
-A question is a :class:`Question`: an :class:`~haiku_desk.bridge.Operation` with a partial-result
+The app maps its toggles and the conversation's scope to ``AnswerOptions`` and the module's
+events to a :class:`Question`: an :class:`~haiku_desk.bridge.Operation` with a partial-result
 channel (text deltas, text resets, steps). The pane listens to the question it shows, not to
-service-wide signals filtered by conversation id.
+service-wide signals filtered by conversation id. Which capabilities run, their state, the
+citation numbering (one per conversation, search-only answers included) and the grounding are
+the library's; the saved conversation holds its ``Conversation`` whole and never looks inside.
 
-A question runs on a *copy* of its conversation (history and capability state). Only when the
-answer is complete are both written back and saved together. A stopped question keeps its
-partial answer in the transcript, marked stopped, but not in the model's history: the
-conversation goes on exactly as if it had not been asked. Stop ends an agent run through
-Pydantic AI's own cancellation (a ``CancellationToken``): the run closes its model stream and
-tool tasks itself and ends with ``RunCancelled``, which is reported as a cancellation.
+A question runs on a copy of its conversation; only a complete answer replaces it. A stopped
+question keeps its partial answer in the transcript, marked stopped, but not in the model's
+history: the conversation goes on as if it had not been asked. Stop cancels the run through
+Pydantic AI's ``CancellationToken`` (the run tears itself down), reported as a cancellation.
 
-Citations are numbered for display once per conversation, across capabilities and answer
-modes: every cited passage gets one number, the same in every answer of the conversation (new
-ones continue from the highest number shown so far, in the order this answer first cited them),
-and the answer's ``[n]`` markers are renumbered to match.
-
-Three ways to answer:
-
-- **tools**: an agent with the RAG capability (searching and citing), plus evidence compaction,
-  the citation policy and the analysis capability when their toggles are on;
-- **fallback** (no tools): for models that cannot call tools, chosen automatically from the
-  model's ``supports_tools: false`` or by hand per conversation: haiku.rag searches, the model
-  reads numbered passages, and its ``[n]`` markers become citations;
-- **search-only**: with no model connected, the best passages with their citations, and how to
-  connect a model.
-
-With nothing to search (an empty library, or no document ticked in the scope) no model is
-asked: the answer says why and what to do.
+Three ways to answer: **tools** (the agent searches and cites), **fallback** (no tools, for
+models that cannot call them: chosen from the model's ``supports_tools`` or by hand per
+conversation) and **search-only** (no model connected: the best passages, and how to connect
+one). With nothing to search (an empty library, or no document ticked) no model is asked: the
+answer says why and what to do.
 """
 
 from __future__ import annotations
 
-import copy
-import inspect
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
 
 from haiku_desk.bridge import Operation, OperationBody
 from haiku_desk.services.conversations import (
     UNTITLED,
+    Basis,
     ConversationFileError,
     ConversationRecord,
     ConversationStore,
@@ -58,20 +44,10 @@ from haiku_desk.services.conversations import (
 from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
 
-if TYPE_CHECKING:
-    from pydantic_ai import Agent
-
-    from haiku.rag.capabilities.state import Citation
-    from haiku.rag.client import HaikuRAG
-    from haiku.rag.store.models import SearchResult
-
 log = logging.getLogger("haiku_desk")
 
 TITLE_LENGTH = 60
-SEARCH_ONLY_PASSAGES = 5
 SNIPPET_CHARS = 400
-ANALYSIS_MODULE = "haiku.rag.capabilities.analysis"
-TOGGLE_NAMES = ("evidence_compaction", "citation_policy", "analysis", "no_tools")
 DEFAULT_TOGGLES_KEY = "chat/default_toggles"  # QSettings: the user's last choice, as JSON
 # Links in answers that ask the window to do something (the pane turns them into signals).
 COMMAND_SCHEME = "haiku"
@@ -89,12 +65,15 @@ HOW_TO_ADD_FILES = (
 )
 
 
-@dataclass(frozen=True)
-class BuiltAgent:
-    """The agent of a run and the capability ids it was given, in order."""
-
-    agent: Agent[Any, str]
-    capability_ids: tuple[str, ...]
+# What an answer rests on: haiku.rag's ``Answered.basis`` as the app's badges name it.
+BASIS: dict[str, Basis] = {
+    "cited": "grounded",
+    "declared-none": "ungrounded",
+    "missing": "missing",
+    "search-results": "search-results",
+    "computed": "computed",
+    "no-documents": "no-documents",
+}
 
 
 class Question(Operation):
@@ -168,8 +147,7 @@ class ChatService(QObject):
         self._current: ConversationRecord | None = None
         self._operation: Question | None = None
         self._run_token: Any = None  # pydantic_ai.CancellationToken of the running agent run
-        self.last_built: BuiltAgent | None = None  # the agent of the latest tools-mode question
-        self.analysis_unavailable: str | None = None  # why analysis mode could not be added
+        self.last_capability_ids: tuple[str, ...] = ()  # of the latest answer's agent
         self.token_meter: tuple[int, int] | None = None
         self.default_toggles = _load_default_toggles()
         self._scope: list[str] | None = None  # of the next new conversation
@@ -259,16 +237,18 @@ class ChatService(QObject):
             self._set_current(None)
         self.conversations_changed.emit()
 
-    def set_toggle(self, name: str, value: bool | None) -> None:
-        """Turn a capability toggle on or off: for the current conversation (saved at once) and
-        as the user's choice for new conversations. Never creates a conversation."""
-        if name not in TOGGLE_NAMES:
-            raise ValueError(f"unknown toggle {name!r}")
-        self.default_toggles = self.default_toggles.model_copy(update={name: value})
+    def set_toggles(self, **changes: bool | None) -> None:
+        """Turn capability toggles on or off (``Toggles`` fields): for the current conversation
+        (saved at once) and as the user's choice for new conversations. Never creates a
+        conversation."""
+        unknown = set(changes) - set(Toggles.model_fields)
+        if unknown:
+            raise ValueError(f"unknown toggle {', '.join(sorted(unknown))}")
+        self.default_toggles = self.default_toggles.model_copy(update=changes)
         _save_default_toggles(self.default_toggles)
         record = self._current
         if record is not None:
-            record.toggles = record.toggles.model_copy(update={name: value})
+            record.toggles = record.toggles.model_copy(update=changes)
             self._save(record)
         self.toggles_changed.emit(self.toggles)
 
@@ -350,9 +330,7 @@ class ChatService(QObject):
         return self._operation.conversation_id if self._operation is not None else None
 
     def answer_mode(self, toggles: Toggles | None = None) -> str:
-        """``tools``, ``fallback``, ``search-only`` or ``no-documents`` for the next question."""
-        if self._library_is_empty():
-            return "no-documents"
+        """``tools``, ``fallback`` or ``search-only`` for the next question."""
         if not self.models.is_configured():
             return "search-only"
         toggles = toggles or self.toggles
@@ -361,16 +339,6 @@ class ChatService(QObject):
         if toggles.no_tools is None and not self.models.supports_tools():
             return "fallback"
         return "tools"
-
-    def _library_is_empty(self) -> bool:
-        """Whether there is nothing to search: no document ticked, or an open library with
-        nothing searchable (unknown while it opens: not empty)."""
-        if self.scope() == ():
-            return True
-        if not getattr(self.library, "is_open", False):
-            return False
-        entries = getattr(self.library, "entries", None)
-        return entries is not None and not any(e.searchable for e in entries)
 
     def ask(self, question: str) -> Question | None:
         """Answer ``question`` in the current conversation (a new one when there is none)."""
@@ -450,22 +418,79 @@ class ChatService(QObject):
         self.token_meter_changed.emit(*self.token_meter)
 
     async def _answer(self, record: ConversationRecord, question: Question) -> Turn:
-        from haiku.rag.qa import Conversation
+        """Answer through haiku.rag's answering module: the toggles become ``AnswerOptions``,
+        its events become the question's partial results, ``Answered`` becomes the turn."""
+        from pydantic_ai import CancellationToken
+
+        from haiku.rag.answering import (
+            Answered,
+            AnswerOptions,
+            Started,
+            Step,
+            TextDelta,
+            TextReset,
+            answer_stream,
+        )
 
         turn = question.turn
-        work = Conversation(state=copy.deepcopy(record.state), messages=record.model_messages())
-        if turn.mode == "no-documents":
-            question.add_text(no_documents_answer(self.library, self.scope()))
-        elif turn.mode == "search-only":
-            await self._answer_search_only(record, question)
-        elif turn.mode == "fallback":
-            await self._answer_fallback(record, question, work)
-        else:
-            await self._answer_with_tools(record, question, work)
-        # Complete: history and state are written back together, then saved together.
-        if turn.mode in ("tools", "fallback"):
-            record.set_model_messages(work.messages)
-            record.state = work.state
+        toggles = record.toggles
+        options = AnswerOptions(
+            mode=turn.mode if turn.mode in ("tools", "fallback", "search-only") else "auto",
+            analysis=toggles.analysis,
+            evidence_compaction=toggles.evidence_compaction,
+            citation_policy=toggles.citation_policy,
+            document_ids=self.scope(),
+        )
+        model = settings = None
+        if turn.mode != "search-only":
+            model = self.models.create_model()
+            settings = {} if self.models.uses_model_instance else self._model_settings()
+        work = record.answering_conversation()  # answered on a copy; replaced when complete
+        token = CancellationToken()
+        self._run_token = token
+        steps: dict[str, ToolStep] = {}
+        answered: Answered | None = None
+        try:
+            client = await self.library.ensure_open()
+            async for event in answer_stream(
+                client,
+                turn.question,
+                work,
+                options,
+                model=model,
+                model_settings=settings,
+                cancel=token,
+            ):
+                if isinstance(event, TextDelta):
+                    question.add_text(event.text)
+                elif isinstance(event, TextReset):
+                    question.reset_text()
+                elif isinstance(event, Step):
+                    self._step(question, steps, event)
+                elif isinstance(event, Started):
+                    self.last_capability_ids = event.capability_ids
+                    for notice in event.notices:
+                        self.notifications.info(f"Answering without it: {notice}")
+                elif isinstance(event, Answered):
+                    answered = event
+        finally:
+            if self._run_token is token:
+                self._run_token = None
+        assert answered is not None  # every stream ends with Answered or raises
+        turn.answer = answered.text
+        turn.citations = list(answered.citations)
+        turn.grounding = answered.grounding
+        turn.rests_on = BASIS.get(answered.basis, "missing")
+        turn.mode = answered.mode
+        turn.capability_ids = list(answered.capability_ids)
+        turn.input_tokens = answered.tokens.input_tokens
+        turn.saved_tokens = answered.tokens.compaction_saved
+        if answered.basis == "no-documents":  # say why, and what to do
+            turn.answer = no_documents_answer(self.library, self.scope())
+        elif answered.mode == "search-only":
+            turn.answer += f"\n\n_{HOW_TO_CONNECT_A_MODEL}_"
+        # Complete: the conversation (history, state, numbering) is replaced, then saved.
+        record.set_answering_conversation(work)
         record.turns.append(turn)
         if record.title == UNTITLED:
             record.title = _title_from(turn.question)
@@ -474,245 +499,25 @@ class ChatService(QObject):
         self.conversations_changed.emit()
         return turn
 
-    # --- tools mode ---------------------------------------------------------------------
+    @staticmethod
+    def _step(question: Question, steps: dict[str, ToolStep], event: Any) -> None:
+        """A library ``Step`` as the turn's step line: added when it begins, its output kept
+        (and the analysis panel told) when it ends."""
+        step = steps.get(event.id)
+        if step is None:
+            step = ToolStep(kind=event.kind, label=event.label, detail=event.detail)
+            steps[event.id] = step
+            question.add_step(step)
+        if event.finished:
+            step.label = event.label
+            if event.output is not None:
+                step.output = event.output
+                question.finish_step(step)
 
-    def build_agent(
-        self, toggles: Toggles, model: Any, client: HaikuRAG | None = None
-    ) -> BuiltAgent:
-        """The agent for one question: RAG always, then compaction, the citation policy and
-        analysis as the toggles say (analysis last)."""
-        from pydantic_ai import Agent
-
-        from haiku.rag.capabilities.compaction import create_capability as compaction
-        from haiku.rag.capabilities.policy import create_capability as citation_policy
-        from haiku.rag.capabilities.rag import create_capability as rag
+    def _model_settings(self) -> dict[str, Any]:
         from haiku.rag.models import model_settings
-        from haiku.rag.qa import AGENT_PREAMBLE, Conversation
 
-        client = client or self.library.client
-        capabilities: list[Any] = [rag(rag=client, defer_loading=False)]
-        if toggles.evidence_compaction:
-            capabilities.append(compaction())
-        if toggles.citation_policy:
-            capabilities.append(citation_policy())
-        if toggles.analysis:
-            analysis = self._analysis_capability(client)
-            if analysis is not None:
-                capabilities.append(analysis)
-        settings = (
-            {} if self.models.uses_model_instance else model_settings(self.models.model_config())
-        )
-        agent = Agent(
-            model,
-            deps_type=Conversation,
-            instructions=AGENT_PREAMBLE,
-            capabilities=capabilities,
-            model_settings=settings or None,
-        )
-        built = BuiltAgent(agent, tuple(str(c.id) for c in capabilities))
-        self.last_built = built
-        return built
-
-    def _analysis_capability(self, client: HaikuRAG) -> Any | None:
-        import importlib
-
-        try:
-            module = importlib.import_module(ANALYSIS_MODULE)
-        except ImportError as exc:
-            self.analysis_unavailable = (
-                f"analysis mode is not available in this installation ({exc})"
-            )
-            self.notifications.info(f"Answering without analysis: {self.analysis_unavailable}")
-            return None
-        create = module.create_capability
-        offered: dict[str, Any] = {
-            "rag": client,
-            "config": client.config,
-            "db_path": client.location,
-            "defer_loading": False,
-        }
-        accepted = inspect.signature(create).parameters
-        self.analysis_unavailable = None
-        return create(**{k: v for k, v in offered.items() if k in accepted})
-
-    async def _answer_with_tools(
-        self, record: ConversationRecord, question: Question, work: Any
-    ) -> None:
-        from pydantic_ai.exceptions import AgentRunError, RunCancelled
-        from pydantic_ai.messages import ModelResponse
-
-        from haiku.rag.errors import OperationCancelled
-        from haiku.rag.qa import _chat_model_error
-
-        turn = question.turn
-        model = self.models.create_model()
-        built = self.build_agent(record.toggles, model)
-        _seed_filter(work, self.scope_filter())
-        cited: dict[tuple[str, str], None] = {}
-        try:
-            result = await self._stream(question, work, built, cited)
-        except RunCancelled as exc:  # Stop: a cancellation, never a failure
-            raise OperationCancelled("The question was stopped") from exc
-        except AgentRunError as exc:
-            raise _chat_model_error(exc, built.agent.model, "tools") from exc  # type: ignore[arg-type]
-        work.messages = result.all_messages()
-        responses = [m for m in result.new_messages() if isinstance(m, ModelResponse)]
-        if responses:
-            turn.input_tokens = responses[-1].usage.input_tokens
-        cited_by, turn.grounding = _citations_and_grounding(work.state, list(cited))
-        turn.citations, turn.answer = display_numbering(record.turns, cited_by, str(result.output))
-
-    async def _stream(
-        self,
-        question: Question,
-        work: Any,
-        built: BuiltAgent,
-        cited: dict[tuple[str, str], None] | None = None,
-    ) -> Any:
-        """Run the agent, turning its events into the question's partial results; returns the
-        run result.
-
-        ``cited`` collects ``(namespace, chunk_id)`` in the order the answer cited them, across
-        capabilities (each capability's state keeps only its own order). Stop cancels the run
-        through its ``CancellationToken``; the run then raises ``RunCancelled``.
-        """
-        from pydantic_ai import CancellationToken
-
-        token = CancellationToken()
-        self._run_token = token
-        try:
-            result = await self._stream_events(
-                question, work, built, token, {} if cited is None else cited
-            )
-        finally:
-            if self._run_token is token:
-                self._run_token = None
-        assert result is not None
-        return result
-
-    async def _stream_events(
-        self,
-        question: Question,
-        work: Any,
-        built: BuiltAgent,
-        token: Any,
-        cited: dict[tuple[str, str], None],
-    ) -> Any:
-        from pydantic_ai import AgentRunResultEvent
-        from pydantic_ai.messages import (
-            FunctionToolCallEvent,
-            FunctionToolResultEvent,
-            PartDeltaEvent,
-            PartStartEvent,
-            TextPart,
-            TextPartDelta,
-        )
-
-        streamed = False
-        pending: dict[str, ToolStep] = {}
-        result = None
-        async with built.agent.run_stream_events(
-            question.turn.question,
-            deps=work,
-            message_history=work.messages,
-            cancellation_token=token,
-        ) as events:
-            async for event in events:
-                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-                    if event.index == 0 and streamed:
-                        question.reset_text()
-                    if event.part.content:
-                        streamed = True
-                        question.add_text(event.part.content)
-                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-                    if event.delta.content_delta:
-                        streamed = True
-                        question.add_text(event.delta.content_delta)
-                elif isinstance(event, FunctionToolCallEvent):
-                    step = _step_for(event.part.tool_name, event.part.args_as_dict())
-                    pending[event.part.tool_call_id] = step
-                    question.add_step(step)
-                elif isinstance(event, FunctionToolResultEvent):
-                    step = pending.pop(event.part.tool_call_id, None)
-                    if step is not None and step.kind == "analysis":
-                        step.output = _text_of(event.part.content)
-                        question.finish_step(step)
-                    if event.part.tool_name.endswith("_cite"):
-                        _note_cited(work.state, cited)
-                elif isinstance(event, AgentRunResultEvent):
-                    result = event.result
-        return result
-
-    # --- fallback mode ------------------------------------------------------------------
-
-    async def _answer_fallback(
-        self, record: ConversationRecord, question: Question, work: Any
-    ) -> None:
-        from pydantic_ai.messages import ModelResponse
-
-        from haiku.rag.qa import ask
-
-        turn = question.turn
-        client = self.library.client
-        model = self.models.create_model()
-        question.add_step(ToolStep(kind="search", label=f"Searching “{_short(turn.question)}”"))
-        before = len(work.messages)
-        result = await ask(
-            client,
-            turn.question,
-            self.scope_filter(),
-            model=model,
-            mode="fallback",
-            conversation=work,
-        )
-        citations, answer = display_numbering(
-            record.turns, [(_RAG, c) for c in result.citations], result.answer
-        )
-        turn.grounding = result.grounding
-        responses = [m for m in work.messages[before:] if isinstance(m, ModelResponse)]
-        if responses:
-            turn.input_tokens = responses[-1].usage.input_tokens
-        question.add_text(answer)
-        turn.citations, turn.answer = citations, answer
-
-    # --- search-only mode ---------------------------------------------------------------
-
-    async def _answer_search_only(self, record: ConversationRecord, question: Question) -> None:
-        from haiku.rag.capabilities.state import Citation
-
-        turn = question.turn
-        question.add_step(ToolStep(kind="search", label=f"Searching “{_short(turn.question)}”"))
-        passages = await self._search_passages(turn.question, SEARCH_ONLY_PASSAGES)
-        found = [Citation.from_result(i, p.chunk_id, p) for i, p in enumerate(passages, start=1)]
-        # numbered like model answers: a passage keeps its number, new ones continue
-        citations, _ = display_numbering(record.turns, [(_RAG, c) for c in found], "")
-        turn.grounding = "grounded" if passages else "ungrounded"
-        answer = search_only_answer(citations, turn.question)
-        question.add_text(answer)
-        turn.citations, turn.answer = citations, answer
-
-    async def _search_passages(self, query: str, limit: int) -> list[SearchResult]:
-        search_passages = getattr(self.library, "search_passages", None)
-        if search_passages is not None:
-            return list(await search_passages(query, limit, self.scope_document_ids()))
-        return await self.library.client.search(query, limit=limit, filter=self.scope_filter())
-
-
-def search_only_answer(citations: Iterable[Citation], query: str = "") -> str:
-    """The passages as a numbered Markdown list, each an excerpt around the query's words."""
-    from haiku.rag.qa import pages_label
-    from haiku_desk.citations import citation_title, snippet_source
-
-    citations = list(citations)
-    if not citations:
-        body = "Nothing in your library matches this question."
-    else:
-        lines = ["The best passages from your library:", ""]
-        for c in citations:
-            where = " — ".join(x for x in (citation_title(c), pages_label(c.page_numbers)) if x)
-            lines.append(f"{c.index}. **{where}**: {excerpt(snippet_source(c), query)} [{c.index}]")
-        body = "\n".join(lines)
-    return f"{body}\n\n_{HOW_TO_CONNECT_A_MODEL}_"
+        return dict(model_settings(self.models.model_config()) or {})
 
 
 def no_documents_answer(library: Any = None, scope: tuple[str, ...] | None = None) -> str:
@@ -795,140 +600,11 @@ def excerpt(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
 
 
 def citing_text(answer: str, index: int) -> str:
-    """The sentences of ``answer`` that carry the marker ``[index]`` (alone or in a list): what
-    the citation is meant to support, to centre its snippet on."""
-    sentences = re.split(r"(?<=[.!?])\s+|\n+", answer)
-    found = [
-        sentence
-        for sentence in sentences
-        for marker in _MARKER.finditer(sentence)
-        if str(index) in (n.strip() for n in marker.group(1).split(","))
-    ]
-    return " ".join(dict.fromkeys(found))
+    """The sentences of ``answer`` that carry the marker ``[index]``: what the citation is
+    meant to support, to centre its snippet on (haiku.rag's one marker definition)."""
+    from haiku.rag.citations import citing_text as sentences_citing
 
-
-def _seed_filter(work: Any, scope: str | None) -> None:
-    from haiku.rag.capabilities.rag import RAGCapability
-    from haiku.rag.qa import rag_state
-
-    state = rag_state(work)
-    state.document_filter = scope
-    work.state[RAGCapability.namespace] = state.model_dump(mode="json")
-
-
-_RAG = "rag"  # RAGCapability.namespace
-_ANALYSIS = "analysis"  # AnalysisCapability.namespace
-_EVIDENCE_NAMESPACES = (_RAG, _ANALYSIS)
-
-
-def _note_cited(state: dict[str, Any], cited: dict[tuple[str, str], None]) -> None:
-    """Add the chunks each capability's state lists as cited in this question, not yet in
-    ``cited`` (called after every cite tool: the order across capabilities is the call order)."""
-    for namespace in _EVIDENCE_NAMESPACES:
-        for chunk_id in (state.get(namespace) or {}).get("citations") or []:
-            cited.setdefault((namespace, chunk_id), None)
-
-
-def _citations_and_grounding(
-    state: dict[str, Any], order: Iterable[tuple[str, str]] = ()
-) -> tuple[list[tuple[str, Citation]], str]:
-    """This question's citations as ``(namespace, Citation)`` with the capability's own index,
-    in ``order`` (the order they were cited) and then any others (RAG first, then analysis),
-    and its grounding status."""
-    from haiku.rag.capabilities.ledger import citation_status
-    from haiku.rag.capabilities.state import EvidenceState
-
-    rag = EvidenceState.model_validate(state.get(_RAG) or {})
-    records = [rag.evidence]
-    found = {(_RAG, c): rag.citation_index[c] for c in rag.citations}
-    if state.get(_ANALYSIS):
-        analysis = EvidenceState.model_validate(state[_ANALYSIS])
-        records.append(analysis.evidence)
-        found.update({(_ANALYSIS, c): analysis.citation_index[c] for c in analysis.citations})
-    keys = [k for k in order if k in found]
-    keys += [k for k in found if k not in keys]
-    citations = [(namespace, found[(namespace, chunk_id)]) for namespace, chunk_id in keys]
-    question = rag.evidence.question
-    if question is None:
-        return citations, "missing"
-    return citations, citation_status(records, question=question)
-
-
-def display_numbering(
-    earlier: Iterable[Turn], cited: Iterable[tuple[str, Citation]], answer: str
-) -> tuple[list[Citation], str]:
-    """One numbering for the conversation, across capabilities.
-
-    haiku.rag's RAG and analysis capabilities each number their own citations, so one answer
-    citing both could show two sources numbered 1. Here a passage (chunk) keeps the number an
-    earlier answer of the conversation showed it with; a new one takes the next number after
-    the highest shown so far, in the order this answer cited it; a chunk cited through both
-    capabilities is one source. ``cited`` is ``(namespace, Citation)`` with the capability's
-    own index, in citing order. Returns the citations renumbered and ``answer`` with its
-    ``[n]`` markers (which, where a model writes them, are RAG indexes: only the fallback's
-    numbered passages show a model numbers) renumbered to match.
-    """
-    known: dict[str, int] = {}
-    for turn in earlier:
-        for citation in turn.citations:
-            known.setdefault(citation.chunk_id, citation.index)
-    following = max(known.values(), default=0) + 1
-    shown: dict[str, Citation] = {}
-    renumber: dict[int, int] = {}
-    for namespace, citation in cited:
-        number = known.get(citation.chunk_id)
-        if number is None:
-            number = known[citation.chunk_id] = following
-            following += 1
-        if namespace == _RAG:
-            renumber.setdefault(citation.index, number)
-        if citation.chunk_id not in shown:
-            shown[citation.chunk_id] = citation.model_copy(update={"index": number})
-    return list(shown.values()), renumber_markers(answer, renumber)
-
-
-def renumber_markers(text: str, numbers: dict[int, int]) -> str:
-    """``[n]`` / ``[n, m]`` markers with each number mapped through ``numbers`` (others kept)."""
-    if not numbers or all(old == new for old, new in numbers.items()):
-        return text
-
-    def replace(match: re.Match[str]) -> str:
-        parts = [p.strip() for p in match.group(1).split(",")]
-        mapped = dict.fromkeys(str(numbers.get(int(p), p)) for p in parts)
-        return f"[{', '.join(mapped)}]"
-
-    return _MARKER.sub(replace, text)
-
-
-_MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
-
-
-def _step_for(tool_name: str, args: dict[str, Any]) -> ToolStep:
-    if tool_name.endswith("_search"):
-        return ToolStep(kind="search", label=f"Searching “{_short(str(args.get('query', '')))}”")
-    if tool_name.endswith("_cite"):
-        count = len(args.get("chunk_ids") or [])
-        label = (
-            f"Citing {count} source{'s' if count != 1 else ''}" if count else "Declaring no sources"
-        )
-        return ToolStep(kind="cite", label=label)
-    if tool_name.startswith("analysis"):
-        code = args.get("code") or args.get("source") or ""
-        return ToolStep(kind="analysis", label="Running analysis…", detail=str(code))
-    if tool_name == "load_capability":
-        return ToolStep(kind="load", label=f"Loading {args.get('id', 'a capability')}")
-    return ToolStep(kind="tool", label=f"Running {tool_name}")
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    import json
-
-    try:
-        return json.dumps(content, indent=1, default=str)
-    except TypeError:
-        return str(content)
+    return sentences_citing(answer, index)
 
 
 def _short(text: str, limit: int = 80) -> str:

@@ -47,12 +47,11 @@ from haiku_desk.views.analysis_panel import AnalysisPanel
 from haiku_desk.views.widgets import ElidedLabel, compact_button
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
     from haiku_desk.bridge import Operation
     from haiku_desk.services import AppServices
     from haiku_desk.services.chat import Question
 
-MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 CONVERSATIONS_WIDTH = 165  # the list's default width: titles end in "…", the chat gets the room
 CONVERSATIONS_MIN_WIDTH = 150
 TOOLBAR_SLACK = 8  # a little room beyond the toggle row's own hint, against rounding
@@ -90,10 +89,11 @@ COMMAND_SCHEME = "haiku"
 
 def linked_markers(markdown: str) -> str:
     """``[2]`` / ``[1, 3]`` become links the answer view turns into citation activations."""
+    from haiku.rag.citations import MARKER, marker_numbers
 
     def link(match: re.Match[str]) -> str:
-        numbers = [n.strip() for n in match.group(1).split(",")]
-        return " ".join(f"[[{n}]]({CITE_SCHEME}:{n})" for n in numbers)
+        links = " ".join(f"[[{n}]]({CITE_SCHEME}:{n})" for n in marker_numbers(match))
+        return f"{match.group(1)}{links}"
 
     return MARKER.sub(link, markdown)
 
@@ -688,12 +688,12 @@ class ChatPane(QWidget):
         # clicked, not toggled: only the user's click is a choice (showing a conversation's
         # toggles sets the boxes without one)
         self.compaction_toggle.clicked.connect(
-            lambda on: chat.set_toggle("evidence_compaction", on)
+            lambda on: chat.set_toggles(evidence_compaction=on)
         )
-        self.policy_toggle.clicked.connect(lambda on: chat.set_toggle("citation_policy", on))
-        self.analysis_toggle.clicked.connect(lambda on: chat.set_toggle("analysis", on))
+        self.policy_toggle.clicked.connect(lambda on: chat.set_toggles(citation_policy=on))
+        self.analysis_toggle.clicked.connect(lambda on: chat.set_toggles(analysis=on))
         self.no_tools_toggle.clicked.connect(
-            lambda on: chat.set_toggle("no_tools", True if on else None)
+            lambda on: chat.set_toggles(no_tools=True if on else None)
         )
         self.export_answer_action.triggered.connect(self._export_answer_dialog)
         self.export_conversation_action.triggered.connect(self._export_conversation_dialog)
@@ -770,7 +770,7 @@ class ChatPane(QWidget):
             for turn in record.turns:
                 self._add_turn_widget(turn)
                 for step in turn.steps:
-                    if step.kind == "analysis":
+                    if step.ran_program:
                         self.analysis_panel.add_step(step)
             running = self.chat.running
             if running is not None and running.conversation_id == record.id:

@@ -22,7 +22,7 @@ from haiku_desk.services.pages import MAX_ZOOM, MIN_ZOOM, PageRender, PagesServi
 from haiku_desk.views.widgets import ElidedLabel
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
 
 HINT = "Click a citation to see the cited page."
 ZOOM_STEP = 1.25

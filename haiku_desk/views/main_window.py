@@ -16,7 +16,7 @@ from haiku_desk.views.library_pane import LibraryPane
 from haiku_desk.views.notification_area import NotificationArea
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
     from haiku_desk.services import AppServices
     from haiku_desk.services.conversations import Turn
 

@@ -19,7 +19,7 @@ from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_
 from haiku.rag.capabilities.compaction import COMPACTION_CAPABILITY_ID
 from haiku.rag.capabilities.policy import POLICY_CAPABILITY_ID
 from haiku.rag.capabilities.rag import RAG_CAPABILITY_ID
-from haiku.rag.capabilities.state import Citation
+from haiku.rag.citations import Citation
 from haiku_desk.bridge import install_event_loop
 from haiku_desk.services import AppServices
 from haiku_desk.services.chat import ChatService
@@ -138,20 +138,20 @@ def test_the_toolbar_toggles_change_the_capabilities_of_the_next_run(
     pane = make_pane(qtbot, library, app_config)
     pane.models.use_model_instance(StreamingScript().play(answer("One.")).model)
     ask(qloop, pane, "First?")
-    assert pane.chat.last_built.capability_ids == (RAG_CAPABILITY_ID,)
+    assert pane.chat.last_capability_ids == (RAG_CAPABILITY_ID,)
 
     pane.compaction_toggle.click()
     pane.policy_toggle.click()
     assert pane.chat.current.toggles.evidence_compaction
     pane.models.use_model_instance(StreamingScript().play(answer("Two.")).model)
     ask(qloop, pane, "Second?")
-    agent_ids = {c.id for c in pane.chat.last_built.agent.root_capability.capabilities}
+    agent_ids = set(pane.chat.last_capability_ids)
     assert {COMPACTION_CAPABILITY_ID, POLICY_CAPABILITY_ID} <= agent_ids
 
     pane.policy_toggle.click()
     pane.models.use_model_instance(StreamingScript().play(answer("Three.")).model)
     ask(qloop, pane, "Third?")
-    agent_ids = {c.id for c in pane.chat.last_built.agent.root_capability.capabilities}
+    agent_ids = set(pane.chat.last_capability_ids)
     assert COMPACTION_CAPABILITY_ID in agent_ids and POLICY_CAPABILITY_ID not in agent_ids
     names = {w.accessibleName() for w in pane.findChildren(QWidget)}
     assert {"Evidence compaction", "Citation policy", "Analysis mode"} <= names
@@ -179,7 +179,7 @@ def test_a_reopened_conversation_in_a_new_pane_keeps_history_state_and_toggles(
     assert again.compaction_toggle.isChecked() and not again.policy_toggle.isChecked()
     (widget,) = again.turn_widgets
     assert widget.turn.citations == saved_citations and len(widget.chips) == 1
-    assert again.chat.current.state == record.state
+    assert again.chat.current.conversation == record.conversation
     assert again.chat.current.model_messages() == record.model_messages()
 
     script = StreamingScript().play(
@@ -255,7 +255,7 @@ def test_stop_keeps_the_partial_answer_marked_stopped_with_ask_again(
     assert widget.ask_again_button.isVisible() and widget.ask_again_button.isEnabled()
     (turn,) = pane.chat.current.turns
     assert turn.stopped and turn.answer == "This "
-    assert pane.chat.current.messages == []  # not part of the model's history
+    assert pane.chat.current.conversation is None  # not part of the model's history
     assert pane.send_button.isEnabled()
 
     # one click asks it again, in the same conversation
@@ -265,7 +265,7 @@ def test_stop_keeps_the_partial_answer_marked_stopped_with_ask_again(
     again = pane.turn_widgets[-1]
     assert again.turn.question == "Slow question" and again.turn.answer == "Finished now."
     assert not again.ask_again_button.isVisible()
-    assert pane.chat.current.messages  # this one is in the history
+    assert pane.chat.current.model_messages()  # this one is in the history
 
     # reopened, the stopped answer still reads as stopped
     pane.chat.open_conversation(pane.chat.current.id)
@@ -300,7 +300,7 @@ def test_analysis_mode_shows_the_executed_code_and_its_output(qloop, qtbot, libr
     )
     pane.models.use_model_instance(script.model)
     ask(qloop, pane, "What is six times seven?")
-    assert pane.chat.last_built.capability_ids[-1] == "haiku-rag-analysis"
+    assert pane.chat.last_capability_ids[-1] == "haiku-rag-analysis"
     assert "analysis_execute_code" in script.seen[0].tool_names
     assert "Running analysis…" in pane.turn_widgets[-1].steps.text()
     (step,) = pane.analysis_panel.steps
@@ -308,6 +308,11 @@ def test_analysis_mode_shows_the_executed_code_and_its_output(qloop, qtbot, libr
     assert pane.analysis_panel.header.text() == "Analysis (1 run)"
     pane.analysis_panel.header.click()
     assert pane.analysis_panel.expanded and code in pane.analysis_panel.log.toPlainText()
+
+
+def history(record) -> str:
+    """The answering module's conversation of ``record`` (history, state, numbering)."""
+    return json.dumps(record.conversation, sort_keys=True, default=str)
 
 
 def answered_turns(record) -> int:
@@ -332,7 +337,7 @@ def test_stop_then_ask_again_repeatedly_and_stop_during_a_search(qloop, qtbot, l
     record = pane.chat.current
 
     for cycle in range(2):
-        messages, state = list(record.messages), dict(record.state)
+        kept = history(record)
         script = StreamingScript(gate=asyncio.Event()).play(answer("This will never finish."))
         pane.models.use_model_instance(script.model)
         pane.input.setPlainText(f"Slow question {cycle}")
@@ -343,7 +348,7 @@ def test_stop_then_ask_again_repeatedly_and_stop_during_a_search(qloop, qtbot, l
         stopped = pane.turn_widgets[-1]
         assert "Stopped" in stopped.status.text() and stopped.status.isVisible()
         assert pane.send_button.isEnabled() and not pane.stop_button.isEnabled()
-        assert record.messages == messages and record.state == state
+        assert history(record) == kept
         assert answered_turns(record) == 1 + cycle and record.turns[-1].stopped
 
         pane.models.use_model_instance(cited_script().model)
@@ -351,7 +356,7 @@ def test_stop_then_ask_again_repeatedly_and_stop_during_a_search(qloop, qtbot, l
         assert pane.turn_widgets[-1].chips and answered_turns(record) == 2 + cycle
 
     # Stop while the agent runs rag_search (the moment its step appears)
-    before = (list(record.messages), dict(record.state), answered_turns(record))
+    before = (history(record), answered_turns(record))
     pane.models.use_model_instance(cited_script().model)
     stop_at_first_step(pane)
     pane.input.setPlainText("Search and stop")
@@ -359,7 +364,7 @@ def test_stop_then_ask_again_repeatedly_and_stop_during_a_search(qloop, qtbot, l
     run_until(qloop, lambda: not pane.chat.busy)
     widget = pane.turn_widgets[-1]
     assert "Searching" in widget.steps.text() and "Stopped" in widget.status.text()
-    assert (list(record.messages), dict(record.state), answered_turns(record)) == before
+    assert (history(record), answered_turns(record)) == before
     assert pane.send_button.isEnabled()
     assert [n.message for n in notifications.history if n.level == "error"] == []
 
@@ -383,7 +388,7 @@ def test_rag_and_analysis_citations_get_different_numbers_in_one_answer(
     (widget,) = pane.turn_widgets
     rag, analysis = widget.turn.citations
     assert rag.document_id == built.report_id and analysis.document_id == built.notes_id
-    state = pane.chat.current.state  # each capability numbered its own citation 1
+    state = pane.chat.current.conversation["state"]  # each capability numbered its own 1
     assert state["rag"]["citation_index"][rag.chunk_id]["index"] == 1
     assert state["analysis"]["citation_index"][analysis.chunk_id]["index"] == 1
     assert [chip.text() for chip in widget.chips] == ["1", "2"]
@@ -499,7 +504,7 @@ def test_stop_during_a_no_tools_answer_restores_the_conversation_and_the_idle_pa
     ask(qloop, pane, QUESTION)
     record = pane.chat.current
     assert record.turns[0].mode == "fallback" and record.turns[0].citations
-    before = (list(record.messages), dict(record.state), answered_turns(record))
+    before = (history(record), answered_turns(record))
 
     reading = asyncio.Event()  # the model has the passages
     never = asyncio.Event()  # ... and answers only when Stop has ended the run
@@ -524,9 +529,9 @@ def test_stop_during_a_no_tools_answer_restores_the_conversation_and_the_idle_pa
     run_until(qloop, lambda: bool(cancelled) and not pane.chat.busy)
 
     assert cancelled == [record.id]
-    assert (list(record.messages), dict(record.state), answered_turns(record)) == before
+    assert (history(record), answered_turns(record)) == before
     saved = json.loads(pane.chat.store.path_of(record.id).read_text())
-    assert saved["messages"] == record.messages and saved["state"] == record.state
+    assert saved["conversation"] == record.conversation
     stopped = pane.turn_widgets[-1]
     assert "Stopped" in stopped.status.text() and stopped.status.isVisible()
     assert pane.send_button.isEnabled() and not pane.stop_button.isEnabled()
@@ -538,7 +543,7 @@ def test_stop_during_a_no_tools_answer_restores_the_conversation_and_the_idle_pa
     pane.input.setPlainText("Stop while searching")
     pane.send_button.click()
     run_until(qloop, lambda: len(cancelled) == 2 and not pane.chat.busy)
-    assert (list(record.messages), dict(record.state), answered_turns(record)) == before
+    assert (history(record), answered_turns(record)) == before
     assert "Stopped" in pane.turn_widgets[-1].status.text() and pane.send_button.isEnabled()
 
     # and the conversation goes on

@@ -61,6 +61,11 @@ def make_chat(library, app_config) -> tuple[ChatService, ModelsService, Notifica
     return ChatService(library, models, notifications, store=store), models, notifications
 
 
+def history(record) -> str:
+    """The answering module's conversation of ``record`` (history, state, numbering)."""
+    return json.dumps(record.conversation, sort_keys=True, default=str)
+
+
 def ask_and_wait(qloop, chat: ChatService, question: str):
     outcome: list = []
     operation = chat.ask(question)
@@ -120,32 +125,28 @@ def test_the_toggles_change_the_capabilities_of_the_next_run(qloop, library, app
 
     models.use_model_instance(StreamingScript().play(answer("One.")).model)
     ask_and_wait(qloop, chat, "First?")
-    assert chat.last_built.capability_ids == (RAG_CAPABILITY_ID,)
-    agent_ids = [c.id for c in chat.last_built.agent.root_capability.capabilities]
-    assert COMPACTION_CAPABILITY_ID not in agent_ids and POLICY_CAPABILITY_ID not in agent_ids
+    assert chat.last_capability_ids == (RAG_CAPABILITY_ID,)
 
-    chat.set_toggle("evidence_compaction", True)
-    chat.set_toggle("citation_policy", True)
+    chat.set_toggles(evidence_compaction=True)
+    chat.set_toggles(citation_policy=True)
     models.use_model_instance(StreamingScript().play(answer("Two.")).model)
     ask_and_wait(qloop, chat, "Second?")
-    assert chat.last_built.capability_ids == (
+    assert chat.last_capability_ids == (
         RAG_CAPABILITY_ID,
         COMPACTION_CAPABILITY_ID,
         POLICY_CAPABILITY_ID,
     )
-    agent_ids = [c.id for c in chat.last_built.agent.root_capability.capabilities]
-    assert COMPACTION_CAPABILITY_ID in agent_ids and POLICY_CAPABILITY_ID in agent_ids
 
-    chat.set_toggle("citation_policy", False)
+    chat.set_toggles(citation_policy=False)
     models.use_model_instance(StreamingScript().play(answer("Three.")).model)
     ask_and_wait(qloop, chat, "Third?")
-    assert chat.last_built.capability_ids == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
+    assert chat.last_capability_ids == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
 
 
 def test_the_citation_policy_toggle_makes_an_undeclared_answer_declare(qloop, library, app_config):
     chat, models, _ = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("citation_policy", True)
+    chat.set_toggles(citation_policy=True)
     script = StreamingScript().play(
         search("kerosene shortage"), answer("Kerosene."), cite_top(1), answer("Kerosene.")
     )
@@ -159,18 +160,18 @@ def test_analysis_mode_adds_the_analysis_capability_last_or_says_it_is_missing(
 ):
     chat, models, notifications = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("evidence_compaction", True)
-    chat.set_toggle("analysis", True)
+    chat.set_toggles(evidence_compaction=True)
+    chat.set_toggles(analysis=True)
     models.use_model_instance(StreamingScript().play(answer("Done.")).model)
     ask_and_wait(qloop, chat, "Count the documents")
     try:
         import haiku.rag.capabilities.analysis  # noqa: F401
     except ImportError:
-        assert chat.analysis_unavailable and "analysis" in notifications.history[-1].message
-        assert chat.last_built.capability_ids == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
+        assert "analysis" in notifications.history[-1].message
+        assert chat.last_capability_ids == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
     else:
-        assert len(chat.last_built.capability_ids) == 3
-        assert chat.last_built.capability_ids[:2] == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
+        assert len(chat.last_capability_ids) == 3
+        assert chat.last_capability_ids[:2] == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
 
 
 def test_the_conversations_scope_decides_what_the_model_reads(qloop, library, app_config, built):
@@ -206,9 +207,9 @@ def test_nothing_ticked_answers_at_once_without_asking_the_model(qloop, library,
     models.use_model_instance(script.model)
     chat.set_scope([])
     turn = ask_and_wait(qloop, chat, QUESTION)
-    assert turn.mode == "no-documents" and turn.basis == "no-documents"
+    assert turn.basis == "no-documents"
     assert "No documents are ticked" in turn.answer and script.seen == []
-    assert chat.current.messages == []
+    assert chat.current.model_messages() == []
 
 
 def test_stop_keeps_the_partial_answer_marked_stopped_out_of_the_history(
@@ -220,7 +221,7 @@ def test_stop_keeps_the_partial_answer_marked_stopped_out_of_the_history(
     )
     ask_and_wait(qloop, chat, QUESTION)
     record = chat.current
-    messages_before, state_before = list(record.messages), json.dumps(record.state, sort_keys=True)
+    before = history(record)
 
     gate = asyncio.Event()  # never set: the answer hangs mid-stream until stopped
     script = StreamingScript(gate=gate).play(search("otters"), answer("Otters hunt glass eels."))
@@ -232,8 +233,7 @@ def test_stop_keeps_the_partial_answer_marked_stopped_out_of_the_history(
     run_until(qloop, lambda: bool(log.outcomes) and not chat.busy)
 
     assert log.outcomes == ["cancelled"]
-    assert record.messages == messages_before  # the model's history is as before
-    assert json.dumps(record.state, sort_keys=True) == state_before
+    assert history(record) == before  # the model's history and state are as before
     first, stopped = record.turns
     assert stopped is question.turn and stopped.stopped and stopped.basis == "stopped"
     assert stopped.question == "What do lantern otters hunt?"
@@ -241,7 +241,7 @@ def test_stop_keeps_the_partial_answer_marked_stopped_out_of_the_history(
     assert stopped.citations == []
     saved = make_chat(library, app_config)[0].open_conversation(record.id)
     assert saved.turns[-1].stopped and saved.turns[-1].answer == "Otter"
-    assert saved.messages == messages_before
+    assert history(saved) == before
 
     # and the conversation goes on from where it was
     models.use_model_instance(
@@ -254,21 +254,21 @@ def test_stop_keeps_the_partial_answer_marked_stopped_out_of_the_history(
 def test_a_reopened_conversation_keeps_history_and_state_and_continues(qloop, library, app_config):
     chat, models, _ = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("evidence_compaction", True)
-    chat.set_toggle("citation_policy", True)
+    chat.set_toggles(evidence_compaction=True)
+    chat.set_toggles(citation_policy=True)
     models.use_model_instance(
         StreamingScript().play(search("kerosene shortage"), cite_top(1), answer("Kerosene.")).model
     )
     first = ask_and_wait(qloop, chat, QUESTION)
     record_id = chat.current.id
-    state = chat.current.state
+    saved = history(chat.current)
 
     # A new service over the same data dir, as a new window would build it.
     again, models2, _ = make_chat(library, app_config)
     assert [s.id for s in again.conversations()] == [record_id]
     record = again.open_conversation(record_id)
     assert record.toggles.evidence_compaction and record.toggles.citation_policy
-    assert record.state == state and record.state["rag"]["citation_index"]
+    assert history(record) == saved and record.conversation["state"]["rag"]["citation_index"]
     assert len(record.model_messages()) == 6  # question, search, return, cite, return, answer
     assert record.turns[0].citations == first.citations
 
@@ -276,7 +276,8 @@ def test_a_reopened_conversation_keeps_history_and_state_and_continues(qloop, li
     models2.use_model_instance(script.model)
     turn = ask_and_wait(qloop, again, "What do lantern otters hunt?")
     assert turn.citations[0].index == 2  # citation indexes run on from the saved state
-    assert again.last_built.capability_ids[1:] == (COMPACTION_CAPABILITY_ID, POLICY_CAPABILITY_ID)
+    assert again.last_capability_ids[1:] == (COMPACTION_CAPABILITY_ID, POLICY_CAPABILITY_ID)
+    assert turn.capability_ids == list(again.last_capability_ids)
     # compaction ran on the carried state: the earlier search result reached the model compacted
     sent = script.seen[0].text()
     assert "Evidence cited earlier in this conversation" in sent
@@ -310,7 +311,7 @@ def test_search_only_mode_answers_with_citations_and_says_how_to_connect(
     assert any(c.document_id == built.report_id for c in turn.citations)
     assert "kerosene" in turn.answer.lower()
     assert HOW_TO_CONNECT_A_MODEL in turn.answer
-    assert chat.current.messages == []  # no model, no history
+    assert chat.current.model_messages() == []  # no model, no history
 
 
 def test_a_model_without_tools_answers_from_passages_automatically_or_by_hand(
@@ -327,7 +328,7 @@ def test_a_model_without_tools_answers_from_passages_automatically_or_by_hand(
 
     models.use_model_instance(StreamingScript().play(answer("x")).model, supports_tools=True)
     assert chat.answer_mode() == "tools"
-    chat.set_toggle("no_tools", True)
+    chat.set_toggles(no_tools=True)
     assert chat.answer_mode() == "fallback"
 
 
@@ -343,7 +344,7 @@ def test_a_failing_model_is_reported_and_leaves_the_conversation_unchanged(
     models.use_model_instance(StreamingScript().play(broken).model)
     with pytest.raises(RuntimeError, match="the model server crashed"):
         ask_and_wait(qloop, chat, QUESTION)
-    assert chat.current.turns == [] and chat.current.messages == []
+    assert chat.current.turns == [] and chat.current.conversation is None
     assert "the model server crashed" in notifications.history[-1].message
 
 
@@ -381,11 +382,9 @@ def snapshot(chat: ChatService) -> tuple:
     record = chat.current
     saved = json.loads(chat.store.path_of(record.id).read_text())
     return (
-        json.dumps(record.messages, sort_keys=True, default=str),
-        json.dumps(record.state, sort_keys=True),
+        history(record),
         [t.question for t in record.turns if not t.stopped],
-        json.dumps(saved["messages"], sort_keys=True, default=str),
-        json.dumps(saved["state"], sort_keys=True),
+        json.dumps(saved["conversation"], sort_keys=True, default=str),
     )
 
 
@@ -466,7 +465,7 @@ def test_stop_while_analysis_code_runs_in_the_sandbox_is_a_cancellation(
     monkeypatch.setattr(library.client.config.analysis, "code_timeout", 3)
     chat, models, notifications = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("analysis", True)
+    chat.set_toggles(analysis=True)
     before = snapshot(chat)
     endless = "n = 0\nwhile True:\n    n += 1\n"
     script = StreamingScript().play(
@@ -505,7 +504,7 @@ def test_rag_and_analysis_citations_share_one_numbering_for_the_conversation(
     pytest.importorskip("haiku.rag.capabilities.analysis")
     chat, models, _ = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("analysis", True)
+    chat.set_toggles(analysis=True)
     script = StreamingScript().play(
         search("kerosene shortage night convoys"),
         cite_top(1),
@@ -518,8 +517,9 @@ def test_rag_and_analysis_citations_share_one_numbering_for_the_conversation(
     rag, analysis = first.citations
     assert (rag.index, analysis.index) == (1, 2)  # each capability counted 1 on its own
     assert rag.document_id == built.report_id and analysis.document_id == built.notes_id
-    assert chat.current.state["rag"]["citation_index"][rag.chunk_id]["index"] == 1
-    assert chat.current.state["analysis"]["citation_index"][analysis.chunk_id]["index"] == 1
+    state = chat.current.conversation["state"]
+    assert state["rag"]["citation_index"][rag.chunk_id]["index"] == 1
+    assert state["analysis"]["citation_index"][analysis.chunk_id]["index"] == 1
     assert first.answer == "Kerosene ran short [1]; otters hunt eels."
 
     # Next answer, the other way round: analysis cites the report passage RAG cited, RAG the
@@ -534,7 +534,7 @@ def test_rag_and_analysis_citations_share_one_numbering_for_the_conversation(
     )
     models.use_model_instance(script.model)
     second = ask_and_wait(qloop, chat, "And the otters?")
-    state = chat.current.state
+    state = chat.current.conversation["state"]
     assert state["analysis"]["citation_index"][rag.chunk_id]["index"] == 2
     assert state["rag"]["citation_index"][analysis.chunk_id]["index"] == 2
     assert [(c.chunk_id, c.index) for c in second.citations] == [
@@ -544,21 +544,27 @@ def test_rag_and_analysis_citations_share_one_numbering_for_the_conversation(
     assert second.answer == "Otters hunt eels [2]."  # RAG's 2, the otter passage, is shown as 2
 
 
-def test_markers_follow_the_display_numbers():
-    from haiku.rag.capabilities.state import Citation
-    from haiku_desk.services.chat import display_numbering
-    from haiku_desk.services.conversations import Turn
-
-    def citation(index: int, chunk_id: str) -> Citation:
-        return Citation(
-            index=index, chunk_id=chunk_id, document_id="d", document_uri="u", content="c"
-        )
-
-    earlier = Turn(question="q", mode="tools", citations=[citation(1, "a"), citation(2, "x")])
-    shown, text = display_numbering(
-        [earlier],
-        [("analysis", citation(1, "b")), ("rag", citation(2, "c")), ("rag", citation(1, "a"))],
-        "C [2], A [1], both [1, 2], other [7].",
+def test_a_conversation_saved_in_format_1_is_read_and_goes_on(qloop, library, app_config):
+    chat, models, _ = make_chat(library, app_config)
+    models.use_model_instance(
+        StreamingScript().play(search("kerosene shortage"), cite_top(1), answer("Kerosene.")).model
     )
-    assert [(c.chunk_id, c.index) for c in shown] == [("b", 3), ("c", 4), ("a", 1)]
-    assert text == "C [4], A [1], both [1, 4], other [7]."
+    first = ask_and_wait(qloop, chat, QUESTION)
+    path = chat.store.path_of(chat.current.id)
+    saved = json.loads(path.read_text())
+    inner = saved.pop("conversation")  # as format 1 wrote it: history and state side by side
+    saved.update(version=1, messages=inner["messages"], state=inner["state"])
+    path.write_text(json.dumps(saved))
+
+    again, models2, _ = make_chat(library, app_config)
+    record = again.open_conversation(chat.current.id)
+    assert record.version == 1 and record.turns[0].citations == first.citations
+    assert len(record.model_messages()) == 6
+    models2.use_model_instance(
+        StreamingScript().play(search("otters glass eels"), cite_top(1), answer("Eels.")).model
+    )
+    turn = ask_and_wait(qloop, again, "What do lantern otters hunt?")
+    assert turn.citations[0].index == 2  # the numbering goes on from the old answers
+    rewritten = json.loads(path.read_text())
+    assert rewritten["version"] == 2 and rewritten["messages"] == [] and rewritten["state"] == {}
+    assert len(again.current.model_messages()) == 12
