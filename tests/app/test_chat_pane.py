@@ -769,3 +769,41 @@ def test_the_view_follows_a_finished_answer_to_its_sources(qloop, qtbot, library
 
     qtbot.waitUntil(sources_in_view)
     assert pane.scroll.verticalScrollBar().value() > 0
+
+
+def test_the_token_meter_shows_what_compaction_saved_and_a_redirect_shows_in_the_steps(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    pane.compaction_toggle.click()
+    pane.policy_toggle.click()
+    # two searches, one cited: later, the uncited one goes on the wire as a short receipt
+    pane.models.use_model_instance(
+        StreamingScript()
+        .play(search("kerosene shortage night convoys"), search("convoys"), cite_top(1))
+        .play(answer(ANSWER))
+        .model
+    )
+    ask(qloop, pane, QUESTION)
+    first = pane.turn_widgets[-1].turn
+    assert first.saved_tokens == 0  # nothing earlier to compact yet
+    assert "saved by compaction" not in pane.token_meter.text()
+
+    # the next question: the earlier search's passages go on the wire compacted; the model
+    # answers without declaring its sources, and the policy asks it to
+    script = StreamingScript().play(
+        search("lantern otters glass eels"), answer("Glass eels."), cite_top(1), answer("Glass eels.")
+    )
+    pane.models.use_model_instance(script.model)
+    ask(qloop, pane, "What do lantern otters hunt?")
+    widget = pane.turn_widgets[-1]
+    turn = widget.turn
+    assert turn.saved_tokens and turn.saved_tokens > 0 and turn.input_tokens
+    text = pane.token_meter.text()
+    assert text.endswith(" saved by compaction") and " tokens, " in text
+    saved = text.split(", ")[1].split(" ")[0]
+    assert saved in (str(turn.saved_tokens), f"{turn.saved_tokens / 1000:.1f}k".replace(".0k", "k"))
+    steps = widget.steps.text()
+    assert "Asked the model to declare the sources of its answer" in steps
+    assert "Compacted earlier evidence" in steps
+    assert turn.grounding == "grounded"
