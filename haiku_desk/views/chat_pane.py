@@ -164,6 +164,23 @@ class FlowLayout(QLayout):
         return y + row_height - rect.y() + margins.bottom()
 
 
+class HeaderLabel(ElidedLabel):
+    """A chat header label: its whole text when there is room, elided when the pane is narrow
+    (never widening it)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent=parent)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+
+    def set_full_text(self, text: str, suffix: str = "") -> None:
+        super().set_full_text(text, suffix)
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        width = self.fontMetrics().horizontalAdvance(self.full_text + self.suffix) + 4
+        return QSize(width, super().sizeHint().height())
+
+
 class SourceLabel(QLabel):
     """One source under an answer: the title as a link, elided to one line (the full title in
     the tooltip), the heading path and pages beneath it, then a snippet of the cited text."""
@@ -572,17 +589,18 @@ class ChatPane(QWidget):
         status = QHBoxLayout()
         # The header's labels elide (whole text in the tooltip): they never widen the pane,
         # and the scope stays readable beside a long model name.
-        self.model_label = ElidedLabel(parent=main)
+        self.model_label = HeaderLabel(main)
         self.model_label.setAccessibleName("Chat model")
-        self.scope_label = ElidedLabel(parent=main)  # its text never widens the pane
+        self.scope_label = HeaderLabel(main)
         self.scope_label.setAccessibleName("Search scope")
         self.token_meter = QLabel(main)
         self.token_meter.setAccessibleName("Token meter")
         self.token_meter.setToolTip(
             "Input tokens of the last model request, and what evidence compaction saved on it"
         )
-        status.addWidget(self.model_label, 3)
-        status.addWidget(self.scope_label, 2)
+        status.addWidget(self.model_label)
+        status.addWidget(self.scope_label)
+        status.addStretch(1)
         status.addWidget(self.token_meter)
 
         self.scroll = QScrollArea(main)
@@ -775,6 +793,8 @@ class ChatPane(QWidget):
             running = self.chat.running
             if running is not None and running.conversation_id == record.id:
                 self._follow(running)  # back to a conversation whose answer is streaming
+            elif self.turn_widgets:
+                self.follow_to_sources(self.turn_widgets[-1])  # where it was left: the end
         self._show_toggles(self.chat.toggles)
         self._update_empty()
         self.refresh_conversations()
