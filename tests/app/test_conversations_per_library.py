@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from qt_helpers import run_until
 
 from haiku_desk.services.chat import ChatService
@@ -48,3 +49,27 @@ def test_a_conversation_made_in_library_a_is_not_listed_in_library_b(qloop, tmp_
     finally:
         qloop.run_until_complete(a.aclose())
         qloop.run_until_complete(b.aclose())
+
+
+def test_the_library_service_opening_another_library_switches_the_conversations(
+    qloop, tmp_path, config
+):
+    if not hasattr(LibraryService, "open_library"):
+        pytest.skip("needs LibraryService.open_library and library_changed (branch h/quit)")
+    notifications = Notifications()
+    library = open_library(qloop, tmp_path / "a.lancedb", config, notifications)
+    try:
+        chat = ChatService(library, ModelsService(config, notifications), notifications)
+        made_in_a = chat.new_conversation("About library A")
+        switched = []
+        chat.current_changed.connect(switched.append)
+
+        assert qloop.run_until_complete(library.open_library(tmp_path / "b.lancedb"))
+        assert switched == [None] and chat.current is None and chat.conversations() == []
+        made_in_b = chat.new_conversation("About library B")
+        assert chat.store.path_of(made_in_b.id).is_relative_to(tmp_path / "b.lancedb")
+
+        assert qloop.run_until_complete(library.open_library(tmp_path / "a.lancedb"))
+        assert [s.id for s in chat.conversations()] == [made_in_a.id]
+    finally:
+        qloop.run_until_complete(library.aclose())
