@@ -155,6 +155,9 @@ class ChatService(QObject):
         library_changed = getattr(library, "library_changed", None)
         if library_changed is not None:
             library_changed.connect(self._library_changed)
+        opened = getattr(library, "opened", None)
+        if opened is not None:  # its documents are listed: earlier conversations can move in
+            opened.connect(self.adopt_data_dir_conversations)
 
     # --- conversations ------------------------------------------------------------------
 
@@ -174,6 +177,35 @@ class ChatService(QObject):
 
     def _library_changed(self, _db_path: str) -> None:
         self.switch_library()
+
+    def adopt_data_dir_conversations(self) -> int:
+        """Move conversations saved before they belonged to a library (the data dir's
+        ``conversations/``) into the open library, when every document they cite is in it (one
+        citing nothing moves into the first library opened). Others stay where they are, for the
+        library they belong to. Returns how many moved."""
+        legacy = ConversationStore.in_data_dir(self.models.config.storage.data_dir)
+        if legacy.directory == self.store.directory or not legacy.directory.is_dir():
+            return 0
+        here = {e.document_id for e in getattr(self.library, "entries", []) if e.document_id}
+        moved = 0
+        for item in list(legacy.records()):
+            if isinstance(item, ConversationFileError):
+                continue
+            cited = {c.document_id for t in item.turns for c in t.citations}
+            if not cited <= here or self.store.path_of(item.id).exists():
+                continue
+            try:
+                self.store.save(item)  # written whole in the library first, then removed
+                legacy.delete(item.id)
+            except OSError as exc:
+                self.notifications.report_failure(
+                    f"Moving the conversation {item.title!r} into the library failed", exc
+                )
+                continue
+            moved += 1
+        if moved:
+            self.conversations_changed.emit()
+        return moved
 
     @property
     def current(self) -> ConversationRecord | None:
@@ -369,17 +401,17 @@ class ChatService(QObject):
     def stop(self) -> None:
         """Stop the running question; its partial answer is kept, marked stopped.
 
-        An agent run is cancelled through its Pydantic AI ``CancellationToken``, so the run
-        tears itself down (model stream, tool tasks, sandbox) and ends as ``RunCancelled``. Before
-        the run starts, for fallback and search-only answers, and on a second Stop, the
-        operation's task is cancelled instead.
+        A model run is cancelled through the Pydantic AI ``CancellationToken`` handed to
+        haiku.rag's answering, so the run tears itself down (model stream, tool tasks, sandbox)
+        and ends as ``AnswerStopped``. A search-only answer (no model run) and a second Stop
+        cancel the operation's task instead.
         """
         operation = self._operation
         if operation is None or not operation.running:
             return
         operation.token.cancel()
         token = self._run_token
-        if token is not None and not token.cancelled:
+        if token is not None and not token.cancelled and operation.turn.mode != "search-only":
             try:
                 token.cancel()
                 return

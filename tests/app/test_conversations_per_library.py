@@ -73,3 +73,39 @@ def test_the_library_service_opening_another_library_switches_the_conversations(
         assert [s.id for s in chat.conversations()] == [made_in_a.id]
     finally:
         qloop.run_until_complete(library.aclose())
+
+
+def test_conversations_saved_in_the_data_dir_move_into_the_library_they_cite(
+    qloop, tmp_path, config
+):
+    from haiku.rag.citations import Citation
+    from haiku_desk.services.conversations import ConversationRecord, ConversationStore, Turn
+
+    notifications = Notifications()
+    library = open_library(qloop, tmp_path / "a.lancedb", config, notifications)
+    try:
+        document = qloop.run_until_complete(
+            library.client.create_document("Otters hunt eels.", uri="notes://otters")
+        )
+        qloop.run_until_complete(library.refresh())
+
+        def cites(document_id: str) -> Turn:
+            citation = Citation(
+                index=1, chunk_id="c", document_id=document_id, document_uri="u", content="x"
+            )
+            return Turn(question="q", answer="a [1]", citations=[citation])
+
+        legacy = ConversationStore.in_data_dir(config.storage.data_dir)  # before libraries
+        ours = ConversationRecord(title="Ours", turns=[cites(document.id)])
+        theirs = ConversationRecord(title="Another library's", turns=[cites("elsewhere")])
+        uncited = ConversationRecord(title="Small talk")
+        for record in (ours, theirs, uncited):
+            legacy.save(record)
+
+        chat = ChatService(library, ModelsService(config, notifications), notifications)
+        assert chat.adopt_data_dir_conversations() == 2
+        assert {s.title for s in chat.conversations()} == {"Ours", "Small talk"}
+        assert [r.title for r in legacy.records()] == ["Another library's"]  # kept for its own
+        assert chat.adopt_data_dir_conversations() == 0
+    finally:
+        qloop.run_until_complete(library.aclose())
