@@ -323,10 +323,6 @@ class ChatService(QObject):
         scope = self._current.scope if self._current is not None else self._scope
         return None if scope is None else tuple(scope)
 
-    def scope_document_ids(self) -> list[str]:
-        """The scope as a list (empty: the whole library, or nothing ticked)."""
-        return list(self.scope() or ())
-
     def set_scope(self, document_ids: Iterable[str] | None) -> None:
         """Search only ``document_ids`` (None: the whole library; empty: nothing) in the current
         conversation, and in new ones until changed. Never creates a conversation."""
@@ -337,14 +333,6 @@ class ChatService(QObject):
             record.scope = ids
             self._save(record)
         self.scope_changed.emit(self.scope())
-
-    def scope_filter(self) -> str | None:
-        """SQL over document columns restricting searches to the scoped documents."""
-        ids = self.scope_document_ids()
-        if not ids:
-            return None
-        quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
-        return f"id IN ({quoted})"
 
     # --- asking -------------------------------------------------------------------------
 
