@@ -45,6 +45,21 @@ ANSWER = "The dawn survey counted 412 lantern otters on the northern bank."
 FACT_WORDS = ("412 lantern otters", "northern bank")
 
 
+def answer_options() -> Any:
+    """The toggles the self-test answers with: compaction and the citation policy on."""
+    from haiku.rag.answering import AnswerOptions
+
+    return AnswerOptions(evidence_compaction=True, citation_policy=True)
+
+
+async def ask(client: Any, question: str, conversation: Any, model: Any) -> Any:
+    """The self-test's question, answered exactly as its step does (tests compare it with the
+    app and ``haiku-rag ask`` for the same scripted model)."""
+    from haiku.rag.answering import answer
+
+    return await answer(client, question, conversation, answer_options(), model=model)
+
+
 class StepFailed(Exception):
     """A check of the self-test did not hold; the message says what was expected."""
 
@@ -308,7 +323,7 @@ class _Runner:
         )
         from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-        from haiku.rag.answering import AnswerOptions, Conversation, answer
+        from haiku.rag.answering import Conversation
 
         pydantic_ai.models.ALLOW_MODEL_REQUESTS = False  # FunctionModel only: nothing leaves
         chunk_line = re.compile(r"^\[([0-9a-f]{32})\] \[rank \d+ of \d+\]", re.MULTILINE)
@@ -336,11 +351,8 @@ class _Runner:
                 return ModelResponse(parts=[ToolCallPart("rag_cite", {"chunk_ids": ids[:1]})])
             return ModelResponse(parts=[TextPart(ANSWER)])
 
-        options = AnswerOptions(evidence_compaction=True, citation_policy=True)
         conversation = Conversation()
-        done = await answer(
-            self.client, QUESTION, conversation, options, model=FunctionModel(first_question)
-        )
+        done = await ask(self.client, QUESTION, conversation, FunctionModel(first_question))
         if done.text != ANSWER:
             raise StepFailed(f"unexpected answer {done.text!r}")
         if not seen_tools or not {"rag_search", "rag_cite"} <= set(seen_tools[0]):
@@ -366,9 +378,7 @@ class _Runner:
             sent.extend(str(p.content) for p in returns(messages, "rag_search"))
             return ModelResponse(parts=[TextPart("You're welcome.")])
 
-        thanks = await answer(
-            self.client, "Thanks!", conversation, options, model=FunctionModel(follow_up)
-        )
+        thanks = await ask(self.client, "Thanks!", conversation, FunctionModel(follow_up))
         if not sent or not sent[0].startswith("[Evidence cited earlier"):
             raise StepFailed("compaction did not rewrite the earlier search into its citations")
         saved = thanks.tokens.compaction_saved

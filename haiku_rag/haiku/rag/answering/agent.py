@@ -54,7 +54,7 @@ def resolve_model(options: AnswerOptions, config: AppConfig, model: Model | None
         return model
     from haiku.rag import models  # looked up at call time: tests replace models.get_model
 
-    return models.get_model(model_config_for(options, config), config)  # type: ignore[no-any-return]
+    return models.get_model(model_config_for(options, config), config)
 
 
 def build_agent(
@@ -75,9 +75,9 @@ def build_agent(
     evidence: list[EvidenceCapability[Any]] = []
     notices: list[str] = []
     if options.rag:
-        capability = rag(rag=client, defer_loading=False, vision=options.vision)
-        capabilities.append(capability)
-        evidence.append(capability)
+        searching = rag(rag=client, defer_loading=False, vision=options.vision)
+        capabilities.append(searching)
+        evidence.append(searching)
     if options.evidence_compaction:
         capabilities.append(compaction())
     if options.citation_policy:
@@ -88,9 +88,9 @@ def build_agent(
         except ImportError as exc:  # pydantic-monty missing from this installation
             notices.append(f"analysis mode is not available in this installation ({exc})")
         else:
-            capability = analysis(rag=client, defer_loading=False, vision=options.vision)
-            capabilities.append(capability)
-            evidence.append(capability)
+            computing = analysis(rag=client, defer_loading=False, vision=options.vision)
+            capabilities.append(computing)
+            evidence.append(computing)
     if not evidence:
         raise ChatModelError(notices[0] if notices else "no evidence capability to answer with")
     ids = tuple(str(c.id) for c in capabilities)

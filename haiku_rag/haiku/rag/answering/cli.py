@@ -54,6 +54,9 @@ def _answer_arguments(p: argparse.ArgumentParser, *, analysis_toggle: bool) -> N
         help="answer from this document (id, title or URI); repeat for several",
     )
     p.add_argument(
+        "--collection", "-c", metavar="NAME", help="answer from the documents of this collection"
+    )
+    p.add_argument(
         "--fallback",
         "--no-tools",
         dest="fallback",
@@ -81,9 +84,9 @@ def _answer_arguments(p: argparse.ArgumentParser, *, analysis_toggle: bool) -> N
 
 
 async def options_from(client: Any, args: argparse.Namespace, *, analyze: bool = False) -> Any:
-    """``AnswerOptions`` from the command's flags; ``--filter`` and ``--document`` resolve to
-    the document ids in scope here, once."""
-    from haiku.rag.answering import AnswerOptions
+    """``AnswerOptions`` from the command's flags; ``--filter``, ``--document`` and
+    ``--collection`` resolve to the document ids in scope here, once."""
+    from haiku.rag.answering import AnswerMode, AnswerOptions
 
     if args.fallback and args.search_only:
         raise HaikuRAGError("--fallback and --search-only are two different modes; pick one")
@@ -99,13 +102,17 @@ async def options_from(client: Any, args: argparse.Namespace, *, analyze: bool =
                 f"--filter {args.filter!r} is not a valid SQL condition over document fields: {first}"
             ) from None
         document_ids = tuple(d.id for d in found)
+    selections: list[tuple[str, ...]] = []
     if args.document:
-        named = [(await client.resolve_document(name)).id for name in args.document]
+        selections.append(tuple([(await client.resolve_document(n)).id for n in args.document]))
+    if args.collection is not None:
+        selections.append(tuple(await client.collection_document_ids(args.collection)))
+    for selected in selections:  # several given: the documents all of them select
         if document_ids is None:
-            document_ids = tuple(named)
-        else:  # both given: the documents both select
-            document_ids = tuple(i for i in named if i in set(document_ids))
-    mode = "search-only" if args.search_only else "fallback" if args.fallback else "auto"
+            document_ids = selected
+        else:
+            document_ids = tuple(i for i in selected if i in set(document_ids))
+    mode: AnswerMode = "search-only" if args.search_only else "fallback" if args.fallback else "auto"
     return AnswerOptions(
         mode=mode,
         rag=not analyze,
@@ -156,9 +163,11 @@ async def cmd_chat(client: Any, args: argparse.Namespace) -> int:
         if not question:
             continue
         done = await answer(client, question, conversation, options)
-        _print(done, args.json)
-        if not args.json:
-            print()
+        if args.json:  # one JSON object per line, one line per answer
+            print(json.dumps(answered_record(done), ensure_ascii=False, default=str), flush=True)
+        else:
+            _print(done, False)
+            print(flush=True)
         if path is not None:
             save_conversation(path, conversation.to_json())
     return 0

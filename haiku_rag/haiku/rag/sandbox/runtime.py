@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -66,7 +66,7 @@ StoppedBy = Literal[
     "refused", "error", "time limit", "total time limit", "memory limit", "recursion limit",
     "output limit", "crash",
 ]
-SearchFunction = Callable[[str, int], Awaitable[list[dict[str, Any]]]]
+SearchFunction = Callable[[str, int], Coroutine[Any, Any, list[dict[str, Any]]]]
 
 
 @dataclass(frozen=True)
