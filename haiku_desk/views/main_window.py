@@ -29,7 +29,7 @@ from haiku_desk.views.library_pane import LibraryPane
 from haiku_desk.views.notification_area import NotificationArea
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
     from haiku_desk.services import AppServices
     from haiku_desk.services.conversations import Turn
 
@@ -104,6 +104,16 @@ class MainWindow(QMainWindow):
 
         self._build_actions()
         self.chat_pane.citation_activated.connect(self.show_citation)
+        self.chat_pane.command_requested.connect(self._run_chat_command)
+        services.chat.current_changed.connect(self.citation_panel.follow_conversation)
+        self.citation_panel.follow_conversation(services.chat.current)
+        # The chat searches what the library's scope control says, kept per conversation.
+        scope_changed = getattr(self.library_pane, "scopeChanged", None)
+        if scope_changed is not None:
+            scope_changed.connect(services.chat.set_scope)
+            services.chat.current_changed.connect(
+                lambda _record: self.library_pane.set_scope(services.chat.scope())
+            )
         services.chat.answer_ready.connect(self._prefetch_cited_pages)
         self._warmed = False
         self._panes_restored = False  # True when QSettings held the user's pane widths
@@ -302,6 +312,13 @@ class MainWindow(QMainWindow):
         dialog.open()
         self.model_settings_dialog = dialog
         return dialog
+
+    def _run_chat_command(self, command: str) -> None:
+        """A link in an answer: "add-files" or "models"."""
+        if command == "add-files":
+            self.library_pane.choose_files()
+        elif command == "models":
+            self.open_model_settings()
 
     def show_citation(self, citation: Citation) -> None:
         if not self.pane_visible("citations"):
