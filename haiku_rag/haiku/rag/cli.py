@@ -77,18 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", "-c", metavar="NAME", help="search only the documents of this collection")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("ask", help="answer a question from the library, with citations")
-    p.add_argument("question")
-    p.add_argument("--filter", "-f", help="SQL filter over document fields")
-    p.add_argument(
-        "--fallback", action="store_true", help="answer without tools (for models that cannot call them)"
-    )
-    p.add_argument("--json", action="store_true")
+    from haiku.rag.answering.cli import add_commands as add_answering_commands
 
-    p = sub.add_parser("analyze", help="answer a question by computing over the library in sandboxed Python")
-    p.add_argument("question")
-    p.add_argument("--filter", "-f", help="SQL filter over document fields")
-    p.add_argument("--json", action="store_true")
+    add_answering_commands(sub)  # ask, analyze, chat
 
     p = sub.add_parser("visualize", help="write PNGs of a chunk's pages with its text highlighted")
     p.add_argument("chunk_id")
@@ -341,78 +332,22 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-CITATION_SNIPPET_CHARS = 200
-
-
 async def _cmd_ask(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.answering.cli import cmd_ask
 
-    result = await client.ask(args.question, filter=args.filter, mode="fallback" if args.fallback else "auto")
-    if args.json:
-        _print_json(
-            {
-                "answer": result.answer,
-                "citations": [
-                    {
-                        "index": c.index,
-                        "chunk_id": c.chunk_id,
-                        "document_id": c.document_id,
-                        "document_uri": c.document_uri,
-                        "document_title": c.document_title,
-                        "pages": c.page_numbers,
-                        "boxes": [b.to_dict() for b in c.boxes],
-                        "text": c.content,
-                    }
-                    for c in result.citations
-                ],
-                "grounding": result.grounding,
-                "mode": result.mode_used,
-            }
-        )
-        return 0
-    _print_cited_answer(result)
-    return 0
+    return await cmd_ask(client, args)
 
 
 async def _cmd_analyze(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.answering.cli import cmd_analyze
 
-    result = await client.analyze(args.question, filter=args.filter)
-    if args.json:
-        _print_json(
-            {
-                "answer": result.answer,
-                "citations": [
-                    {
-                        "index": c.index,
-                        "chunk_id": c.chunk_id,
-                        "document_id": c.document_id,
-                        "document_uri": c.document_uri,
-                        "document_title": c.document_title,
-                        "pages": c.page_numbers,
-                        "text": c.content,
-                    }
-                    for c in result.citations
-                ],
-                "grounding": result.grounding,
-            }
-        )
-        return 0
-    _print_cited_answer(result)
-    return 0
+    return await cmd_analyze(client, args)
 
 
-def _print_cited_answer(result: Any) -> None:
-    """An answer, its numbered sources and its grounding, as ``ask`` and ``analyze`` print them."""
-    from haiku.rag.qa import pages_label
+async def _cmd_chat(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.answering.cli import cmd_chat
 
-    print(result.answer)
-    if result.citations:
-        print()
-    for c in result.citations:
-        snippet = " ".join(c.content.split())[:CITATION_SNIPPET_CHARS]
-        parts = [f"[{c.index}] {c.document_title or c.document_uri}", pages_label(c.page_numbers), snippet]
-        print(" — ".join(part for part in parts if part))
-    print()
-    print(f"grounding: {result.grounding}")
+    return await cmd_chat(client, args)
 
 
 async def _cmd_visualize(client: Any, args: argparse.Namespace) -> int:
@@ -604,6 +539,7 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "search": _cmd_search,
     "ask": _cmd_ask,
     "analyze": _cmd_analyze,
+    "chat": _cmd_chat,
     "visualize": _cmd_visualize,
     "embed": _cmd_embed,
     "rebuild": _cmd_rebuild,

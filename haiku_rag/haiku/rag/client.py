@@ -1,4 +1,7 @@
-"""``HaikuRAG``: the one facade the CLI, the capabilities and the desktop app use.
+"""``HaikuRAG``: the store-and-search facade the CLI, the capabilities and the desktop app use.
+
+It answers nothing itself: questions go through ``haiku.rag.answering``, which sits above this
+facade (and above the capabilities), never below it.
 
 Store and CPU work is synchronous underneath and runs in worker threads (``asyncio.to_thread``)
 so an event loop (the app's GUI loop included) never blocks. Ingestion has two speeds: a
@@ -18,7 +21,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from haiku.rag import collections
 from haiku.rag.collections import Collection
@@ -51,12 +54,6 @@ from haiku.rag.search.hybrid import SearchType
 from haiku.rag.store import documents as docs
 from haiku.rag.store.engine import Store
 from haiku.rag.store.models import Chunk, Document, SearchResult
-
-if TYPE_CHECKING:
-    from pydantic_ai.models import Model
-
-    from haiku.rag.capabilities.analysis import AnalysisResult
-    from haiku.rag.qa import AskMode, AskResult
 
 log = logging.getLogger("haiku.rag")
 
@@ -229,6 +226,11 @@ class HaikuRAG:
         return await asyncio.to_thread(
             docs.update_document_meta, self.store, document_id, title=title, metadata=metadata
         )
+
+    async def rename_document(self, document_id: str, title: str | None) -> Document:
+        """Give a document the user's own title, kept across re-ingests (``metadata``'s
+        ``user_title``); ``None`` or "" goes back to the title found in the file."""
+        return await asyncio.to_thread(docs.rename_document, self.store, document_id, title)
 
     async def create_document(
         self,
@@ -555,38 +557,6 @@ class HaikuRAG:
 
         budget = self.config.search.max_context_chars if max_chars is None else max_chars
         return await asyncio.to_thread(expand_context, self.store, results, budget)
-
-    # --- questions --------------------------------------------------------------------------
-
-    async def ask(
-        self,
-        question: str,
-        filter: str | None = None,
-        *,
-        model: Model | None = None,
-        mode: AskMode = "auto",
-    ) -> AskResult:
-        """Answer ``question`` from the library with citations (see ``haiku.rag.qa.ask``).
-
-        ``model`` defaults to the configured ``qa.model``; ``mode="fallback"`` answers without
-        tools, which ``"auto"`` does for a model configured with ``supports_tools: false``.
-        """
-        from haiku.rag.qa import ask  # pulls in pydantic_ai, which plain store use never needs
-
-        return await ask(self, question, filter, model=model, mode=mode)
-
-    async def analyze(
-        self, question: str, filter: str | None = None, *, model: Model | None = None
-    ) -> AnalysisResult:
-        """Answer ``question`` by searching and computing over the library in sandboxed Python
-        (see ``haiku.rag.capabilities.analysis.analyze``).
-
-        ``model`` defaults to ``analysis.model``, else ``qa.model``; ``filter`` restricts both
-        searches and the documents the code sees.
-        """
-        from haiku.rag.capabilities.analysis import analyze
-
-        return await analyze(self, question, filter, model=model)
 
     # --- collections ------------------------------------------------------------------------
     # Named sets of documents stored in the library (see ``haiku.rag.collections``).
