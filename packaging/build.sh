@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the Linux one-folder bundle and its archive:
 #   dist/haiku-desk-<version>-linux-x86_64.tar.gz  (+ .sha256)
+#   dist/haiku-desk_<version>_<arch>.deb          (when dpkg-deb exists; see packaging/linux/build_deb.sh)
 #
 # From a fresh clone:
 #   python3 -m venv .venv && .venv/bin/pip install -e '.[bundle]' && packaging/build.sh
@@ -76,6 +77,15 @@ tar -C "$stage" -cf - "$name" | gzip -6 > "$archive"
 unpacked_mb=$(du -sm "$stage/$name" | cut -f1)
 archive_mb=$(( $(stat -c %s "$archive") / 1048576 ))
 echo "== done in $((SECONDS - started)) s: $archive (${archive_mb} MB), unpacked ${unpacked_mb} MB"
+
+# The Debian package of the same bundle (check it with: sudo packaging/linux/check_deb.sh DEB)
+if command -v dpkg-deb >/dev/null; then
+    deb_started=$SECONDS
+    deb="$(packaging/linux/build_deb.sh "$stage/$name" "$version" dist)"
+    echo "== $deb ($(( $(stat -c %s "$deb") / 1048576 )) MB) in $((SECONDS - deb_started)) s"
+else
+    echo "== no dpkg-deb here: the .deb is not built" >&2
+fi
 
 if [[ $run_self_test == 1 ]]; then
     check="$(mktemp -d)"

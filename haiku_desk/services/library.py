@@ -370,6 +370,36 @@ class LibraryService(QObject):
             self._enqueue_ingest(file)
         self._kick()
 
+    def import_zotero(self, source: str | os.PathLike[str] | None = None) -> asyncio.Future[Any]:
+        """Import a Zotero library's PDFs with their metadata and collections (File › Import
+        Zotero library…; ``haiku.rag.zotero``); vectors follow through the usual queue."""
+        return asyncio.ensure_future(self._import_zotero(source))
+
+    async def _import_zotero(self, source: str | os.PathLike[str] | None) -> Any:
+        from haiku.rag.zotero import import_zotero
+
+        client = await self.ensure_open()
+
+        async def body(token: Any, report: Any) -> Any:
+            return await import_zotero(client, source, progress=report, cancel=token, embed=False)
+
+        operation = Operation("Importing the Zotero library", body)
+        self.operation_started.emit(operation)
+        operation.start()
+        await operation.wait()
+        if operation.error is not None:
+            self.notifications.report_failure(operation.title, operation.error)
+            return None
+        result = operation.result
+        if result is None:  # cancelled
+            return None
+        await self.refresh()
+        self._kick()  # embed what was imported
+        missing = [f"{o.title}: {o.reason}" for o in result.outcomes if o.status in ("missing", "failed")]
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
+        self.notifications.info(f"Zotero import: {counts or 'no PDF attachments'}", "\n".join(missing))
+        return result
+
     async def _add_folder(self, folder: Path) -> None:
         from haiku.rag.ingest.pipeline import iter_source_files
 

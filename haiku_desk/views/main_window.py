@@ -145,6 +145,7 @@ class MainWindow(QMainWindow):
         self.add_folder_action = action("Add folder…", pane.choose_folder, None, "add_folder")
         self.watch_folder_action = action("Watch folder…", pane.choose_watched_folder, None, "watch_folder")
         self.rescan_action = action("Rescan watched folders", lambda: self.services.library.rescan(), None, "rescan")
+        self.zotero_action = action("Import Zotero library…", self.choose_zotero_library, None, "import_zotero")
         self.focus_search_action = action("Focus search", self.focus_search, "Ctrl+K", "focus_search")
         self.models_action = action("Models…", self.open_model_settings, None, "models")
         self.models_action.setShortcuts(preferences_shortcuts())
@@ -162,7 +163,7 @@ class MainWindow(QMainWindow):
 
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")
-        for a in (self.add_files_action, self.add_folder_action, self.watch_folder_action, self.rescan_action):
+        for a in (self.add_files_action, self.add_folder_action, self.watch_folder_action, self.rescan_action, self.zotero_action):
             file_menu.addAction(a)
         file_menu.addSeparator()
         file_menu.addAction(self.chat_pane.export_answer_action)
@@ -299,6 +300,15 @@ class MainWindow(QMainWindow):
         dialog.open()
         self.help_dialog = dialog
         return dialog
+
+    def choose_zotero_library(self) -> None:
+        from pathlib import Path
+
+        from PySide6.QtWidgets import QFileDialog
+
+        folder = QFileDialog.getExistingDirectory(self, "Zotero data directory", str(Path.home() / "Zotero"))
+        if folder:
+            self.services.library.import_zotero(folder)
 
     def focus_search(self) -> None:
         self.library_pane.search.setFocus(Qt.FocusReason.ShortcutFocusReason)

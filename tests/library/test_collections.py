@@ -41,7 +41,9 @@ async def test_create_add_remove_rename_delete_with_counts(client):
 
     await client.remove_from_collection("Chapter 1", [a.id])
     assert await client.collection_document_ids("Chapter 1") == [b.id]
+    before = _settings_version(client)
     await client.rename_collection("Chapter 1", "Chapter one")
+    assert _settings_version(client) == before + 1  # the new name and the old one's removal: one commit
     assert [col.name for col in await client.list_collections()] == ["Chapter one", "Reading list"]
     with pytest.raises(CollectionNotFoundError, match="Chapter 1"):
         await client.collection_document_ids("Chapter 1")

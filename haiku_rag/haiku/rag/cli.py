@@ -93,6 +93,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pages", help="cited pages, e.g. 6 or 6-8 (text format)")
     p.add_argument("--format", choices=["text", "bibtex", "csl-json"], default="text")
 
+    p = sub.add_parser("mcp", help="serve the library to MCP clients (stdio, or streamable HTTP on loopback)")
+    p.add_argument("--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--token", help="require 'Authorization: Bearer TOKEN' over HTTP (default: $HAIKU_RAG_MCP_TOKEN)")
+    p.add_argument("--allow-writes", action="store_true", help="open the store writable and add an ingest tool")
+    p.add_argument("--print-config", action="store_true", help="print the mcpServers entry for an MCP client and exit")
+
     sub.add_parser("embed", help="compute vectors still missing (after --no-embed or an interruption)")
     sub.add_parser("rebuild", help="re-embed the whole library with the configured embedder")
     sub.add_parser("info", help="store statistics")
@@ -184,7 +192,14 @@ async def _run(args: argparse.Namespace) -> int:
 
     writes = args.command in {"init", "add", "add-src", "delete", "embed", "rebuild", "add-zotero"} or (
         args.command == "collections" and args.action not in COLLECTION_READS
-    )
+    ) or (args.command == "mcp" and args.allow_writes)
+    if args.command == "mcp" and args.print_config:
+        from haiku.rag.config import resolve_db_path
+        from haiku.rag.mcp_server import client_config
+
+        location = config.lancedb.uri or str(resolve_db_path(args.db, config))
+        _print_json(client_config(location if "://" in location else str(Path(location).resolve())))
+        return 0
     if args.read_only and writes:
         raise HaikuRAGError(f"`{args.command}` writes to the store; drop --read-only")
     skip_validation = args.command in {"list", "get", "delete", "info", "visualize", "doctor", "collections", "cite"}
@@ -440,6 +455,19 @@ def _pages_arg(text: str | None) -> list[int]:
     return list(range(start, stop + 1))
 
 
+async def _cmd_mcp(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag import mcp_server
+
+    if args.http:
+        print(f"haiku-rag MCP server at http://{args.host}:{args.port}/mcp", file=sys.stderr)
+        await mcp_server.serve_http(
+            client, host=args.host, port=args.port, token=args.token, allow_writes=args.allow_writes
+        )
+    else:
+        await mcp_server.serve_stdio(client, allow_writes=args.allow_writes)
+    return 0
+
+
 async def _cmd_collections(client: Any, args: argparse.Namespace) -> int:
     if args.action == "list":
         found = await client.list_collections()
@@ -520,6 +548,7 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "collections": _cmd_collections,
     "add-zotero": _cmd_add_zotero,
     "cite": _cmd_cite,
+    "mcp": _cmd_mcp,
 }
 
 

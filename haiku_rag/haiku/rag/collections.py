@@ -3,7 +3,7 @@
 Why the ``settings`` table and not per-document metadata: a re-ingest rewrites a document's
 metadata from the new parse, and membership must survive it; one row per collection
 (key ``collection:<name>``) makes every change a single-row write. Each write is one
-``merge_insert`` (or one delete), so a reader in another process never sees a half-made
+``merge_insert`` (a rename included) or one delete, so a reader in another process never sees a half-made
 change, and it runs inside ``Store.write_transaction`` (serialised, rolled back on error).
 
 Documents are referenced by id, which a re-ingest keeps (documents are replaced in place).
@@ -123,15 +123,18 @@ def collections_of(store: Store, document_id: str) -> list[str]:
 # --- writes ------------------------------------------------------------------------------
 
 
-def _write(store: Store, collection: Collection) -> None:
+def _write(store: Store, collection: Collection, *, replacing: str | None = None) -> None:
+    """One commit: an insert for a new key, an in-place update for an existing one, and
+    (a rename) the deletion of the ``replacing`` collection's row in the same commit."""
     value = collection.model_dump(mode="json", exclude={"name"})
     row = pa.Table.from_pylist(
         [{"key": KEY_PREFIX + collection.name, "value": json.dumps(value, sort_keys=True)}],
         schema=S.SETTINGS_SCHEMA,
     )
-    table = store.table(S.SETTINGS)
-    # one commit: an insert for a new key, an in-place update for an existing one
-    table.merge_insert("key").when_matched_update_all().when_not_matched_insert_all().execute(row)
+    merge = store.table(S.SETTINGS).merge_insert("key").when_matched_update_all().when_not_matched_insert_all()
+    if replacing is not None:
+        merge = merge.when_not_matched_by_source_delete(f"key = {sql_quote(KEY_PREFIX + replacing)}")
+    merge.execute(row)
 
 
 def _check_documents(store: Store, document_ids: Iterable[str]) -> list[str]:
@@ -233,8 +236,7 @@ def rename_collection(store: Store, old: str, new: str) -> Collection:
         if _rows(store, new):
             raise CollectionExistsError(f"a collection named {new!r} already exists")
         renamed = collection.model_copy(update={"name": new, "updated_at": _now()})
-        _write(store, renamed)
-        store.table(S.SETTINGS).delete(f"key = {sql_quote(KEY_PREFIX + old)}")
+        _write(store, renamed, replacing=old)
     return renamed
 
 

@@ -492,6 +492,9 @@ class ZoteroImportReport:
         }
 
 
+_PARSER_KEYS = {"filename", "pages_needing_ocr", "warnings", "stored_decrypted"}
+
+
 def _normalised(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
@@ -549,7 +552,9 @@ async def import_zotero(
             )
             outcomes.append(ZoteroOutcome(attachment.key, attachment.title, "metadata", shown, updated.id))
             continue
-        metadata = {**(existing.metadata if existing else {}), **wanted}
+        # keep what a user added (e.g. edits in the app); what the parser derives is derived anew
+        kept = {k: v for k, v in (existing.metadata if existing else {}).items() if k not in _PARSER_KEYS}
+        metadata = {**kept, **wanted}
         outcome = await client.ingest_bytes(
             data,
             filename=attachment.path.name,

@@ -1,0 +1,275 @@
+"""``haiku-rag mcp``: the library served over the Model Context Protocol.
+
+Other tools (Claude Desktop, IDEs, agents) search the library and get page-cited passages with
+their boxes, read a document or a chunk, list documents and collections, and render a cited
+page to PNG with the passage highlighted. The store is opened read-only unless
+``--allow-writes`` is given, which adds one tool to ingest a local file or folder.
+
+Transports: stdio (what desktop MCP clients launch), or streamable HTTP bound to loopback only,
+optionally behind a bearer token (``--token`` or ``HAIKU_RAG_MCP_TOKEN``).
+
+The module uses the ``mcp`` SDK (2.x, ``MCPServer``), an optional extra: ``pip install
+'haiku-desk[mcp]'``. It does not use ``from __future__ import annotations``: the SDK builds each
+tool's JSON schema from the evaluated signature.
+"""
+
+import hmac
+import os
+from typing import TYPE_CHECKING, Any, Literal
+
+from haiku.rag.errors import HaikuRAGError
+
+if TYPE_CHECKING:
+    from haiku.rag.client import HaikuRAG
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+TOKEN_ENV = "HAIKU_RAG_MCP_TOKEN"
+MAX_TEXT_CHARS = 20_000
+SNIPPET_CHARS = 2_000
+
+INSTRUCTIONS = (
+    "A haiku.rag document library. Use `search` to find passages; every result names its "
+    "document, its 1-based pages and the boxes (PDF points, top-left origin) of the passage, and "
+    "an author-year citation. Cite results by document title and page. `render_page` shows a "
+    "page with a chunk highlighted; `get_document` / `get_chunk` read text; `list_documents` and "
+    "`list_collections` show what the library holds (a collection name scopes `search`)."
+)
+
+
+def client_config(db_path: str, *, executable: str | None = None, name: str = "haiku-rag") -> dict[str, Any]:
+    """The ``mcpServers`` entry to paste into an MCP client (Claude Desktop, IDEs) so it
+    launches this library's server over stdio."""
+    import shutil
+    import sys
+    from pathlib import Path
+
+    command = executable or shutil.which("haiku-rag") or str(Path(sys.executable).with_name("haiku-rag"))
+    return {"mcpServers": {name: {"command": command, "args": ["--db", str(db_path), "mcp"]}}}
+
+
+def _require_sdk() -> Any:
+    try:
+        from mcp.server.mcpserver import MCPServer
+    except ImportError as exc:  # the optional extra is not installed
+        raise HaikuRAGError(
+            "`haiku-rag mcp` needs the MCP SDK: pip install 'haiku-desk[mcp]' (or pip install 'mcp>=2.3,<3')"
+        ) from exc
+    return MCPServer
+
+
+def build_server(client: "HaikuRAG", *, allow_writes: bool = False) -> Any:
+    """An ``MCPServer`` whose tools read (and, with ``allow_writes``, add to) ``client``'s library."""
+    MCPServer = _require_sdk()
+    from mcp.server.mcpserver import Image
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import ToolAnnotations
+
+    from haiku import rag
+    from haiku.rag.bibliography import author_year_citation, bibliographic
+
+    server = MCPServer(name="haiku-rag", version=rag.__version__, instructions=INSTRUCTIONS)
+    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+
+    async def resolve(document: str) -> Any:
+        try:
+            return await client.resolve_document(document)
+        except HaikuRAGError as exc:
+            raise ToolError(str(exc)) from exc
+
+    async def scope(collection: str | None) -> list[str] | None:
+        if not collection:
+            return None
+        try:
+            return await client.collection_document_ids(collection)
+        except HaikuRAGError as exc:
+            raise ToolError(str(exc)) from exc
+
+    def summary(document: Any) -> dict[str, Any]:
+        record = bibliographic(document.metadata)
+        out: dict[str, Any] = {
+            "document_id": document.id,
+            "title": document.display_name,
+            "uri": document.uri,
+            "pages": document.page_count,
+            "chunks": document.chunk_count,
+            "searchable": "hybrid" if document.index_state == "hybrid" else "full text only",
+        }
+        if record is not None:
+            out["authors"] = [c.display for c in record.authors]
+            out["year"] = record.year
+            if record.doi:
+                out["doi"] = record.doi
+        return out
+
+    @server.tool(annotations=read_only)
+    async def search(
+        query: str,
+        limit: int = 5,
+        collection: str | None = None,
+        search_type: Literal["hybrid", "vector", "fts"] = "hybrid",
+    ) -> list[dict[str, Any]]:
+        """Search the library. Each result has the passage text, its document (id, title, URI),
+        its 1-based pages, the boxes of the passage on those pages (PDF points, top-left origin),
+        a score and an author-year-page citation. ``collection`` searches one collection only."""
+        if not 1 <= limit <= 50:
+            raise ToolError("limit must be between 1 and 50")
+        if not query.strip():
+            raise ToolError("the query is empty")
+        try:
+            results = await client.search(query, limit=limit, search_type=search_type, document_ids=await scope(collection))
+        except HaikuRAGError as exc:
+            raise ToolError(str(exc)) from exc
+        return [
+            {
+                "rank": rank,
+                "chunk_id": r.chunk_id,
+                "document_id": r.document_id,
+                "document_title": r.document_title or r.document_uri,
+                "document_uri": r.document_uri,
+                "pages": r.page_numbers,
+                "headings": r.headings,
+                "boxes": [b.to_dict() for b in r.boxes],
+                "score": round(r.score, 6),
+                "citation": author_year_citation(r.document_meta, r.page_numbers, fallback_title=r.document_title),
+                "text": r.content[:SNIPPET_CHARS],
+            }
+            for rank, r in enumerate(results, start=1)
+        ]
+
+    @server.tool(annotations=read_only)
+    async def get_document(document: str, include_text: bool = True, offset: int = 0, max_chars: int = MAX_TEXT_CHARS) -> dict[str, Any]:
+        """A document (by id, exact title or URI): its metadata and, with ``include_text``, its
+        text as Markdown from character ``offset`` (at most ``max_chars``; ``next_offset`` is
+        set when more follows)."""
+        found = await resolve(document)
+        out = summary(found) | {"metadata": found.metadata}
+        if include_text:
+            text = await client.get_content(found)
+            size = max(1, min(max_chars, MAX_TEXT_CHARS))
+            out["text"] = text[offset : offset + size]
+            out["total_chars"] = len(text)
+            out["next_offset"] = offset + size if offset + size < len(text) else None
+        return out
+
+    @server.tool(annotations=read_only)
+    async def get_chunk(chunk_id: str) -> dict[str, Any]:
+        """One chunk (a search result's ``chunk_id``): text, headings, pages and boxes."""
+        try:
+            chunk = await client.get_chunk(chunk_id)
+            document = await client.get_document(chunk.document_id)
+        except HaikuRAGError as exc:
+            raise ToolError(str(exc)) from exc
+        return {
+            "chunk_id": chunk.id,
+            "document_id": chunk.document_id,
+            "document_title": document.display_name,
+            "order": chunk.order,
+            "headings": chunk.headings,
+            "pages": chunk.page_numbers,
+            "boxes": [b.to_dict() for b in chunk.boxes],
+            "citation": author_year_citation(document.metadata, chunk.page_numbers, fallback_title=document.display_name),
+            "text": chunk.content,
+        }
+
+    @server.tool(annotations=read_only)
+    async def list_documents(collection: str | None = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+        """Documents in the library (or in one collection), oldest first."""
+        ids = await scope(collection)
+        documents = await client.list_documents()
+        if ids is not None:
+            wanted = set(ids)
+            documents = [d for d in documents if d.id in wanted]
+        return [summary(d) for d in documents[offset : offset + max(0, min(limit, 1000))]]
+
+    @server.tool(annotations=read_only)
+    async def list_collections() -> list[dict[str, Any]]:
+        """Named sets of documents, with their document counts."""
+        return [{"name": c.name, "documents": c.count, "document_ids": c.document_ids} for c in await client.list_collections()]
+
+    @server.tool(annotations=read_only)
+    async def render_page(document: str, page: int, chunk_id: str | None = None, dpi: float = 110) -> Image:
+        """A PNG of one page (1-based) of a PDF document; with ``chunk_id``, the chunk's
+        passage on that page is highlighted (as the citation panel of haiku-desk shows it)."""
+        found = await resolve(document)
+        if found.mime_type != "application/pdf":
+            raise ToolError(f"{found.display_name} is not a PDF: it has no pages to render")
+        if not 1 <= page <= found.page_count:
+            raise ToolError(f"page {page} is out of range: {found.display_name} has {found.page_count} pages")
+        if not 36 <= dpi <= 300:
+            raise ToolError("dpi must be between 36 and 300")
+        boxes = []
+        if chunk_id:
+            try:
+                chunk = await client.get_chunk(chunk_id)
+            except HaikuRAGError as exc:
+                raise ToolError(str(exc)) from exc
+            if chunk.document_id != found.id:
+                raise ToolError(f"chunk {chunk_id} belongs to another document")
+            boxes = [b for b in chunk.boxes if b.page == page]
+        images = await client.visualize(found.id, boxes, [], [page], dpi=dpi)
+        image = next(i for i in images if i.page == page)
+        return Image(data=image.to_png(), format="png")
+
+    if allow_writes:
+
+        @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False))
+        async def add_source(path: str) -> list[dict[str, Any]]:
+            """Ingest a local file, or every file below a local folder, into the library."""
+            try:
+                outcomes = await client.add_source(path)
+            except HaikuRAGError as exc:
+                raise ToolError(str(exc)) from exc
+            return [o.to_dict() for o in outcomes]
+
+    return server
+
+
+async def serve_stdio(client: "HaikuRAG", *, allow_writes: bool = False) -> None:
+    await build_server(client, allow_writes=allow_writes).run_stdio_async()
+
+
+def _token_guard(app: Any, token: str) -> Any:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            supplied = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(supplied, expected):
+                body = b'{"error": "a valid bearer token is required"}'
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+async def serve_http(
+    client: "HaikuRAG",
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    allow_writes: bool = False,
+    ready: Any = None,
+) -> None:
+    """Streamable HTTP at ``http://host:port/mcp``, loopback only."""
+    if host not in LOOPBACK_HOSTS:
+        raise HaikuRAGError(f"--host {host}: the MCP server listens on loopback only ({', '.join(LOOPBACK_HOSTS)})")
+    if not 0 <= port <= 65535:
+        raise HaikuRAGError(f"--port {port} is not a TCP port")
+    token = token or os.environ.get(TOKEN_ENV) or None
+    import uvicorn
+
+    server = build_server(client, allow_writes=allow_writes)
+    app = server.streamable_http_app(host=host)
+    if token:
+        app = _token_guard(app, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    web = uvicorn.Server(config)
+    if ready is not None:
+        ready(web)
+    await web.serve()
