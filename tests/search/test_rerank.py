@@ -142,6 +142,19 @@ def test_a_failing_reranker_keeps_the_fused_order_with_a_warning(db_path, config
     client.close()
 
 
+def test_a_misconfigured_reranker_does_not_fail_searches(db_path, config, monkeypatch, caplog):
+    for name in ("COHERE_API_KEY", "CO_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    config.search.rerank = RerankConfig(provider="cohere")
+    client = HaikuRAG(db_path, config, create=True)
+    D.write_document(client.store, new_document(paragraphs=PARAGRAPHS))
+    with caplog.at_level(logging.WARNING, logger="haiku.rag"):
+        results = client.search_sync("quokka", limit=3)
+    assert [r.content for r in results] == _fused(client, 3)
+    assert "reranking is off for this search" in caplog.text and "needs an API key" in caplog.text
+    client.close()
+
+
 def test_reranking_is_off_by_default_and_sends_nothing(db_path, config, server):
     assert config.search.rerank.provider == "none"
     client = HaikuRAG(db_path, config, create=True)

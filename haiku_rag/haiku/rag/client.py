@@ -554,9 +554,17 @@ class HaikuRAG:
             vector_weight=fusion.vector_weight,
             fts_pool=fusion.fts_pool,
             vector_pool=fusion.vector_pool,
-            reranker=self.reranker,
+            reranker=self._reranker_or_none(),
             rerank_pool=self.config.search.rerank.pool,
         )
+
+    def _reranker_or_none(self) -> Any:
+        # A misconfigured reranker (no key, no URL) must not fail searches: say why, search on.
+        try:
+            return self.reranker
+        except ValueError as exc:
+            log.warning("reranking is off for this search: %s", exc)
+            return None
 
     @property
     def reranker(self) -> Any:
