@@ -116,6 +116,7 @@ class HaikuRAG:
             region=self.config.lancedb.region,
         )
         self._embedder: Any = None
+        self._reranker: Any = None
         self._embedder_lock = asyncio.Lock()
         if not skip_validation:
             provider, model, dim = self.configured_embedder()
@@ -131,6 +132,9 @@ class HaikuRAG:
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None
+        if self._reranker is not None:
+            self._reranker.close()
+            self._reranker = None
         self.store.close()
 
     @property
@@ -536,6 +540,7 @@ class HaikuRAG:
             vector = functools.partial(self.embedder.embed_query, query)
         elif search_type == "vector":
             return []
+        fusion = self.config.search.fusion
         return search_chunks(
             self.store,
             query,
@@ -545,7 +550,30 @@ class HaikuRAG:
             document_ids=document_ids,
             rrf_k=self.config.search.rrf_k,
             candidate_factor=self.config.search.candidate_factor,
+            fts_weight=fusion.fts_weight,
+            vector_weight=fusion.vector_weight,
+            fts_pool=fusion.fts_pool,
+            vector_pool=fusion.vector_pool,
+            reranker=self._reranker_or_none(),
+            rerank_pool=self.config.search.rerank.pool,
         )
+
+    def _reranker_or_none(self) -> Any:
+        # A misconfigured reranker (no key, no URL) must not fail searches: say why, search on.
+        try:
+            return self.reranker
+        except ValueError as exc:
+            log.warning("reranking is off for this search: %s", exc)
+            return None
+
+    @property
+    def reranker(self) -> Any:
+        """The configured reranker (``search.rerank``), created on first use; None when off."""
+        if self._reranker is None and self.config.search.rerank.provider != "none":
+            from haiku.rag.search.rerank import create_reranker
+
+            self._reranker = create_reranker(self.config.search.rerank)
+        return self._reranker
 
     def _has_vectors(self) -> bool:
         from haiku.rag.store import schema

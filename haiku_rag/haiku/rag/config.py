@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -93,12 +93,49 @@ class ProcessingConfig(_Section):
     parse_memory_limit_mb: int = Field(default=3072, ge=0)
 
 
+class FusionConfig(_Section):
+    """Weighted reciprocal-rank fusion: score = sum over arms of weight / (k + rank).
+
+    The defaults (1, 1, pools from ``candidate_factor``) are plain RRF. Weight 0 turns an arm
+    off (it is not even run); not tuned: no benchmark supports other values yet.
+    """
+
+    fts_weight: float = Field(default=1.0, ge=0, le=100)
+    vector_weight: float = Field(default=1.0, ge=0, le=100)
+    # Candidates each arm contributes before fusion; None: max(limit × candidate_factor, 20).
+    fts_pool: int | None = Field(default=None, ge=1, le=10_000)
+    vector_pool: int | None = Field(default=None, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _one_arm_counts(self) -> FusionConfig:
+        if self.fts_weight == 0 and self.vector_weight == 0:
+            raise ValueError("fts_weight and vector_weight cannot both be 0")
+        return self
+
+
+class RerankConfig(_Section):
+    """A reranking stage after fusion (haiku.rag.search.rerank). Off by default."""
+
+    # none | http (llama.cpp, vLLM, OpenAI-compatible /rerank) | cohere | jina
+    provider: Literal["none", "http", "cohere", "jina"] = "none"
+    # None: the provider's default (cohere: rerank-v3.5, jina: jina-reranker-v2-base-multilingual);
+    # llama.cpp ignores it
+    model: str | None = None
+    # Everything before /rerank, e.g. http://localhost:8080/v1; None: the provider's (cohere, jina)
+    base_url: str | None = None
+    # Fused candidates sent to the reranker; the first ``limit`` of its order are returned.
+    pool: int = Field(default=30, ge=1, le=1000)
+    timeout_seconds: float = Field(default=30, gt=0)
+
+
 class SearchConfig(_Section):
     limit: int = Field(default=5, ge=1, le=1000)
     max_context_chars: int = Field(default=5000, ge=0)
     rrf_k: int = Field(default=60, ge=1)
     # How many candidates each arm of a hybrid search contributes before fusion, per result.
     candidate_factor: int = Field(default=4, ge=1, le=100)
+    fusion: FusionConfig = Field(default_factory=FusionConfig)
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
 
 
 class ModelConfig(_Section):

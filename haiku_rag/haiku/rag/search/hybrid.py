@@ -5,15 +5,21 @@ ranks with RRF (score = sum of 1 / (k + rank), k = 60 by default). Chunks whose 
 landed yet still come back through the full-text arm, so a freshly added document is findable
 before embedding finishes. A document filter is resolved to document ids first and applied
 inside both arms before their limits, so filtered searches never under-return.
+
+Weighted RRF (``search.fusion``) scales each arm's contribution (weight / (k + rank)) and sets
+each arm's pool; the defaults are plain RRF. With a reranker (``search.rerank``), a pool of
+fused candidates larger than ``limit`` goes to it and only its order is cut to ``limit``; if the
+reranker fails, the fused order is kept and a warning logged.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import json
+import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -21,6 +27,11 @@ from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json
 from haiku.rag.store.engine import Store, sql_in
 from haiku.rag.store.models import SearchResult
+
+if TYPE_CHECKING:
+    from haiku.rag.search.rerank import Reranker
+
+log = logging.getLogger("haiku.rag")
 
 SearchType = Literal["hybrid", "vector", "fts"]
 SEARCH_TYPES: tuple[str, ...] = ("hybrid", "vector", "fts")
@@ -72,12 +83,22 @@ def vector_hits(
     return search.select(["chunk_id", "document_id", "generation", "_distance"]).limit(limit).to_list()
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
-    """Fuse ranked id lists; ranks start at 1. Ties keep first-seen order."""
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """Fuse ranked id lists (score = sum of weight / (k + rank)); ranks start at 1. Ties keep
+    first-seen order. ``weights`` (one per ranking, default all 1); a ranking of weight 0 adds
+    nothing, not even its ids."""
+    if weights is None:
+        weights = [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
     scores: dict[str, float] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights, strict=True):
+        if weight == 0:
+            continue
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
@@ -101,12 +122,28 @@ def search_chunks(
     document_ids: Sequence[str] | None = None,
     rrf_k: int = 60,
     candidate_factor: int = 4,
+    fts_weight: float = 1.0,
+    vector_weight: float = 1.0,
+    fts_pool: int | None = None,
+    vector_pool: int | None = None,
+    reranker: Reranker | None = None,
+    rerank_pool: int = 30,
 ) -> list[SearchResult]:
-    """Ranked chunks as ``SearchResult`` (without context expansion)."""
+    """Ranked chunks as ``SearchResult`` (without context expansion).
+
+    The weights and pools shape hybrid fusion only (see ``reciprocal_rank_fusion``); an arm of
+    weight 0 is not run. With ``reranker``, the best ``max(rerank_pool, limit)`` candidates
+    are reordered by it before the cut to ``limit``.
+    """
     if limit <= 0 or not query.strip() or (document_ids is not None and not document_ids):
         return []
     live = store.current_generations()
+    wanted = max(limit, rerank_pool) if reranker is not None else limit
     pool = max(limit * candidate_factor, 20) if search_type == "hybrid" else limit * 2
+    pool = max(pool, wanted)
+    # explicit per-arm pools win, even below the limit: fusion still returns what both give
+    text_pool = fts_pool or pool
+    vec_pool = vector_pool or pool
 
     def current(hit: dict[str, Any]) -> bool:
         # Leftovers of an interrupted write are invisible until recovery removes them.
@@ -127,25 +164,53 @@ def search_chunks(
     elif search_type == "hybrid":
         # The full-text arm runs on another thread while this one embeds the query (when
         # ``query_vector`` is a callable) and ranks vectors: the two arms take similar time.
-        text_future = _arm_pool().submit(fts_hits, store, query, pool, document_ids)
+        text_future = _arm_pool().submit(fts_hits, store, query, text_pool, document_ids) if fts_weight else None
         vec_ids: list[str] = []
         try:
-            if query_vector is not None:
+            if query_vector is not None and vector_weight:
                 vector = query_vector() if callable(query_vector) else query_vector
-                vec_ids = [h["chunk_id"] for h in vector_hits(store, vector, pool, document_ids) if current(h)]
+                vec_ids = [h["chunk_id"] for h in vector_hits(store, vector, vec_pool, document_ids) if current(h)]
         finally:
-            text_hits = [h for h in text_future.result() if current(h)]
+            text_hits = [h for h in text_future.result() if current(h)] if text_future else []
         rows = {h["id"]: h for h in text_hits}
-        scored = reciprocal_rank_fusion([[h["id"] for h in text_hits], vec_ids], k=rrf_k)
+        scored = reciprocal_rank_fusion(
+            [[h["id"] for h in text_hits], vec_ids], k=rrf_k, weights=[fts_weight, vector_weight]
+        )
     else:
         raise ValueError(f"unknown search type {search_type!r}; use one of {', '.join(SEARCH_TYPES)}")
 
-    scored = scored[:limit]
+    scored = scored[:wanted]
     missing = [cid for cid, _ in scored if cid not in rows]
     if missing:
         fetched = store.table(S.CHUNKS).search().where(sql_in("id", set(missing))).select(_CHUNK_COLUMNS).limit(None).to_list()
         rows.update({r["id"]: r for r in fetched if current(r)})
-    return to_results(store, [(rows[cid], score) for cid, score in scored if cid in rows])
+    candidates = [(rows[cid], score) for cid, score in scored if cid in rows]
+    if reranker is not None and len(candidates) > 1:
+        candidates = reranked(reranker, query, candidates, limit)
+    return to_results(store, candidates[:limit])
+
+
+def reranked(
+    reranker: Reranker, query: str, candidates: list[tuple[dict[str, Any], float]], limit: int
+) -> list[tuple[dict[str, Any], float]]:
+    """``candidates`` in the reranker's order with its scores; the fused order if it fails.
+
+    Candidates the reranker left out (a server that returned fewer than ``limit``) follow in
+    their fused order, with their fused scores.
+    """
+    try:
+        order = reranker.rerank(query, [row["content"] for row, _ in candidates], min(limit, len(candidates)))
+    except Exception as exc:  # any failure of an optional stage: never fail the search
+        log.warning(
+            "reranking failed, keeping the fused order (%s from %s): %s",
+            type(exc).__name__,
+            getattr(reranker, "description", type(reranker).__name__),
+            exc,
+        )
+        return candidates
+    chosen = [(candidates[index][0], score) for index, score in order]
+    taken = {index for index, _ in order}
+    return chosen + [pair for i, pair in enumerate(candidates) if i not in taken]
 
 
 def to_results(store: Store, scored_rows: list[tuple[dict[str, Any], float]]) -> list[SearchResult]:
