@@ -10,12 +10,13 @@ text-searchable document whose missing vectors ``embed_pending`` completes later
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -47,6 +48,7 @@ from haiku.rag.operations import (
 from haiku.rag.search.grounding import PageImage, pages_to_render, render_page
 from haiku.rag.search.hybrid import SearchType
 from haiku.rag.store import documents as docs
+from haiku.rag.store.documents import NewDocument
 from haiku.rag.store.engine import Store
 from haiku.rag.store.models import Chunk, Document, SearchResult
 
@@ -58,9 +60,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("haiku.rag")
 
+COMPACT_AFTER_DOCUMENTS = 256  # an import that wrote this many compacts the store after it
 VECTOR_WRITE_BATCH = 256  # vectors per store append: fewer table versions than per-batch writes
 
 IngestStatus = Literal["ingested", "updated", "unchanged", "failed", "skipped"]
+
+
+@dataclass(slots=True)
+class ImportItem:
+    """An in-memory document for ``import_documents``: its bytes or text, where it comes
+    from, and a file name whose extension says how to parse it (``.md``, ``.txt``, ``.pdf``…)."""
+
+    content: str | bytes
+    uri: str
+    filename: str = "document.md"
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -311,33 +326,132 @@ class HaikuRAG:
         cancel: CancelToken | None = None,
         embed: bool = True,
     ) -> list[IngestOutcome]:
-        """Ingest a file or every file below a folder, going on after failures.
-
-        All files become searchable by full text first; vectors are computed afterwards.
-        """
+        """Ingest a file or every file below a folder, going on after failures (see
+        ``import_documents``)."""
         path = _local_path(source)
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise SourceNotFoundError(f"{path} does not exist", source=str(path))
         files = iter_source_files(path) if path.is_dir() else [path]
+        return await self.import_documents(files, progress=progress, cancel=cancel, embed=embed)
+
+    async def import_documents(
+        self,
+        sources: Iterable[str | os.PathLike[str] | ImportItem],
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        embed: bool = True,
+    ) -> list[IngestOutcome]:
+        """Import many documents: files (paths) and in-memory ones (``ImportItem``).
+
+        The public batch import that ``add-src``, the benchmarks and scripts use. Sources are
+        read and parsed one at a time (``sources`` may be a generator: memory stays flat) and
+        new documents are written a batch at a time (``store.batch``): a few table versions
+        per batch, not per document. Each document is still atomic: a batch commits whole or
+        not at all, and documents committed before a cancellation or a failure stay. Bad
+        sources become ``failed``/``skipped`` outcomes, in the order given. All documents are
+        searchable by full text first; vectors are computed afterwards (``embed``).
+
+        Progress: ``Stage.DONE`` per source, with ``done``/``total`` counting sources (``total``
+        is 0 when ``sources`` has no length).
+        """
         cancel = cancel or CancelToken()
-        outcomes: list[IngestOutcome] = []
-        for file in files:
-            check_cancelled(cancel)
-            started = time.perf_counter()
-            outcome = await _run_cancellable(
-                cancel, self._ingest_path_sync, file, None, None, None, progress, cancel
-            )
-            outcome.seconds = time.perf_counter() - started
-            outcomes.append(outcome)
+        outcomes = await _run_cancellable(cancel, self._import_sync, sources, progress, cancel)
         if embed:
             to_embed = [o.document for o in outcomes if o.document and o.document.index_state == "text"]
             await self.embed_pending(to_embed, progress=progress, cancel=cancel)
+            current = {d.id: d for d in await asyncio.to_thread(docs.get_documents, self.store, [o.document.id for o in outcomes if o.document])}
             for o in outcomes:
                 if o.document is not None:
-                    o.document = await self.get_document(o.document.id)
-        else:
-            await self.maintain_indexes()
+                    o.document = current.get(o.document.id, o.document)
+        # Compaction after a large import: its batches' fragments merged and the index lag
+        # folded in once (a small one waits until enough rows lag, see ``maintain_indexes``).
+        written = sum(1 for o in outcomes if o.status in ("ingested", "updated"))
+        await self.maintain_indexes(force=written >= COMPACT_AFTER_DOCUMENTS)
         return outcomes
+
+    def _import_sync(
+        self,
+        sources: Iterable[str | os.PathLike[str] | ImportItem],
+        progress: ProgressCallback | None,
+        cancel: CancelToken,
+    ) -> list[IngestOutcome]:
+        from haiku.rag.store.batch import DocumentBatch
+
+        total = len(sources) if isinstance(sources, Sized) else 0
+        batch = DocumentBatch(self.store)
+        outcomes: list[IngestOutcome] = []
+        finished = 0
+
+        def land(written: list[tuple[Any, Document]]) -> None:
+            nonlocal finished
+            for index, document in written:
+                outcome = outcomes[index]
+                outcome.document = document
+                finished += 1
+                report(progress, Progress(Stage.DONE, outcome.source, finished, total, "searchable (text)"))
+            if written:
+                self.store.maintain_indexes()  # no-op until enough rows lag the indexes
+
+        for source in sources:
+            check_cancelled(cancel)
+            started = time.perf_counter()
+            prepared = self._prepare_import(source, progress, cancel)
+            if isinstance(prepared, IngestOutcome):
+                prepared.seconds = time.perf_counter() - started
+                outcomes.append(prepared)
+                finished += 1
+                report(progress, Progress(Stage.DONE, prepared.source, finished, total, prepared.reason or prepared.status))
+                continue
+            new, existing = prepared
+            outcome = IngestOutcome(new.uri, "updated" if existing else "ingested")
+            outcomes.append(outcome)
+            if existing is not None:  # a replacement is one in-place update: written alone
+                land(batch.flush())
+                outcome.document, _ = docs.write_document(self.store, new, replaces=existing)
+                finished += 1
+                report(progress, Progress(Stage.DONE, outcome.source, finished, total, "searchable (text)"))
+            else:
+                land(batch.add(len(outcomes) - 1, new))
+            outcome.seconds = time.perf_counter() - started
+        land(batch.flush())
+        return outcomes
+
+    def _prepare_import(
+        self, source: str | os.PathLike[str] | ImportItem, progress: ProgressCallback | None, cancel: CancelToken
+    ) -> IngestOutcome | tuple[NewDocument, Document | None]:
+        if isinstance(source, ImportItem):
+            data = source.content.encode("utf-8") if isinstance(source.content, str) else source.content
+            return self._parse_sync(
+                data, source.filename, source.uri, source.title, source.metadata, None, progress, cancel
+            )
+        path = Path(os.fspath(source))
+        report(progress, Progress(Stage.READING, str(path)))
+        read = self._read_source(path)
+        if isinstance(read, IngestOutcome):
+            return read
+        return self._parse_sync(read, path.name, file_uri(path), None, None, None, progress, cancel)
+
+    def _read_source(self, path: Path) -> IngestOutcome | bytes:
+        """The file's bytes, or the outcome that says why it cannot be read."""
+        source = str(path)
+        if path.is_symlink():
+            try:
+                path.resolve(strict=True)
+            except RuntimeError:  # Python 3.11 reports a loop so; 3.13 raises OSError(ELOOP)
+                return IngestOutcome(source, "skipped", category="symlink_loop", reason="symlink loop")
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return IngestOutcome(source, "skipped", category="symlink_loop", reason="symlink loop")
+        try:
+            if not path.is_file():
+                raise SourceNotFoundError(f"{path} does not exist or is not a file", source=source)
+            check_size(path, path.stat().st_size, self.config)
+            return path.read_bytes()
+        except IngestError as exc:
+            return IngestOutcome(source, "failed", category=exc.category.value, reason=str(exc))
+        except OSError as exc:
+            return IngestOutcome(source, "failed", category="not_found", reason=f"{path}: {exc.strerror or exc}")
 
     def _ingest_path_sync(
         self,
@@ -348,18 +462,11 @@ class HaikuRAG:
         progress: ProgressCallback | None,
         cancel: CancelToken | None,
     ) -> IngestOutcome:
-        source = str(path)
-        try:
-            if not path.is_file():
-                raise SourceNotFoundError(f"{path} does not exist or is not a file", source=source)
-            check_size(path, path.stat().st_size, self.config)
-            report(progress, Progress(Stage.READING, source))
-            data = path.read_bytes()
-        except IngestError as exc:
-            return IngestOutcome(source, "failed", category=exc.category.value, reason=str(exc))
-        except OSError as exc:
-            return IngestOutcome(source, "failed", category="not_found", reason=f"{path}: {exc.strerror or exc}")
-        return self._ingest_bytes_sync(data, path.name, file_uri(path), title, metadata, password, progress, cancel)
+        report(progress, Progress(Stage.READING, str(path)))
+        read = self._read_source(path)
+        if isinstance(read, IngestOutcome):
+            return read
+        return self._ingest_bytes_sync(read, path.name, file_uri(path), title, metadata, password, progress, cancel)
 
     def _ingest_bytes_sync(
         self,
@@ -372,6 +479,27 @@ class HaikuRAG:
         progress: ProgressCallback | None,
         cancel: CancelToken | None,
     ) -> IngestOutcome:
+        prepared = self._parse_sync(data, filename, uri, title, metadata, password, progress, cancel)
+        if isinstance(prepared, IngestOutcome):
+            return prepared
+        new, existing = prepared
+        document, _ = docs.write_document(self.store, new, replaces=existing)
+        report(progress, Progress(Stage.DONE, uri, message="searchable (text)"))
+        return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
+
+    def _parse_sync(
+        self,
+        data: bytes,
+        filename: str,
+        uri: str,
+        title: str | None,
+        metadata: dict[str, Any] | None,
+        password: str | None,
+        progress: ProgressCallback | None,
+        cancel: CancelToken | None,
+    ) -> IngestOutcome | tuple[NewDocument, Document | None]:
+        """The parsed document and the one it replaces, or the outcome when there is nothing
+        to write (unchanged, or a file that cannot be parsed)."""
         existing = docs.find_document_by_uri(self.store, uri)
         if existing is not None and existing.content_hash == content_hash(data):
             report(progress, Progress(Stage.DONE, uri, message="unchanged"))
@@ -393,9 +521,7 @@ class HaikuRAG:
             return IngestOutcome(uri, "failed", category=exc.category.value, reason=str(exc))
         check_cancelled(cancel)
         report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
-        document, _ = docs.write_document(self.store, new, replaces=existing)
-        report(progress, Progress(Stage.DONE, uri, message="searchable (text)"))
-        return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
+        return new, existing
 
     async def embed_pending(
         self,

@@ -164,7 +164,16 @@ def iter_source_files(folder: Path) -> list[Path]:
             if name.startswith("."):
                 continue
             path = Path(dirpath) / name
-            if path.is_symlink() and not path.resolve().is_relative_to(root):
+            if path.is_symlink() and not _link_stays_inside(path, root):
                 continue
             found.append(path)
     return found
+
+
+def _link_stays_inside(link: Path, root: Path) -> bool:
+    """Whether a link points inside ``root``; a link loop counts as inside, so the folder
+    report lists it (as skipped) instead of the walk stopping with an error."""
+    try:
+        return link.resolve().is_relative_to(root)
+    except (RuntimeError, OSError):  # Python 3.11: RuntimeError("Symlink loop"); later: ELOOP
+        return True
