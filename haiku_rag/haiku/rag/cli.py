@@ -89,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("rebuild", help="re-embed the whole library with the configured embedder")
     sub.add_parser("info", help="store statistics")
     sub.add_parser("doctor", help="check the store's integrity (read-only)")
+    p = sub.add_parser("backup", help="copy the store, consistently, even while it is being written")
+    p.add_argument("destination", help="a new folder for the copy")
+    sub.add_parser(
+        "restore-version", help="roll a damaged store (e.g. a copy taken mid-write) back to its last complete version"
+    )
     sub.add_parser("settings", help="print the effective configuration (secrets masked)")
     return parser
 
@@ -145,6 +150,8 @@ async def _run(args: argparse.Namespace) -> int:
         print(yaml.safe_dump(redacted(config), sort_keys=False), end="")
         return 0
 
+    if args.command in _STORE_FILE_COMMANDS:
+        return await _STORE_FILE_COMMANDS[args.command](args, config)
     writes = args.command in {"init", "add", "add-src", "delete", "embed", "rebuild"}
     if args.read_only and writes:
         raise HaikuRAGError(f"`{args.command}` writes to the store; drop --read-only")
@@ -396,6 +403,72 @@ async def _cmd_doctor(client: Any, args: argparse.Namespace) -> int:
         mark = "ok  " if check.ok else "FAIL"
         print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail and not check.ok else ""))
     return 0 if report.ok else EXIT_ERROR
+
+
+def _store_location(args: argparse.Namespace, config: Any) -> str:
+    from haiku.rag.config import resolve_db_path
+
+    location = config.lancedb.uri or resolve_db_path(args.db, config)
+    if config.lancedb.uri or not Path(location).is_dir():
+        raise HaikuRAGError(f"no local haiku.rag store at {location}")
+    return str(location)
+
+
+async def _cmd_doctor_damaged(args: argparse.Namespace, config: Any) -> int:
+    """``doctor`` on a store that does not open: say why, and which version is complete."""
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.errors import StoreDamagedError
+
+    try:
+        client = HaikuRAG(args.db, config, read_only=True, skip_validation=True)
+    except StoreDamagedError as exc:
+        print(f"FAIL the store opens: {exc}")
+        from haiku.rag.store.versions import last_complete_cut
+
+        cut = await asyncio.to_thread(last_complete_cut, _store_location(args, config))
+        if cut is None:
+            print("FAIL a complete earlier version is inside: none found; restore the folder from a backup")
+        else:
+            print(f"ok   last complete version: {cut.describe()}")
+            print("     `haiku-rag restore-version` rolls the store back to it (later changes are lost)")
+        return EXIT_ERROR
+    async with client:
+        return await _cmd_doctor(client, args)
+
+
+async def _cmd_restore_version(args: argparse.Namespace, config: Any) -> int:
+    from haiku.rag.doctor import run_doctor
+    from haiku.rag.store.engine import Store
+    from haiku.rag.store.versions import last_complete_cut, restore_cut
+
+    location = _store_location(args, config)
+    cut = await asyncio.to_thread(last_complete_cut, location)
+    if cut is None:
+        raise HaikuRAGError(f"no complete version found in {location}; restore the folder from a backup")
+    await asyncio.to_thread(restore_cut, location, cut)
+    store = Store(location)  # recovery removes what the cut left half-written
+    try:
+        report = await asyncio.to_thread(run_doctor, store)
+    finally:
+        store.close()
+    print(f"restored the version of {cut.describe()}")
+    return 0 if report.ok else EXIT_ERROR
+
+
+async def _cmd_backup(args: argparse.Namespace, config: Any) -> int:
+    from haiku.rag.store.versions import backup
+
+    destination = Path(args.destination).expanduser()
+    cut = await asyncio.to_thread(backup, _store_location(args, config), destination)
+    print(f"backed up the store as of {cut.describe()} to {destination}")
+    return 0
+
+
+_STORE_FILE_COMMANDS: dict[str, Callable[[argparse.Namespace, Any], Coroutine[Any, Any, int]]] = {
+    "doctor": _cmd_doctor_damaged,
+    "restore-version": _cmd_restore_version,
+    "backup": _cmd_backup,
+}
 
 
 _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int]]] = {
