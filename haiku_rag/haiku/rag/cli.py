@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -111,6 +112,16 @@ def _meta(pairs: list[str]) -> dict[str, Any]:
     return result
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _safe(text: object) -> str:
+    """Text from files and documents for a terminal: control characters (an escape sequence
+    in a title could retitle the window or clear the screen) shown as escapes, not sent."""
+    text = str(text).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
@@ -200,9 +211,9 @@ async def _cmd_add_src(client: Any, args: argparse.Namespace) -> int:
             if o.document is not None:
                 d = o.document
                 detail = f"{d.chunk_count} chunks, {d.page_count} pages, {d.index_state}"
-                print(f"{o.status:<10} {o.source}  ({detail})")
+                print(f"{o.status:<10} {_safe(o.source)}  ({detail})")
             else:
-                print(f"{o.status:<10} {o.source}: {o.reason}")
+                print(f"{o.status:<10} {_safe(o.source)}: {_safe(o.reason)}")
         counts: dict[str, int] = {}
         for o in outcomes:
             counts[o.status] = counts.get(o.status, 0) + 1
@@ -218,7 +229,7 @@ async def _cmd_list(client: Any, args: argparse.Namespace) -> int:
         _print_json([d.model_dump(mode="json") for d in documents])
         return 0
     for d in documents:
-        print(f"{d.id}  {d.index_state:<6} {d.page_count:>4}p  {d.title or '-'}  {d.uri}")
+        print(f"{d.id}  {d.index_state:<6} {d.page_count:>4}p  {_safe(d.title or '-')}  {_safe(d.uri)}")
     if not documents:
         print("no documents")
     return 0
@@ -270,10 +281,10 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
         print("no results")
     for rank, r in enumerate(results, start=1):
         pages = ", ".join(str(p) for p in r.page_numbers) or "-"
-        print(f"{rank}. {r.source_label}  p. {pages}  [score {r.score:.4f}]  chunk {r.chunk_id}")
+        print(f"{rank}. {_safe(r.source_label)}  p. {pages}  [score {r.score:.4f}]  chunk {r.chunk_id}")
         if r.headings:
-            print(f"   section: {' > '.join(r.headings)}")
-        snippet = " ".join(r.content.split())
+            print(f"   section: {_safe(' > '.join(r.headings))}")
+        snippet = _safe(" ".join(r.content.split()))
         print(f"   {snippet[:400]}{'…' if len(snippet) > 400 else ''}")
         if r.boxes:
             shown = ", ".join(_format_box(b) for b in r.boxes[:4])
@@ -509,7 +520,9 @@ def main(argv: list[str] | None = None) -> int:
         # error): one line, not a traceback. Anything else is a bug and keeps its traceback.
         if args.debug or not _is_storage_error(exc):
             raise
-        first = str(exc).strip().splitlines()[0].split(", /")[0]
+        from haiku.rag.errors import mask_secrets
+
+        first = mask_secrets(str(exc).strip().splitlines()[0].split(", /")[0])
         print(f"haiku-rag: the store could not be read ({first}); run `haiku-rag doctor`", file=sys.stderr)
         return EXIT_ERROR
 

@@ -28,6 +28,7 @@ from haiku.rag.errors import (
     IngestError,
     OperationCancelled,
     SourceNotFoundError,
+    register_secret,
 )
 from haiku.rag.ingest.pipeline import (
     check_size,
@@ -177,6 +178,7 @@ class HaikuRAG:
             if cfg.provider == "ollama" and not base_url:
                 base_url = self.config.providers.ollama.base_url
             api_key = os.environ.get("OPENAI_API_KEY") if cfg.provider == "openai" else None
+            register_secret(api_key)
             self._embedder = create_embedder(
                 cfg.provider,
                 cfg.model,
@@ -613,6 +615,8 @@ class HaikuRAG:
         from haiku.rag.search.hybrid import search_chunks
 
         limit = self.config.search.limit if limit is None else limit
+        # Lone surrogates (undecodable bytes in a command line) break the tokenizers.
+        query = query.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
         document_ids = docs.document_ids_matching(self.store, filter) if filter else None
         vector = None
         if search_type in ("hybrid", "vector") and self._has_vectors():
