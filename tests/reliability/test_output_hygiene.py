@@ -89,3 +89,16 @@ def test_onnxruntime_writes_no_telemetry_files(tmp_path):
     )
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
     assert not (home / ".cache" / "Microsoft").exists(), sorted(p.name for p in home.rglob("*"))
+
+
+async def test_a_store_folder_deleted_under_an_api_caller_gives_a_typed_error(hostile_library, config):
+    import shutil
+
+    from haiku.rag.errors import StoreNotFoundError
+
+    async with HaikuRAG(hostile_library, config, read_only=True, skip_validation=True) as client:
+        assert await client.list_documents()
+        shutil.rmtree(hostile_library)
+        for call in (client.list_documents(), client.search("harbour", search_type="fts"), client.info()):
+            with pytest.raises(StoreNotFoundError, match="was deleted or moved while it was open"):
+                await call

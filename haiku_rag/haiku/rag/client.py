@@ -28,6 +28,7 @@ from haiku.rag.errors import (
     IngestError,
     OperationCancelled,
     SourceNotFoundError,
+    StoreNotFoundError,
     register_secret,
 )
 from haiku.rag.ingest.pipeline import (
@@ -190,13 +191,26 @@ class HaikuRAG:
             )
         return self._embedder
 
+    async def _store_thread(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``asyncio.to_thread`` for store work: a store folder deleted or moved while open
+        becomes a ``StoreNotFoundError`` that says so, not lance's internal "Not found"."""
+        try:
+            return await asyncio.to_thread(func, *args, **kwargs)
+        except (OSError, RuntimeError, ValueError) as exc:
+            if isinstance(exc, HaikuRAGError) or self.store.is_remote or Path(self.location).is_dir():
+                raise
+            raise StoreNotFoundError(
+                f"the store folder {self.location} was deleted or moved while it was open; "
+                "reopen the library (or restore the folder from a backup)"
+            ) from exc
+
     # --- documents ------------------------------------------------------------------------
 
     async def get_document(self, document_id: str) -> Document:
-        return await asyncio.to_thread(docs.get_document, self.store, document_id)
+        return await self._store_thread(docs.get_document, self.store, document_id)
 
     async def get_document_by_uri(self, uri: str) -> Document | None:
-        return await asyncio.to_thread(docs.find_document_by_uri, self.store, uri)
+        return await self._store_thread(docs.find_document_by_uri, self.store, uri)
 
     async def resolve_document(self, id_or_title: str) -> Document:
         """By id, then exact title, then exact URI."""
@@ -211,37 +225,37 @@ class HaikuRAG:
                     return document
             raise DocumentNotFoundError(f"no document with id, title or URI {id_or_title!r}")
 
-        return await asyncio.to_thread(find)
+        return await self._store_thread(find)
 
     async def list_documents(
         self, *, filter: str | None = None, limit: int | None = None, offset: int = 0
     ) -> list[Document]:
-        return await asyncio.to_thread(
+        return await self._store_thread(
             docs.list_documents, self.store, filter=filter, limit=limit, offset=offset
         )
 
     async def get_chunks(self, document: Document) -> list[Chunk]:
-        return await asyncio.to_thread(docs.get_chunks, self.store, document)
+        return await self._store_thread(docs.get_chunks, self.store, document)
 
     async def get_chunk(self, chunk_id: str) -> Chunk:
-        rows = await asyncio.to_thread(docs.get_chunks_by_id, self.store, [chunk_id])
+        rows = await self._store_thread(docs.get_chunks_by_id, self.store, [chunk_id])
         if chunk_id not in rows:
             raise DocumentNotFoundError(f"no chunk with id {chunk_id}")
         return docs.chunk_from_row(rows[chunk_id])
 
     async def get_source_bytes(self, document: Document) -> bytes:
-        return await asyncio.to_thread(docs.get_source_bytes, self.store, document)
+        return await self._store_thread(docs.get_source_bytes, self.store, document)
 
     async def get_content(self, document: Document) -> str:
-        return await asyncio.to_thread(docs.get_content, self.store, document)
+        return await self._store_thread(docs.get_content, self.store, document)
 
     async def delete_document(self, document_id: str) -> Document:
-        return await asyncio.to_thread(docs.delete_document, self.store, document_id)
+        return await self._store_thread(docs.delete_document, self.store, document_id)
 
     async def update_document(
         self, document_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Document:
-        return await asyncio.to_thread(
+        return await self._store_thread(
             docs.update_document_meta, self.store, document_id, title=title, metadata=metadata
         )
 
@@ -259,7 +273,7 @@ class HaikuRAG:
         data = content.encode("utf-8")
         name = "document.md" if format == "md" else "document.txt"
         uri = uri or f"text://{content_hash(data)[:16]}"
-        outcome = await asyncio.to_thread(
+        outcome = await self._store_thread(
             self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None
         )
         if outcome.status == "failed":
@@ -362,7 +376,7 @@ class HaikuRAG:
         if embed:
             to_embed = [o.document for o in outcomes if o.document and o.document.index_state == "text"]
             await self.embed_pending(to_embed, progress=progress, cancel=cancel)
-            current = {d.id: d for d in await asyncio.to_thread(docs.get_documents, self.store, [o.document.id for o in outcomes if o.document])}
+            current = {d.id: d for d in await self._store_thread(docs.get_documents, self.store, [o.document.id for o in outcomes if o.document])}
             for o in outcomes:
                 if o.document is not None:
                     o.document = current.get(o.document.id, o.document)
@@ -587,11 +601,11 @@ class HaikuRAG:
         ``Store.maintain_indexes``); ingest and embedding passes call it themselves."""
         if self.is_read_only:
             return False
-        return await asyncio.to_thread(self.store.maintain_indexes, force=force)
+        return await self._store_thread(self.store.maintain_indexes, force=force)
 
     async def rebuild(self, *, progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> int:
         """Drop every vector and re-embed the library with the configured embedder."""
-        await asyncio.to_thread(self.store.drop_vectors)
+        await self._store_thread(self.store.drop_vectors)
         return await self.embed_pending(progress=progress, cancel=cancel)
 
     # --- search ---------------------------------------------------------------------------
@@ -603,7 +617,7 @@ class HaikuRAG:
         search_type: SearchType = "hybrid",
         filter: str | None = None,
     ) -> list[SearchResult]:
-        return await asyncio.to_thread(self.search_sync, query, limit, search_type, filter)
+        return await self._store_thread(self.search_sync, query, limit, search_type, filter)
 
     def search_sync(
         self,
@@ -644,7 +658,7 @@ class HaikuRAG:
         from haiku.rag.search.expansion import expand_context
 
         budget = self.config.search.max_context_chars if max_chars is None else max_chars
-        return await asyncio.to_thread(expand_context, self.store, results, budget)
+        return await self._store_thread(expand_context, self.store, results, budget)
 
     # --- questions --------------------------------------------------------------------------
 
@@ -699,7 +713,7 @@ class HaikuRAG:
             pages = pages_to_render(matched, context or [], page_numbers or [])
             return [render_page(data, p, matched=matched, context=context or [], dpi=dpi) for p in pages]
 
-        return await asyncio.to_thread(render)
+        return await self._store_thread(render)
 
     async def visualize_chunk(self, chunk: str | Chunk | SearchResult, *, dpi: float = 150) -> list[PageImage]:
         """Pages of a chunk (by id), or of a search result, with its boxes highlighted."""
@@ -729,7 +743,7 @@ class HaikuRAG:
                 "pages": sum(d.page_count for d in documents),
             }
 
-        return await asyncio.to_thread(collect)
+        return await self._store_thread(collect)
 
 
 def _local_path(source: str | os.PathLike[str]) -> Path:
