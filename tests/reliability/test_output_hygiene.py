@@ -102,3 +102,11 @@ async def test_a_store_folder_deleted_under_an_api_caller_gives_a_typed_error(ho
         for call in (client.list_documents(), client.search("harbour", search_type="fts"), client.info()):
             with pytest.raises(StoreNotFoundError, match="was deleted or moved while it was open"):
                 await call
+
+
+def test_a_heading_only_markdown_file_says_what_was_dropped(tmp_path, db_path, capsys):
+    path = tmp_path / "heading.md"
+    path.write_text("# Harbour ledger of 1893\n")
+    assert main(["--db", str(db_path), "add-src", "--no-embed", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "only headings ('Harbour ledger of 1893')" in out and "a heading alone is not indexed" in out

@@ -75,7 +75,7 @@ def prepare_document(
         document, max_tokens=config.processing.chunk_size, merge_peers=config.processing.merge_peers
     )
     if not chunks:
-        raise EmptyDocumentError(f"{filename}: no text was found in it", source=uri)
+        raise EmptyDocumentError(_nothing_to_index(filename, items), source=uri)
     check_cancelled(cancel)
 
     meta = dict(metadata or {})
@@ -105,6 +105,21 @@ def prepare_document(
         items=items,
         chunks=chunks,
     )
+
+
+def _nothing_to_index(filename: str, items: list[Any]) -> str:
+    """Why a document with no chunks is refused, naming the text that was dropped."""
+    texts = [item for item in items if item.text.strip()]
+    if not texts:
+        return f"{filename}: no text was found in it"
+    sample = ", ".join(repr(item.text.strip()[:60]) for item in texts[:3])
+    if all(item.label in ("section_header", "title") for item in texts):
+        return (
+            f"{filename}: it holds only headings ({sample}) and no text under them; "
+            "a heading alone is not indexed"
+        )
+    chars = sum(len(item.text) for item in texts)
+    return f"{filename}: its {len(texts)} text item(s) ({chars:,} characters: {sample}) produced nothing to index"
 
 
 def parse_document(
