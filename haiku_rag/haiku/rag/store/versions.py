@@ -90,6 +90,8 @@ def _complete(tables: dict[str, Any], cut: dict[str, int | None], seen: dict[tup
         data[name] = seen[key]
     documents = data[S.DOCUMENTS]
     live = documents["generation"].to_pylist()
+    if live and any(name not in data for name in (S.DOCUMENT_BLOBS, S.DOCUMENT_ITEMS, S.CHUNKS)):
+        return None
     for name in (S.DOCUMENT_BLOBS, S.DOCUMENT_ITEMS):
         if name in data and not set(live) <= set(data[name]["generation"].to_pylist()):
             return None
@@ -103,9 +105,13 @@ def _complete(tables: dict[str, Any], cut: dict[str, int | None], seen: dict[tup
 
 
 def last_complete_cut(location: str) -> Cut | None:
-    """The newest moment at which the store was complete, as far as its files still show."""
-    tables = _tables(location)
-    histories = {name: _history(table) for name, table in tables.items()}
+    """The newest moment at which the store was complete, as far as its files still show
+    (None when none is, or when a table's version history itself is unreadable)."""
+    try:
+        tables = _tables(location)
+        histories = {name: _history(table) for name, table in tables.items()}
+    except Exception:  # noqa: BLE001 - lance: a table whose manifests are gone or garbage
+        return None
     moments = sorted({t for history in histories.values() for _, t in history}, reverse=True)
     seen: dict[tuple[str, int], Any] = {}
     for moment in moments[:MAX_MOMENTS_CHECKED]:
