@@ -42,31 +42,24 @@ def recall_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
 
 
 async def build_scifact(client, data: Path) -> None:
-    from haiku.rag.ingest.pipeline import prepare_document
-    from haiku.rag.store import documents as D
+    from haiku.rag.client import ImportItem
 
     if await client.list_documents(limit=1):
         await client.embed_pending()  # finish an interrupted earlier build
         return
     corpus = [json.loads(line) for line in (data / "retrieval_beir_scifact" / "corpus.jsonl").open()]
     started = time.perf_counter()
-    batch = []
-    for record in corpus:
-        markdown = f"# {record['title']}\n\n{record['text']}\n"
-        batch.append(
-            prepare_document(
-                markdown.encode(), filename=f"{record['_id']}.md", uri=f"scifact://{record['_id']}",
-                config=client.config, title=record["title"],
-            )
+    items = (
+        ImportItem(
+            f"# {record['title']}\n\n{record['text']}\n", uri=f"scifact://{record['_id']}",
+            filename=f"{record['_id']}.md", title=record["title"],
         )
-        if len(batch) == 200:
-            D.write_documents(client.store, batch)
-            batch = []
-    if batch:
-        D.write_documents(client.store, batch)
+        for record in corpus
+    )
+    outcomes = await client.import_documents(items, embed=False)  # the public batch import
     parsed = time.perf_counter() - started
     embedded = await client.embed_pending()
-    print(f"ingested {len(corpus)} abstracts: parse+chunk {parsed:.0f} s, "
+    print(f"ingested {sum(o.document is not None for o in outcomes)} abstracts: parse+chunk {parsed:.0f} s, "
           f"embedded {embedded} chunks in {time.perf_counter() - started - parsed:.0f} s", file=sys.stderr)
     client.store.optimize()
 

@@ -3,4 +3,12 @@
 The library never imports Qt; the desktop app (haiku_desk) builds on it.
 """
 
+import os
+
+# onnxruntime (the default embedder, the PDF layout model) writes a device id and a telemetry
+# queue to ~/.cache/Microsoft/DeveloperTools/.onnxruntime/ when it is imported, which
+# ``disable_telemetry_events()`` does not prevent; this variable does. Set here so every
+# process (the app, the CLI, the parse worker) has it before any import of onnxruntime.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
 __version__ = "0.1.0"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -105,6 +106,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("rebuild", help="re-embed the whole library with the configured embedder")
     sub.add_parser("info", help="store statistics")
     sub.add_parser("doctor", help="check the store's integrity (read-only)")
+    p = sub.add_parser("backup", help="copy the store, consistently, even while it is being written")
+    p.add_argument("destination", help="a new folder for the copy")
+    sub.add_parser(
+        "restore-version", help="roll a damaged store (e.g. a copy taken mid-write) back to its last complete version"
+    )
     sub.add_parser("settings", help="print the effective configuration (secrets masked)")
     return parser
 
@@ -151,6 +157,16 @@ def _meta(pairs: list[str]) -> dict[str, Any]:
     return result
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _safe(text: object) -> str:
+    """Text from files and documents for a terminal: control characters (an escape sequence
+    in a title could retitle the window or clear the screen) shown as escapes, not sent."""
+    text = str(text).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def _print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
@@ -190,6 +206,8 @@ async def _run(args: argparse.Namespace) -> int:
         print(yaml.safe_dump(redacted(config), sort_keys=False), end="")
         return 0
 
+    if args.command in _STORE_FILE_COMMANDS:
+        return await _STORE_FILE_COMMANDS[args.command](args, config)
     writes = args.command in {"init", "add", "add-src", "delete", "embed", "rebuild", "add-zotero"} or (
         args.command == "collections" and args.action not in COLLECTION_READS
     ) or (args.command == "mcp" and args.allow_writes)
@@ -247,9 +265,9 @@ async def _cmd_add_src(client: Any, args: argparse.Namespace) -> int:
             if o.document is not None:
                 d = o.document
                 detail = f"{d.chunk_count} chunks, {d.page_count} pages, {d.index_state}"
-                print(f"{o.status:<10} {o.source}  ({detail})")
+                print(f"{o.status:<10} {_safe(o.source)}  ({detail})")
             else:
-                print(f"{o.status:<10} {o.source}: {o.reason}")
+                print(f"{o.status:<10} {_safe(o.source)}: {_safe(o.reason)}")
         counts: dict[str, int] = {}
         for o in outcomes:
             counts[o.status] = counts.get(o.status, 0) + 1
@@ -265,7 +283,7 @@ async def _cmd_list(client: Any, args: argparse.Namespace) -> int:
         _print_json([d.model_dump(mode="json") for d in documents])
         return 0
     for d in documents:
-        print(f"{d.id}  {d.index_state:<6} {d.page_count:>4}p  {d.title or '-'}  {d.uri}")
+        print(f"{d.id}  {d.index_state:<6} {d.page_count:>4}p  {_safe(d.title or '-')}  {_safe(d.uri)}")
     if not documents:
         print("no documents")
     return 0
@@ -320,10 +338,10 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
         print("no results")
     for rank, r in enumerate(results, start=1):
         pages = ", ".join(str(p) for p in r.page_numbers) or "-"
-        print(f"{rank}. {r.source_label}  p. {pages}  [score {r.score:.4f}]  chunk {r.chunk_id}")
+        print(f"{rank}. {_safe(r.source_label)}  p. {pages}  [score {r.score:.4f}]  chunk {r.chunk_id}")
         if r.headings:
-            print(f"   section: {' > '.join(r.headings)}")
-        snippet = " ".join(r.content.split())
+            print(f"   section: {_safe(' > '.join(r.headings))}")
+        snippet = _safe(" ".join(r.content.split()))
         print(f"   {snippet[:400]}{'…' if len(snippet) > 400 else ''}")
         if r.boxes:
             shown = ", ".join(_format_box(b) for b in r.boxes[:4])
@@ -529,6 +547,72 @@ async def _resolve_documents(
     return list(dict.fromkeys(ids))
 
 
+def _store_location(args: argparse.Namespace, config: Any) -> str:
+    from haiku.rag.config import resolve_db_path
+
+    location = config.lancedb.uri or resolve_db_path(args.db, config)
+    if config.lancedb.uri or not Path(location).is_dir():
+        raise HaikuRAGError(f"no local haiku.rag store at {location}")
+    return str(location)
+
+
+async def _cmd_doctor_damaged(args: argparse.Namespace, config: Any) -> int:
+    """``doctor`` on a store that does not open: say why, and which version is complete."""
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.errors import StoreDamagedError
+
+    try:
+        client = HaikuRAG(args.db, config, read_only=True, skip_validation=True)
+    except StoreDamagedError as exc:
+        print(f"FAIL the store opens: {exc}")
+        from haiku.rag.store.versions import last_complete_cut
+
+        cut = await asyncio.to_thread(last_complete_cut, _store_location(args, config))
+        if cut is None:
+            print("FAIL a complete earlier version is inside: none found; restore the folder from a backup")
+        else:
+            print(f"ok   last complete version: {cut.describe()}")
+            print("     `haiku-rag restore-version` rolls the store back to it (later changes are lost)")
+        return EXIT_ERROR
+    async with client:
+        return await _cmd_doctor(client, args)
+
+
+async def _cmd_restore_version(args: argparse.Namespace, config: Any) -> int:
+    from haiku.rag.doctor import run_doctor
+    from haiku.rag.store.engine import Store
+    from haiku.rag.store.versions import last_complete_cut, restore_cut
+
+    location = _store_location(args, config)
+    cut = await asyncio.to_thread(last_complete_cut, location)
+    if cut is None:
+        raise HaikuRAGError(f"no complete version found in {location}; restore the folder from a backup")
+    await asyncio.to_thread(restore_cut, location, cut)
+    store = Store(location)  # recovery removes what the cut left half-written
+    try:
+        report = await asyncio.to_thread(run_doctor, store)
+    finally:
+        store.close()
+    print(f"restored the version of {cut.describe()}")
+    return 0 if report.ok else EXIT_ERROR
+
+
+async def _cmd_backup(args: argparse.Namespace, config: Any) -> int:
+    from haiku.rag.store.versions import backup
+
+    destination = Path(args.destination).expanduser()
+    cut = await asyncio.to_thread(backup, _store_location(args, config), destination)
+    print(f"backed up the store as of {cut.describe()} to {destination}")
+    return 0
+
+
+_STORE_FILE_COMMANDS: dict[str, Callable[[argparse.Namespace, Any], Coroutine[Any, Any, int]]] = {
+    "doctor": _cmd_doctor_damaged,
+    "restore-version": _cmd_restore_version,
+    "backup": _cmd_backup,
+}
+
+
 _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "init": _cmd_init,
     "add": _cmd_add,
@@ -572,7 +656,9 @@ def main(argv: list[str] | None = None) -> int:
         # error): one line, not a traceback. Anything else is a bug and keeps its traceback.
         if args.debug or not _is_storage_error(exc):
             raise
-        first = str(exc).strip().splitlines()[0].split(", /")[0]
+        from haiku.rag.errors import mask_secrets
+
+        first = mask_secrets(str(exc).strip().splitlines()[0].split(", /")[0])
         print(f"haiku-rag: the store could not be read ({first}); run `haiku-rag doctor`", file=sys.stderr)
         return EXIT_ERROR
 

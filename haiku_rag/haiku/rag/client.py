@@ -13,12 +13,13 @@ text-searchable document whose missing vectors ``embed_pending`` completes later
 from __future__ import annotations
 
 import asyncio
+import errno
 import functools
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +33,8 @@ from haiku.rag.errors import (
     IngestError,
     OperationCancelled,
     SourceNotFoundError,
+    StoreNotFoundError,
+    register_secret,
 )
 from haiku.rag.ingest.pipeline import (
     check_size,
@@ -52,14 +55,28 @@ from haiku.rag.operations import (
 from haiku.rag.search.grounding import PageImage, pages_to_render, render_page
 from haiku.rag.search.hybrid import SearchType
 from haiku.rag.store import documents as docs
+from haiku.rag.store.documents import NewDocument
 from haiku.rag.store.engine import Store
 from haiku.rag.store.models import Chunk, Document, SearchResult
 
 log = logging.getLogger("haiku.rag")
 
+COMPACT_AFTER_DOCUMENTS = 256  # an import that wrote this many compacts the store after it
 VECTOR_WRITE_BATCH = 256  # vectors per store append: fewer table versions than per-batch writes
 
 IngestStatus = Literal["ingested", "updated", "unchanged", "failed", "skipped"]
+
+
+@dataclass(slots=True)
+class ImportItem:
+    """An in-memory document for ``import_documents``: its bytes or text, where it comes
+    from, and a file name whose extension says how to parse it (``.md``, ``.txt``, ``.pdf``…)."""
+
+    content: str | bytes
+    uri: str
+    filename: str = "document.md"
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -165,6 +182,7 @@ class HaikuRAG:
             if cfg.provider == "ollama" and not base_url:
                 base_url = self.config.providers.ollama.base_url
             api_key = os.environ.get("OPENAI_API_KEY") if cfg.provider == "openai" else None
+            register_secret(api_key)
             self._embedder = create_embedder(
                 cfg.provider,
                 cfg.model,
@@ -176,13 +194,26 @@ class HaikuRAG:
             )
         return self._embedder
 
+    async def _store_thread(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``asyncio.to_thread`` for store work: a store folder deleted or moved while open
+        becomes a ``StoreNotFoundError`` that says so, not lance's internal "Not found"."""
+        try:
+            return await asyncio.to_thread(func, *args, **kwargs)
+        except (OSError, RuntimeError, ValueError) as exc:
+            if isinstance(exc, HaikuRAGError) or self.store.is_remote or Path(self.location).is_dir():
+                raise
+            raise StoreNotFoundError(
+                f"the store folder {self.location} was deleted or moved while it was open; "
+                "reopen the library (or restore the folder from a backup)"
+            ) from exc
+
     # --- documents ------------------------------------------------------------------------
 
     async def get_document(self, document_id: str) -> Document:
-        return await asyncio.to_thread(docs.get_document, self.store, document_id)
+        return await self._store_thread(docs.get_document, self.store, document_id)
 
     async def get_document_by_uri(self, uri: str) -> Document | None:
-        return await asyncio.to_thread(docs.find_document_by_uri, self.store, uri)
+        return await self._store_thread(docs.find_document_by_uri, self.store, uri)
 
     async def resolve_document(self, id_or_title: str) -> Document:
         """By id, then exact title, then exact URI."""
@@ -197,37 +228,37 @@ class HaikuRAG:
                     return document
             raise DocumentNotFoundError(f"no document with id, title or URI {id_or_title!r}")
 
-        return await asyncio.to_thread(find)
+        return await self._store_thread(find)
 
     async def list_documents(
         self, *, filter: str | None = None, limit: int | None = None, offset: int = 0
     ) -> list[Document]:
-        return await asyncio.to_thread(
+        return await self._store_thread(
             docs.list_documents, self.store, filter=filter, limit=limit, offset=offset
         )
 
     async def get_chunks(self, document: Document) -> list[Chunk]:
-        return await asyncio.to_thread(docs.get_chunks, self.store, document)
+        return await self._store_thread(docs.get_chunks, self.store, document)
 
     async def get_chunk(self, chunk_id: str) -> Chunk:
-        rows = await asyncio.to_thread(docs.get_chunks_by_id, self.store, [chunk_id])
+        rows = await self._store_thread(docs.get_chunks_by_id, self.store, [chunk_id])
         if chunk_id not in rows:
             raise DocumentNotFoundError(f"no chunk with id {chunk_id}")
         return docs.chunk_from_row(rows[chunk_id])
 
     async def get_source_bytes(self, document: Document) -> bytes:
-        return await asyncio.to_thread(docs.get_source_bytes, self.store, document)
+        return await self._store_thread(docs.get_source_bytes, self.store, document)
 
     async def get_content(self, document: Document) -> str:
-        return await asyncio.to_thread(docs.get_content, self.store, document)
+        return await self._store_thread(docs.get_content, self.store, document)
 
     async def delete_document(self, document_id: str) -> Document:
-        return await asyncio.to_thread(docs.delete_document, self.store, document_id)
+        return await self._store_thread(docs.delete_document, self.store, document_id)
 
     async def update_document(
         self, document_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Document:
-        return await asyncio.to_thread(
+        return await self._store_thread(
             docs.update_document_meta, self.store, document_id, title=title, metadata=metadata
         )
 
@@ -250,7 +281,7 @@ class HaikuRAG:
         data = content.encode("utf-8")
         name = "document.md" if format == "md" else "document.txt"
         uri = uri or f"text://{content_hash(data)[:16]}"
-        outcome = await asyncio.to_thread(
+        outcome = await self._store_thread(
             self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None
         )
         if outcome.status == "failed":
@@ -344,33 +375,132 @@ class HaikuRAG:
         cancel: CancelToken | None = None,
         embed: bool = True,
     ) -> list[IngestOutcome]:
-        """Ingest a file or every file below a folder, going on after failures.
-
-        All files become searchable by full text first; vectors are computed afterwards.
-        """
+        """Ingest a file or every file below a folder, going on after failures (see
+        ``import_documents``)."""
         path = _local_path(source)
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             raise SourceNotFoundError(f"{path} does not exist", source=str(path))
         files = iter_source_files(path) if path.is_dir() else [path]
+        return await self.import_documents(files, progress=progress, cancel=cancel, embed=embed)
+
+    async def import_documents(
+        self,
+        sources: Iterable[str | os.PathLike[str] | ImportItem],
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        embed: bool = True,
+    ) -> list[IngestOutcome]:
+        """Import many documents: files (paths) and in-memory ones (``ImportItem``).
+
+        The public batch import that ``add-src``, the benchmarks and scripts use. Sources are
+        read and parsed one at a time (``sources`` may be a generator: memory stays flat) and
+        new documents are written a batch at a time (``store.batch``): a few table versions
+        per batch, not per document. Each document is still atomic: a batch commits whole or
+        not at all, and documents committed before a cancellation or a failure stay. Bad
+        sources become ``failed``/``skipped`` outcomes, in the order given. All documents are
+        searchable by full text first; vectors are computed afterwards (``embed``).
+
+        Progress: ``Stage.DONE`` per source, with ``done``/``total`` counting sources (``total``
+        is 0 when ``sources`` has no length).
+        """
         cancel = cancel or CancelToken()
-        outcomes: list[IngestOutcome] = []
-        for file in files:
-            check_cancelled(cancel)
-            started = time.perf_counter()
-            outcome = await _run_cancellable(
-                cancel, self._ingest_path_sync, file, None, None, None, progress, cancel
-            )
-            outcome.seconds = time.perf_counter() - started
-            outcomes.append(outcome)
+        outcomes = await _run_cancellable(cancel, self._import_sync, sources, progress, cancel)
         if embed:
             to_embed = [o.document for o in outcomes if o.document and o.document.index_state == "text"]
             await self.embed_pending(to_embed, progress=progress, cancel=cancel)
+            current = {d.id: d for d in await self._store_thread(docs.get_documents, self.store, [o.document.id for o in outcomes if o.document])}
             for o in outcomes:
                 if o.document is not None:
-                    o.document = await self.get_document(o.document.id)
-        else:
-            await self.maintain_indexes()
+                    o.document = current.get(o.document.id, o.document)
+        # Compaction after a large import: its batches' fragments merged and the index lag
+        # folded in once (a small one waits until enough rows lag, see ``maintain_indexes``).
+        written = sum(1 for o in outcomes if o.status in ("ingested", "updated"))
+        await self.maintain_indexes(force=written >= COMPACT_AFTER_DOCUMENTS)
         return outcomes
+
+    def _import_sync(
+        self,
+        sources: Iterable[str | os.PathLike[str] | ImportItem],
+        progress: ProgressCallback | None,
+        cancel: CancelToken,
+    ) -> list[IngestOutcome]:
+        from haiku.rag.store.batch import DocumentBatch
+
+        total = len(sources) if isinstance(sources, Sized) else 0
+        batch = DocumentBatch(self.store)
+        outcomes: list[IngestOutcome] = []
+        finished = 0
+
+        def land(written: list[tuple[Any, Document]]) -> None:
+            nonlocal finished
+            for index, document in written:
+                outcome = outcomes[index]
+                outcome.document = document
+                finished += 1
+                report(progress, Progress(Stage.DONE, outcome.source, finished, total, "searchable (text)"))
+            if written:
+                self.store.maintain_indexes()  # no-op until enough rows lag the indexes
+
+        for source in sources:
+            check_cancelled(cancel)
+            started = time.perf_counter()
+            prepared = self._prepare_import(source, progress, cancel)
+            if isinstance(prepared, IngestOutcome):
+                prepared.seconds = time.perf_counter() - started
+                outcomes.append(prepared)
+                finished += 1
+                report(progress, Progress(Stage.DONE, prepared.source, finished, total, prepared.reason or prepared.status))
+                continue
+            new, existing = prepared
+            outcome = IngestOutcome(new.uri, "updated" if existing else "ingested")
+            outcomes.append(outcome)
+            if existing is not None:  # a replacement is one in-place update: written alone
+                land(batch.flush())
+                outcome.document, _ = docs.write_document(self.store, new, replaces=existing)
+                finished += 1
+                report(progress, Progress(Stage.DONE, outcome.source, finished, total, "searchable (text)"))
+            else:
+                land(batch.add(len(outcomes) - 1, new))
+            outcome.seconds = time.perf_counter() - started
+        land(batch.flush())
+        return outcomes
+
+    def _prepare_import(
+        self, source: str | os.PathLike[str] | ImportItem, progress: ProgressCallback | None, cancel: CancelToken
+    ) -> IngestOutcome | tuple[NewDocument, Document | None]:
+        if isinstance(source, ImportItem):
+            data = source.content.encode("utf-8") if isinstance(source.content, str) else source.content
+            return self._parse_sync(
+                data, source.filename, source.uri, source.title, source.metadata, None, progress, cancel
+            )
+        path = Path(os.fspath(source))
+        report(progress, Progress(Stage.READING, str(path)))
+        read = self._read_source(path)
+        if isinstance(read, IngestOutcome):
+            return read
+        return self._parse_sync(read, path.name, file_uri(path), None, None, None, progress, cancel)
+
+    def _read_source(self, path: Path) -> IngestOutcome | bytes:
+        """The file's bytes, or the outcome that says why it cannot be read."""
+        source = str(path)
+        if path.is_symlink():
+            try:
+                path.resolve(strict=True)
+            except RuntimeError:  # Python 3.11 reports a loop so; 3.13 raises OSError(ELOOP)
+                return IngestOutcome(source, "skipped", category="symlink_loop", reason="symlink loop")
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    return IngestOutcome(source, "skipped", category="symlink_loop", reason="symlink loop")
+        try:
+            if not path.is_file():
+                raise SourceNotFoundError(f"{path} does not exist or is not a file", source=source)
+            check_size(path, path.stat().st_size, self.config)
+            return path.read_bytes()
+        except IngestError as exc:
+            return IngestOutcome(source, "failed", category=exc.category.value, reason=str(exc))
+        except OSError as exc:
+            return IngestOutcome(source, "failed", category="not_found", reason=f"{path}: {exc.strerror or exc}")
 
     def _ingest_path_sync(
         self,
@@ -381,18 +511,11 @@ class HaikuRAG:
         progress: ProgressCallback | None,
         cancel: CancelToken | None,
     ) -> IngestOutcome:
-        source = str(path)
-        try:
-            if not path.is_file():
-                raise SourceNotFoundError(f"{path} does not exist or is not a file", source=source)
-            check_size(path, path.stat().st_size, self.config)
-            report(progress, Progress(Stage.READING, source))
-            data = path.read_bytes()
-        except IngestError as exc:
-            return IngestOutcome(source, "failed", category=exc.category.value, reason=str(exc))
-        except OSError as exc:
-            return IngestOutcome(source, "failed", category="not_found", reason=f"{path}: {exc.strerror or exc}")
-        return self._ingest_bytes_sync(data, path.name, file_uri(path), title, metadata, password, progress, cancel)
+        report(progress, Progress(Stage.READING, str(path)))
+        read = self._read_source(path)
+        if isinstance(read, IngestOutcome):
+            return read
+        return self._ingest_bytes_sync(read, path.name, file_uri(path), title, metadata, password, progress, cancel)
 
     def _ingest_bytes_sync(
         self,
@@ -405,6 +528,27 @@ class HaikuRAG:
         progress: ProgressCallback | None,
         cancel: CancelToken | None,
     ) -> IngestOutcome:
+        prepared = self._parse_sync(data, filename, uri, title, metadata, password, progress, cancel)
+        if isinstance(prepared, IngestOutcome):
+            return prepared
+        new, existing = prepared
+        document, _ = docs.write_document(self.store, new, replaces=existing)
+        report(progress, Progress(Stage.DONE, uri, message="searchable (text)"))
+        return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
+
+    def _parse_sync(
+        self,
+        data: bytes,
+        filename: str,
+        uri: str,
+        title: str | None,
+        metadata: dict[str, Any] | None,
+        password: str | None,
+        progress: ProgressCallback | None,
+        cancel: CancelToken | None,
+    ) -> IngestOutcome | tuple[NewDocument, Document | None]:
+        """The parsed document and the one it replaces, or the outcome when there is nothing
+        to write (unchanged, or a file that cannot be parsed)."""
         existing = docs.find_document_by_uri(self.store, uri)
         if existing is not None and existing.content_hash == content_hash(data):
             report(progress, Progress(Stage.DONE, uri, message="unchanged"))
@@ -427,9 +571,7 @@ class HaikuRAG:
         check_cancelled(cancel)
         _add_bibliographic(new, filename)
         report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
-        document, _ = docs.write_document(self.store, new, replaces=existing)
-        report(progress, Progress(Stage.DONE, uri, message="searchable (text)"))
-        return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
+        return new, existing
 
     async def embed_pending(
         self,
@@ -493,11 +635,11 @@ class HaikuRAG:
         ``Store.maintain_indexes``); ingest and embedding passes call it themselves."""
         if self.is_read_only:
             return False
-        return await asyncio.to_thread(self.store.maintain_indexes, force=force)
+        return await self._store_thread(self.store.maintain_indexes, force=force)
 
     async def rebuild(self, *, progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> int:
         """Drop every vector and re-embed the library with the configured embedder."""
-        await asyncio.to_thread(self.store.drop_vectors)
+        await self._store_thread(self.store.drop_vectors)
         return await self.embed_pending(progress=progress, cancel=cancel)
 
     # --- search ---------------------------------------------------------------------------
@@ -511,7 +653,7 @@ class HaikuRAG:
         *,
         document_ids: Sequence[str] | None = None,
     ) -> list[SearchResult]:
-        return await asyncio.to_thread(
+        return await self._store_thread(
             functools.partial(self.search_sync, query, limit, search_type, filter, document_ids=document_ids)
         )
 
@@ -529,6 +671,8 @@ class HaikuRAG:
         from haiku.rag.search.hybrid import search_chunks
 
         limit = self.config.search.limit if limit is None else limit
+        # Lone surrogates (undecodable bytes in a command line) break the tokenizers.
+        query = query.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
         scope = docs.document_ids_matching(self.store, filter) if filter else None
         if document_ids is not None:
             allowed = set(document_ids)
@@ -584,7 +728,7 @@ class HaikuRAG:
         from haiku.rag.search.expansion import expand_context
 
         budget = self.config.search.max_context_chars if max_chars is None else max_chars
-        return await asyncio.to_thread(expand_context, self.store, results, budget)
+        return await self._store_thread(expand_context, self.store, results, budget)
 
     # --- collections ------------------------------------------------------------------------
     # Named sets of documents stored in the library (see ``haiku.rag.collections``).
@@ -640,7 +784,7 @@ class HaikuRAG:
             pages = pages_to_render(matched, context or [], page_numbers or [])
             return [render_page(data, p, matched=matched, context=context or [], dpi=dpi) for p in pages]
 
-        return await asyncio.to_thread(render)
+        return await self._store_thread(render)
 
     async def visualize_chunk(self, chunk: str | Chunk | SearchResult, *, dpi: float = 150) -> list[PageImage]:
         """Pages of a chunk (by id), or of a search result, with its boxes highlighted."""
@@ -670,7 +814,7 @@ class HaikuRAG:
                 "pages": sum(d.page_count for d in documents),
             }
 
-        return await asyncio.to_thread(collect)
+        return await self._store_thread(collect)
 
 
 def _add_bibliographic(new: docs.NewDocument, filename: str) -> None:

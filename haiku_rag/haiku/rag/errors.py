@@ -9,9 +9,31 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+# API keys this process has used (``register_secret``): masked in every error message, since
+# a provider's reply may echo the key it refused ("Incorrect API key provided: sk-…").
+_SECRETS: set[str] = set()
+MIN_SECRET_CHARS = 8  # shorter values ("none", "local") would mask ordinary words
+
+
+def register_secret(value: str | None) -> None:
+    if value and len(value) >= MIN_SECRET_CHARS:
+        _SECRETS.add(value)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every registered key replaced by ``***`` plus its last four characters."""
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, f"***{secret[-4:]}")
+    return text
+
 
 class HaikuRAGError(Exception):
-    """Base class of every error haiku.rag raises on purpose."""
+    """Base class of every error haiku.rag raises on purpose (its message never holds a
+    registered key)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(mask_secrets(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(HaikuRAGError):

@@ -12,7 +12,7 @@ import os
 from typing import Any
 
 from haiku.rag.config import AppConfig, ModelConfig
-from haiku.rag.errors import HaikuRAGError, ModelNotConfiguredError
+from haiku.rag.errors import HaikuRAGError, ModelNotConfiguredError, register_secret
 
 log = logging.getLogger("haiku.rag")
 
@@ -46,6 +46,12 @@ def keychain_key(provider: str) -> str | None:
 
 
 def resolve_api_key(provider: str, explicit: str | None = None) -> str | None:
+    key = _resolve_api_key(provider, explicit)
+    register_secret(key)  # masked in every error message from now on
+    return key
+
+
+def _resolve_api_key(provider: str, explicit: str | None) -> str | None:
     if explicit:
         return explicit
     stored = keychain_key(provider)

@@ -75,7 +75,7 @@ def prepare_document(
         document, max_tokens=config.processing.chunk_size, merge_peers=config.processing.merge_peers
     )
     if not chunks:
-        raise EmptyDocumentError(f"{filename}: no text was found in it", source=uri)
+        raise EmptyDocumentError(_nothing_to_index(filename, items), source=uri)
     check_cancelled(cancel)
 
     meta = dict(metadata or {})
@@ -105,6 +105,21 @@ def prepare_document(
         items=items,
         chunks=chunks,
     )
+
+
+def _nothing_to_index(filename: str, items: list[Any]) -> str:
+    """Why a document with no chunks is refused, naming the text that was dropped."""
+    texts = [item for item in items if item.text.strip()]
+    if not texts:
+        return f"{filename}: no text was found in it"
+    sample = ", ".join(repr(item.text.strip()[:60]) for item in texts[:3])
+    if all(item.label in ("section_header", "title") for item in texts):
+        return (
+            f"{filename}: it holds only headings ({sample}) and no text under them; "
+            "a heading alone is not indexed"
+        )
+    chars = sum(len(item.text) for item in texts)
+    return f"{filename}: its {len(texts)} text item(s) ({chars:,} characters: {sample}) produced nothing to index"
 
 
 def parse_document(
@@ -164,7 +179,16 @@ def iter_source_files(folder: Path) -> list[Path]:
             if name.startswith("."):
                 continue
             path = Path(dirpath) / name
-            if path.is_symlink() and not path.resolve().is_relative_to(root):
+            if path.is_symlink() and not _link_stays_inside(path, root):
                 continue
             found.append(path)
     return found
+
+
+def _link_stays_inside(link: Path, root: Path) -> bool:
+    """Whether a link points inside ``root``; a link loop counts as inside, so the folder
+    report lists it (as skipped) instead of the walk stopping with an error."""
+    try:
+        return link.resolve().is_relative_to(root)
+    except (RuntimeError, OSError):  # Python 3.11: RuntimeError("Symlink loop"); later: ELOOP
+        return True

@@ -108,7 +108,12 @@ def list_documents(
     query = store.table(S.DOCUMENTS).search().select(_DOCUMENT_COLUMNS)
     if filter:
         query = query.where(filter)
-    rows = query.limit(None).to_list() if limit is None else query.limit(limit + offset).to_list()
+    try:
+        rows = query.limit(None).to_list() if limit is None else query.limit(limit + offset).to_list()
+    except (ValueError, RuntimeError) as exc:
+        if not filter:
+            raise
+        raise StoreError(f"invalid filter {filter!r}: {_first_line(exc)}") from exc
     docs = sorted((document_from_row(r) for r in rows), key=lambda d: (d.created_at, d.uri))
     return docs[offset : None if limit is None else offset + limit]
 

@@ -178,7 +178,8 @@ class Store:
         """The error for a store whose files cannot be read (nothing is written to it)."""
         return StoreDamagedError(
             f"the store at {self.location} is damaged and cannot be read ({_short(exc)}); "
-            "nothing was changed. Restore the folder from a backup"
+            "nothing was changed. Run `haiku-rag doctor` to find its last complete version "
+            "(`haiku-rag restore-version` rolls back to it), or restore the folder from a backup"
         )
 
     # --- opening --------------------------------------------------------------------------
