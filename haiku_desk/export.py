@@ -21,10 +21,15 @@ if TYPE_CHECKING:
     from haiku.rag.citations import Citation
     from haiku.rag.client import HaikuRAG
 
-GROUNDING_LABELS = {
+# What the answer rests on (Turn.basis), as the chat's badge says it
+BASIS_LABELS = {
     "grounded": "Grounded: the answer declared evidence from the library",
     "ungrounded": "Ungrounded: the answer declared that nothing in the library supports it",
     "missing": "Missing: the answer declared no evidence",
+    "search-results": "Search results: no model wrote this; the passages that matched best",
+    "computed": "Computed: the answer rests on code run over the library; it cites no passage",
+    "stopped": "Stopped before it was complete: not checked or cited",
+    "no-documents": "Not answered: there was nothing in the library to search",
 }
 PAGE_DPI = 110
 SNIPPET_CHARS = 300
@@ -105,7 +110,7 @@ def turn_markdown(
 
     rendered = rendered or {}
     lines = [f"## {turn.question}", "", turn.answer.strip(), ""]
-    lines += [f"*{GROUNDING_LABELS.get(turn.grounding, turn.grounding)}.*", ""]
+    lines += [f"*{BASIS_LABELS.get(turn.basis, turn.basis)}.*", ""]
     if turn.citations:
         lines += ["### Sources", ""]
         for c in turn.citations:

@@ -1,10 +1,15 @@
-"""Conversations on disk: one JSON file each, history and capability state always together.
+"""Conversations on disk: one JSON file each, haiku.rag's conversation kept whole.
 
-A conversation is only meaningful with both halves: the Pydantic AI message history and the
-capability ``state`` dict that describes it (question identities, citations, the evidence ledger,
-the citation policy's record). Compaction refuses to run on a history whose state was lost, so
-the two are written in one file, atomically (temporary file, then ``os.replace``): a crash leaves
-either the previous file or the new one, never half of each.
+A conversation belongs to its library and is stored with it, in the library's app folder
+(``<db>/haiku-desk/conversations/``): a library moved or synced carries its conversations, and
+a conversation made in one library is never listed in another.
+
+The answering module's ``Conversation`` (the model history, the capabilities' state that
+describes it, and the citation numbering) is stored whole, as its own ``to_dict()``: the app
+never looks inside. It is written in one file with what the chat pane shows, atomically
+(temporary file, then ``os.replace``): a crash leaves either the previous file or the new one,
+never half of each. Files of format 1 (history and state as two fields) are read and carried
+over.
 
 The file also keeps what the chat pane shows (each turn's answer, citations and grounding), the
 title and the per-conversation toggles. It never holds an API key: nothing a model provider needs
@@ -25,14 +30,21 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.answering import Conversation
+    from haiku.rag.citations import Citation
 
-CONVERSATION_FORMAT_VERSION = 1
+CONVERSATION_FORMAT_VERSION = 2  # 2: the answering module's conversation, whole
 CONVERSATIONS_DIR_NAME = "conversations"
+LIBRARY_APP_DIR_NAME = "haiku-desk"  # the app's folder inside a library
 UNTITLED = "New chat"
 
 Grounding = Literal["grounded", "ungrounded", "missing"]
-AnswerMode = Literal["tools", "fallback", "search-only"]
+AnswerMode = Literal["tools", "fallback", "search-only", "no-documents"]
+# What an answer rests on, as its badge says: the grounding the answer declared, or, for
+# answers whose grounding says little, what they are instead.
+Basis = Literal[
+    "grounded", "ungrounded", "missing", "search-results", "computed", "stopped", "no-documents"
+]
 
 
 def now() -> datetime:
@@ -52,20 +64,25 @@ class Toggles(BaseModel):
 class ToolStep(BaseModel):
     """One compact line of what the agent did: searching "…", running analysis…"""
 
-    kind: str  # search | cite | analysis | load | tool
+    kind: str  # haiku.rag.answering.StepKind: search, cite, a program run, policy redirect, …
     label: str
-    detail: str = ""  # the analysis code, for the analysis panel
-    output: str = ""  # the analysis output
+    detail: str = ""  # the program an analysis step ran, for the analysis panel
+    output: str = ""  # the program's output
+
+    @property
+    def ran_program(self) -> bool:
+        """An analysis step: the library gives only those a program (``Step.detail``)."""
+        return bool(self.detail)
 
 
 def _import_citation() -> None:
     """Put ``Citation`` in this module's namespace, where Pydantic resolves the annotations.
 
-    Not at import: ``haiku.rag.capabilities.state`` loads the store's models (pyarrow, numpy),
-    and the main window imports this module before it is first shown.
+    Not at import: ``haiku.rag.citations`` loads the store's models (pyarrow, numpy), and the
+    main window imports this module before it is first shown.
     """
     if "Citation" not in globals():
-        from haiku.rag.capabilities.state import Citation
+        from haiku.rag.citations import Citation
 
         globals()["Citation"] = Citation
 
@@ -91,8 +108,30 @@ class Turn(_CitingModel):
     grounding: Grounding = "missing"
     mode: AnswerMode = "tools"
     steps: list[ToolStep] = Field(default_factory=list)
+    # What the answer rests on, as haiku.rag said (None in files older than that field).
+    rests_on: Basis | None = None
+    capability_ids: list[str] = Field(default_factory=list)  # of the agent that answered
     input_tokens: int | None = None  # of the answer's last model request
+    saved_tokens: int | None = None  # input tokens compaction saved on that request (estimate)
+    # Stopped before it was complete: the partial answer is shown, but it is not part of the
+    # model's history (the conversation goes on as if it had not been asked).
+    stopped: bool = False
     asked_at: datetime = Field(default_factory=now)
+
+    @property
+    def basis(self) -> Basis:
+        """What the answer rests on, for its badge and its export."""
+        if self.stopped:
+            return "stopped"
+        if self.rests_on is not None:
+            return self.rests_on
+        if self.mode == "no-documents":
+            return "no-documents"
+        if self.mode == "search-only":
+            return "search-results"
+        if not self.citations and any(s.ran_program and s.output for s in self.steps):
+            return "computed"
+        return self.grounding
 
 
 class ConversationRecord(_CitingModel):
@@ -104,21 +143,37 @@ class ConversationRecord(_CitingModel):
     created: datetime = Field(default_factory=now)
     updated: datetime = Field(default_factory=now)
     toggles: Toggles = Field(default_factory=Toggles)
-    # Pydantic AI messages as ``ModelMessagesTypeAdapter`` JSON, and the capability state they
-    # belong to: always read and written together.
+    # What the chat searches: document ids, None for the whole library ([]: nothing ticked).
+    scope: list[str] | None = None
+    # haiku.rag's Conversation.to_dict(): history, capability state and numbering, opaque.
+    conversation: dict[str, Any] | None = None
+    # Format 1: the history and its state as two fields (read, then carried into the above).
     messages: list[dict[str, Any]] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
     turns: list[Turn] = Field(default_factory=list)
 
+    def answering_conversation(self) -> Conversation:
+        """The conversation to answer the next question on (a fresh object each call)."""
+        from haiku.rag.answering import Conversation
+
+        if self.conversation is not None:
+            return Conversation.from_dict(self.conversation)
+        numbers: dict[str, int] = {}  # format 1: the numbers its answers showed
+        for turn in self.turns:
+            for citation in turn.citations:
+                numbers.setdefault(citation.chunk_id, citation.index)
+        return Conversation.from_dict(
+            {"version": 1, "messages": self.messages, "state": self.state, "numbers": numbers}
+        )
+
+    def set_answering_conversation(self, conversation: Conversation) -> None:
+        self.conversation = conversation.to_dict()
+        self.messages, self.state = [], {}
+        self.version = CONVERSATION_FORMAT_VERSION
+
     def model_messages(self) -> list[Any]:
-        from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-        return list(ModelMessagesTypeAdapter.validate_python(self.messages))
-
-    def set_model_messages(self, messages: list[Any]) -> None:
-        from pydantic_ai.messages import ModelMessagesTypeAdapter
-
-        self.messages = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
+        """The model history (what a question is answered after)."""
+        return list(self.answering_conversation().messages)
 
     def matches(self, text: str) -> bool:
         """Whether ``text`` occurs (case-insensitively) in the title, a question or an answer."""
@@ -135,6 +190,11 @@ class ConversationSummary(BaseModel):
     updated: datetime
 
 
+def library_app_folder(db_path: str | os.PathLike[str]) -> Path:
+    """The app's folder inside the library at ``db_path``."""
+    return Path(db_path) / LIBRARY_APP_DIR_NAME
+
+
 class ConversationFileError(Exception):
     """A conversation file that cannot be read; the others stay usable."""
 
@@ -147,7 +207,18 @@ class ConversationStore:
 
     @classmethod
     def in_data_dir(cls, data_dir: str | os.PathLike[str]) -> ConversationStore:
+        """The folder of the data dir (before conversations belonged to libraries)."""
         return cls(Path(data_dir) / CONVERSATIONS_DIR_NAME)
+
+    @classmethod
+    def for_library(cls, db_path: str | os.PathLike[str]) -> ConversationStore:
+        """The conversations of the local library at ``db_path``, stored inside it."""
+        return cls.in_app_folder(library_app_folder(db_path))
+
+    @classmethod
+    def in_app_folder(cls, folder: str | os.PathLike[str]) -> ConversationStore:
+        """The conversations in a library's app folder (``<db>/haiku-desk/``)."""
+        return cls(Path(folder) / CONVERSATIONS_DIR_NAME)
 
     def path_of(self, conversation_id: str) -> Path:
         if (

@@ -52,12 +52,6 @@ NO_KEYCHAIN = (
     "keychain (GNOME Keyring, KWallet, macOS Keychain, Windows Credential Manager), or set the "
     "provider's environment variable (e.g. OPENAI_API_KEY) before starting haiku-desk."
 )
-HOW_TO_CONNECT_A_MODEL = (
-    "No chat model is connected, so this answer shows the best passages from your library. "
-    "To get written answers, open Settings → Chat model and connect Ollama, an "
-    "OpenAI-compatible server (LM Studio, llama.cpp, vLLM), or OpenAI, Anthropic or Google "
-    "with a key kept in your OS keychain."
-)
 
 
 class ChatModelChoice(BaseModel):

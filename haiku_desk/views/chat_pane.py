@@ -1,8 +1,10 @@
 """The chat pane: conversations, streamed answers with citation chips and sources, toggles.
 
-It talks only to ``ChatService`` (and reads the model's name from ``ModelsService``); clicking a
-chip or a source emits ``citation_activated`` with the haiku.rag ``Citation``, which the main
-window shows in its citation panel.
+It talks only to ``ChatService`` (and reads the model's name from ``ModelsService``); a question
+streams in through its own ``Question`` operation. Clicking a chip or a source emits
+``citation_activated`` with the haiku.rag ``Citation``, which the main window shows in its
+citation panel; a ``haiku:`` link in an answer (add files, model settings) emits
+``command_requested``.
 """
 
 from __future__ import annotations
@@ -11,15 +13,18 @@ import html
 import re
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QKeySequence, QTextOption
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QFileDialog,
     QFrame,
     QHBoxLayout,
     QInputDialog,
     QLabel,
+    QLayout,
+    QLayoutItem,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
@@ -31,7 +36,6 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QTextBrowser,
-    QToolBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -40,18 +44,19 @@ from PySide6.QtWidgets import (
 from haiku_desk.citations import citation_location, citation_place, citation_title, snippet_source
 from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
-from haiku_desk.views.widgets import compact_button
+from haiku_desk.views.widgets import ElidedLabel, compact_button
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
     from haiku_desk.bridge import Operation
     from haiku_desk.services import AppServices
+    from haiku_desk.services.chat import Question
 
-MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 CONVERSATIONS_WIDTH = 165  # the list's default width: titles end in "…", the chat gets the room
 CONVERSATIONS_MIN_WIDTH = 150
-TOOLBAR_SLACK = 8  # a little room beyond the toolbar's own hint, against rounding
-BADGES = {
+TOOLBAR_SLACK = 8  # a little room beyond the toggle row's own hint, against rounding
+# What an answer rests on (Turn.basis): badge text, colour, tooltip. None: no badge.
+BADGES: dict[str, tuple[str, str, str] | None] = {
     "grounded": ("Grounded", "#2e7d32", "The answer declared evidence from your library."),
     "ungrounded": (
         "Ungrounded",
@@ -63,18 +68,117 @@ BADGES = {
         "#c62828",
         "The answer declared no evidence: treat it with suspicion.",
     ),
+    "search-results": (
+        "Search results",
+        "#1565c0",
+        "No model wrote this: these are the passages that matched best. Read them yourself; "
+        "some may not be relevant.",
+    ),
+    "computed": (
+        "Computed",
+        "#6a1b9a",
+        "The answer rests on code run over your library (shown in the analysis panel); it "
+        "cites no passage.",
+    ),
+    "stopped": None,  # the status says it, beside Ask again
+    "no-documents": None,  # nothing to search: the answer says why, no badge
 }
 CITE_SCHEME = "cite"
+COMMAND_SCHEME = "haiku"
 
 
 def linked_markers(markdown: str) -> str:
     """``[2]`` / ``[1, 3]`` become links the answer view turns into citation activations."""
+    from haiku.rag.citations import MARKER, marker_numbers
 
     def link(match: re.Match[str]) -> str:
-        numbers = [n.strip() for n in match.group(1).split(",")]
-        return " ".join(f"[[{n}]]({CITE_SCHEME}:{n})" for n in numbers)
+        links = " ".join(f"[[{n}]]({CITE_SCHEME}:{n})" for n in marker_numbers(match))
+        return f"{match.group(1)}{links}"
 
     return MARKER.sub(link, markdown)
+
+
+class FlowLayout(QLayout):
+    """Lays its widgets out in rows, wrapping to a new row when the width runs out: a row of
+    check boxes stays check boxes at any width (a toolbar would move them into "»")."""
+
+    def __init__(self, parent: QWidget | None = None, spacing: int = 12) -> None:
+        super().__init__(parent)
+        self._items: list[QLayoutItem] = []
+        self._spacing = spacing
+        self.setContentsMargins(0, 0, 0, 0)
+
+    def addItem(self, item: QLayoutItem) -> None:  # noqa: N802
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, index: int) -> QLayoutItem | None:  # noqa: N802
+        return self._items[index] if 0 <= index < len(self._items) else None
+
+    def takeAt(self, index: int) -> QLayoutItem | None:  # noqa: N802
+        return self._items.pop(index) if 0 <= index < len(self._items) else None
+
+    def expandingDirections(self) -> Qt.Orientation:  # noqa: N802
+        return Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802
+        return self._arrange(QRect(0, 0, width, 0), move=False)
+
+    def setGeometry(self, rect: QRect) -> None:  # noqa: N802
+        super().setGeometry(rect)
+        self._arrange(rect, move=True)
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        """All on one row."""
+        width = sum(i.sizeHint().width() for i in self._items)
+        width += self._spacing * max(0, len(self._items) - 1)
+        height = max((i.sizeHint().height() for i in self._items), default=0)
+        margins = self.contentsMargins()
+        return QSize(width + margins.left() + margins.right(), height)
+
+    def minimumSize(self) -> QSize:  # noqa: N802
+        """One item a row."""
+        size = QSize()
+        for item in self._items:
+            size = size.expandedTo(item.minimumSize())
+        margins = self.contentsMargins()
+        return size + QSize(margins.left() + margins.right(), margins.top() + margins.bottom())
+
+    def _arrange(self, rect: QRect, *, move: bool) -> int:
+        margins = self.contentsMargins()
+        area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
+        x, y, row_height = area.x(), area.y(), 0
+        for item in self._items:
+            hint = item.sizeHint()
+            if x > area.x() and x + hint.width() > area.right() + 1:
+                x, y, row_height = area.x(), y + row_height + self._spacing // 2, 0
+            if move:
+                item.setGeometry(QRect(QPoint(x, y), hint))
+            x += hint.width() + self._spacing
+            row_height = max(row_height, hint.height())
+        return y + row_height - rect.y() + margins.bottom()
+
+
+class HeaderLabel(ElidedLabel):
+    """A chat header label: its whole text when there is room, elided when the pane is narrow
+    (never widening it)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent=parent)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+
+    def set_full_text(self, text: str, suffix: str = "") -> None:
+        super().set_full_text(text, suffix)
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        width = self.fontMetrics().horizontalAdvance(self.full_text + self.suffix) + 4
+        return QSize(width, super().sizeHint().height())
 
 
 class SourceLabel(QLabel):
@@ -157,6 +261,9 @@ class TurnWidget(QFrame):
     """One question with its steps, streamed answer, citation chips, sources and badge."""
 
     citation_activated = Signal(object)
+    command_requested = Signal(str)  # a haiku: link's command, e.g. "models"
+    export_requested = Signal(object)  # Turn
+    ask_again_requested = Signal(str)  # the question
 
     def __init__(self, turn: Turn, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -184,8 +291,15 @@ class TurnWidget(QFrame):
         self.badge.setAccessibleName("Grounding")
         self.status = QLabel(self)
         self.status.setAccessibleName("Answer status")
+        self.ask_again_button = compact_button(QPushButton("Ask again", self))
+        self.ask_again_button.setAccessibleName("Ask again")
+        self.ask_again_button.setToolTip("Ask this question again")
+        self.ask_again_button.clicked.connect(
+            lambda: self.ask_again_requested.emit(self.turn.question)
+        )
         self.chip_row.addWidget(self.badge)
         self.chip_row.addWidget(self.status)
+        self.chip_row.addWidget(self.ask_again_button)
         self.chip_row.addStretch(1)
         self.sources = QVBoxLayout()
         self.sources.setSpacing(2)
@@ -196,17 +310,37 @@ class TurnWidget(QFrame):
         layout.addLayout(self.sources)
         self.badge.hide()
         self.status.hide()
+        self.ask_again_button.hide()
+        self.export_action = QAction("Export this answer…", self)
+        self.export_action.triggered.connect(lambda: self.export_requested.emit(self.turn))
+        self.copy_action = QAction("Copy answer", self)
+        self.copy_action.triggered.connect(self._copy)
+        # The answer view has a context menu of its own (copy, select all): ours extends it.
+        self.answer.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.answer.customContextMenuRequested.connect(
+            lambda pos: self._context_menu(self.answer.mapToGlobal(pos))
+        )
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(lambda pos: self._context_menu(self.mapToGlobal(pos)))
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(0)  # coalesce the deltas of one event-loop pass
         self._render_timer.timeout.connect(self._render)
-        for step in turn.steps:
-            self.add_step(step, render=False)
         self._render_steps()
-        if turn.answer:
+        if turn.answer or turn.stopped:
             self.finish(turn)
 
     # --- streaming ------------------------------------------------------------------------
+
+    def follow(self, question: Question) -> None:
+        """Show ``question`` as it is answered: its text and steps as they come."""
+        question.text_delta.connect(self.append)
+        question.text_reset.connect(self.reset_text)
+        question.step_added.connect(self._step_added)
+        self.mark("Answering…")
+
+    def _step_added(self, _step: ToolStep) -> None:
+        self._render_steps()
 
     def append(self, text: str) -> None:
         self.text += text
@@ -215,12 +349,6 @@ class TurnWidget(QFrame):
     def reset_text(self) -> None:
         self.text = ""
         self._render_timer.start()
-
-    def add_step(self, step: ToolStep, render: bool = True) -> None:
-        if step not in self.turn.steps:
-            self.turn.steps.append(step)
-        if render:
-            self._render_steps()
 
     def _render_steps(self) -> None:
         labels = [html.escape(s.label) for s in self.turn.steps]
@@ -243,13 +371,24 @@ class TurnWidget(QFrame):
         self._render()
         self._render_steps()
         self.status.hide()
-        label, colour, tip = BADGES.get(turn.grounding, BADGES["missing"])
-        self.badge.setText(
-            f"<span style='color:{colour}; font-weight:600'>● {html.escape(label)}</span>"
-        )
-        self.badge.setToolTip(tip)
-        self.badge.setAccessibleDescription(tip)
-        self.badge.show()
+        badge = BADGES.get(turn.basis, BADGES["missing"])
+        if badge is None:
+            self.badge.hide()
+        else:
+            label, colour, tip = badge
+            self.badge.setText(
+                f"<span style='color:{colour}; font-weight:600'>● {html.escape(label)}</span>"
+            )
+            self.badge.setToolTip(tip)
+            self.badge.setAccessibleDescription(tip)
+            self.badge.show()
+        if turn.stopped:
+            self.mark("Stopped before it was complete" if turn.answer else "Stopped")
+            self.status.setToolTip(
+                "The partial answer is kept here, not checked or cited, and not part of what the "
+                "model reads next"
+            )
+        self.ask_again_button.setVisible(turn.stopped)
         for chip in self.chips:
             chip.deleteLater()
         self.chips = []
@@ -282,6 +421,24 @@ class TurnWidget(QFrame):
     def citation(self, index: int) -> Citation | None:
         return next((c for c in self.turn.citations if c.index == index), None)
 
+    def context_menu(self) -> QMenu:
+        """The answer's context menu: export and copy this answer."""
+        menu = QMenu(self)
+        self.export_action.setEnabled(bool(self.turn.answer))
+        menu.addAction(self.export_action)
+        menu.addAction(self.copy_action)
+        return menu
+
+    def _context_menu(self, where: QPoint) -> None:
+        menu = self.context_menu()
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(where)
+
+    def _copy(self) -> None:
+        from PySide6.QtWidgets import QApplication
+
+        QApplication.clipboard().setText(self.turn.answer)
+
     def _link(self, link: str) -> None:
         self._activate(link)
 
@@ -289,11 +446,13 @@ class TurnWidget(QFrame):
         self._activate(url.toString())
 
     def _activate(self, link: str) -> None:
-        scheme, _, number = link.partition(":")
-        if scheme == CITE_SCHEME and number.isdigit():
-            citation = self.citation(int(number))
+        scheme, _, rest = link.partition(":")
+        if scheme == CITE_SCHEME and rest.isdigit():
+            citation = self.citation(int(rest))
             if citation is not None:
                 self.citation_activated.emit(citation)
+        elif scheme == COMMAND_SCHEME and rest:
+            self.command_requested.emit(rest)
 
 
 class _InputKeys(QObject):
@@ -316,9 +475,10 @@ class _InputKeys(QObject):
 
 
 class ChatPane(QWidget):
-    """Conversations on the left; the current conversation, its toolbar and the input box."""
+    """Conversations on the left; the current conversation, its toggles and the input box."""
 
     citation_activated = Signal(object)  # haiku.rag Citation
+    command_requested = Signal(str)  # "add-files", "models": the window opens them
 
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -327,16 +487,18 @@ class ChatPane(QWidget):
         self.models = services.models
         self.turn_widgets: list[TurnWidget] = []
         self._live: TurnWidget | None = None
-        self._live_id: str | None = None
+        self._live_question: Question | None = None
         self.export_operation: Operation | None = None
         self.setAccessibleName("Chat")
         self._build()
         self._connect()
         self.refresh_conversations()
         self._show_record(self.chat.current)
+        self._show_toggles(self.chat.toggles)
         self._set_busy(self.chat.busy)
         self._update_model_label()
-        self._update_scope(len(self.chat.scope_document_ids()))
+        self._update_scope(self.chat.scope())
+        self._show_tokens(*(self.chat.token_meter or (0, 0)))
 
     # --- building -------------------------------------------------------------------------
 
@@ -377,51 +539,65 @@ class ChatPane(QWidget):
         main = QWidget(self)
         column = QVBoxLayout(main)
         column.setContentsMargins(4, 0, 4, 4)
-        self.toolbar = QToolBar("Chat tools", main)
-        self.toolbar.setAccessibleName("Chat tools")
-        self.toolbar.setMovable(False)  # no grip: its width goes to the toggles
-        self.compaction_action = self._toggle_action(
+        # Check boxes in rows that wrap: each reads as on or off at any width.
+        self.toggle_row = QWidget(main)
+        self.toggle_row.setAccessibleName("Chat toggles")
+        self.toggle_layout = FlowLayout(self.toggle_row)
+        self.compaction_toggle = self._toggle(
             "Evidence compaction",
             "Send earlier questions' evidence as only what was cited (smaller requests)",
         )
-        self.policy_action = self._toggle_action(
+        self.policy_toggle = self._toggle(
             "Citation policy", "Require every answer to declare what grounds it"
         )
-        self.analysis_action = self._toggle_action(
+        self.analysis_toggle = self._toggle(
             "Analysis mode", "Let the model run Python over your library to count and compare"
         )
-        self.no_tools_action = self._toggle_action(
+        self.no_tools_toggle = self._toggle(
             "Answer without tools",
-            "Search first, then let the model read numbered passages (for models without tool calling)",
+            "Search first, then let the model read numbered passages (for models without tool "
+            "calling)",
         )
-        self.export_answer_action = QAction("Export answer…", self)
+        self.toggles = (
+            self.compaction_toggle,
+            self.policy_toggle,
+            self.analysis_toggle,
+            self.no_tools_toggle,
+        )
+        self.export_answer_action = QAction("Export last answer…", self)
         self.export_answer_action.setToolTip(
-            "Save the last answer as Markdown with its cited pages"
+            "Save the last answer as Markdown with its cited pages (right-click an answer to "
+            "export that one)"
         )
         self.export_conversation_action = QAction("Export chat…", self)
         self.export_conversation_action.setToolTip(
             "Save this conversation as Markdown with its cited pages"
         )
-        # Exports sit beside Send, behind one menu button: the toolbar keeps its width for
-        # the toggles, which must stay visible in a narrow chat pane.
         export_menu = QMenu(main)
         export_menu.addAction(self.export_answer_action)
         export_menu.addAction(self.export_conversation_action)
         self.export_button = QToolButton(main)
         self.export_button.setText("Export")
         self.export_button.setAccessibleName("Export")
-        self.export_button.setToolTip("Save the last answer or this conversation as Markdown")
+        self.export_button.setToolTip(
+            "Save the last answer or this conversation as Markdown (right-click an answer to "
+            "export that one)"
+        )
         self.export_button.setMenu(export_menu)
         self.export_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
 
         status = QHBoxLayout()
-        self.model_label = QLabel(main)
+        # The header's labels elide (whole text in the tooltip): they never widen the pane,
+        # and the scope stays readable beside a long model name.
+        self.model_label = HeaderLabel(main)
         self.model_label.setAccessibleName("Chat model")
-        self.scope_label = QLabel(main)
+        self.scope_label = HeaderLabel(main)
         self.scope_label.setAccessibleName("Search scope")
         self.token_meter = QLabel(main)
         self.token_meter.setAccessibleName("Token meter")
-        self.token_meter.setToolTip("Input tokens of the last model request")
+        self.token_meter.setToolTip(
+            "Input tokens of the last model request, and what evidence compaction saved on it"
+        )
         status.addWidget(self.model_label)
         status.addWidget(self.scope_label)
         status.addStretch(1)
@@ -430,6 +606,8 @@ class ChatPane(QWidget):
         self.scroll = QScrollArea(main)
         self.scroll.setAccessibleName("Conversation")
         self.scroll.setWidgetResizable(True)
+        # Answers wrap and sources elide to the width: never a sideways scroll bar.
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.transcript = QWidget(self.scroll)
         self.transcript_layout = QVBoxLayout(self.transcript)
         self.transcript_layout.setAlignment(Qt.AlignmentFlag.AlignTop)
@@ -441,6 +619,11 @@ class ChatPane(QWidget):
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.transcript_layout.addWidget(self.empty_hint)
         self.scroll.setWidget(self.transcript)
+        self._follow_target: TurnWidget | None = None
+        self._following = False
+        self.transcript.installEventFilter(self)
+        # the user's scrolling (wheel, keys, the bar) ends following an answer
+        self.scroll.verticalScrollBar().actionTriggered.connect(self._stop_following)
 
         self.analysis_panel = AnalysisPanel(main)
 
@@ -448,6 +631,7 @@ class ChatPane(QWidget):
         self.input.setAccessibleName("Question")
         self.input.setPlaceholderText("Ask your library… (Ctrl+Enter to send)")
         self.input.setMaximumHeight(110)
+        self.input.setTabChangesFocus(True)  # Tab leaves the box; a question needs no tabs
         self.input.installEventFilter(_InputKeys(self))
         send_row = QHBoxLayout()
         self.send_button = QPushButton("Send", main)
@@ -455,13 +639,13 @@ class ChatPane(QWidget):
         self.send_button.setToolTip("Send (Ctrl+Enter)")
         self.stop_button = QPushButton("Stop", main)
         self.stop_button.setAccessibleName("Stop answering")
-        self.stop_button.setToolTip("Stop (Esc)")
+        self.stop_button.setToolTip("Stop (Esc): the partial answer is kept")
         send_row.addWidget(self.export_button)
         send_row.addStretch(1)
         send_row.addWidget(self.stop_button)
         send_row.addWidget(self.send_button)
 
-        column.addWidget(self.toolbar)
+        column.addWidget(self.toggle_row)
         column.addLayout(status)
         column.addWidget(self.scroll, 1)
         column.addWidget(self.analysis_panel)
@@ -490,23 +674,21 @@ class ChatPane(QWidget):
 
     def default_width(self) -> int:
         """The width that shows the conversation list at its default width and every toggle
-        of the toolbar."""
+        on one row."""
         sidebar = self.splitter.widget(0)
         conversations = max(CONVERSATIONS_WIDTH, sidebar.minimumSizeHint().width())
         margins = self.splitter.widget(1).layout().contentsMargins()
-        column = self.toolbar.sizeHint().width() + margins.left() + margins.right()
+        column = self.toggle_layout.sizeHint().width() + margins.left() + margins.right()
         return conversations + self.splitter.handleWidth() + column + TOOLBAR_SLACK
 
-    def _toggle_action(self, text: str, tip: str) -> QAction:
-        action = QAction(text, self)
-        action.setCheckable(True)
-        action.setToolTip(tip)
-        action.setStatusTip(tip)
-        self.toolbar.addAction(action)
-        button = self.toolbar.widgetForAction(action)
-        if button is not None:
-            button.setAccessibleName(text)
-        return action
+    def _toggle(self, text: str, tip: str) -> QCheckBox:
+        box = QCheckBox(text, self.toggle_row)
+        box.setToolTip(tip)
+        box.setStatusTip(tip)
+        box.setAccessibleName(text)
+        box.setAccessibleDescription(tip)
+        self.toggle_layout.addWidget(box)
+        return box
 
     def _connect(self) -> None:
         chat = self.chat
@@ -521,11 +703,15 @@ class ChatPane(QWidget):
         self.conversation_search.textChanged.connect(lambda _: self.refresh_conversations())
         self.conversation_list.itemActivated.connect(self._open_item)
         self.conversation_list.itemClicked.connect(self._open_item)
-        self.compaction_action.toggled.connect(lambda on: self._toggle("evidence_compaction", on))
-        self.policy_action.toggled.connect(lambda on: self._toggle("citation_policy", on))
-        self.analysis_action.toggled.connect(lambda on: self._toggle("analysis", on))
-        self.no_tools_action.toggled.connect(
-            lambda on: self._toggle("no_tools", True if on else None)
+        # clicked, not toggled: only the user's click is a choice (showing a conversation's
+        # toggles sets the boxes without one)
+        self.compaction_toggle.clicked.connect(
+            lambda on: chat.set_toggles(evidence_compaction=on)
+        )
+        self.policy_toggle.clicked.connect(lambda on: chat.set_toggles(citation_policy=on))
+        self.analysis_toggle.clicked.connect(lambda on: chat.set_toggles(analysis=on))
+        self.no_tools_toggle.clicked.connect(
+            lambda on: chat.set_toggles(no_tools=True if on else None)
         )
         self.export_answer_action.triggered.connect(self._export_answer_dialog)
         self.export_conversation_action.triggered.connect(self._export_conversation_dialog)
@@ -535,13 +721,6 @@ class ChatPane(QWidget):
         chat.toggles_changed.connect(self._show_toggles)
         chat.busy_changed.connect(self._set_busy)
         chat.question_started.connect(self._question_started)
-        chat.text_delta.connect(self._text_delta)
-        chat.text_reset.connect(self._text_reset)
-        chat.tool_step.connect(self._tool_step)
-        chat.analysis_step.connect(self._analysis_step)
-        chat.answer_ready.connect(self._answer_ready)
-        chat.question_failed.connect(self._question_failed)
-        chat.question_cancelled.connect(self._question_cancelled)
         chat.token_meter_changed.connect(self._show_tokens)
         chat.scope_changed.connect(self._update_scope)
         self.models.model_changed.connect(lambda _: self._update_model_label())
@@ -601,36 +780,35 @@ class ChatPane(QWidget):
         for widget in self.turn_widgets:
             widget.deleteLater()
         self.turn_widgets = []
+        self._follow_target = None
         self._live = None
-        self._live_id = None
+        self._live_question = None
         self.analysis_panel.clear()
         if record is not None:
             for turn in record.turns:
                 self._add_turn_widget(turn)
                 for step in turn.steps:
-                    if step.kind == "analysis":
+                    if step.ran_program:
                         self.analysis_panel.add_step(step)
-            self._show_toggles(record.toggles)
-        else:
-            self.analysis_panel.hide()  # no conversation, no analysis to show
+            running = self.chat.running
+            if running is not None and running.conversation_id == record.id:
+                self._follow(running)  # back to a conversation whose answer is streaming
+            elif self.turn_widgets:
+                self.follow_to_sources(self.turn_widgets[-1])  # where it was left: the end
+        self._show_toggles(self.chat.toggles)
         self._update_empty()
         self.refresh_conversations()
         self._update_exports()
 
     def _show_toggles(self, toggles: Any) -> None:
-        for action, on in (
-            (self.compaction_action, toggles.evidence_compaction),
-            (self.policy_action, toggles.citation_policy),
-            (self.analysis_action, toggles.analysis),
-            (self.no_tools_action, toggles.no_tools is True),
+        for box, on in (
+            (self.compaction_toggle, toggles.evidence_compaction),
+            (self.policy_toggle, toggles.citation_policy),
+            (self.analysis_toggle, toggles.analysis),
+            (self.no_tools_toggle, toggles.no_tools is True),
         ):
-            action.blockSignals(True)
-            action.setChecked(bool(on))
-            action.blockSignals(False)
+            box.setChecked(bool(on))
         self.analysis_panel.setVisible(bool(toggles.analysis) or bool(self.analysis_panel.steps))
-
-    def _toggle(self, name: str, value: bool | None) -> None:
-        self.chat.set_toggle(name, value)
 
     # --- asking ---------------------------------------------------------------------------
 
@@ -641,55 +819,67 @@ class ChatPane(QWidget):
         if self.chat.ask(question) is not None:
             self.input.clear()
 
-    def _question_started(self, conversation_id: str, turn: Turn) -> None:
-        if self.chat.current is None or self.chat.current.id != conversation_id:
+    def ask_again(self, question: str) -> None:
+        """Ask a (stopped) question again, in the conversation shown."""
+        if not self.chat.busy:
+            self.chat.ask(question)
+
+    def _question_started(self, question: Question) -> None:
+        if self.chat.current is None or self.chat.current.id != question.conversation_id:
             return
-        self._live = self._add_turn_widget(turn)
-        self._live_id = conversation_id
-        self._live.mark("Answering…")
+        self._follow(question)
+
+    def _follow(self, question: Question) -> None:
+        """Show ``question`` in the transcript as it is answered, until its outcome."""
+        self._follow_target = None
+        self._live = self._add_turn_widget(question.turn)
+        self._live_question = question
+        self._live.follow(question)
+        question.text_delta.connect(lambda _text: self._stream_moved(question))
+        question.step_finished.connect(lambda step: self._analysis_step(question, step))
+        question.succeeded.connect(lambda turn: self._answered(question, turn))
+        question.failed.connect(lambda exc: self._not_answered(question, exc))
+        question.cancelled.connect(lambda: self._stopped(question))
         self._update_empty()
 
-    def _is_live(self, conversation_id: str) -> bool:
-        return self._live is not None and self._live_id == conversation_id
+    def _is_live(self, question: Question) -> bool:
+        return self._live is not None and self._live_question is question
 
-    def _text_delta(self, conversation_id: str, text: str) -> None:
-        if self._is_live(conversation_id):
-            self._live.append(text)  # type: ignore[union-attr]
+    def _stream_moved(self, question: Question) -> None:
+        if self._is_live(question):
             self._scroll_to_end()
 
-    def _text_reset(self, conversation_id: str) -> None:
-        if self._is_live(conversation_id):
-            self._live.reset_text()  # type: ignore[union-attr]
-
-    def _tool_step(self, conversation_id: str, step: ToolStep) -> None:
-        if self._is_live(conversation_id):
-            self._live.add_step(step)  # type: ignore[union-attr]
-
-    def _analysis_step(self, conversation_id: str, step: ToolStep) -> None:
-        if self._is_live(conversation_id):
+    def _analysis_step(self, question: Question, step: ToolStep) -> None:
+        if self._is_live(question):
             self.analysis_panel.add_step(step)
             self.analysis_panel.show()
 
-    def _answer_ready(self, conversation_id: str, turn: Turn) -> None:
-        if self._is_live(conversation_id):
-            self._live.finish(turn)  # type: ignore[union-attr]
+    def _answered(self, question: Question, turn: Turn) -> None:
+        if self._is_live(question):
+            widget = self._live
+            widget.finish(turn)  # type: ignore[union-attr]
             self._live = None
-            self._scroll_to_end()
+            self.follow_to_sources(widget)  # type: ignore[arg-type]
         self._update_exports()
 
-    def _question_failed(self, conversation_id: str, message: str) -> None:
-        if self._is_live(conversation_id):
+    def _not_answered(self, question: Question, exc: BaseException) -> None:
+        if self._is_live(question):
+            message = " ".join(str(exc).split()) or type(exc).__name__
             self._live.mark(f"Not answered: {message}")  # type: ignore[union-attr]
             self._live = None
 
-    def _question_cancelled(self, conversation_id: str) -> None:
-        if self._is_live(conversation_id):
-            self._live.mark("Stopped: this question was not kept")  # type: ignore[union-attr]
+    def _stopped(self, question: Question) -> None:
+        if self._is_live(question):
+            self._live.finish(question.turn)  # type: ignore[union-attr]
             self._live = None
+        self._update_exports()
 
     def _add_turn_widget(self, turn: Turn) -> TurnWidget:
         widget = TurnWidget(turn, self.transcript)
         widget.citation_activated.connect(self.citation_activated)
+        widget.command_requested.connect(self.command_requested)
+        widget.export_requested.connect(self._export_turn_dialog)
+        widget.ask_again_requested.connect(self.ask_again)
         self.transcript_layout.addWidget(widget)
         self.turn_widgets.append(widget)
         return widget
@@ -697,18 +887,27 @@ class ChatPane(QWidget):
     def _set_busy(self, busy: bool) -> None:
         self.send_button.setEnabled(not busy)
         self.stop_button.setEnabled(busy)
+        for widget in self.turn_widgets:
+            widget.ask_again_button.setEnabled(not busy)
 
-    def _show_tokens(self, tokens: int) -> None:
-        self.token_meter.setText(f"{tokens:,} input tokens" if tokens else "")
+    def _show_tokens(self, tokens: int, saved: int = 0) -> None:
+        if not tokens:
+            self.token_meter.setText("")
+            return
+        text = f"{_thousands(tokens)} tokens"
+        if saved:
+            text += f", {_thousands(saved)} saved by compaction"
+        self.token_meter.setText(text)
 
     def _update_model_label(self) -> None:
-        self.model_label.setText(self.models.describe())
+        self.model_label.set_full_text(self.models.describe())
 
-    def _update_scope(self, count: int) -> None:
-        self.scope_label.setText(
-            f"· {count} selected document{'s' if count != 1 else ''}"
-            if count
-            else "· whole library"
+    def _update_scope(self, document_ids: tuple[str, ...] | None) -> None:
+        """The chat header says what the chat searches (chosen in the library's scope control)."""
+        self.scope_label.set_full_text(f"· {scope_text(document_ids, self.services.library)}")
+        self.scope_label.setToolTip(
+            "What the chat searches: tick documents in the library to choose (kept per "
+            "conversation)"
         )
 
     def _update_empty(self) -> None:
@@ -717,6 +916,37 @@ class ChatPane(QWidget):
     def _scroll_to_end(self) -> None:
         bar = self.scroll.verticalScrollBar()
         QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))
+
+    def follow_to_sources(self, widget: TurnWidget) -> None:
+        """Keep a finished answer's chips and sources in view, with as much of the answer above
+        them as fits (its question first, when the whole turn fits). Sources wrap and grow
+        after their first layout, so this holds while the transcript settles, until the user
+        scrolls or another question starts."""
+        self._follow_target = widget
+        QTimer.singleShot(0, self._scroll_to_target)
+
+    def _scroll_to_target(self) -> None:
+        widget = getattr(self, "_follow_target", None)
+        if widget is None or widget not in self.turn_widgets:
+            return
+        bar = self.scroll.verticalScrollBar()
+        view = self.scroll.viewport().height()
+        top = widget.mapTo(self.transcript, QPoint(0, 0)).y()
+        bottom = top + widget.height()
+        target = top if bottom - top <= view else bottom - view
+        self._following = True  # our own move, not the user's
+        bar.setValue(max(0, min(bar.maximum(), target)))
+        self._following = False
+
+    def _stop_following(self, *_: Any) -> None:
+        if not getattr(self, "_following", False):
+            self._follow_target = None
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if watched is self.transcript and event.type() == QEvent.Type.Resize:
+            if getattr(self, "_follow_target", None) is not None:
+                QTimer.singleShot(0, self._scroll_to_target)
+        return super().eventFilter(watched, event)
 
     # --- export ---------------------------------------------------------------------------
 
@@ -727,8 +957,11 @@ class ChatPane(QWidget):
         self.export_conversation_action.setEnabled(has_turns)
         self.export_button.setEnabled(has_turns)
 
-    def export_to(self, folder: str, *, whole_conversation: bool = True) -> Operation | None:
-        """Export the conversation (or its last answer) into ``folder``, off the GUI thread."""
+    def export_to(
+        self, folder: str, *, whole_conversation: bool = True, turn: Turn | None = None
+    ) -> Operation | None:
+        """Export the conversation, or one answer (``turn``, else the last), into ``folder``,
+        off the GUI thread."""
         from haiku_desk.bridge import Operation
         from haiku_desk.export import export_answer, export_conversation
 
@@ -736,11 +969,12 @@ class ChatPane(QWidget):
         if record is None or not record.turns:
             return None
         client = self.services.library.client
+        answer = turn or record.turns[-1]
 
         async def body(token: Any, report: Any) -> Any:
-            if whole_conversation:
+            if whole_conversation and turn is None:
                 return await export_conversation(record, client, folder)
-            return await export_answer(record.turns[-1], client, folder)
+            return await export_answer(answer, client, folder)
 
         operation = Operation("Exporting the chat", body, self)
         operation.succeeded.connect(
@@ -752,6 +986,11 @@ class ChatPane(QWidget):
         self.export_operation = operation.start()
         return operation
 
+    def _export_turn_dialog(self, turn: Turn) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Export the answer into")
+        if folder:
+            self.export_to(folder, turn=turn)
+
     def _export_answer_dialog(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Export the answer into")
         if folder:
@@ -761,3 +1000,24 @@ class ChatPane(QWidget):
         folder = QFileDialog.getExistingDirectory(self, "Export the chat into")
         if folder:
             self.export_to(folder, whole_conversation=True)
+
+
+def scope_text(document_ids: tuple[str, ...] | None, library: Any = None) -> str:
+    """``all documents``, ``1 document: Title``, ``3 documents`` or ``no documents ticked``."""
+    if document_ids is None:
+        return "all documents"
+    if not document_ids:
+        return "no documents ticked"
+    if len(document_ids) == 1:
+        finder = getattr(library, "entry_for_document", None)
+        entry = finder(document_ids[0]) if callable(finder) else None
+        title = getattr(entry, "title", None) or getattr(entry, "name", None)
+        return f"1 document: {title}" if title else "1 document"
+    return f"{len(document_ids)} documents"
+
+
+def _thousands(count: int) -> str:
+    """``5400`` → ``5.4k``; below a thousand, the number."""
+    if count < 1000:
+        return str(count)
+    return f"{count / 1000:.1f}k".replace(".0k", "k")

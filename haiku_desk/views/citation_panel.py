@@ -22,8 +22,9 @@ from haiku_desk.services.pages import MAX_ZOOM, MIN_ZOOM, PageRender, PagesServi
 from haiku_desk.views.widgets import ElidedLabel
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
 
+HINT = "Click a citation to see the cited page."
 ZOOM_STEP = 1.25
 DEFAULT_ZOOM = 1.25
 
@@ -42,6 +43,8 @@ class CitationPanel(QWidget):
         self.pages = pages
         self.setAccessibleName("Citation panel")
         self.citation: Citation | None = None
+        self.conversation_id: str | None = None  # the conversation whose citations it shows
+        self._last_shown: dict[str, Citation] = {}  # per conversation: the citation last shown
         self.cited: list[int] = []
         self.page = 0
         self.page_count = 0
@@ -52,7 +55,7 @@ class CitationPanel(QWidget):
         self._request = 0
         self.open_in_system_viewer = True  # tests turn this off
 
-        self.title = ElidedLabel("Click a citation to see the cited page.")
+        self.title = ElidedLabel(HINT)
         self.title.setAccessibleName("Cited document")
         self.headings = ElidedLabel()
         self.headings.setAccessibleName("Heading path")
@@ -139,8 +142,41 @@ class CitationPanel(QWidget):
 
     # --- showing ----------------------------------------------------------------------------
 
+    def follow_conversation(self, record: object | None) -> None:
+        """Show the citation last shown in the conversation now shown (``record``, with an
+        ``id``), or nothing: a page cited elsewhere must not look like this one's."""
+        conversation_id = getattr(record, "id", None)
+        if conversation_id == self.conversation_id and conversation_id is not None:
+            return
+        self.conversation_id = conversation_id
+        last = self._last_shown.get(conversation_id) if conversation_id else None
+        if last is not None:
+            self.show_citation(last)
+        else:
+            self.clear()
+
+    def clear(self) -> None:
+        """Back to the hint: no citation, no page."""
+        self.citation = None
+        self.cited = []
+        self.page = 0
+        self.page_count = 0
+        self.current_render = None
+        self.current_image = None
+        self._request = 0
+        self.title.setFont(self.font())
+        self.title.set_full_text(HINT)
+        self.headings.set_full_text("")
+        self.image_label.setPixmap(QPixmap())
+        self.image_label.setText("")
+        self.snippet.setText("")
+        self.snippet_area.hide()
+        self._update_controls()
+
     def show_citation(self, citation: Citation) -> None:
         """Show the first cited page of ``citation`` with its boxes highlighted."""
+        if self.conversation_id is not None:
+            self._last_shown[self.conversation_id] = citation
         self.citation = citation
         self.cited = cited_pages(citation)
         matched = sorted({b.page for b in citation.boxes})

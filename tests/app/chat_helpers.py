@@ -132,3 +132,31 @@ class StreamingScript:
 
 def answer_text(response: Any) -> str:
     return "".join(p.content for p in response.parts if isinstance(p, TextPart))
+
+
+class QuestionLog:
+    """What the questions a ChatService answers from now on streamed, and how they ended: the
+    app's streaming goes through each question's own operation."""
+
+    def __init__(self, chat: Any) -> None:
+        self.deltas: list[str] = []
+        self.steps: list[Any] = []  # ToolStep, as they begin
+        self.finished_steps: list[Any] = []  # ToolStep with output (analysis runs)
+        self.outcomes: list[str] = []  # "answered", "cancelled", "failed: …"
+        self.questions: list[Any] = []
+        self.on_step: Any = None  # called with each step as it begins
+        chat.question_started.connect(self._started)
+
+    def _started(self, question: Any) -> None:
+        self.questions.append(question)
+        question.text_delta.connect(self.deltas.append)
+        question.step_added.connect(self._step)
+        question.step_finished.connect(self.finished_steps.append)
+        question.succeeded.connect(lambda turn: self.outcomes.append("answered"))
+        question.failed.connect(lambda exc: self.outcomes.append(f"failed: {exc}"))
+        question.cancelled.connect(lambda: self.outcomes.append("cancelled"))
+
+    def _step(self, step: Any) -> None:
+        self.steps.append(step)
+        if self.on_step is not None:
+            self.on_step(step)

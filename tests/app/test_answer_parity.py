@@ -101,12 +101,12 @@ def through_the_app(qloop, library, built, tmp_path, case: str) -> tuple[Any, ..
     chat = ChatService(library, models, notifications)
     models.use_model_instance(script_for(case).model)
     chat.new_conversation()
-    for name, value in toggles.items():
-        chat.set_toggle(name, value)
+    chat.set_toggles(**toggles)
     outcome: list[Any] = []
-    chat.answer_ready.connect(lambda cid, turn: outcome.append(turn))
-    chat.question_failed.connect(lambda cid, message: outcome.append(RuntimeError(message)))
-    assert chat.ask(QUESTION) is not None
+    question = chat.ask(QUESTION)
+    assert question is not None
+    question.succeeded.connect(outcome.append)
+    question.failed.connect(lambda exc: outcome.append(RuntimeError(str(exc))))
     run_until(qloop, lambda: bool(outcome) and not chat.busy, timeout=120)
     (turn,) = outcome
     if isinstance(turn, Exception):

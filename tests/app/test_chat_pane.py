@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -18,11 +19,11 @@ from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_
 from haiku.rag.capabilities.compaction import COMPACTION_CAPABILITY_ID
 from haiku.rag.capabilities.policy import POLICY_CAPABILITY_ID
 from haiku.rag.capabilities.rag import RAG_CAPABILITY_ID
-from haiku.rag.capabilities.state import Citation
+from haiku.rag.citations import Citation
 from haiku_desk.bridge import install_event_loop
 from haiku_desk.services import AppServices
 from haiku_desk.services.chat import ChatService
-from haiku_desk.services.conversations import Turn
+from haiku_desk.services.conversations import ConversationStore, Turn
 from haiku_desk.services.library import LibraryService
 from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
@@ -54,7 +55,9 @@ def app_config(built, tmp_path):
 def make_pane(qtbot: QtBot, library, app_config) -> ChatPane:
     notifications = Notifications()
     models = ModelsService(app_config, notifications)
-    chat = ChatService(library, models, notifications)
+    # each test its own conversations (the module shares one library, which holds them)
+    store = ConversationStore.in_data_dir(app_config.storage.data_dir)
+    chat = ChatService(library, models, notifications, store=store)
     services = AppServices(app_config, notifications, library, None, models, chat)  # type: ignore[arg-type]
     pane = ChatPane(services)
     qtbot.addWidget(pane)
@@ -87,11 +90,15 @@ def test_a_cited_answer_streams_into_the_pane_with_chips_sources_and_a_badge(
     pane = make_pane(qtbot, library, app_config)
     pane.models.use_model_instance(cited_script().model)
     shown: list[str] = []  # what the answer view showed while the answer was streaming
-    pane.chat.text_delta.connect(
-        lambda cid, text: shown.append(pane.turn_widgets[-1].answer.toPlainText())
-    )
     steps = []
-    pane.chat.tool_step.connect(lambda cid, s: steps.append(pane.turn_widgets[-1].steps.text()))
+
+    def started(question):
+        question.text_delta.connect(
+            lambda text: shown.append(pane.turn_widgets[-1].answer.toPlainText())
+        )
+        question.step_added.connect(lambda s: steps.append(pane.turn_widgets[-1].steps.text()))
+
+    pane.chat.question_started.connect(started)
 
     ask(qloop, pane, QUESTION)
 
@@ -108,7 +115,7 @@ def test_a_cited_answer_streams_into_the_pane_with_chips_sources_and_a_badge(
     assert len(widget.source_labels) == 2
     assert citations[0].document_title in widget.source_labels[0].text()
     assert any(c.document_id == built.report_id for c in citations)
-    assert pane.token_meter.text().endswith("input tokens")
+    assert pane.token_meter.text().endswith(" tokens")  # compaction is off: nothing saved
     assert pane.input.toPlainText() == ""
 
     activated = []
@@ -131,20 +138,20 @@ def test_the_toolbar_toggles_change_the_capabilities_of_the_next_run(
     pane = make_pane(qtbot, library, app_config)
     pane.models.use_model_instance(StreamingScript().play(answer("One.")).model)
     ask(qloop, pane, "First?")
-    assert pane.chat.last_built.capability_ids == (RAG_CAPABILITY_ID,)
+    assert pane.chat.last_capability_ids == (RAG_CAPABILITY_ID,)
 
-    pane.compaction_action.trigger()
-    pane.policy_action.trigger()
+    pane.compaction_toggle.click()
+    pane.policy_toggle.click()
     assert pane.chat.current.toggles.evidence_compaction
     pane.models.use_model_instance(StreamingScript().play(answer("Two.")).model)
     ask(qloop, pane, "Second?")
-    agent_ids = {c.id for c in pane.chat.last_built.agent.root_capability.capabilities}
+    agent_ids = set(pane.chat.last_capability_ids)
     assert {COMPACTION_CAPABILITY_ID, POLICY_CAPABILITY_ID} <= agent_ids
 
-    pane.policy_action.trigger()
+    pane.policy_toggle.click()
     pane.models.use_model_instance(StreamingScript().play(answer("Three.")).model)
     ask(qloop, pane, "Third?")
-    agent_ids = {c.id for c in pane.chat.last_built.agent.root_capability.capabilities}
+    agent_ids = set(pane.chat.last_capability_ids)
     assert COMPACTION_CAPABILITY_ID in agent_ids and POLICY_CAPABILITY_ID not in agent_ids
     names = {w.accessibleName() for w in pane.findChildren(QWidget)}
     assert {"Evidence compaction", "Citation policy", "Analysis mode"} <= names
@@ -155,7 +162,7 @@ def test_a_reopened_conversation_in_a_new_pane_keeps_history_state_and_toggles(
 ):
     pane = make_pane(qtbot, library, app_config)
     pane.new_chat()
-    pane.compaction_action.trigger()
+    pane.compaction_toggle.click()
     pane.models.use_model_instance(
         StreamingScript().play(search("kerosene shortage"), cite_top(1), answer(ANSWER)).model
     )
@@ -169,10 +176,10 @@ def test_a_reopened_conversation_in_a_new_pane_keeps_history_state_and_toggles(
     assert item.text() == QUESTION
     again.conversation_list.itemClicked.emit(item)
     assert again.chat.current.id == record.id
-    assert again.compaction_action.isChecked() and not again.policy_action.isChecked()
+    assert again.compaction_toggle.isChecked() and not again.policy_toggle.isChecked()
     (widget,) = again.turn_widgets
     assert widget.turn.citations == saved_citations and len(widget.chips) == 1
-    assert again.chat.current.state == record.state
+    assert again.chat.current.conversation == record.conversation
     assert again.chat.current.model_messages() == record.model_messages()
 
     script = StreamingScript().play(
@@ -193,7 +200,13 @@ def test_search_only_answers_with_citations_and_says_how_to_connect(
     ask(qloop, pane, "kerosene shortage night convoys")
     (widget,) = pane.turn_widgets
     assert widget.chips and widget.source_labels
-    assert "Settings → Chat model" in widget.answer.toPlainText()
+    assert "Settings → Models…" in widget.answer.toPlainText()
+    assert "Search results" in widget.badge.text() and "Grounded" not in widget.badge.text()
+    commands = []
+    pane.command_requested.connect(commands.append)
+    widget.answer.anchorClicked.emit(QUrl("haiku:models"))  # the help is a working link
+    assert commands == ["models"]
+    assert "haiku:models" in widget.answer.toHtml()
     activated = []
     pane.citation_activated.connect(activated.append)
     widget.answer.anchorClicked.emit(QUrl("cite:1"))  # an inline [1] marker
@@ -222,7 +235,7 @@ def test_conversations_new_rename_search_delete_and_shortcuts(qloop, qtbot, libr
     assert pane.conversation_list.item(0).data(0x0100) == first
 
 
-def test_stop_marks_the_answer_stopped_and_keeps_the_conversation(
+def test_stop_keeps_the_partial_answer_marked_stopped_with_ask_again(
     qloop, qtbot, library, app_config
 ):
     pane = make_pane(qtbot, library, app_config)
@@ -234,9 +247,32 @@ def test_stop_marks_the_answer_stopped_and_keeps_the_conversation(
     assert pane.stop_button.isEnabled() and not pane.send_button.isEnabled()
     pane.stop_button.click()
     run_until(qloop, lambda: not pane.chat.busy)
-    assert "Stopped" in pane.turn_widgets[-1].status.text()
-    assert pane.chat.current.turns == [] and pane.chat.current.messages == []
+
+    (widget,) = pane.turn_widgets
+    assert widget.answer.toPlainText().strip() == "This"  # the partial answer stays
+    assert "Stopped" in widget.status.text() and widget.status.isVisible()
+    assert not widget.badge.isVisible()  # not "Grounded", nor any verdict on a partial answer
+    assert widget.ask_again_button.isVisible() and widget.ask_again_button.isEnabled()
+    (turn,) = pane.chat.current.turns
+    assert turn.stopped and turn.answer == "This "
+    assert pane.chat.current.conversation is None  # not part of the model's history
     assert pane.send_button.isEnabled()
+
+    # one click asks it again, in the same conversation
+    pane.models.use_model_instance(StreamingScript().play(answer("Finished now.")).model)
+    qtbot.mouseClick(widget.ask_again_button, qtbot_button())
+    run_until(qloop, lambda: not pane.chat.busy and len(pane.chat.current.turns) == 2)
+    again = pane.turn_widgets[-1]
+    assert again.turn.question == "Slow question" and again.turn.answer == "Finished now."
+    assert not again.ask_again_button.isVisible()
+    assert pane.chat.current.model_messages()  # this one is in the history
+
+    # reopened, the stopped answer still reads as stopped
+    pane.chat.open_conversation(pane.chat.current.id)
+    pane._show_record(pane.chat.current)
+    first = pane.turn_widgets[0]
+    assert first.turn.stopped and "Stopped" in first.status.text()
+    assert not first.ask_again_button.isHidden()
 
 
 def test_export_writes_markdown_and_page_images(qloop, qtbot, library, app_config, tmp_path):
@@ -255,8 +291,8 @@ def test_analysis_mode_shows_the_executed_code_and_its_output(qloop, qtbot, libr
     from pydantic_ai.messages import ModelResponse, ToolCallPart
 
     pane = make_pane(qtbot, library, app_config)
-    pane.analysis_action.trigger()
-    assert pane.analysis_panel.isVisible() and pane.chat.current.toggles.analysis
+    pane.analysis_toggle.click()
+    assert pane.analysis_panel.isVisible() and pane.chat.toggles.analysis
     code = "print(6 * 7)"
     script = StreamingScript().play(
         ModelResponse(parts=[ToolCallPart("analysis_execute_code", {"code": code})]),
@@ -264,7 +300,7 @@ def test_analysis_mode_shows_the_executed_code_and_its_output(qloop, qtbot, libr
     )
     pane.models.use_model_instance(script.model)
     ask(qloop, pane, "What is six times seven?")
-    assert pane.chat.last_built.capability_ids[-1] == "haiku-rag-analysis"
+    assert pane.chat.last_capability_ids[-1] == "haiku-rag-analysis"
     assert "analysis_execute_code" in script.seen[0].tool_names
     assert "Running analysis…" in pane.turn_widgets[-1].steps.text()
     (step,) = pane.analysis_panel.steps
@@ -272,6 +308,25 @@ def test_analysis_mode_shows_the_executed_code_and_its_output(qloop, qtbot, libr
     assert pane.analysis_panel.header.text() == "Analysis (1 run)"
     pane.analysis_panel.header.click()
     assert pane.analysis_panel.expanded and code in pane.analysis_panel.log.toPlainText()
+
+
+def history(record) -> str:
+    """The answering module's conversation of ``record`` (history, state, numbering)."""
+    return json.dumps(record.conversation, sort_keys=True, default=str)
+
+
+def answered_turns(record) -> int:
+    return sum(1 for t in record.turns if not t.stopped)
+
+
+def stop_at_first_step(pane: ChatPane) -> None:
+    """Stop the next question the moment its first step (a search) begins."""
+
+    def started(question):
+        question.step_added.connect(lambda step: pane.stop_button.click())
+        pane.chat.question_started.disconnect(started)
+
+    pane.chat.question_started.connect(started)
 
 
 def test_stop_then_ask_again_repeatedly_and_stop_during_a_search(qloop, qtbot, library, app_config):
@@ -282,7 +337,7 @@ def test_stop_then_ask_again_repeatedly_and_stop_during_a_search(qloop, qtbot, l
     record = pane.chat.current
 
     for cycle in range(2):
-        messages, state = list(record.messages), dict(record.state)
+        kept = history(record)
         script = StreamingScript(gate=asyncio.Event()).play(answer("This will never finish."))
         pane.models.use_model_instance(script.model)
         pane.input.setPlainText(f"Slow question {cycle}")
@@ -293,24 +348,23 @@ def test_stop_then_ask_again_repeatedly_and_stop_during_a_search(qloop, qtbot, l
         stopped = pane.turn_widgets[-1]
         assert "Stopped" in stopped.status.text() and stopped.status.isVisible()
         assert pane.send_button.isEnabled() and not pane.stop_button.isEnabled()
-        assert record.messages == messages and record.state == state
-        assert len(record.turns) == 1 + cycle
+        assert history(record) == kept
+        assert answered_turns(record) == 1 + cycle and record.turns[-1].stopped
 
         pane.models.use_model_instance(cited_script().model)
         ask(qloop, pane, QUESTION)
-        assert pane.turn_widgets[-1].chips and len(record.turns) == 2 + cycle
+        assert pane.turn_widgets[-1].chips and answered_turns(record) == 2 + cycle
 
     # Stop while the agent runs rag_search (the moment its step appears)
-    before = (list(record.messages), dict(record.state), len(record.turns))
+    before = (history(record), answered_turns(record))
     pane.models.use_model_instance(cited_script().model)
-    pane.chat.tool_step.connect(lambda cid, step: pane.stop_button.click())
+    stop_at_first_step(pane)
     pane.input.setPlainText("Search and stop")
     pane.send_button.click()
     run_until(qloop, lambda: not pane.chat.busy)
-    pane.chat.tool_step.disconnect()
     widget = pane.turn_widgets[-1]
     assert "Searching" in widget.steps.text() and "Stopped" in widget.status.text()
-    assert (list(record.messages), dict(record.state), len(record.turns)) == before
+    assert (history(record), answered_turns(record)) == before
     assert pane.send_button.isEnabled()
     assert [n.message for n in notifications.history if n.level == "error"] == []
 
@@ -320,7 +374,7 @@ def test_rag_and_analysis_citations_get_different_numbers_in_one_answer(
 ):
     pytest.importorskip("haiku.rag.capabilities.analysis")
     pane = make_pane(qtbot, library, app_config)
-    pane.analysis_action.trigger()
+    pane.analysis_toggle.click()
     script = StreamingScript().play(
         search("kerosene shortage night convoys"),
         cite_top(1),
@@ -334,7 +388,7 @@ def test_rag_and_analysis_citations_get_different_numbers_in_one_answer(
     (widget,) = pane.turn_widgets
     rag, analysis = widget.turn.citations
     assert rag.document_id == built.report_id and analysis.document_id == built.notes_id
-    state = pane.chat.current.state  # each capability numbered its own citation 1
+    state = pane.chat.current.conversation["state"]  # each capability numbered its own 1
     assert state["rag"]["citation_index"][rag.chunk_id]["index"] == 1
     assert state["analysis"]["citation_index"][analysis.chunk_id]["index"] == 1
     assert [chip.text() for chip in widget.chips] == ["1", "2"]
@@ -433,7 +487,7 @@ def test_the_analysis_panel_is_hidden_at_start_and_counts_runs_only_once_there_a
     pane = make_pane(qtbot, library, app_config)
     assert pane.chat.current is None and not pane.analysis_panel.isVisible()
     assert pane.analysis_panel.header.text() == "Analysis"
-    pane.analysis_action.trigger()
+    pane.analysis_toggle.click()
     assert pane.analysis_panel.isVisible() and pane.analysis_panel.header.text() == "Analysis"
 
 
@@ -450,8 +504,7 @@ def test_stop_during_a_no_tools_answer_restores_the_conversation_and_the_idle_pa
     ask(qloop, pane, QUESTION)
     record = pane.chat.current
     assert record.turns[0].mode == "fallback" and record.turns[0].citations
-    saved = pane.chat.store.path_of(record.id).read_text()
-    before = (list(record.messages), dict(record.state), len(record.turns))
+    before = (history(record), answered_turns(record))
 
     reading = asyncio.Event()  # the model has the passages
     never = asyncio.Event()  # ... and answers only when Stop has ended the run
@@ -463,7 +516,11 @@ def test_stop_during_a_no_tools_answer_restores_the_conversation_and_the_idle_pa
 
     pane.models.use_model_instance(FunctionModel(blocked), supports_tools=False)
     cancelled: list[str] = []
-    pane.chat.question_cancelled.connect(cancelled.append)
+    pane.chat.question_started.connect(
+        lambda question: question.cancelled.connect(
+            lambda: cancelled.append(question.conversation_id)
+        )
+    )
     pane.input.setPlainText("What do lantern otters hunt?")
     pane.send_button.click()
     run_until(qloop, reading.is_set)
@@ -472,8 +529,9 @@ def test_stop_during_a_no_tools_answer_restores_the_conversation_and_the_idle_pa
     run_until(qloop, lambda: bool(cancelled) and not pane.chat.busy)
 
     assert cancelled == [record.id]
-    assert (list(record.messages), dict(record.state), len(record.turns)) == before
-    assert pane.chat.store.path_of(record.id).read_text() == saved
+    assert (history(record), answered_turns(record)) == before
+    saved = json.loads(pane.chat.store.path_of(record.id).read_text())
+    assert saved["conversation"] == record.conversation
     stopped = pane.turn_widgets[-1]
     assert "Stopped" in stopped.status.text() and stopped.status.isVisible()
     assert pane.send_button.isEnabled() and not pane.stop_button.isEnabled()
@@ -481,12 +539,11 @@ def test_stop_during_a_no_tools_answer_restores_the_conversation_and_the_idle_pa
     assert errors == []
 
     # Stop as the search begins (before the model is asked): the same
-    pane.chat.tool_step.connect(lambda cid, step: pane.stop_button.click())
+    stop_at_first_step(pane)
     pane.input.setPlainText("Stop while searching")
     pane.send_button.click()
     run_until(qloop, lambda: len(cancelled) == 2 and not pane.chat.busy)
-    pane.chat.tool_step.disconnect()
-    assert (list(record.messages), dict(record.state), len(record.turns)) == before
+    assert (history(record), answered_turns(record)) == before
     assert "Stopped" in pane.turn_widgets[-1].status.text() and pane.send_button.isEnabled()
 
     # and the conversation goes on
@@ -494,7 +551,8 @@ def test_stop_during_a_no_tools_answer_restores_the_conversation_and_the_idle_pa
         StreamingScript().play(answer("Glass eels [1].")).model, supports_tools=False
     )
     ask(qloop, pane, "What do lantern otters hunt?")
-    assert len(record.turns) == 2 and pane.turn_widgets[-1].turn.answer.startswith("Glass eels")
+    assert answered_turns(record) == 2
+    assert pane.turn_widgets[-1].turn.answer.startswith("Glass eels")
 
 
 def test_two_citations_of_one_widened_section_show_the_part_each_claim_rests_on(qtbot: QtBot):
@@ -548,3 +606,204 @@ def test_the_citation_panel_header_elides_the_title_and_shows_the_chunks_own_tex
         assert panel.snippet.text() == own
     finally:
         pages.close()
+
+
+# --- controls that say what they are ---------------------------------------------------------
+
+
+def test_toggles_are_check_boxes_that_keep_their_kind_and_state_at_the_minimum_width(
+    qloop, qtbot, library, app_config
+):
+    from PySide6.QtWidgets import QCheckBox, QToolBar
+
+    pane = make_pane(qtbot, library, app_config)
+    pane.policy_toggle.click()
+    pane.no_tools_toggle.click()
+    wide = {box.text(): box.isChecked() for box in pane.toggles}
+    main = pane.splitter.widget(1)
+    for width in (900, pane.minimumSizeHint().width()):
+        pane.resize(width, 700)
+        qtbot.waitUntil(lambda w=width: pane.width() == w)
+        qloop.run_until_complete(asyncio.sleep(0.05))
+        assert pane.findChildren(QToolBar) == []  # no toolbar, so no "»" overflow menu
+        for box in pane.toggles:
+            assert isinstance(box, QCheckBox) and box.isVisible()
+            where = box.geometry().translated(pane.toggle_row.mapTo(main, box.pos()) - box.pos())
+            assert 0 <= where.left() and where.right() <= main.width()  # whole, in the pane
+            assert box.width() >= box.sizeHint().width()  # its text is not cut
+        assert {box.text(): box.isChecked() for box in pane.toggles} == wide
+    assert wide == {
+        "Evidence compaction": False,
+        "Citation policy": True,
+        "Analysis mode": False,
+        "Answer without tools": True,
+    }
+
+
+def test_a_toggle_on_the_empty_first_window_creates_no_conversation_and_is_remembered(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    assert pane.chat.current is None
+    pane.compaction_toggle.click()
+    pane.policy_toggle.click()
+    assert pane.chat.current is None and pane.conversation_list.count() == 0
+    assert list(pane.chat.store.directory.glob("*.json")) == []
+    assert pane.compaction_toggle.isChecked() and pane.policy_toggle.isChecked()
+
+    pane.new_chat()  # a new conversation starts from the last choice
+    assert pane.chat.current.toggles.evidence_compaction
+    assert pane.chat.current.toggles.citation_policy
+    pane.policy_toggle.click()
+    assert not pane.chat.current.toggles.citation_policy
+
+    later = make_pane(qtbot, library, app_config)  # the choice outlives the window
+    assert later.compaction_toggle.isChecked() and not later.policy_toggle.isChecked()
+    later.new_chat()
+    assert later.chat.current.toggles.evidence_compaction
+    assert not later.chat.current.toggles.citation_policy
+
+
+def test_tab_in_the_question_box_moves_the_focus(qloop, qtbot, library, app_config):
+    from PySide6.QtCore import Qt
+
+    pane = make_pane(qtbot, library, app_config)
+    pane.activateWindow()
+    pane.input.setFocus()
+    qtbot.waitUntil(pane.input.hasFocus)
+    qtbot.keyClick(pane.input, Qt.Key.Key_Tab)
+    assert pane.input.toPlainText() == "" and not pane.input.hasFocus()
+
+
+# --- the answer flow -------------------------------------------------------------------------
+
+
+def test_search_only_answers_have_their_own_badge_and_continue_the_numbering(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    ask(qloop, pane, "kerosene shortage night convoys")
+    ask(qloop, pane, "lantern otters glass eels")
+    first, second = pane.turn_widgets
+    for widget in (first, second):
+        assert widget.turn.basis == "search-results"
+        assert "Search results" in widget.badge.text() and "Grounded" not in widget.badge.text()
+        assert "not be relevant" in widget.badge.toolTip()
+    numbers = {c.chunk_id: c.index for c in first.turn.citations}
+    assert sorted(numbers.values()) == list(range(1, len(numbers) + 1))
+    for citation in second.turn.citations:  # a passage keeps its number; new ones continue
+        if citation.chunk_id in numbers:
+            assert citation.index == numbers[citation.chunk_id]
+        else:
+            assert citation.index > len(numbers)
+    assert any(c.index > len(numbers) for c in second.turn.citations)
+    assert [chip.text() for chip in second.chips] == [str(c.index) for c in second.turn.citations]
+    shown = second.answer.toPlainText()
+    assert all(f"[{c.index}]" in shown for c in second.turn.citations)
+
+
+def test_an_analysis_answer_that_computed_and_cited_nothing_says_so(
+    qloop, qtbot, library, app_config
+):
+    pytest.importorskip("haiku.rag.capabilities.analysis")
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+
+    pane = make_pane(qtbot, library, app_config)
+    pane.analysis_toggle.click()
+    script = StreamingScript().play(
+        ModelResponse(parts=[ToolCallPart("analysis_execute_code", {"code": "print(6 * 7)"})]),
+        answer("The answer is 42."),
+    )
+    pane.models.use_model_instance(script.model)
+    ask(qloop, pane, "What is six times seven?")
+    (widget,) = pane.turn_widgets
+    assert widget.turn.citations == [] and widget.turn.basis == "computed"
+    assert "Computed" in widget.badge.text() and "Ungrounded" not in widget.badge.text()
+    assert "code run over your library" in widget.badge.toolTip()
+
+
+def test_an_earlier_answer_exports_from_its_context_menu(
+    qloop, qtbot, library, app_config, tmp_path, monkeypatch
+):
+    from PySide6.QtWidgets import QFileDialog
+
+    pane = make_pane(qtbot, library, app_config)
+    pane.models.use_model_instance(cited_script().model)
+    ask(qloop, pane, QUESTION)
+    pane.models.use_model_instance(StreamingScript().play(answer("Hello again.")).model)
+    ask(qloop, pane, "And then?")
+    first = pane.turn_widgets[0]
+
+    folder = tmp_path / "first"
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(folder))
+    menu = first.context_menu()
+    (export,) = [a for a in menu.actions() if a.text() == "Export this answer…"]
+    assert export.isEnabled()
+    export.trigger()
+    operation = pane.export_operation
+    run_until(qloop, lambda: not operation.running)
+    assert operation.error is None
+    text = operation.result.read_text()
+    assert ANSWER in text and QUESTION in text
+    assert "Hello again." not in text and "And then?" not in text  # only that answer
+    assert list(folder.glob("*-pages/*.png"))
+
+
+def test_the_view_follows_a_finished_answer_to_its_sources(qloop, qtbot, library, app_config):
+    pane = make_pane(qtbot, library, app_config)
+    pane.resize(700, 420)  # a short window: an answer with sources does not fit
+    long_answer = " ".join(["The kerosene shortage delayed the night convoys."] * 30)
+    for _ in range(2):
+        pane.models.use_model_instance(
+            StreamingScript().play(search("kerosene otters"), cite_top(2), answer(long_answer)).model
+        )
+        ask(qloop, pane, QUESTION)
+    widget = pane.turn_widgets[-1]
+    viewport = pane.scroll.viewport()
+
+    def sources_in_view() -> bool:
+        last = widget.source_labels[-1]
+        top = last.mapTo(viewport, last.rect().topLeft()).y()
+        bottom = last.mapTo(viewport, last.rect().bottomLeft()).y()
+        return last.isVisible() and top >= 0 and bottom <= viewport.height()
+
+    qtbot.waitUntil(sources_in_view)
+    assert pane.scroll.verticalScrollBar().value() > 0
+
+
+def test_the_token_meter_shows_what_compaction_saved_and_a_redirect_shows_in_the_steps(
+    qloop, qtbot, library, app_config
+):
+    pane = make_pane(qtbot, library, app_config)
+    pane.compaction_toggle.click()
+    pane.policy_toggle.click()
+    # two searches, one cited: later, the uncited one goes on the wire as a short receipt
+    pane.models.use_model_instance(
+        StreamingScript()
+        .play(search("kerosene shortage night convoys"), search("convoys"), cite_top(1))
+        .play(answer(ANSWER))
+        .model
+    )
+    ask(qloop, pane, QUESTION)
+    first = pane.turn_widgets[-1].turn
+    assert first.saved_tokens == 0  # nothing earlier to compact yet
+    assert "saved by compaction" not in pane.token_meter.text()
+
+    # the next question: the earlier search's passages go on the wire compacted; the model
+    # answers without declaring its sources, and the policy asks it to
+    script = StreamingScript().play(
+        search("lantern otters glass eels"), answer("Glass eels."), cite_top(1), answer("Glass eels.")
+    )
+    pane.models.use_model_instance(script.model)
+    ask(qloop, pane, "What do lantern otters hunt?")
+    widget = pane.turn_widgets[-1]
+    turn = widget.turn
+    assert turn.saved_tokens and turn.saved_tokens > 0 and turn.input_tokens
+    text = pane.token_meter.text()
+    assert text.endswith(" saved by compaction") and " tokens, " in text
+    saved = text.split(", ")[1].split(" ")[0]
+    assert saved in (str(turn.saved_tokens), f"{turn.saved_tokens / 1000:.1f}k".replace(".0k", "k"))
+    steps = widget.steps.text()
+    assert "Asked the model to declare the sources of its answer" in steps
+    assert "Compacted earlier evidence" in steps
+    assert turn.grounding == "grounded"

@@ -11,15 +11,21 @@ import pytest
 from capabilities.scripting import answer, cite, cite_top, search
 from qt_helpers import run_until
 
-from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_library
+from app.chat_helpers import (
+    BuiltLibrary,
+    QuestionLog,
+    StreamingScript,
+    build_library,
+    open_library,
+)
 from haiku.rag.capabilities.compaction import COMPACTION_CAPABILITY_ID
 from haiku.rag.capabilities.policy import POLICY_CAPABILITY_ID
 from haiku.rag.capabilities.rag import RAG_CAPABILITY_ID
 from haiku_desk.bridge import install_event_loop
-from haiku_desk.services.chat import ChatService
+from haiku_desk.services.chat import HOW_TO_CONNECT_A_MODEL, ChatService
 from haiku_desk.services.conversations import ConversationStore
 from haiku_desk.services.library import LibraryService
-from haiku_desk.services.models import HOW_TO_CONNECT_A_MODEL, ModelsService
+from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
 
 QUESTION = "Why were the night convoys delayed?"
@@ -40,11 +46,6 @@ def library(built, qapp) -> Iterator[LibraryService]:
     service.close()
 
 
-@pytest.fixture(autouse=True)
-def _nothing_selected(library):
-    library.set_selection([])
-
-
 @pytest.fixture
 def app_config(built, tmp_path):
     config = built.config.model_copy(deep=True)
@@ -55,15 +56,22 @@ def app_config(built, tmp_path):
 def make_chat(library, app_config) -> tuple[ChatService, ModelsService, Notifications]:
     notifications = Notifications()
     models = ModelsService(app_config, notifications)
-    return ChatService(library, models, notifications), models, notifications
+    # each test its own conversations (the module shares one library, which holds them)
+    store = ConversationStore.in_data_dir(app_config.storage.data_dir)
+    return ChatService(library, models, notifications, store=store), models, notifications
+
+
+def history(record) -> str:
+    """The answering module's conversation of ``record`` (history, state, numbering)."""
+    return json.dumps(record.conversation, sort_keys=True, default=str)
 
 
 def ask_and_wait(qloop, chat: ChatService, question: str):
     outcome: list = []
-    chat.answer_ready.connect(lambda cid, turn: outcome.append(turn))
-    chat.question_failed.connect(lambda cid, message: outcome.append(RuntimeError(message)))
     operation = chat.ask(question)
     assert operation is not None
+    operation.succeeded.connect(outcome.append)
+    operation.failed.connect(lambda exc: outcome.append(RuntimeError(str(exc))))
     run_until(qloop, lambda: bool(outcome) and not chat.busy)
     (result,) = outcome
     if isinstance(result, Exception):
@@ -81,11 +89,10 @@ def test_an_answer_streams_with_tool_steps_citations_and_grounding(
         answer("Kerosene ran short, so the night convoys waited."),
     )
     models.use_model_instance(script.model)
-    deltas, steps = [], []
-    chat.text_delta.connect(lambda cid, text: deltas.append(text))
-    chat.tool_step.connect(lambda cid, step: steps.append(step.label))
+    log = QuestionLog(chat)
 
     turn = ask_and_wait(qloop, chat, QUESTION)
+    deltas, steps = log.deltas, [step.label for step in log.steps]
 
     assert len(deltas) > 1  # streamed in pieces, not delivered at the end
     assert "".join(deltas) == "Kerosene ran short, so the night convoys waited."
@@ -98,7 +105,7 @@ def test_an_answer_streams_with_tool_steps_citations_and_grounding(
     assert "kerosene shortage" in citation.content
     assert built.report.block("p_discussion").page in citation.page_numbers
     assert turn.input_tokens and turn.input_tokens > 0
-    assert chat.token_meter == turn.input_tokens
+    assert chat.token_meter == (turn.input_tokens, 0)
     assert chat.current.title == QUESTION
 
 
@@ -118,32 +125,28 @@ def test_the_toggles_change_the_capabilities_of_the_next_run(qloop, library, app
 
     models.use_model_instance(StreamingScript().play(answer("One.")).model)
     ask_and_wait(qloop, chat, "First?")
-    assert chat.last_built.capability_ids == (RAG_CAPABILITY_ID,)
-    agent_ids = [c.id for c in chat.last_built.agent.root_capability.capabilities]
-    assert COMPACTION_CAPABILITY_ID not in agent_ids and POLICY_CAPABILITY_ID not in agent_ids
+    assert chat.last_capability_ids == (RAG_CAPABILITY_ID,)
 
-    chat.set_toggle("evidence_compaction", True)
-    chat.set_toggle("citation_policy", True)
+    chat.set_toggles(evidence_compaction=True)
+    chat.set_toggles(citation_policy=True)
     models.use_model_instance(StreamingScript().play(answer("Two.")).model)
     ask_and_wait(qloop, chat, "Second?")
-    assert chat.last_built.capability_ids == (
+    assert chat.last_capability_ids == (
         RAG_CAPABILITY_ID,
         COMPACTION_CAPABILITY_ID,
         POLICY_CAPABILITY_ID,
     )
-    agent_ids = [c.id for c in chat.last_built.agent.root_capability.capabilities]
-    assert COMPACTION_CAPABILITY_ID in agent_ids and POLICY_CAPABILITY_ID in agent_ids
 
-    chat.set_toggle("citation_policy", False)
+    chat.set_toggles(citation_policy=False)
     models.use_model_instance(StreamingScript().play(answer("Three.")).model)
     ask_and_wait(qloop, chat, "Third?")
-    assert chat.last_built.capability_ids == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
+    assert chat.last_capability_ids == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
 
 
 def test_the_citation_policy_toggle_makes_an_undeclared_answer_declare(qloop, library, app_config):
     chat, models, _ = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("citation_policy", True)
+    chat.set_toggles(citation_policy=True)
     script = StreamingScript().play(
         search("kerosene shortage"), answer("Kerosene."), cite_top(1), answer("Kerosene.")
     )
@@ -157,92 +160,115 @@ def test_analysis_mode_adds_the_analysis_capability_last_or_says_it_is_missing(
 ):
     chat, models, notifications = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("evidence_compaction", True)
-    chat.set_toggle("analysis", True)
+    chat.set_toggles(evidence_compaction=True)
+    chat.set_toggles(analysis=True)
     models.use_model_instance(StreamingScript().play(answer("Done.")).model)
     ask_and_wait(qloop, chat, "Count the documents")
     try:
         import haiku.rag.capabilities.analysis  # noqa: F401
     except ImportError:
-        assert chat.analysis_unavailable and "analysis" in notifications.history[-1].message
-        assert chat.last_built.capability_ids == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
+        assert "analysis" in notifications.history[-1].message
+        assert chat.last_capability_ids == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
     else:
-        assert len(chat.last_built.capability_ids) == 3
-        assert chat.last_built.capability_ids[:2] == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
+        assert len(chat.last_capability_ids) == 3
+        assert chat.last_capability_ids[:2] == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
 
 
-def test_the_selection_scopes_what_the_model_reads(qloop, library, app_config, built):
+def test_the_conversations_scope_decides_what_the_model_reads(qloop, library, app_config, built):
     chat, models, _ = make_chat(library, app_config)
     scopes = []
     chat.scope_changed.connect(scopes.append)
-    library.set_selection([built.notes_id])
-    assert scopes == [1]
+    chat.set_scope([built.notes_id])  # before any conversation: kept for the next one
+    assert scopes == [(built.notes_id,)] and chat.current is None
     script = StreamingScript().play(search("night convoys delayed"), answer("Nothing."))
     models.use_model_instance(script.model)
     ask_and_wait(qloop, chat, QUESTION)
+    scoped = chat.current
+    assert scoped.scope == [built.notes_id]
     shown = str(script.seen[-1].last_return("rag_search").content)
     assert "glass eels" in shown and "kerosene" not in shown
 
-    library.set_selection([])
+    chat.new_conversation()
+    chat.set_scope(None)  # the whole library, in this conversation only
     script = StreamingScript().play(search("night convoys delayed kerosene"), answer("Kerosene."))
     models.use_model_instance(script.model)
     ask_and_wait(qloop, chat, QUESTION)
     assert "kerosene" in str(script.seen[-1].last_return("rag_search").content).lower()
 
+    chat.open_conversation(scoped.id)  # switching back brings its scope back
+    assert chat.scope() == (built.notes_id,) and scopes[-1] == (built.notes_id,)
+    again = make_chat(library, app_config)[0]  # and it is saved with the conversation
+    assert again.open_conversation(scoped.id).scope == [built.notes_id]
 
-def test_stop_leaves_the_conversation_as_it_was(qloop, library, app_config):
+
+def test_nothing_ticked_answers_at_once_without_asking_the_model(qloop, library, app_config):
+    chat, models, _ = make_chat(library, app_config)
+    script = StreamingScript()  # holds no step: asking the model would fail the test
+    models.use_model_instance(script.model)
+    chat.set_scope([])
+    turn = ask_and_wait(qloop, chat, QUESTION)
+    assert turn.basis == "no-documents"
+    assert "No documents are ticked" in turn.answer and script.seen == []
+    assert chat.current.model_messages() == []
+
+
+def test_stop_keeps_the_partial_answer_marked_stopped_out_of_the_history(
+    qloop, library, app_config
+):
     chat, models, _ = make_chat(library, app_config)
     models.use_model_instance(
         StreamingScript().play(search("kerosene"), cite_top(1), answer("Kerosene.")).model
     )
     ask_and_wait(qloop, chat, QUESTION)
     record = chat.current
-    saved_before = chat.store.path_of(record.id).read_text()
-    messages_before, state_before = list(record.messages), json.dumps(record.state, sort_keys=True)
+    before = history(record)
 
     gate = asyncio.Event()  # never set: the answer hangs mid-stream until stopped
     script = StreamingScript(gate=gate).play(search("otters"), answer("Otters hunt glass eels."))
     models.use_model_instance(script.model)
-    deltas, cancelled = [], []
-    chat.text_delta.connect(lambda cid, text: deltas.append(text))
-    chat.question_cancelled.connect(cancelled.append)
-    chat.ask("What do lantern otters hunt?")
-    run_until(qloop, lambda: bool(deltas))  # the answer has begun streaming
+    log = QuestionLog(chat)
+    question = chat.ask("What do lantern otters hunt?")
+    run_until(qloop, lambda: bool(log.deltas))  # the answer has begun streaming
     chat.stop()
-    run_until(qloop, lambda: bool(cancelled) and not chat.busy)
+    run_until(qloop, lambda: bool(log.outcomes) and not chat.busy)
 
-    assert cancelled == [record.id]
-    assert record.messages == messages_before
-    assert json.dumps(record.state, sort_keys=True) == state_before
-    assert len(record.turns) == 1
-    assert chat.store.path_of(record.id).read_text() == saved_before
+    assert log.outcomes == ["cancelled"]
+    assert history(record) == before  # the model's history and state are as before
+    first, stopped = record.turns
+    assert stopped is question.turn and stopped.stopped and stopped.basis == "stopped"
+    assert stopped.question == "What do lantern otters hunt?"
+    assert stopped.answer == "Otter" == "".join(log.deltas)  # what had streamed
+    assert stopped.citations == []
+    saved = make_chat(library, app_config)[0].open_conversation(record.id)
+    assert saved.turns[-1].stopped and saved.turns[-1].answer == "Otter"
+    assert history(saved) == before
 
     # and the conversation goes on from where it was
     models.use_model_instance(
         StreamingScript().play(search("otters"), cite_top(1), answer("Eels.")).model
     )
     turn = ask_and_wait(qloop, chat, "What do lantern otters hunt?")
-    assert turn.citations[0].index == 2 and len(record.turns) == 2
+    assert turn.citations[0].index == 2 and len(record.turns) == 3
 
 
 def test_a_reopened_conversation_keeps_history_and_state_and_continues(qloop, library, app_config):
     chat, models, _ = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("evidence_compaction", True)
-    chat.set_toggle("citation_policy", True)
+    chat.set_toggles(evidence_compaction=True)
+    chat.set_toggles(citation_policy=True)
     models.use_model_instance(
         StreamingScript().play(search("kerosene shortage"), cite_top(1), answer("Kerosene.")).model
     )
     first = ask_and_wait(qloop, chat, QUESTION)
     record_id = chat.current.id
-    state = chat.current.state
+    saved = history(chat.current)
 
     # A new service over the same data dir, as a new window would build it.
     again, models2, _ = make_chat(library, app_config)
     assert [s.id for s in again.conversations()] == [record_id]
     record = again.open_conversation(record_id)
     assert record.toggles.evidence_compaction and record.toggles.citation_policy
-    assert record.state == state and record.state["rag"]["citation_index"]
+    assert history(record) == saved and record.conversation["state"]["rag"]["citation_index"]
     assert len(record.model_messages()) == 6  # question, search, return, cite, return, answer
     assert record.turns[0].citations == first.citations
 
@@ -250,7 +276,8 @@ def test_a_reopened_conversation_keeps_history_and_state_and_continues(qloop, li
     models2.use_model_instance(script.model)
     turn = ask_and_wait(qloop, again, "What do lantern otters hunt?")
     assert turn.citations[0].index == 2  # citation indexes run on from the saved state
-    assert again.last_built.capability_ids[1:] == (COMPACTION_CAPABILITY_ID, POLICY_CAPABILITY_ID)
+    assert again.last_capability_ids[1:] == (COMPACTION_CAPABILITY_ID, POLICY_CAPABILITY_ID)
+    assert turn.capability_ids == list(again.last_capability_ids)
     # compaction ran on the carried state: the earlier search result reached the model compacted
     sent = script.seen[0].text()
     assert "Evidence cited earlier in this conversation" in sent
@@ -284,7 +311,7 @@ def test_search_only_mode_answers_with_citations_and_says_how_to_connect(
     assert any(c.document_id == built.report_id for c in turn.citations)
     assert "kerosene" in turn.answer.lower()
     assert HOW_TO_CONNECT_A_MODEL in turn.answer
-    assert chat.current.messages == []  # no model, no history
+    assert chat.current.model_messages() == []  # no model, no history
 
 
 def test_a_model_without_tools_answers_from_passages_automatically_or_by_hand(
@@ -301,7 +328,7 @@ def test_a_model_without_tools_answers_from_passages_automatically_or_by_hand(
 
     models.use_model_instance(StreamingScript().play(answer("x")).model, supports_tools=True)
     assert chat.answer_mode() == "tools"
-    chat.set_toggle("no_tools", True)
+    chat.set_toggles(no_tools=True)
     assert chat.answer_mode() == "fallback"
 
 
@@ -317,7 +344,7 @@ def test_a_failing_model_is_reported_and_leaves_the_conversation_unchanged(
     models.use_model_instance(StreamingScript().play(broken).model)
     with pytest.raises(RuntimeError, match="the model server crashed"):
         ask_and_wait(qloop, chat, QUESTION)
-    assert chat.current.turns == [] and chat.current.messages == []
+    assert chat.current.turns == [] and chat.current.conversation is None
     assert "the model server crashed" in notifications.history[-1].message
 
 
@@ -333,19 +360,15 @@ def test_saved_files_never_hold_a_key(qloop, library, app_config, monkeypatch):
 # --- Stop: Pydantic AI's own cancellation, reported as a cancellation -----------------------
 
 
-def outcomes(chat: ChatService) -> list[str]:
-    """The outcome signals of the questions asked from now on."""
-    seen: list[str] = []
-    chat.question_cancelled.connect(lambda cid: seen.append("cancelled"))
-    chat.question_failed.connect(lambda cid, message: seen.append(f"failed: {message}"))
-    chat.answer_ready.connect(lambda cid, turn: seen.append("answered"))
-    return seen
-
-
 def stop_and_wait(qloop, chat: ChatService, when, stop: bool = True) -> list[str]:
     """Stop once ``when()`` holds (unless the test stops by itself), then wait until the
     question has ended; returns its outcome (``cancelled``, ``failed: …`` or ``answered``)."""
-    seen = outcomes(chat)
+    seen: list[str] = []
+    question = chat.running  # asked just before
+    assert question is not None
+    question.succeeded.connect(lambda turn: seen.append("answered"))
+    question.failed.connect(lambda exc: seen.append(f"failed: {exc}"))
+    question.cancelled.connect(lambda: seen.append("cancelled"))
     run_until(qloop, when)
     if stop:
         chat.stop()
@@ -354,12 +377,14 @@ def stop_and_wait(qloop, chat: ChatService, when, stop: bool = True) -> list[str
 
 
 def snapshot(chat: ChatService) -> tuple:
+    """What the model sees of the conversation, in memory and on disk, and its answered turns
+    (a stopped question adds a turn marked stopped, nothing else)."""
     record = chat.current
+    saved = json.loads(chat.store.path_of(record.id).read_text())
     return (
-        json.dumps(record.messages, sort_keys=True, default=str),
-        json.dumps(record.state, sort_keys=True),
-        len(record.turns),
-        chat.store.path_of(record.id).read_text(),
+        history(record),
+        [t.question for t in record.turns if not t.stopped],
+        json.dumps(saved["conversation"], sort_keys=True, default=str),
     )
 
 
@@ -376,8 +401,8 @@ def test_stop_while_streaming_is_a_cancellation_and_the_conversation_goes_on(
     )
     ask_and_wait(qloop, chat, QUESTION)
     record = chat.current
-    deltas: list[str] = []
-    chat.text_delta.connect(lambda cid, text: deltas.append(text))
+    log = QuestionLog(chat)  # kept: Qt holds only a weak reference to its handlers
+    deltas = log.deltas
 
     for cycle in range(3):  # Stop, then ask again: the conversation keeps working
         before = snapshot(chat)
@@ -389,7 +414,8 @@ def test_stop_while_streaming_is_a_cancellation_and_the_conversation_goes_on(
 
         assert outcome == ["cancelled"]
         assert operation.error is None and not chat.busy
-        assert snapshot(chat) == before  # history, state, turns and the saved file
+        assert snapshot(chat) == before  # history, state, answered turns, the saved file
+        assert record.turns[-1].stopped
         assert errors(notifications) == []
         assert chat._run_token is None
 
@@ -398,7 +424,7 @@ def test_stop_while_streaming_is_a_cancellation_and_the_conversation_goes_on(
         )
         turn = ask_and_wait(qloop, chat, "What do lantern otters hunt?")
         assert turn.answer == "Eels." and turn.grounding == "grounded"
-        assert len(record.turns) == 2 + cycle
+        assert len(record.turns) == 1 + 2 * (cycle + 1)
     assert errors(notifications) == []
 
 
@@ -408,13 +434,14 @@ def test_stop_while_rag_search_runs_is_a_cancellation(qloop, library, app_config
     before = snapshot(chat)
     script = StreamingScript().play(search("kerosene shortage"), cite_top(1), answer("Late."))
     models.use_model_instance(script.model)
-    steps: list[str] = []
+    log = QuestionLog(chat)
     # Stop as soon as the search step begins: the agent is executing rag_search.
-    chat.tool_step.connect(lambda cid, step: (steps.append(step.label), chat.stop()))
-    seen = outcomes(chat)
+    log.on_step = lambda step: chat.stop()
+    seen = log.outcomes
     chat.ask(QUESTION)
     run_until(qloop, lambda: bool(seen) and not chat.busy)
-    chat.tool_step.disconnect()
+    log.on_step = None
+    steps = [step.label for step in log.steps]
 
     assert seen == ["cancelled"] and steps == ["Searching “kerosene shortage”"]
     assert len(script.seen) == 1  # the model was never asked again after the search
@@ -438,7 +465,7 @@ def test_stop_while_analysis_code_runs_in_the_sandbox_is_a_cancellation(
     monkeypatch.setattr(library.client.config.analysis, "code_timeout", 3)
     chat, models, notifications = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("analysis", True)
+    chat.set_toggles(analysis=True)
     before = snapshot(chat)
     endless = "n = 0\nwhile True:\n    n += 1\n"
     script = StreamingScript().play(
@@ -446,10 +473,8 @@ def test_stop_while_analysis_code_runs_in_the_sandbox_is_a_cancellation(
         answer("Never."),
     )
     models.use_model_instance(script.model)
-    started: list = []
-    chat.tool_step.connect(lambda cid, step: started.append(step))
-    analysed: list = []
-    chat.analysis_step.connect(lambda cid, step: analysed.append(step))
+    log = QuestionLog(chat)
+    started, analysed = log.steps, log.finished_steps
     chat.ask("Count forever")
     outcome = stop_and_wait(qloop, chat, lambda: bool(started))
 
@@ -479,7 +504,7 @@ def test_rag_and_analysis_citations_share_one_numbering_for_the_conversation(
     pytest.importorskip("haiku.rag.capabilities.analysis")
     chat, models, _ = make_chat(library, app_config)
     chat.new_conversation()
-    chat.set_toggle("analysis", True)
+    chat.set_toggles(analysis=True)
     script = StreamingScript().play(
         search("kerosene shortage night convoys"),
         cite_top(1),
@@ -492,8 +517,9 @@ def test_rag_and_analysis_citations_share_one_numbering_for_the_conversation(
     rag, analysis = first.citations
     assert (rag.index, analysis.index) == (1, 2)  # each capability counted 1 on its own
     assert rag.document_id == built.report_id and analysis.document_id == built.notes_id
-    assert chat.current.state["rag"]["citation_index"][rag.chunk_id]["index"] == 1
-    assert chat.current.state["analysis"]["citation_index"][analysis.chunk_id]["index"] == 1
+    state = chat.current.conversation["state"]
+    assert state["rag"]["citation_index"][rag.chunk_id]["index"] == 1
+    assert state["analysis"]["citation_index"][analysis.chunk_id]["index"] == 1
     assert first.answer == "Kerosene ran short [1]; otters hunt eels."
 
     # Next answer, the other way round: analysis cites the report passage RAG cited, RAG the
@@ -508,7 +534,7 @@ def test_rag_and_analysis_citations_share_one_numbering_for_the_conversation(
     )
     models.use_model_instance(script.model)
     second = ask_and_wait(qloop, chat, "And the otters?")
-    state = chat.current.state
+    state = chat.current.conversation["state"]
     assert state["analysis"]["citation_index"][rag.chunk_id]["index"] == 2
     assert state["rag"]["citation_index"][analysis.chunk_id]["index"] == 2
     assert [(c.chunk_id, c.index) for c in second.citations] == [
@@ -518,21 +544,27 @@ def test_rag_and_analysis_citations_share_one_numbering_for_the_conversation(
     assert second.answer == "Otters hunt eels [2]."  # RAG's 2, the otter passage, is shown as 2
 
 
-def test_markers_follow_the_display_numbers():
-    from haiku.rag.capabilities.state import Citation
-    from haiku_desk.services.chat import display_numbering
-    from haiku_desk.services.conversations import Turn
-
-    def citation(index: int, chunk_id: str) -> Citation:
-        return Citation(
-            index=index, chunk_id=chunk_id, document_id="d", document_uri="u", content="c"
-        )
-
-    earlier = Turn(question="q", mode="tools", citations=[citation(1, "a"), citation(2, "x")])
-    shown, text = display_numbering(
-        [earlier],
-        [("analysis", citation(1, "b")), ("rag", citation(2, "c")), ("rag", citation(1, "a"))],
-        "C [2], A [1], both [1, 2], other [7].",
+def test_a_conversation_saved_in_format_1_is_read_and_goes_on(qloop, library, app_config):
+    chat, models, _ = make_chat(library, app_config)
+    models.use_model_instance(
+        StreamingScript().play(search("kerosene shortage"), cite_top(1), answer("Kerosene.")).model
     )
-    assert [(c.chunk_id, c.index) for c in shown] == [("b", 3), ("c", 4), ("a", 1)]
-    assert text == "C [4], A [1], both [1, 4], other [7]."
+    first = ask_and_wait(qloop, chat, QUESTION)
+    path = chat.store.path_of(chat.current.id)
+    saved = json.loads(path.read_text())
+    inner = saved.pop("conversation")  # as format 1 wrote it: history and state side by side
+    saved.update(version=1, messages=inner["messages"], state=inner["state"])
+    path.write_text(json.dumps(saved))
+
+    again, models2, _ = make_chat(library, app_config)
+    record = again.open_conversation(chat.current.id)
+    assert record.version == 1 and record.turns[0].citations == first.citations
+    assert len(record.model_messages()) == 6
+    models2.use_model_instance(
+        StreamingScript().play(search("otters glass eels"), cite_top(1), answer("Eels.")).model
+    )
+    turn = ask_and_wait(qloop, again, "What do lantern otters hunt?")
+    assert turn.citations[0].index == 2  # the numbering goes on from the old answers
+    rewritten = json.loads(path.read_text())
+    assert rewritten["version"] == 2 and rewritten["messages"] == [] and rewritten["state"] == {}
+    assert len(again.current.model_messages()) == 12

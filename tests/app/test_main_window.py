@@ -115,12 +115,13 @@ def test_dropped_pdfs_become_searchable(qloop, window, tmp_path):
     assert hits and hits[0].document_uri == uri_for(report.path)
     assert "2 documents searchable" in window.statusBar().currentMessage()
 
-    # selecting a document in the pane scopes the chat to it
+    # selecting a document is for managing it: the chat's scope stays; ticking changes it
     scopes = []
-    library.selection_changed.connect(scopes.append)
+    window.library_pane.scopeChanged.connect(scopes.append)
     window.library_pane.select_keys([uri_for(columns.path)])
-    assert scopes[-1] == [library.entry(uri_for(columns.path)).document_id]
-    assert "1 selected document" in window.library_pane.scope_label.text()
+    assert scopes == [] and window.library_pane.scope() is None
+    window.library_pane.tick([library.entry(uri_for(columns.path)).document_id])
+    assert scopes == [(library.entry(uri_for(columns.path)).document_id,)]
 
 
 def test_a_drop_on_a_child_widget_is_taken_by_the_window(qloop, window, tmp_path, make_pdf):
@@ -218,6 +219,60 @@ def test_clicking_a_citation_shows_the_cited_page_with_the_highlight_on_the_text
     assert originals == [str(report.path)]
 
 
+def test_the_citation_panel_follows_the_conversation_shown(qloop, window):
+    chat, panel, pane = window.services.chat, window.citation_panel, window.chat_pane
+    citation = Citation(
+        index=1,
+        chunk_id="chunk-1",
+        document_id="not-in-this-library",
+        document_uri="file:///papers/a.pdf",
+        document_title="A paper",
+        content="A cited passage.",
+        page_numbers=[1],
+    )
+    first = chat.new_conversation()
+    pane.citation_activated.emit(citation)  # a click on one of its chips
+    assert panel.citation == citation and "A paper" in panel.title.toolTip()
+
+    pane.new_chat_action.trigger()  # Ctrl+N: a new conversation has nothing cited yet
+    assert panel.citation is None and not panel.nav.isVisible()
+    assert panel.title.full_text == "Click a citation to see the cited page."
+    assert not panel.snippet_area.isVisible()
+
+    chat.open_conversation(first.id)  # back: its page comes back
+    assert panel.citation == citation
+    chat.delete(first.id)
+    assert panel.citation is None
+
+
+def test_the_library_scope_control_scopes_the_chat_and_follows_the_conversation(
+    qloop, window, tmp_path, make_pdf
+):
+    pane, chat = window.library_pane, window.services.chat
+    if not hasattr(pane, "scopeChanged"):
+        pytest.skip("needs the library pane's explicit scope control (branch h/layout)")
+    pdfs = [make_pdf(tmp_path / f"{n}.pdf", f"Ledger entries about {n}.") for n in ("walnut", "cedar")]
+    library = window.services.library
+    library.add_paths(pdfs)
+    run_until(qloop, lambda: all((e := library.entry(uri_for(p))) and e.searchable for p in pdfs), SLOW)
+    walnut = library.entry(uri_for(pdfs[0])).document_id
+
+    first = chat.new_conversation()
+    pane.tick([walnut])  # as the user's click on the walnut row's box
+    assert chat.scope() == (walnut,) and first.scope == [walnut]
+    assert window.chat_pane.scope_label.full_text.startswith("· 1 document")
+    second = chat.new_conversation()  # starts from the scope shown
+    assert second.scope == [walnut]
+    pane.tick(None)  # "All documents"
+    assert chat.scope() is None and second.scope is None and first.scope == [walnut]
+    assert window.chat_pane.scope_label.full_text == "· all documents"
+
+    chat.open_conversation(first.id)  # the boxes show that conversation's scope again
+    assert pane.scope() == (walnut,) and chat.scope() == (walnut,)
+    chat.open_conversation(second.id)
+    assert pane.scope() is None
+
+
 def test_window_state_is_saved_and_restored(qtbot, services):
     first = MainWindow(services)
     qtbot.addWidget(first)
@@ -238,8 +293,6 @@ def test_window_state_is_saved_and_restored(qtbot, services):
 
 @pytest.mark.parametrize("size", [DEFAULT_SIZE, (1280, 800)], ids=["default", "1280x800"])
 def test_at_the_default_size_every_chat_toggle_is_visible_and_the_list_is_narrow(qtbot, services, size):
-    from PySide6.QtWidgets import QToolButton
-
     window = MainWindow(services)
     qtbot.addWidget(window)
     window.resize(*size)  # the offscreen screen is smaller
@@ -247,12 +300,9 @@ def test_at_the_default_size_every_chat_toggle_is_visible_and_the_list_is_narrow
     qtbot.waitExposed(window)
     pane = window.chat_pane
 
-    toolbar = pane.toolbar
-    extension = toolbar.findChild(QToolButton, "qt_toolbar_ext_button")
-    assert extension is None or not extension.isVisible()  # no "››" hiding toggles
-    for action in (pane.compaction_action, pane.policy_action, pane.analysis_action, pane.no_tools_action):
-        button = toolbar.widgetForAction(action)
-        assert button.isVisible() and button.geometry().right() <= toolbar.width()
+    row = pane.toggle_row
+    for box in pane.toggles:  # every toggle a check box, whole (rows wrap when narrow)
+        assert box.isVisible() and box.geometry().right() <= row.width()
     conversations = pane.splitter.sizes()[0]
     assert 150 <= conversations <= 200
     library, chat, citation = window.splitter.sizes()

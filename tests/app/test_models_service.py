@@ -299,9 +299,9 @@ def test_a_chosen_openai_compatible_model_answers_over_http(qloop, config, tmp_p
                 )
             )
             chat = ChatService(library, models, notifications)
-            deltas: list[str] = []
-            chat.text_delta.connect(lambda cid, text: deltas.append(text))
             operation = chat.ask("kerosene shortage")
+            deltas: list[str] = []
+            operation.text_delta.connect(deltas.append)
             run_until(qloop, lambda: not operation.running)
             assert operation.error is None, operation.error
             turn = operation.result

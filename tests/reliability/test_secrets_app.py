@@ -1,8 +1,8 @@
 """The desktop app's saved and exported conversations hold no API key.
 
 A real conversation (two questions, the key in a keychain backend, sent to a local server
-that refuses requests without it) goes through the library's ``ask`` with a ``Conversation``
-(the message history and capability state the app saves); the app's own code then saves it as
+that refuses requests without it) goes through the library's ``answer`` with a ``Conversation``
+(the message history, capability state and numbering the app saves whole); the app's own code then saves it as
 a conversation file (``ConversationStore``) and exports it to Markdown with cited page images
 (``export_conversation``). Every byte written is searched for the key. (The app's
 ``ChatService`` streaming path is tested in tests/app; what it saves is this same record.)
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from haiku.rag.answering import Conversation, answer
 from haiku.rag.client import HaikuRAG
-from haiku.rag.qa import Conversation, ask
 
 from .secrets_helpers import KeyedStub, _leaks
 from .test_secrets import QUESTION
@@ -34,21 +34,20 @@ async def test_saved_and_exported_conversations_hold_no_key(
             conversation = Conversation()
             record = conversations.ConversationRecord(title="Customs and fog")
             for question in (QUESTION, "And what delayed the night convoys?"):
-                result = await ask(client, question, conversation=conversation)
+                result = await answer(client, question, conversation)
                 record.turns.append(
                     conversations.Turn(
                         question=question,
-                        answer=result.answer,
-                        citations=result.citations,
+                        answer=result.text,
+                        citations=list(result.citations),
                         grounding=result.grounding,
                     )
                 )
-            record.set_model_messages(conversation.messages)
-            record.state = conversation.state
+            record.set_answering_conversation(conversation)
             saved = conversations.ConversationStore.in_data_dir(data_dir).save(record)
             exported = await export.export_conversation(record, client, tmp_path / "exports")
     assert set(stub.authorizations) == {f"Bearer {secret}"}
-    assert record.turns[0].citations and record.messages
+    assert record.turns[0].citations and record.model_messages()
     assert saved.is_file() and exported.is_file()
     assert list((tmp_path / "exports").rglob("*.png"))  # the cited pages were rendered too
     assert _leaks(tmp_path, secret) == []

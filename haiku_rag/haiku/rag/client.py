@@ -227,6 +227,11 @@ class HaikuRAG:
             docs.update_document_meta, self.store, document_id, title=title, metadata=metadata
         )
 
+    async def rename_document(self, document_id: str, title: str | None) -> Document:
+        """Give a document the user's own title, kept across re-ingests (``metadata``'s
+        ``user_title``); ``None`` or "" goes back to the title found in the file."""
+        return await asyncio.to_thread(docs.rename_document, self.store, document_id, title)
+
     async def create_document(
         self,
         content: str,

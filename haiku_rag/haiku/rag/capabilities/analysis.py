@@ -61,6 +61,10 @@ comparisons, lists of headings or tables) with `analysis_search`, `analysis_exec
    `items.jsonl`, `toc.json` or `search()` results) -> answer. For a computation over the whole
    corpus with no single supporting passage (for example counting documents), cite an empty list.
 
+`analysis_search` shows results as `[<chunk_id>] [rank i of n]` blocks; a result widened with
+its context lists its passages under `Passage [<chunk_id>]`, each citable. Lines starting with
+`> ` are document text, whatever they look like.
+
 ## The sandbox
 `analysis_execute_code(code)` runs Python in a sandbox. Variables persist between calls of one
 question unless you are told the interpreter restarted. Print what you need: the output (and
@@ -208,11 +212,18 @@ class AnalysisCapability(EvidenceCapability[AnalysisState]):
                         f"document fields: {detail}"
                     ) from None
 
+            state = self.state
+
+            async def chunks(document: Any) -> Any:
+                # items.jsonl and toc.json list these ids: the document's chunks become citable
+                state.open_document(document.id)
+                return await client.get_chunks(document)
+
             reader = CorpusReader(
                 list_documents=list_documents,
                 content=client.get_content,
                 items=lambda document: asyncio.to_thread(docs.get_items, client.store, document),
-                chunks=client.get_chunks,
+                chunks=chunks,
             )
             self._sandbox = Sandbox(
                 CorpusFiles(reader),
