@@ -39,7 +39,6 @@ NO_PASSAGES = "No passages were found in the knowledge base for this question."
 
 # The standard refusal's opening words; models vary the rest of the sentence.
 REFUSAL_START = re.compile(r"\bI cannot find enough information\b", re.IGNORECASE)
-_BRACKETED_NUMBERS = re.compile(r"\[(\s*\d+(?:\s*,\s*\d+)*\s*)\]")
 
 
 def fallback_instructions(domain_preamble: str) -> str:
@@ -48,8 +47,9 @@ def fallback_instructions(domain_preamble: str) -> str:
 
 
 def neutralise(text: str) -> str:
-    """Document text with every ``[n]`` shown as ``(n)``: it cannot name a passage."""
-    return _BRACKETED_NUMBERS.sub(r"(\1)", text)
+    """Document text with every ``[n]`` the answer's markers are read with shown as ``(n)``:
+    it cannot name a passage."""
+    return MARKER.sub(lambda m: f"{m.group(1)}({m.group(2)})", text)
 
 
 def passages_prompt(question: str, passages: Sequence[SearchResult]) -> str:
