@@ -24,6 +24,7 @@ from haiku.rag.config import AppConfig, load_config, resolve_db_path
 from haiku.rag.errors import (
     DocumentNotFoundError,
     HaikuRAGError,
+    IngestCategory,
     IngestError,
     OperationCancelled,
     SourceNotFoundError,
@@ -65,12 +66,16 @@ IngestStatus = Literal["ingested", "updated", "unchanged", "failed", "skipped"]
 
 @dataclass(slots=True)
 class IngestOutcome:
-    """What happened to one source; ``--json`` prints these, the app shows them per file."""
+    """What happened to one source; ``--json`` prints these, the app shows them per file.
+
+    ``source`` is always the source's URI (``file://…`` for files), the same key a stored
+    document has; ``category`` is set when ``status`` is ``failed``.
+    """
 
     source: str
     status: IngestStatus
     document: Document | None = None
-    category: str | None = None
+    category: IngestCategory | None = None
     reason: str | None = None
     # reading, parsing and storing this source (embedding excluded: it is batched across files)
     seconds: float | None = None
@@ -82,7 +87,7 @@ class IngestOutcome:
             "document_id": self.document.id if self.document else None,
             "title": self.document.title if self.document else None,
             "index_state": self.document.index_state if self.document else None,
-            "category": self.category,
+            "category": None if self.category is None else self.category.value,
             "reason": self.reason,
             "seconds": None if self.seconds is None else round(self.seconds, 3),
         }
@@ -349,6 +354,7 @@ class HaikuRAG:
         cancel: CancelToken | None,
     ) -> IngestOutcome:
         source = str(path)
+        uri = file_uri(path)
         try:
             if not path.is_file():
                 raise SourceNotFoundError(f"{path} does not exist or is not a file", source=source)
@@ -356,10 +362,11 @@ class HaikuRAG:
             report(progress, Progress(Stage.READING, source))
             data = path.read_bytes()
         except IngestError as exc:
-            return IngestOutcome(source, "failed", category=exc.category.value, reason=str(exc))
+            return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
         except OSError as exc:
-            return IngestOutcome(source, "failed", category="not_found", reason=f"{path}: {exc.strerror or exc}")
-        return self._ingest_bytes_sync(data, path.name, file_uri(path), title, metadata, password, progress, cancel)
+            category = IngestCategory.PERMISSION_DENIED if exc.errno in (1, 13) else IngestCategory.NOT_FOUND
+            return IngestOutcome(uri, "failed", category=category, reason=f"{path}: {exc.strerror or exc}")
+        return self._ingest_bytes_sync(data, path.name, uri, title, metadata, password, progress, cancel)
 
     def _ingest_bytes_sync(
         self,
@@ -390,7 +397,7 @@ class HaikuRAG:
             )
         except IngestError as exc:
             log.info("ingest failed for %s: %s", uri, exc)
-            return IngestOutcome(uri, "failed", category=exc.category.value, reason=str(exc))
+            return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
         check_cancelled(cancel)
         report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
         document, _ = docs.write_document(self.store, new, replaces=existing)
