@@ -568,7 +568,7 @@ class LibraryService(QObject):
             )
         self._embed_paused.discard(key)
         self._set_entry(entry)
-        self._queue.append(IngestJob(key, path, password, watched))
+        self._queue.append(IngestJob(key, path.resolve(), password, watched))
         self._steps_total += 1
         self._emit_overall()
 

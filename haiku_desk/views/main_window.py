@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter, QVBo
 from haiku_desk.views.citation_panel import CitationPanel, cited_pages
 from haiku_desk.views.library_pane import LibraryPane
 from haiku_desk.views.notification_area import NotificationArea
+from haiku_desk.views.quit_dialog import QuitFlow
 
 if TYPE_CHECKING:
     from haiku.rag.capabilities.state import Citation
@@ -87,12 +88,18 @@ class MainWindow(QMainWindow):
         self.drop_overlay.hide()
 
         self._build_actions()
+        self.quit_flow = QuitFlow(services, self)  # closing the window is Quit: asks once if work is pending
+        from haiku_desk.views.library_menu import LibraryMenu
+
+        self.library_menu = LibraryMenu(self)  # File › New/Open/Recent library, Help › Open log folder
         self.chat_pane.citation_activated.connect(self.show_citation)
         services.chat.answer_ready.connect(self._prefetch_cited_pages)
         self._warmed = False
         self._panes_restored = False  # True when QSettings held the user's pane widths
         services.library.entry_changed.connect(self._update_status)
         services.library.entry_removed.connect(self._update_status)
+        services.library.opened.connect(self._update_status)
+        services.library.open_failed.connect(self._update_status)
         self._update_status()
         self._restore_state()
         app = QApplication.instance()
@@ -219,6 +226,8 @@ class MainWindow(QMainWindow):
         searchable = sum(1 for e in entries if e.searchable)
         failed = sum(1 for e in entries if e.reason and not e.searchable)
         text = f"{searchable} document{'s' if searchable != 1 else ''} searchable"
+        if self.services.library.is_opening:
+            text = "Opening the library…"
         if failed:
             text += f" · {failed} failed"
         self.statusBar().showMessage(f"{text} · {self.services.library.db_path}")
@@ -291,6 +300,9 @@ class MainWindow(QMainWindow):
         settings.sync()
 
     def closeEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+        if not self.quit_flow.allow_close():
+            event.ignore()
+            return
         self.save_state()
         app = QApplication.instance()
         if app is not None:
