@@ -248,7 +248,9 @@ class LibraryService(QObject):
         self._steps_total = 0
         self._selection: list[str] = []
         self._closed = False
-        self.is_opening = False
+        # True from the start until the documents are listed (or the open failed): the views
+        # show "Opening the library…", not the empty-library hint, meanwhile
+        self.is_opening = True
         legacy = None if is_remote(self.db_path) else self.db_path / LEGACY_WATCH_FILE_NAME
         self._watch = WatchFolders(self, self.app_folder, legacy)
         self._watch.changed.connect(self.watched_folders_changed)

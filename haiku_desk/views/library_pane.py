@@ -262,7 +262,6 @@ class LibraryPane(QWidget):
         else:
             self.reason.hide()
         self._show_next_steps(failed[0] if failed else None)
-        self._build_next_steps()
 
     def _selection_changed(self, *_: object) -> None:
         ids = [e.document_id for e in self.selected_entries() if e.document_id and e.searchable]

@@ -63,6 +63,11 @@ class QuitFlow(QObject):
         # manages its services itself just closes.
         self.manage_shutdown = False
 
+    @property
+    def shutting_down(self) -> bool:
+        """Whether the shutdown has begun (the library and page renderer are being closed)."""
+        return self._shutdown is not None
+
     def allow_close(self) -> bool:
         """Whether the window may close now; when work is pending, asks (non-blocking) and
         closes the window itself once the person chose to stop it."""
