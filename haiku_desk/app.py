@@ -130,17 +130,25 @@ def main(argv: list[str] | None = None) -> int:
         with loop:
             loop.run_until_complete(quit_requested.wait())
     finally:
+        log.info("event loop ended")
         if "stopped" not in outcome:
             services.library.close()
             services.pages.close()
         server.close()
-    if not outcome.get("stopped", True):
-        # A job did not stop in time (a thread busy in C code): exit without joining it. The
-        # queue file keeps the job and the store's recovery removes its unfinished write.
+    stopped = outcome.get("stopped", True)
+    if not stopped:
+        # A job did not stop in time (a thread busy in C code): its write is undone by the
+        # store's recovery at the next open, and the queue file keeps the job.
         log.warning("exiting with work still stopping; it resumes at the next start")
-        logging.shutdown()
-        os._exit(0)
-    return 0
+    log.info("exiting")
+    # Everything is saved by now: the store is closed (no write in flight), the work queue,
+    # failed files and window state are on disk, the executor's threads have finished. The
+    # interpreter's own teardown (freeing LanceDB, ONNX and Qt) takes seconds and would join a
+    # thread still busy in C code, so the process ends here.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _bring_to_front(window) -> None:  # type: ignore[no-untyped-def]

@@ -100,6 +100,8 @@ wait "$app_pid" 2>/dev/null || true
 left="$(alive "${pids[@]}")"
 kept="$(cat "$db/haiku-desk/queue.json" 2>/dev/null | tr -d '\n ' || true)"
 echo "quit_check: kept for the next start: ${kept:-nothing}"
+grep -hE "shutting down|parse worker stopped|library closed|exiting" "$XDG_DATA_HOME/haiku.rag/logs/haiku-desk.log" 2>/dev/null \
+    | sed 's/^/quit_check: log: /' || true
 if [[ -n "$left" ]]; then
     echo "quit_check: FAIL: still running 15 s after the dialog's default: $left"
     ps -o pid,stat,etime,args -p "$(echo "$left" | tr '\n' ',' | sed 's/,$//')" || true

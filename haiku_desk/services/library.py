@@ -240,6 +240,7 @@ class LibraryService(QObject):
         self._open_task: asyncio.Future[Any] | None = None
         self._entries: dict[str, LibraryEntry] = {}
         self._queue = WorkQueue(self.app_folder, self.notifications.error)
+        self._resumable: list[Job] = []  # the jobs the last session left, read at start()
         self._failed = FailedFiles(self.app_folder, self.notifications.error)
         self._worker: asyncio.Task[None] | None = None
         self._current: tuple[str, Operation] | None = None
@@ -289,6 +290,8 @@ class LibraryService(QObject):
         """Open the library, list its documents, bring back its failed files and unfinished
         work, resume pending embeddings, start watching."""
         self.is_opening = True
+        # Read now, before paths given on the command line are queued behind them.
+        self._resumable = self._queue.load()
         return asyncio.ensure_future(self._start())
 
     async def _start(self) -> None:
@@ -335,7 +338,7 @@ class LibraryService(QObject):
 
     def _resume_queue(self) -> None:
         """Queue again the jobs the last session did not finish, in their order."""
-        jobs = self._queue.load()
+        jobs, self._resumable = self._resumable, []
         for job in jobs:
             if isinstance(job, IngestJob):
                 self.enqueue_ingest(job.path, watched=job.watched)
@@ -351,9 +354,7 @@ class LibraryService(QObject):
     def pending_work(self) -> PendingWork:
         running = self._current[1].title if self._current is not None else None
         counts = self._queue.counts()
-        embeddings = len(self._embeddable())
-        if self._current is not None and running and running.startswith("Embedding"):
-            embeddings = max(0, embeddings - 1)
+        embeddings = len(self._embeddable())  # the one being embedded is not among them
         return PendingWork(running, counts["ingest"], counts["delete"], embeddings)
 
     async def shutdown(self, timeout: float = SHUTDOWN_TIMEOUT_S) -> bool:
@@ -363,7 +364,11 @@ class LibraryService(QObject):
         closes the store. Returns whether everything stopped in time (when not, the caller
         exiting is safe: the store's recovery removes an interrupted write at the next open).
         """
+        import time
+
+        began = time.monotonic()
         current, worker = self._current, self._worker
+        log.info("shutting down %s: %s", self.db_path, self.pending_work())
         self._closed = True
         self._queue.save()  # the running job stays in it: resumed at the next start
         if self._watch is not None:
@@ -371,6 +376,7 @@ class LibraryService(QObject):
         if current is not None:
             current[1].cancel()
         await asyncio.to_thread(_stop_parse_worker)
+        log.info("parse worker stopped after %.2f s", time.monotonic() - began)
         stopped = True
         if current is not None:
             try:
@@ -383,6 +389,7 @@ class LibraryService(QObject):
             done, _ = await asyncio.wait({worker}, timeout=1.0)
             stopped = stopped and bool(done)
         self.close()
+        log.info("library closed after %.2f s (everything stopped: %s)", time.monotonic() - began, stopped)
         return stopped
 
     async def aclose(self) -> None:
@@ -429,6 +436,7 @@ class LibraryService(QObject):
         self.busy_changed.emit(False)
         self.library_changed.emit(str(self.db_path))
         self.is_opening = True
+        self._resumable = self._queue.load()
         await self._start()
         return True
 
