@@ -311,3 +311,42 @@ def test_a_locked_store_is_never_reported_as_a_damaged_file(qloop, library, tmp_
     assert entry.category is IngestCategory.STORE_LOCKED and entry.state_label == "failed: library locked"
     assert "pid 4242" in entry.reason and "damaged" not in entry.reason + entry.hint
     assert entry.next_steps == (NextStep.REINGEST, NextStep.REMOVE)
+
+
+HUNG_HOLDER = """
+import fcntl, os, sys, time
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtNetwork import QLocalServer
+from haiku_desk.single_instance import server_name
+
+app = QCoreApplication([])
+db = sys.argv[1]
+os.makedirs(db, exist_ok=True)
+lock = open(os.path.join(db, ".haiku-rag-writer.lock"), "a+")
+fcntl.flock(lock, fcntl.LOCK_EX)
+lock.seek(0); lock.truncate(); lock.write(f"pid {os.getpid()}"); lock.flush()
+server = QLocalServer()
+assert server.listen(server_name(db))
+print("ready", flush=True)
+time.sleep(600)  # hung: its event loop never runs, so it never answers
+"""
+
+
+def test_a_hung_holder_is_named_stopped_and_taken_over(qloop, db_path, config, tmp_path):
+    from haiku_desk.single_instance import hand_over
+
+    holder = subprocess.Popen([sys.executable, "-c", HUNG_HOLDER, str(db_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        handover = hand_over(db_path, [str(tmp_path / "a.pdf")])
+        assert not handover.handed_over and handover.took_over_from == holder.pid
+        assert f"(pid {holder.pid}) did not answer; stopped it and took over" in handover.message
+        assert holder.wait(timeout=10) is not None
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+    from haiku_desk.services.notifications import Notifications
+
+    library = LibraryService(db_path, config, Notifications())
+    _start(qloop, library)  # the lock is free again: the library opens for writing
+    qloop.run_until_complete(library.aclose())
