@@ -357,7 +357,7 @@ class LibraryService(QObject):
         embeddings = len(self._embeddable())  # the one being embedded is not among them
         return PendingWork(running, counts["ingest"], counts["delete"], embeddings)
 
-    async def shutdown(self, timeout: float = SHUTDOWN_TIMEOUT_S) -> bool:
+    async def shutdown(self, timeout: float = SHUTDOWN_TIMEOUT_S, *, stop_parse_worker: bool = True) -> bool:
         """Stop for quitting (or for opening another library): watching stops, the running job
         is cancelled and the parse worker killed; jobs not done stay in the queue file for the
         next start. Waits up to ``timeout`` for the running job to roll back its write, then
@@ -375,7 +375,8 @@ class LibraryService(QObject):
             self._watch.close()
         if current is not None:
             current[1].cancel()
-        await asyncio.to_thread(_stop_parse_worker)
+        if stop_parse_worker:  # process-wide: a test or a tool closing one library keeps it
+            await asyncio.to_thread(_stop_parse_worker)
         log.info("parse worker stopped after %.2f s", time.monotonic() - began)
         stopped = True
         if current is not None:
@@ -393,8 +394,9 @@ class LibraryService(QObject):
         return stopped
 
     async def aclose(self) -> None:
-        """Cancel running work, wait for it to roll back, then close the store."""
-        await self.shutdown(timeout=30)
+        """Cancel running work, wait for it to roll back, then close the store (the shared
+        parse worker keeps running: a cancelled parse stops it if it does not stop itself)."""
+        await self.shutdown(timeout=30, stop_parse_worker=False)
 
     def close(self) -> None:
         """Stop the queue, cancel running work and close the store (the queue file keeps the
