@@ -421,7 +421,8 @@ class LibraryPane(QWidget):
         dialog.setText(f"Delete {what} from the library?")
         dialog.setInformativeText(
             "Their passages leave the search and their citations stop opening. The files on "
-            "disk are not touched. Until the delete has run, Cancel keeps them."
+            "disk are not touched. While the delete waits in the queue, the library's Cancel "
+            "button still keeps them."
         )
         delete = dialog.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
         keep = dialog.addButton(QMessageBox.StandardButton.Cancel)
