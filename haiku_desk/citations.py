@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
 
 
 def _normalised(text: str) -> str:
@@ -33,7 +33,7 @@ def heading_path(citation: Citation) -> list[str]:
 
 def citation_location(citation: Citation) -> str:
     """Heading path and pages: ``3 Results — pp. 1, 2``."""
-    from haiku.rag.qa import pages_label
+    from haiku.rag.citations import pages_label
 
     parts = [" › ".join(heading_path(citation)), pages_label(citation.page_numbers)]
     return " — ".join(p for p in parts if p)

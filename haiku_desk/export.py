@@ -18,7 +18,7 @@ from haiku_desk.citations import citation_place, snippet_source
 from haiku_desk.services.conversations import ConversationRecord, Turn
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
     from haiku.rag.client import HaikuRAG
 
 GROUNDING_LABELS = {

@@ -3,8 +3,9 @@
 In a temporary library and without a screen, it walks the path a researcher takes: a PDF is
 generated with PyMuPDF, ingested through ``HaikuRAG`` (chunks and embeddings from the bundled
 MiniLM), searched, its cited page rendered into a ``QImage`` with the highlight painted from the
-stored box, and a question answered by a ``FunctionModel`` through the capability stack (RAG,
-compaction, citation policy): the model calls ``rag_search``, then ``rag_cite``, then answers.
+stored box, and a question answered by a ``FunctionModel`` through ``haiku.rag.answering`` with
+compaction and the citation policy on (as the app and ``haiku-rag ask`` answer): the model calls
+``rag_search``, then ``rag_cite``, then answers.
 Finally the app's own main window opens over that library (its services, the qasync loop),
 shows the citation and is grabbed.
 
@@ -42,6 +43,21 @@ QUERY = "lantern otters counted northern bank survey"
 QUESTION = "How many lantern otters did the dawn survey count?"
 ANSWER = "The dawn survey counted 412 lantern otters on the northern bank."
 FACT_WORDS = ("412 lantern otters", "northern bank")
+
+
+def answer_options() -> Any:
+    """The toggles the self-test answers with: compaction and the citation policy on."""
+    from haiku.rag.answering import AnswerOptions
+
+    return AnswerOptions(evidence_compaction=True, citation_policy=True)
+
+
+async def ask(client: Any, question: str, conversation: Any, model: Any) -> Any:
+    """The self-test's question, answered exactly as its step does (tests compare it with the
+    app and ``haiku-rag ask`` for the same scripted model)."""
+    from haiku.rag.answering import answer
+
+    return await answer(client, question, conversation, answer_options(), model=model)
 
 
 class StepFailed(Exception):
@@ -291,10 +307,12 @@ class _Runner:
         return f"{page.width}x{page.height} px, {len(matches)} box(es), pixel {inside} is {tinted.name()}"
 
     async def answer(self) -> str:
+        """A question through ``haiku.rag.answering`` with compaction and the citation policy
+        on, as the app and ``haiku-rag ask`` answer it, then a follow-up whose wire compaction
+        must shrink."""
         import re
 
         import pydantic_ai.models
-        from pydantic_ai import Agent
         from pydantic_ai.messages import (
             ModelMessage,
             ModelRequest,
@@ -305,12 +323,7 @@ class _Runner:
         )
         from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-        from haiku.rag.capabilities.compaction import create_capability as compaction
-        from haiku.rag.capabilities.ledger import citation_status
-        from haiku.rag.capabilities.policy import create_capability as citation_policy
-        from haiku.rag.capabilities.rag import RAGState
-        from haiku.rag.capabilities.rag import create_capability as rag
-        from haiku.rag.qa import Conversation
+        from haiku.rag.answering import Conversation
 
         pydantic_ai.models.ALLOW_MODEL_REQUESTS = False  # FunctionModel only: nothing leaves
         chunk_line = re.compile(r"^\[([0-9a-f]{32})\] \[rank \d+ of \d+\]", re.MULTILINE)
@@ -338,36 +351,24 @@ class _Runner:
                 return ModelResponse(parts=[ToolCallPart("rag_cite", {"chunk_ids": ids[:1]})])
             return ModelResponse(parts=[TextPart(ANSWER)])
 
-        def capabilities() -> list[Any]:
-            return [rag(rag=self.client, defer_loading=False), compaction(), citation_policy()]
-
         conversation = Conversation()
-        agent = Agent(
-            FunctionModel(first_question), deps_type=Conversation, capabilities=capabilities()
-        )
-        result = await agent.run(QUESTION, deps=conversation)
-        if result.output != ANSWER:
-            raise StepFailed(f"unexpected answer {result.output!r}")
+        done = await ask(self.client, QUESTION, conversation, FunctionModel(first_question))
+        if done.text != ANSWER:
+            raise StepFailed(f"unexpected answer {done.text!r}")
         if not seen_tools or not {"rag_search", "rag_cite"} <= set(seen_tools[0]):
             raise StepFailed(f"the model was not offered rag_search and rag_cite: {seen_tools}")
-        state = RAGState.model_validate(conversation.state.get("rag") or {})
-        citations = [state.citation_index[c] for c in state.citations]
-        if len(citations) != 1:
-            raise StepFailed(f"expected one citation, got {len(citations)}")
-        citation = citations[0]
+        if len(done.citations) != 1:
+            raise StepFailed(f"expected one citation, got {len(done.citations)}")
+        citation = done.citations[0]
         if citation.document_id != self.document.id or FACT_PAGE not in citation.page_numbers:
             raise StepFailed(f"the citation does not point at page {FACT_PAGE} of the PDF")
         if not any(word in citation.content for word in FACT_WORDS) or not citation.boxes:
             raise StepFailed("the citation lacks the survey passage or its boxes")
-        question = state.evidence.question
-        grounding = (
-            citation_status([state.evidence], question=question) if question is not None else "none"
-        )
-        if grounding != "grounded":
-            raise StepFailed(f"the answer's grounding is {grounding!r}, not 'grounded'")
-        violations = (conversation.state.get("citation_policy") or {}).get("violations")
-        if violations != []:
-            raise StepFailed(f"the citation policy did not run cleanly: violations={violations}")
+        if done.grounding != "grounded" or done.basis != "cited":
+            raise StepFailed(f"the answer's grounding is {done.grounding!r}, not 'grounded'")
+        expected = ("haiku-rag", "haiku-rag-evidence-compaction", "haiku-rag-citation-policy")
+        if done.capability_ids != expected:
+            raise StepFailed(f"the agent ran with {done.capability_ids}, not {expected}")
         self.citation = citation
 
         # A second turn: compaction must shrink the first question's search to what was cited.
@@ -377,14 +378,16 @@ class _Runner:
             sent.extend(str(p.content) for p in returns(messages, "rag_search"))
             return ModelResponse(parts=[TextPart("You're welcome.")])
 
-        conversation.messages = result.all_messages()
-        second = Agent(
-            FunctionModel(follow_up), deps_type=Conversation, capabilities=capabilities()
-        )
-        await second.run("Thanks!", deps=conversation, message_history=conversation.messages)
+        thanks = await ask(self.client, "Thanks!", conversation, FunctionModel(follow_up))
         if not sent or not sent[0].startswith("[Evidence cited earlier"):
             raise StepFailed("compaction did not rewrite the earlier search into its citations")
-        return f"cited [{citation.index}] page {FACT_PAGE}, grounded, compaction and policy ran"
+        saved = thanks.tokens.compaction_saved
+        if saved is None:  # (0 is honest here: the one cited passage is the whole search)
+            raise StepFailed("the follow-up reports no compaction figure")
+        return (
+            f"cited [{citation.index}] page {FACT_PAGE}, grounded, compaction and policy ran"
+            f" (about {saved} tokens saved)"
+        )
 
     def show_window(self) -> str:
         """The app's own window over the self-test's library, as ``haiku-desk`` opens it."""

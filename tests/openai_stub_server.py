@@ -59,7 +59,7 @@ class StubOpenAI:
                 return _call("rag_cite", {"chunk_ids": ids[:1]})
             if called == "rag_cite":
                 shown = next((m for m in reversed(messages) if m["role"] == "tool" and "Content:" in _text(m["content"])), None)
-                sentence = _text(shown["content"]).split("Content:", 1)[1].strip().split(".")[0] if shown else "Done"
+                sentence = _first_sentence_shown(_text(shown["content"])) if shown else "Done"
                 return {"content": f"According to the library: {sentence}."}
         if "load_capability" in tools and "rag_search" not in tools:
             return _call("load_capability", {"id": "haiku-rag"})
@@ -169,3 +169,12 @@ def _stream_chunks(model: str, message: dict[str, Any]) -> list[dict[str, Any]]:
             chunks.append({**base, "choices": [{"index": 0, "delta": {"content": word}, "finish_reason": None}]})
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     return chunks
+
+
+def _first_sentence_shown(search_return: str) -> str:
+    """The first sentence of the first result's document text (its lines are quoted with "> ")."""
+    block = search_return.split("Content:", 1)[1].split("\n\n---\n\n")[0]
+    lines = block.split("\n")
+    text = "\n".join(line[2:] for line in lines if line.startswith("> ") or line == ">")
+    return text.strip().split(".")[0]
+

@@ -482,3 +482,41 @@ def make_rotated_pdf(path: str | Path, rotation: int = 90) -> PdfLayout:
     doc.save(path)
     doc.close()
     return layout
+
+
+def make_paper_pdf(
+    path: str | Path,
+    *,
+    title: str,
+    authors: list[str],
+    paragraphs: list[str],
+    affiliation: str | None = None,
+    header_lines: list[str] | None = None,
+    info: dict[str, str] | None = None,
+    pages: int = 2,
+) -> PdfLayout:
+    """A research paper: optional header lines (arXiv id, DOI) above the title, the title,
+    one author line, an affiliation line, then paragraphs spread over ``pages`` pages.
+    ``info`` sets the PDF's Info dictionary (title, author, ...).
+
+    Keys in ``blocks``: header_N, title, authors, affiliation, p_N."""
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=pages, page_size=A4)
+    doc = pymupdf.open()
+    for _ in range(pages):
+        doc.new_page(width=A4[0], height=A4[1])  # all first: adding a page orphans loaded ones
+    writers = [_PageWriter(layout, doc[n], n + 1) for n in range(pages)]
+    first = writers[0]
+    for n, line in enumerate(header_lines or []):
+        first.block(f"header_{n}", "header", [line], size=8.0, in_reading_order=False)
+    first.block("title", "title", wrap(title, A4[0] - 2 * MARGIN, TITLE_SIZE, BOLD_FONT), size=TITLE_SIZE, bold=True)
+    first.block("authors", "paragraph", [", ".join(authors)], size=12.0)
+    if affiliation:
+        first.block("affiliation", "paragraph", [affiliation], size=10.0)
+    for n, text in enumerate(paragraphs):
+        writers[min(pages - 1, n * pages // max(1, len(paragraphs)))].paragraph(f"p_{n}", text)
+    if info:
+        doc.set_metadata(info)
+    doc.save(path)
+    doc.close()
+    return layout

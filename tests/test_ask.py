@@ -1,5 +1,6 @@
-"""``HaikuRAG.ask`` and ``haiku-rag ask`` over a real store: the tool mode, the no-tool fallback,
-and the command end to end against a scripted OpenAI-compatible server on 127.0.0.1."""
+"""Answering (``haiku.rag.answering``) and ``haiku-rag ask`` over a real store: the tool mode, the
+no-tool fallback, and the command end to end against a scripted OpenAI-compatible server on
+127.0.0.1."""
 
 from __future__ import annotations
 
@@ -23,20 +24,15 @@ from pydantic_ai.exceptions import ModelConnectionError
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from haiku.rag import qa
-from haiku.rag.capabilities.state import Citation
+from haiku.rag import answering
+from haiku.rag.answering import AGENT_PREAMBLE, Answered, AnswerOptions, Conversation
+from haiku.rag.answering.fallback import FALLBACK_INSTRUCTIONS, NO_PASSAGES, REFUSAL
+from haiku.rag.capabilities.rag import RAGState
+from haiku.rag.citations import Citation, pages_label
 from haiku.rag.client import HaikuRAG
 from haiku.rag.config import AppConfig, load_config
 from haiku.rag.errors import ChatModelError, ModelNotConfiguredError
 from haiku.rag.models import HOW_TO_CONNECT
-from haiku.rag.qa import (
-    AGENT_PREAMBLE,
-    FALLBACK_INSTRUCTIONS,
-    REFUSAL,
-    Conversation,
-    pages_label,
-    rag_state,
-)
 
 HAIKU_RAG = str(Path(sys.executable).parent / "haiku-rag")
 QUESTION = "Why were the night convoys delayed?"
@@ -83,6 +79,28 @@ def client(library: Library) -> Iterator[HaikuRAG]:
     client.close()
 
 
+def rag_state(conversation: Conversation) -> RAGState:
+    return RAGState.model_validate(conversation.state.get("rag") or {})
+
+
+async def ask(
+    client: HaikuRAG,
+    question: str,
+    *,
+    model: Any = None,
+    mode: Any = "auto",
+    conversation: Conversation | None = None,
+    filter: str | None = None,
+) -> Answered:
+    """One question through answering; ``filter`` selects the documents in scope (as the CLI
+    resolves ``--filter``)."""
+    document_ids = None
+    if filter is not None:
+        document_ids = tuple(d.id for d in await client.list_documents(filter=filter))
+    options = AnswerOptions(mode=mode, document_ids=document_ids)
+    return await answering.answer(client, question, conversation, options, model=model)
+
+
 def has_box_of(boxes: list[Any], block: pdf_factory.DrawnBlock) -> bool:
     """Whether the boxes outline ``block``'s first line (Box objects or their JSON)."""
     first_line = block.lines[0].rect
@@ -108,10 +126,10 @@ async def test_ask_searches_and_cites_with_the_passage_pages_and_boxes(client, l
     script = ScriptedModel().play(
         search("kerosene shortage night convoys"), cite_top(1), answer("Kerosene ran short.")
     )
-    result = await client.ask(QUESTION, model=script.model)
+    result = await ask(client, QUESTION, model=script.model)
 
-    assert result.mode_used == "tools"
-    assert result.answer == "Kerosene ran short."
+    assert result.mode == "tools"
+    assert result.text == "Kerosene ran short."
     assert result.grounding == "grounded"
     (citation,) = result.citations
     assert citation.index == 1
@@ -124,13 +142,13 @@ async def test_ask_searches_and_cites_with_the_passage_pages_and_boxes(client, l
 async def test_citations_come_in_the_order_they_were_cited_not_by_index(client):
     conversation = Conversation()
     first = ScriptedModel().play(search("kerosene otters"), cite_top(1), answer())
-    await qa.ask(client, TWO_TOPICS, model=first.model, conversation=conversation)
+    await ask(client, TWO_TOPICS, model=first.model, conversation=conversation)
     shown = chunk_ids_in(str(first.seen[1].last_return("rag_search").content))
     assert len(shown) >= 2
 
     # A new chunk, then the one cited before: indexes 2 and 1, in that order.
     second = ScriptedModel().play(cite(shown[1], shown[0]), answer())
-    result = await qa.ask(client, "And the other?", model=second.model, conversation=conversation)
+    result = await ask(client, "And the other?", model=second.model, conversation=conversation)
     assert [(c.chunk_id, c.index) for c in result.citations] == [(shown[1], 2), (shown[0], 1)]
 
 
@@ -138,7 +156,7 @@ async def test_citations_come_in_the_order_they_were_cited_not_by_index(client):
 async def test_the_filter_restricts_what_the_model_reads(client, mode):
     steps = [search("night convoys delayed"), answer()] if mode == "tools" else [answer()]
     script = ScriptedModel().play(*steps)
-    await client.ask(QUESTION, filter="uri = 'notes://otters'", model=script.model, mode=mode)
+    await ask(client, QUESTION, filter="uri = 'notes://otters'", model=script.model, mode=mode)
     shown = script.seen[-1].text()
     assert "glass eels" in shown
     assert "Zephyrine" not in shown and "kerosene" not in shown
@@ -147,7 +165,7 @@ async def test_the_filter_restricts_what_the_model_reads(client, mode):
 async def test_without_a_configured_model_ask_says_how_to_connect_one(client):
     assert client.config.qa.model.provider is None
     with pytest.raises(ModelNotConfiguredError, match=re.escape(HOW_TO_CONNECT)):
-        await client.ask(QUESTION)
+        await ask(client, QUESTION)
 
 
 @pytest.mark.parametrize(
@@ -165,8 +183,8 @@ async def test_the_mode_follows_the_request_then_the_model_s_tool_support(
 ):
     monkeypatch.setattr(client.config.qa.model, "supports_tools", supports_tools)
     script = ScriptedModel().play(answer("Hello."))
-    result = await client.ask("Hello", model=script.model, mode=mode)
-    assert result.mode_used == used
+    result = await ask(client, "Hello", model=script.model, mode=mode)
+    assert result.mode == used
     assert bool(script.seen[0].tool_names) is (used == "tools")
 
 
@@ -181,7 +199,7 @@ async def test_the_domain_preamble_and_model_settings_reach_the_model(client, mo
         received.append(info)
         return ModelResponse(parts=[TextPart("Hello.")])
 
-    await client.ask("Hello", model=FunctionModel(respond), mode=mode)
+    await ask(client, "Hello", model=FunctionModel(respond), mode=mode)
     (info,) = received
     assert "You serve a logistics firm." in (info.instructions or "")
     assert info.model_settings is not None
@@ -199,13 +217,13 @@ async def test_fallback_markers_become_citations_in_the_capability_state_and_led
 ):
     conversation = Conversation()
     script = ScriptedModel().play(answer("A kerosene shortage [1], and fog [9]."))
-    result = await qa.ask(
+    result = await ask(
         client, QUESTION, model=script.model, mode="fallback", conversation=conversation
     )
 
-    assert result.mode_used == "fallback"
+    assert result.mode == "fallback"
     assert result.grounding == "grounded"
-    assert result.answer == "A kerosene shortage [1], and fog."  # [9] named no passage
+    assert result.text == "A kerosene shortage [1], and fog."  # [9] named no passage
     (citation,) = result.citations
     assert citation.index == 1
     assert_cites_the_discussion(citation, library)
@@ -238,13 +256,13 @@ async def test_fallback_markers_become_citations_in_the_capability_state_and_led
 async def test_fallback_markers_are_renumbered_to_the_citation_indexes(client):
     conversation = Conversation()
     script = ScriptedModel().play(answer("Second [2]. First [1]. Both [1, 2]."))
-    result = await qa.ask(
+    result = await ask(
         client, TWO_TOPICS, model=script.model, mode="fallback", conversation=conversation
     )
     passages = rag_state(conversation).searches[TWO_TOPICS]
     assert len(passages) >= 2
     assert f'\n[2] Source: "{passages[1].document_title}"' in script.seen[0].user_texts()[0]
-    assert result.answer == "Second [1]. First [2]. Both [2, 1]."
+    assert result.text == "Second [1]. First [2]. Both [2, 1]."
     assert [c.chunk_id for c in result.citations] == [passages[1].chunk_id, passages[0].chunk_id]
     assert [c.index for c in result.citations] == [1, 2]
 
@@ -261,7 +279,7 @@ async def test_fallback_markers_are_renumbered_to_the_citation_indexes(client):
 async def test_fallback_grounding_without_markers(client, reply, grounding):
     conversation = Conversation()
     script = ScriptedModel().play(answer(reply))
-    result = await qa.ask(
+    result = await ask(
         client, QUESTION, model=script.model, mode="fallback", conversation=conversation
     )
     assert result.grounding == grounding
@@ -270,19 +288,25 @@ async def test_fallback_grounding_without_markers(client, reply, grounding):
     assert (declaration is None) is (grounding == "missing")
 
 
-async def test_fallback_with_nothing_found_says_so_to_the_model(client):
-    script = ScriptedModel().play(answer(f"{REFUSAL} [1]"))
-    result = await client.ask(
-        QUESTION, filter="uri = 'notes://none'", model=script.model, mode="fallback"
+async def test_a_scope_without_documents_is_answered_without_the_model(client):
+    script = ScriptedModel().play(answer("never asked"))
+    result = await ask(
+        client, QUESTION, filter="uri = 'notes://none'", model=script.model, mode="fallback"
     )
-    assert script.seen[0].user_texts() == [f"{qa.NO_PASSAGES}\n\nQuestion: {QUESTION}"]
-    assert result.citations == [] and result.grounding == "ungrounded"
-    assert result.answer == REFUSAL
+    assert script.seen == []
+    assert result.basis == "no-documents" and result.citations == ()
+    assert result.grounding == "missing"
+
+
+def test_fallback_with_nothing_found_says_so_to_the_model():
+    from haiku.rag.answering.fallback import passages_prompt
+
+    assert passages_prompt(QUESTION, []) == f"{NO_PASSAGES}\n\nQuestion: {QUESTION}"
 
 
 async def test_a_conversation_can_switch_modes(client):
     conversation = Conversation()
-    first = await qa.ask(
+    first = await ask(
         client,
         QUESTION,
         model=ScriptedModel().play(answer("Kerosene ran short [1].")).model,
@@ -292,7 +316,7 @@ async def test_a_conversation_can_switch_modes(client):
     (cited,) = first.citations
 
     follow_up = ScriptedModel().play(cite(cited.chunk_id), answer("As I said: kerosene."))
-    second = await qa.ask(
+    second = await ask(
         client, "Say that again?", model=follow_up.model, mode="tools", conversation=conversation
     )
     assert "Kerosene ran short [1]." in follow_up.seen[0].text()  # the history went along
@@ -300,7 +324,7 @@ async def test_a_conversation_can_switch_modes(client):
     assert [(c.chunk_id, c.index) for c in second.citations] == [(cited.chunk_id, 1)]
 
     again = ScriptedModel().play(answer("Kerosene [1]."))
-    third = await qa.ask(
+    third = await ask(
         client, QUESTION, model=again.model, mode="fallback", conversation=conversation
     )
     assert "As I said: kerosene." in again.seen[0].text()
@@ -317,12 +341,12 @@ async def test_a_failed_ask_reports_the_model_and_leaves_the_conversation_as_it_
 
     conversation = Conversation()
     with pytest.raises(ChatModelError, match="^cannot reach the chat model .*Connection refused"):
-        await qa.ask(client, QUESTION, model=FunctionModel(unreachable), conversation=conversation)
+        await ask(client, QUESTION, model=FunctionModel(unreachable), conversation=conversation)
     assert conversation.state == {} and conversation.messages == []
 
     script = ScriptedModel().play(answer("Hello."))
-    result = await qa.ask(client, "Hello", model=script.model, conversation=conversation)
-    assert result.answer == "Hello."
+    result = await ask(client, "Hello", model=script.model, conversation=conversation)
+    assert result.text == "Hello."
 
 
 # --- the command, end to end over HTTP ----------------------------------------------------

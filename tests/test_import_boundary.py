@@ -1,5 +1,6 @@
 """The library must import and work with no Qt installed: haiku.rag never imports PySide6."""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -30,7 +31,8 @@ def test_import_linter_contract_holds():
     lint = [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"]
     result = subprocess.run(lint, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 1 kept, 0 broken" in result.stdout
+    kept = re.search(r"Contracts: (\d+) kept, 0 broken", result.stdout)
+    assert kept and int(kept.group(1)) >= 5, result.stdout  # Qt, client, ingest, store, app
 
 
 def test_importing_the_library_is_cheap():

@@ -1,27 +1,52 @@
-"""The documents table the library pane shows: one row per :class:`LibraryEntry`."""
+"""The documents table the library pane shows: one row per :class:`LibraryEntry`, in the order
+the documents arrived (rows never move on their own: a title that resolves, or a state that
+changes, leaves every row where the pointer last saw it), with the chat-scope check box of each
+document in the Document column."""
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 
 from haiku_desk.services.library import DocumentState, LibraryEntry, LibraryService
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 2  # int percent, -1 for working without a measure
+FILE_NAME_ROLE = Qt.ItemDataRole.UserRole + 3  # the file name (and pages), shown under the title
+PROGRESS_TEXT_ROLE = Qt.ItemDataRole.UserRole + 4  # what the progress bar says: "parsing 12/619 p."
 
-COLUMNS = ("Document", "State", "Progress")
-NAME, STATE, PROGRESS = range(3)
+Scope = tuple[str, ...] | None  # document ids the chat searches; None: all documents
+
+# Two columns: the Document (title, and under it the file name and pages) takes the width; the
+# State cell turns into a progress bar while a document is worked on (a third column for the
+# progress did not fit a laptop's library pane without a horizontal scrollbar).
+COLUMNS = ("Document", "State")
+NAME, STATE = range(2)
+PROGRESS = STATE  # the column where progress shows
 
 Index = QModelIndex | QPersistentModelIndex
 
 
+def file_name(entry: LibraryEntry) -> str:
+    return PurePath(entry.path).name if entry.path else entry.key.rsplit("/", 1)[-1]
+
+
 class DocumentsModel(QAbstractTableModel):
+    """Rows of the library; the Document column's check boxes are the chat's scope.
+
+    ``scope_edited`` is emitted when the user ticks or unticks a box (or a document in the
+    scope leaves the library), with the new :data:`Scope`; :meth:`set_scope` never emits.
+    """
+
+    scope_edited = Signal(object)  # Scope
+
     def __init__(self, library: LibraryService, parent: Any = None) -> None:
         super().__init__(parent)
         self._keys: list[str] = []
         self._entries: dict[str, LibraryEntry] = {}
+        self._scope: frozenset[str] | None = None
         for entry in library.entries:
             self._keys.append(entry.key)
             self._entries[entry.key] = entry
@@ -45,6 +70,68 @@ class DocumentsModel(QAbstractTableModel):
     def row_of(self, key: str) -> int:
         return self._keys.index(key)
 
+    # --- scope ------------------------------------------------------------------------------
+
+    def scope(self) -> Scope:
+        return None if self._scope is None else tuple(sorted(self._scope))
+
+    def set_scope(self, scope: Scope) -> None:
+        """Show ``scope`` in the check boxes (a conversation's own scope); never emits."""
+        new = None if scope is None else frozenset(scope)
+        if new != self._scope:
+            self._scope = new
+            self._scope_boxes_changed()
+
+    def in_scope(self, entry: LibraryEntry) -> bool:
+        if self._scope is None:
+            return True
+        return entry.document_id is not None and entry.document_id in self._scope
+
+    def stored_ids(self) -> set[str]:
+        return {e.document_id for e in self._entries.values() if e.document_id is not None}
+
+    def edit_scope(self, scope: Scope) -> None:
+        """The user's change of scope: every stored document ticked is "all documents"."""
+        new = None if scope is None else frozenset(scope)
+        stored = self.stored_ids()
+        if new is not None and stored and stored <= new:
+            new = None
+        if new != self._scope:
+            self._scope = new
+            self._scope_boxes_changed()
+            self.scope_edited.emit(self.scope())
+
+    def _toggle(self, entry: LibraryEntry, ticked: bool) -> None:
+        assert entry.document_id is not None
+        current = self.stored_ids() if self._scope is None else set(self._scope)
+        if ticked:
+            current.add(entry.document_id)
+        else:
+            current.discard(entry.document_id)
+        self.edit_scope(tuple(current))
+
+    def _scope_boxes_changed(self) -> None:
+        if self._keys:
+            last = len(self._keys) - 1
+            self.dataChanged.emit(self.index(0, NAME), self.index(last, NAME), [Qt.ItemDataRole.CheckStateRole])
+
+    def flags(self, index: Index) -> Qt.ItemFlag:
+        flags = super().flags(index)
+        if index.isValid() and index.column() == NAME and self.entry_at(index.row()).document_id is not None:
+            flags |= Qt.ItemFlag.ItemIsUserCheckable  # a file on its way in has no id to scope to yet
+        return flags
+
+    def setData(self, index: Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
+        if not index.isValid() or index.column() != NAME or role != Qt.ItemDataRole.CheckStateRole:
+            return False
+        entry = self.entry_at(index.row())
+        if entry.document_id is None:
+            return False
+        self._toggle(entry, Qt.CheckState(value) == Qt.CheckState.Checked)
+        return True
+
+    # --- rows ------------------------------------------------------------------------------
+
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
@@ -52,6 +139,13 @@ class DocumentsModel(QAbstractTableModel):
         column = index.column()
         if role == ENTRY_ROLE:
             return entry
+        if role == FILE_NAME_ROLE:
+            pages = f" · {entry.page_count} p." if entry.page_count and not entry.busy else ""
+            return file_name(entry) + pages
+        if role == PROGRESS_TEXT_ROLE:
+            return _progress_text(entry)
+        if role == Qt.ItemDataRole.CheckStateRole and column == NAME:
+            return Qt.CheckState.Checked if self.in_scope(entry) else Qt.CheckState.Unchecked
         if role == PROGRESS_ROLE:
             # A queued file is waiting, not working: it reads "queued", with no busy animation.
             if not entry.busy or entry.state is DocumentState.QUEUED:
@@ -63,8 +157,6 @@ class DocumentsModel(QAbstractTableModel):
                 return entry.name
             if column == STATE:
                 return entry.state_label
-            if column == PROGRESS:
-                return _progress_text(entry)
         if role == Qt.ItemDataRole.ToolTipRole:
             lines = [entry.name, entry.path or entry.key]  # the whole name: the column elides it
             if entry.reason:
@@ -75,7 +167,11 @@ class DocumentsModel(QAbstractTableModel):
                 lines.append(f"in the watched folder {entry.watched_folder}")
             return "\n".join(lines)
         if role == Qt.ItemDataRole.AccessibleDescriptionRole and column == NAME:
-            return f"{entry.name}: {entry.state_label}" + (f". {entry.reason}" if entry.reason else "")
+            scoped = "in the chat's scope" if self.in_scope(entry) else "not in the chat's scope"
+            return (
+                f"{entry.name} ({file_name(entry)}): {entry.state_label}, {scoped}"
+                + (f". {entry.reason}" if entry.reason else "")
+            )
         if role == Qt.ItemDataRole.ForegroundRole and column == STATE and entry.state is DocumentState.FAILED:
             from PySide6.QtGui import QColor
 
@@ -100,14 +196,20 @@ class DocumentsModel(QAbstractTableModel):
         row = self._keys.index(key)
         self.beginRemoveRows(QModelIndex(), row, row)
         del self._keys[row]
-        del self._entries[key]
+        entry = self._entries.pop(key)
         self.endRemoveRows()
+        if self._scope is not None and entry.document_id in self._scope:
+            self._scope = self._scope - {entry.document_id}
+            self.scope_edited.emit(self.scope())
 
 
 def _progress_text(entry: LibraryEntry) -> str:
+    """What the State cell's progress bar says: "parsing 12/619 p.", "embedding 42%", "chunking"."""
     if not entry.busy:
-        return f"{entry.page_count} p." if entry.page_count else ""
-    unit = "chunks" if entry.stage == "embedding" else "pages"
+        return entry.state_label
     if entry.total:
-        return f"{entry.stage} {entry.done}/{entry.total} {unit}"
+        if entry.stage == "embedding":
+            return f"embedding {min(100, 100 * entry.done // entry.total)}%"
+        unit = " p." if entry.stage == "parsing" else ""
+        return f"{entry.stage} {entry.done}/{entry.total}{unit}"
     return entry.stage or entry.state_label

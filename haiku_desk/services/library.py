@@ -1,5 +1,6 @@
-"""The library service: the app's one writable ``HaikuRAG`` client, the documents the library
-pane shows, and the selection that scopes the chat. Its work queue
+"""The library service: the app's one writable ``HaikuRAG`` client and the documents the
+library pane shows. What the chat searches is the chat's own per-conversation scope (the
+library pane's check boxes), never the pane's selection. Its work queue
 (:mod:`~haiku_desk.services.work_queue`), watch folders
 (:mod:`~haiku_desk.services.watch_folders`) and failed files
 (:mod:`~haiku_desk.services.failures`) live in modules of their own, and are kept in the
@@ -205,7 +206,7 @@ def describe_open_failure(db_path: Path, exc: BaseException) -> str:
 
 
 class LibraryService(QObject):
-    """Documents, the ingest queue, watch folders and the selection."""
+    """Documents, the ingest queue and watch folders (and their shutdown and switch)."""
 
     opened = Signal()  # the store is open and the documents are listed
     open_failed = Signal(object)  # the exception that kept the store from opening
@@ -216,7 +217,6 @@ class LibraryService(QObject):
     busy_changed = Signal(bool)
     password_required = Signal(object)  # LibraryEntry of a locked PDF
     operation_started = Signal(object)  # Operation
-    selection_changed = Signal(list)  # document ids
     watched_folders_changed = Signal(list)  # folder paths (str)
     rescanned = Signal(str)  # a watched folder finished a scan
 
@@ -247,7 +247,6 @@ class LibraryService(QObject):
         self._embed_paused: set[str] = set()  # keys whose embedding the user cancelled
         self._steps_done = 0
         self._steps_total = 0
-        self._selection: list[str] = []
         self._closed = False
         # True from the start until the documents are listed (or the open failed): the views
         # show "Opening the library…", not the empty-library hint, meanwhile
@@ -520,8 +519,6 @@ class LibraryService(QObject):
         if not self._closed:
             self._dealt_with(key)
         self.entry_removed.emit(key)
-        if entry.document_id and entry.document_id in self._selection:
-            self.set_selection([d for d in self._selection if d != entry.document_id])
 
     def set_watched_folder(self, key: str, folder: str | None) -> None:
         self._update(key, watched_folder=folder)
@@ -660,6 +657,26 @@ class LibraryService(QObject):
         if self._watch is not None:
             self._watch.exclude(keys)
         self.remove_documents(keys)
+
+    def rename(self, key: str, title: str | None) -> None:
+        """Give a stored document the user's own title (None: back to the title found in the
+        file); it is kept across re-ingests. Returns at once; the row updates when stored."""
+        entry = self._entries.get(key)
+        if entry is None or entry.document_id is None:
+            return
+        asyncio.ensure_future(self._rename(key, entry.document_id, title))
+
+    async def _rename(self, key: str, document_id: str, title: str | None) -> None:
+        entry = self._entries.get(key)
+        try:
+            client = await self.ensure_open()
+            document = await client.rename_document(document_id, title)
+        except Exception as exc:  # a store or input error: say so, keep the old name
+            log.exception("renaming %s failed", key)
+            self.notifications.report_failure(f"Renaming {entry.name if entry else key} failed", exc)
+            return
+        if (current := self._entries.get(key)) is not None and current.document_id == document.id:
+            self._update(key, name=document.display_name)
 
     def remove_documents(self, keys: list[str]) -> None:
         """Remove documents from the library (queued work for them is cancelled first)."""
@@ -884,18 +901,6 @@ class LibraryService(QObject):
             total = entry.chunk_count
         self._update(key, stage=progress.stage.value, done=done, total=total)
 
-    # --- selection --------------------------------------------------------------------------
-
-    @property
-    def selected_document_ids(self) -> list[str]:
-        return list(self._selection)
-
-    def set_selection(self, document_ids: list[str]) -> None:
-        ids = list(dict.fromkeys(document_ids))
-        if ids != self._selection:
-            self._selection = ids
-            self.selection_changed.emit(list(ids))
-
     # --- search ----------------------------------------------------------------------------
 
     async def search_passages(
@@ -903,13 +908,14 @@ class LibraryService(QObject):
     ) -> list[SearchResult]:
         """Best passages for ``query`` with context and boxes (search-only mode).
 
-        ``document_ids`` None means the current selection (an empty selection: everything).
+        ``document_ids`` None searches the whole library; an empty list, nothing.
         """
         from haiku.rag.store.engine import sql_in
 
+        if document_ids is not None and not document_ids:
+            return []
         client = await self.ensure_open()
-        ids = self.selected_document_ids if document_ids is None else document_ids
-        filter = sql_in("id", ids) if ids else None
+        filter = sql_in("id", document_ids) if document_ids is not None else None
         results = await client.search(query, limit=limit, filter=filter)
         return await client.expand_context(results)
 

@@ -1,11 +1,22 @@
-"""The library pane: documents with their state and progress, adding, watch folders, and the
-selection that scopes the chat. Files can also be dropped anywhere on the main window."""
+"""The library pane: documents with their state and progress, adding, watch folders, renaming,
+and the chat's scope. Files can also be dropped anywhere on the main window.
+
+Selecting rows is for managing files (cancel, re-ingest, delete, read why one failed) and never
+changes what the chat searches: that is the check box in front of each document and the "All
+documents" box above them (``scopeChanged``). Rows stay in the order the files arrived until
+the user sorts by a column header, and the buttons keep their places (disabled, never hidden),
+so nothing moves under the pointer while files are being ingested.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, QSortFilterProxyModel, Qt, Signal
+from collections.abc import Iterable
+
+from PySide6.QtCore import QRect, QSize, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
@@ -13,49 +24,119 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QListWidget,
+    QMenu,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionProgressBar,
+    QStyleOptionViewItem,
     QTableView,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from haiku_desk.models.documents import (
     ENTRY_ROLE,
+    FILE_NAME_ROLE,
     NAME,
-    PROGRESS,
     PROGRESS_ROLE,
+    PROGRESS_TEXT_ROLE,
     STATE,
     DocumentsModel,
+    Scope,
 )
 from haiku_desk.services.library import LibraryEntry, LibraryService
 from haiku_desk.views.widgets import compact_button
 
 EMPTY_HINT = "Drop PDFs or folders anywhere on this window, or use “Add files…”."
 OPENING_HINT = "Opening the library…"
+ALL_DOCUMENTS = "All documents"
+# The State column's width comes from this text (not from what the rows show now), so a state
+# or a progress that changes never resizes it; longer texts end in "…" (tooltip: all of it).
+STATE_WIDTH_TEXT = "searchable (hybrid)"
+STATE_MIN_TEXT = "embedding…"
+NAME_SHARE = 0.55  # the Document column keeps at least this share of a narrow table
+CELL_PADDING = 16
 
 
-class _ProgressDelegate(QStyledItemDelegate):
-    """A progress bar in the progress column while a document is being worked on."""
+def describe_scope(scope: Scope, titles: dict[str, str] | None = None) -> str:
+    """How a scope reads in a header: "All documents", "1 document: Title", "3 documents",
+    "No documents" (``titles`` maps document ids to titles)."""
+    if scope is None:
+        return ALL_DOCUMENTS
+    if not scope:
+        return "No documents"
+    if len(scope) == 1:
+        title = (titles or {}).get(scope[0])
+        return f"1 document: {title}" if title else "1 document"
+    return f"{len(scope)} documents"
+
+
+class _ScopeAllBox(QCheckBox):
+    """ "All documents": ticked for the whole library, half-ticked for some documents; a click
+    ticks all, or (when all are ticked) unticks all."""
+
+    def nextCheckState(self) -> None:  # noqa: N802
+        ticked = self.checkState() == Qt.CheckState.Checked
+        self.setCheckState(Qt.CheckState.Unchecked if ticked else Qt.CheckState.Checked)
+
+
+class _DocumentsDelegate(QStyledItemDelegate):
+    """The Document column in two lines (the title, and the file name under it in a quieter
+    colour) with its scope check box; a progress bar in the Progress column while a document
+    is being worked on."""
 
     def paint(self, painter, option, index) -> None:  # type: ignore[no-untyped-def]
+        if index.column() == NAME:
+            self._paint_name(painter, option, index)
+            return
         percent = index.data(PROGRESS_ROLE)
-        if index.column() != PROGRESS or percent is None:
+        if index.column() != STATE or percent is None:
             super().paint(painter, option, index)
             return
         bar = QStyleOptionProgressBar()
         bar.rect = option.rect.adjusted(2, 3, -2, -3)
         bar.minimum, bar.maximum = 0, 0 if percent < 0 else 100
         bar.progress = max(0, percent)
-        bar.text = index.data(Qt.ItemDataRole.DisplayRole) or ""
+        bar.text = index.data(PROGRESS_TEXT_ROLE) or ""
         bar.textVisible = True
         bar.state = option.state | QStyle.StateFlag.State_Horizontal  # else Fusion fills it bottom-up
         style = option.widget.style() if option.widget else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
+
+    def _paint_name(self, painter, option, index) -> None:  # type: ignore[no-untyped-def]
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        title, opt.text = opt.text, ""
+        widget = option.widget
+        style = widget.style() if widget else None
+        if style is None:
+            return
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)
+        text_rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, opt, widget)
+        metrics = opt.fontMetrics
+        line = metrics.height()
+        top = text_rect.top() + max(0, (text_rect.height() - 2 * line) // 2)
+        selected = bool(opt.state & QStyle.StateFlag.State_Selected)
+        group = QPalette.ColorGroup.Normal if opt.state & QStyle.StateFlag.State_Active else QPalette.ColorGroup.Inactive
+        painter.save()
+        painter.setFont(opt.font)
+        role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
+        painter.setPen(opt.palette.color(group, role))
+        first = QRect(text_rect.left(), top, text_rect.width(), line)
+        painter.drawText(first, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                         metrics.elidedText(title, Qt.TextElideMode.ElideRight, text_rect.width()))
+        if not selected:
+            painter.setPen(opt.palette.color(group, QPalette.ColorRole.PlaceholderText))
+        second = QRect(text_rect.left(), top + line, text_rect.width(), line)
+        file_name = index.data(FILE_NAME_ROLE) or ""
+        painter.drawText(second, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                         metrics.elidedText(file_name, Qt.TextElideMode.ElideMiddle, text_rect.width()))
+        painter.restore()
 
 
 class _SnugHeader(QHeaderView):
@@ -77,6 +158,9 @@ class _SnugHeader(QHeaderView):
 
 class LibraryPane(QWidget):
     add_files_requested = Signal()
+    # What the chat searches, as the user ticked it: a tuple of document ids, None for all
+    # documents (see /work/coord/scope-api.md). Never emitted for a selection or set_scope().
+    scopeChanged = Signal(object)  # noqa: N815 - Qt's naming, as the chat connects it
 
     def __init__(self, library: LibraryService, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -84,49 +168,84 @@ class LibraryPane(QWidget):
         self.setAccessibleName("Library")
         self.password_dialog: QInputDialog | None = None
         self.delete_dialog = None  # the open delete confirmation (QMessageBox), if any
+        self.rename_dialog: QInputDialog | None = None
         self._password_queue: list[str] = []
 
         title = QLabel("<b>Library</b>")
         self.search = QLineEdit()
-        self.search.setPlaceholderText("Filter documents  (Ctrl+K)")
+        self.search.setPlaceholderText("Filter (Ctrl+K)")
         self.search.setAccessibleName("Filter documents")
         self.search.setClearButtonEnabled(True)
 
-        self.add_files_button = QPushButton("Add files…")
+        # One split button for the three ways in (a row of three would make the pane too wide
+        # for a 1024 px window): a click adds files, its arrow offers a folder or a watch.
+        self.add_files_button = QToolButton()
+        self.add_files_button.setText("Add files…")
         self.add_files_button.setAccessibleName("Add files")
-        self.add_files_button.setToolTip("Add PDFs and other documents (Ctrl+O)")
-        self.add_folder_button = QPushButton("Add folder…")
-        self.add_folder_button.setAccessibleName("Add folder")
-        self.watch_button = QPushButton("Watch folder…")
-        self.watch_button.setAccessibleName("Watch folder")
-        self.watch_button.setToolTip("Add a folder and keep the library in sync with it")
+        self.add_files_button.setToolTip("Add PDFs and other documents (Ctrl+O); the arrow adds or watches a folder")
+        self.add_files_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+        self.add_files_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
+        add_menu = QMenu(self.add_files_button)
+        self.add_files_menu_action = add_menu.addAction("Add files…")
+        self.add_folder_menu_action = add_menu.addAction("Add folder…")
+        self.watch_menu_action = add_menu.addAction("Watch folder…")
+        self.watch_menu_action.setToolTip("Add a folder and keep the library in sync with it")
+        self.add_files_button.setMenu(add_menu)
 
         self.model = DocumentsModel(library, self)
+        self.model.scope_edited.connect(self._scope_edited)
+        self.scope_all = _ScopeAllBox(ALL_DOCUMENTS)
+        self.scope_all.setAccessibleName("Chat searches all documents")
+        self.scope_all.setToolTip(
+            "What the chat searches: tick documents below, or all of them here. "
+            "Selecting rows does not change it."
+        )
+        self.scope_all.setCheckState(Qt.CheckState.Checked)
+        self.scope_all.clicked.connect(self._scope_all_clicked)
         self.proxy = QSortFilterProxyModel(self)
+        # Rows move only when the user sorts (a header click), never because a title resolved.
+        self.proxy.setDynamicSortFilter(False)
         self.proxy.setSourceModel(self.model)
         self.proxy.setFilterKeyColumn(NAME)
         self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.search.textChanged.connect(self.proxy.setFilterFixedString)
+        self.search.textChanged.connect(lambda *_: self._sync_scope_box())
 
         self.table = QTableView()
         self.table.setAccessibleName("Documents")
         self.table.setModel(self.proxy)
-        self.table.setItemDelegate(_ProgressDelegate(self.table))
+        self.table.setItemDelegate(_DocumentsDelegate(self.table))
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setSortingEnabled(True)
-        self.proxy.setSortCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.table.sortByColumn(NAME, Qt.SortOrder.AscendingOrder)  # Qt's default is Z to A
-        self.table.verticalHeader().hide()
-        self.table.setShowGrid(False)
-        self.table.setWordWrap(False)  # a long name ends in "…"; its tooltip holds all of it
+        self.table.setTabKeyNavigation(False)  # one Tab stop; arrows move between rows
         self.table.setHorizontalHeader(_SnugHeader(self.table))
         header = self.table.horizontalHeader()
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)  # arrival order until a click
+        self.proxy.setSortCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.table.setSortingEnabled(True)
+        vertical = self.table.verticalHeader()
+        vertical.hide()
+        vertical.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        vertical.setDefaultSectionSize(2 * self.table.fontMetrics().height() + 8)  # title + file name
+        self.table.setShowGrid(False)
+        self.table.setWordWrap(False)  # a long name ends in "…"; its tooltip holds all of it
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        header.setStretchLastSection(False)
         header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(STATE, QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(PROGRESS, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(STATE, QHeaderView.ResizeMode.Fixed)
+        header.setMinimumSectionSize(24)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.table.doubleClicked.connect(self._activated)
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
+        self.table.viewport().installEventFilter(self)
+        self.rename_action = QAction("Rename…", self)
+        self.rename_action.setObjectName("rename_document")
+        self.rename_action.setShortcut(QKeySequence(Qt.Key.Key_F2))
+        self.rename_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.rename_action.setToolTip("Rename the selected document (F2)")
+        self.rename_action.triggered.connect(self.rename_current)
+        self.table.addAction(self.rename_action)
 
         self.empty_hint = QLabel(EMPTY_HINT)
         self.empty_hint.setWordWrap(True)
@@ -152,9 +271,10 @@ class LibraryPane(QWidget):
         self.overall = QProgressBar()
         self.overall.setAccessibleName("Overall progress")
         self.overall.setTextVisible(True)
+        keep = self.overall.sizePolicy()
+        keep.setRetainSizeWhenHidden(True)  # the buttons below it stay put when it comes and goes
+        self.overall.setSizePolicy(keep)
         self.overall.hide()
-        self.scope_label = QLabel()
-        self.scope_label.setAccessibleName("Chat scope")
 
         self.watched = QListWidget()
         self.watched.setAccessibleName("Watched folders")
@@ -175,29 +295,33 @@ class LibraryPane(QWidget):
         self.watched_box.hide()
 
         adds = QHBoxLayout()
-        for b in (self.add_files_button, self.add_folder_button, self.watch_button):
-            adds.addWidget(compact_button(b))
+        adds.setSpacing(4)
+        adds.addWidget(self.add_files_button)
+        adds.addWidget(self.search, 1)
         actions = QHBoxLayout()
+        actions.setSpacing(4)
         for b in (self.cancel_button, self.reingest_button, self.delete_button, self.unlock_button):
             actions.addWidget(compact_button(b))
+        # Whatever comes and goes (the empty hint, a failure's reason, watched folders) sits
+        # above the buttons and takes its room from the table: the buttons never move.
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 6, 6, 6)
+        layout.setContentsMargins(4, 6, 4, 6)
         layout.addWidget(title)
         layout.addLayout(adds)
-        layout.addWidget(self.search)
+        layout.addWidget(self.scope_all)
         layout.addWidget(self.empty_hint)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.reason)
         layout.addWidget(self.next_steps_box)
-        layout.addLayout(actions)
-        layout.addWidget(self.overall)
-        layout.addWidget(self.scope_label)
         layout.addWidget(self.watched_box)
+        layout.addWidget(self.overall)
+        layout.addLayout(actions)
 
         self.add_files_button.clicked.connect(self.add_files_requested)
         self.add_files_requested.connect(self.choose_files)
-        self.add_folder_button.clicked.connect(self.choose_folder)
-        self.watch_button.clicked.connect(self.choose_watched_folder)
+        self.add_files_menu_action.triggered.connect(self.add_files_requested)
+        self.add_folder_menu_action.triggered.connect(self.choose_folder)
+        self.watch_menu_action.triggered.connect(self.choose_watched_folder)
         self.cancel_button.clicked.connect(lambda: library.cancel(self.selected_keys()))
         self.reingest_button.clicked.connect(lambda: library.reingest(self.selected_keys()))
         self.delete_button.clicked.connect(lambda: self.confirm_delete(self.selected_keys()))
@@ -210,13 +334,11 @@ class LibraryPane(QWidget):
         library.overall_progress.connect(self._overall)
         library.password_required.connect(self._password_required)
         library.watched_folders_changed.connect(self._watched_changed)
-        library.selection_changed.connect(self._scope_changed)
         library.opened.connect(self._entries_changed)
         library.open_failed.connect(self._entries_changed)
         library.library_changed.connect(self._entries_changed)
         self._watched_changed(library.watched_folders)
         self._entries_changed()
-        self._scope_changed(library.selected_document_ids)
 
     # --- state ------------------------------------------------------------------------------
 
@@ -246,7 +368,10 @@ class LibraryPane(QWidget):
         empty = self.model.rowCount() == 0
         self.empty_hint.setText(OPENING_HINT if self.library.is_opening else EMPTY_HINT)
         self.empty_hint.setVisible(empty)
+        if self.search.text():  # a resolved title may now match the filter (rows stay unsorted)
+            self.proxy.invalidateFilter()
         self._update_buttons()
+        self._sync_scope_box()
 
     def _update_buttons(self) -> None:
         selected = self.selected_entries()
@@ -254,6 +379,7 @@ class LibraryPane(QWidget):
         self.reingest_button.setEnabled(any(not e.busy for e in selected))
         self.delete_button.setEnabled(bool(selected))
         self.unlock_button.setEnabled(any(e.needs_password for e in selected))
+        self.rename_action.setEnabled(len(selected) == 1 and selected[0].document_id is not None)
         failed = [e for e in selected if e.reason]
         if failed:
             e = failed[0]
@@ -264,15 +390,106 @@ class LibraryPane(QWidget):
         self._show_next_steps(failed[0] if failed else None)
 
     def _selection_changed(self, *_: object) -> None:
-        ids = [e.document_id for e in self.selected_entries() if e.document_id and e.searchable]
-        self.library.set_selection(ids)
-        self._update_buttons()
+        self._update_buttons()  # selection is for managing files: the scope stays as it is
 
-    def _scope_changed(self, ids: list[str]) -> None:
-        if ids:
-            self.scope_label.setText(f"Chat is scoped to {len(ids)} selected document{'s' if len(ids) > 1 else ''}.")
+    # --- scope ------------------------------------------------------------------------------
+
+    def scope(self) -> Scope:
+        """What the chat searches: document ids, or None for all documents."""
+        return self.model.scope()
+
+    def set_scope(self, scope: Scope) -> None:
+        """Show a conversation's scope in the check boxes; does not emit ``scopeChanged``."""
+        self.model.set_scope(None if scope is None else tuple(scope))
+        self._sync_scope_box()
+
+    def tick(self, document_ids: Iterable[str] | None) -> None:
+        """Tick exactly these documents (None: all), as the user's clicks would."""
+        self.model.edit_scope(None if document_ids is None else tuple(document_ids))
+
+    def scope_description(self) -> str:
+        titles = {e.document_id: e.name for e in self.entries() if e.document_id}
+        return describe_scope(self.scope(), titles)
+
+    def _scope_all_clicked(self) -> None:
+        self.model.edit_scope(None if self.scope_all.checkState() == Qt.CheckState.Checked else ())
+
+    def _scope_edited(self, scope: Scope) -> None:
+        self._sync_scope_box()
+        self.scopeChanged.emit(scope)
+
+    def _sync_scope_box(self) -> None:
+        scope = self.model.scope()
+        if scope is None:
+            state = Qt.CheckState.Checked
+        elif scope:
+            state = Qt.CheckState.PartiallyChecked
         else:
-            self.scope_label.setText("Chat searches the whole library.")
+            state = Qt.CheckState.Unchecked
+        self.scope_all.setCheckState(state)
+        self.scope_all.setEnabled(bool(self.model.stored_ids()))
+        described = self.scope_description()
+        self.scope_all.setAccessibleDescription(f"The chat searches: {described}")
+
+    # --- columns ----------------------------------------------------------------------------
+
+    def eventFilter(self, watched, event) -> bool:  # type: ignore[no-untyped-def]  # noqa: N802
+        from PySide6.QtCore import QEvent
+
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self._fit_columns(event.size().width())
+        return super().eventFilter(watched, event)
+
+    def _fit_columns(self, width: int) -> None:
+        """State as wide as its longest usual text, the Document column the rest; in a narrow
+        pane State gives way (its text ends in "…"), so both always fit (no scrollbar)."""
+        metrics = self.table.fontMetrics()
+        state = metrics.horizontalAdvance(STATE_WIDTH_TEXT) + CELL_PADDING
+        state_min = metrics.horizontalAdvance(STATE_MIN_TEXT) + CELL_PADDING
+        state = max(state_min, min(state, int(width * (1 - NAME_SHARE))))
+        self.table.horizontalHeader().resizeSection(STATE, state)
+
+    # --- renaming ---------------------------------------------------------------------------
+
+    def _context_menu(self, pos) -> None:  # type: ignore[no-untyped-def]
+        if not self.table.indexAt(pos).isValid():
+            return
+        menu = QMenu(self.table)
+        menu.setAccessibleName("Document actions")
+        menu.addAction(self.rename_action)
+        menu.addSeparator()
+        for button in (self.cancel_button, self.reingest_button, self.delete_button, self.unlock_button):
+            item = menu.addAction(button.text(), button.click)
+            item.setEnabled(button.isEnabled())
+        menu.popup(self.table.viewport().mapToGlobal(pos))
+        self.context_menu = menu
+
+    def rename_current(self) -> QInputDialog | None:
+        """Ask for a new title of the one selected document (empty: back to the title found
+        in the file); non-blocking."""
+        selected = self.selected_entries()
+        if len(selected) != 1 or selected[0].document_id is None:
+            return None
+        entry = selected[0]
+        if self.rename_dialog is not None:
+            self.rename_dialog.close()
+        dialog = QInputDialog(self)
+        dialog.setWindowTitle("Rename document")
+        dialog.setLabelText(f"Title of {entry.path or entry.key}\n(leave empty for the title found in the file):")
+        dialog.setTextValue(entry.name)
+        dialog.setAccessibleName(f"Rename {entry.name}")
+        key = entry.key
+
+        def done(result: int) -> None:
+            if result == QInputDialog.DialogCode.Accepted:
+                self.library.rename(key, dialog.textValue().strip() or None)
+            self.rename_dialog = None
+            dialog.deleteLater()
+
+        dialog.finished.connect(done)
+        self.rename_dialog = dialog
+        dialog.open()
+        return dialog
 
     def _overall(self, done: int, total: int) -> None:
         if total <= 0:

@@ -1,6 +1,10 @@
 """The main window: library pane | chat | citation panel, with the notification area below.
 
 Files and folders dropped anywhere on the window (chat input included) go to the library.
+The panes hold still: their widths change only when the user drags a splitter (or hides a
+pane from the View menu), never because a label's text, the scope or a selection changed;
+both are saved in QSettings. The window fits the screen's available area on a first start
+and works down to 1024×640.
 """
 
 from __future__ import annotations
@@ -9,7 +13,16 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QKeySequence
-from PySide6.QtWidgets import QApplication, QLabel, QMainWindow, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QLabel,
+    QMainWindow,
+    QPlainTextEdit,
+    QSplitter,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
 
 from haiku_desk.views.citation_panel import CitationPanel, cited_pages
 from haiku_desk.views.library_pane import LibraryPane
@@ -23,11 +36,16 @@ if TYPE_CHECKING:
 
 SETTINGS_GROUP = "main_window"
 DEFAULT_SIZE = (1440, 900)
+SMALLEST_SIZE = (1024, 640)  # the window must work (nothing clipped) at this size
+# Room for the window manager's title bar and borders, which availableGeometry() leaves in.
+FRAME_ALLOWANCE = (16, 48)
 # library | chat | citation panel before the window knows its width; at the first show the chat
 # gets what its conversation list and toolbar need and the others share the rest (LIBRARY_SHARE).
 DEFAULT_PANE_WIDTHS = (345, 690, 393)
 LIBRARY_SHARE = 0.5
-PANE_MIN_WIDTH = 240
+PANE_MIN_WIDTH = 200
+# View menu: the panes a user can hide, by the QSettings key that remembers it.
+HIDEABLE_PANES = ("library", "conversations", "citations")
 WARM_UP_DELAY_MS = 300  # after the first paint: load the page renderer while the user looks
 PREFETCH_PAGES = 6  # cited pages rendered ahead when an answer arrives
 DRAG_EVENTS = (QEvent.Type.DragEnter, QEvent.Type.DragMove, QEvent.Type.DragLeave, QEvent.Type.Drop)
@@ -56,9 +74,6 @@ class MainWindow(QMainWindow):
         self.citation_panel = CitationPanel(services.pages)
         self.notification_area = NotificationArea(services.notifications)
 
-        # Explicit minimums: otherwise the panes' button rows add up to a window too wide for a laptop.
-        self.library_pane.setMinimumWidth(PANE_MIN_WIDTH)
-        self.citation_panel.setMinimumWidth(PANE_MIN_WIDTH)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setAccessibleName("Panes")
         self.splitter.addWidget(self.library_pane)
@@ -68,7 +83,8 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(1, 4)
         self.splitter.setStretchFactor(2, 3)
         self.splitter.setSizes(list(DEFAULT_PANE_WIDTHS))  # scaled to the window's real width
-        self.splitter.setChildrenCollapsible(True)
+        # A pane is hidden from the View menu, not by dragging it to nothing by accident.
+        self.splitter.setChildrenCollapsible(False)
 
         central = QWidget()
         layout = QVBoxLayout(central)
@@ -102,6 +118,7 @@ class MainWindow(QMainWindow):
         services.library.open_failed.connect(self._update_status)
         self._update_status()
         self._restore_state()
+        self._keyboard_focus_chain()
         app = QApplication.instance()
         if app is not None:
             app.installEventFilter(self)  # drops on any child widget, even ones that take text drops
@@ -126,6 +143,17 @@ class MainWindow(QMainWindow):
         self.rescan_action = action("Rescan watched folders", lambda: self.services.library.rescan(), None, "rescan")
         self.focus_search_action = action("Focus search", self.focus_search, "Ctrl+K", "focus_search")
         self.models_action = action("Models…", self.open_model_settings, None, "models")
+        self.models_action.setShortcuts(preferences_shortcuts())
+        self.models_action.setToolTip(f"Models… ({self.models_action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)})")
+        self.help_action = action("Keyboard shortcuts", self.open_help, "F1", "help")
+        self.help_action.setShortcuts(help_shortcuts())
+        self.next_pane_action = action("Next pane", lambda: self.focus_pane(+1), "F6", "next_pane")
+        self.previous_pane_action = action("Previous pane", lambda: self.focus_pane(-1), "Shift+F6", "previous_pane")
+        self.pane_actions = {
+            "library": self._pane_action("Library", "library", "Ctrl+Shift+L"),
+            "conversations": self._pane_action("Conversation list", "conversations", "Ctrl+Shift+H"),
+            "citations": self._pane_action("Citation panel", "citations", "Ctrl+Shift+P"),
+        }
         self.quit_action = action("Quit", self.close, QKeySequence.StandardKey.Quit, "quit")
 
         menu = self.menuBar()
@@ -138,9 +166,16 @@ class MainWindow(QMainWindow):
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         view_menu = menu.addMenu("&View")
+        for pane_action in self.pane_actions.values():
+            view_menu.addAction(pane_action)
+        view_menu.addSeparator()
         view_menu.addAction(self.focus_search_action)
+        view_menu.addAction(self.next_pane_action)
+        view_menu.addAction(self.previous_pane_action)
         settings_menu = menu.addMenu("&Settings")
         settings_menu.addAction(self.models_action)
+        help_menu = menu.addMenu("&Help")
+        help_menu.addAction(self.help_action)
 
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("main_toolbar")
@@ -152,12 +187,130 @@ class MainWindow(QMainWindow):
         self.toolbar = toolbar
 
     def _resize_to_default(self) -> None:
+        """The default size, or the screen's available area less the window frame when that
+        is smaller (a laptop), centred in it."""
         width, height = DEFAULT_SIZE
         screen = self.screen() or QApplication.primaryScreen()
-        if screen is not None:  # a laptop's smaller screen: fit it
-            available = screen.availableGeometry()
-            width, height = min(width, available.width()), min(height, available.height())
+        if screen is None:
+            self.resize(width, height)
+            return
+        available = screen.availableGeometry()
+        width = min(width, available.width() - FRAME_ALLOWANCE[0])
+        height = min(height, available.height() - FRAME_ALLOWANCE[1])
         self.resize(width, height)
+        self.move(
+            available.x() + (available.width() - width - FRAME_ALLOWANCE[0]) // 2,
+            available.y() + (available.height() - height - FRAME_ALLOWANCE[1]) // 2,
+        )
+
+    def _fit_screen(self) -> None:
+        """A restored geometry from a larger screen: bring the window back inside this one."""
+        screen = self.screen() or QApplication.primaryScreen()
+        if screen is None:
+            return
+        available = screen.availableGeometry()
+        frame = self.frameGeometry()
+        if available.contains(frame):
+            return
+        width = min(self.width(), available.width() - FRAME_ALLOWANCE[0])
+        height = min(self.height(), available.height() - FRAME_ALLOWANCE[1])
+        self.resize(max(width, self.minimumWidth()), max(height, self.minimumHeight()))
+        self.move(available.topLeft())
+
+    # --- panes -------------------------------------------------------------------------------
+
+    def _pin_pane_minimums(self) -> None:
+        """Each pane's minimum width is fixed once, from what its controls need now: a label
+        whose text grows later (the chat header, a scope, a selection's reason) must not widen
+        its pane and so move the splitters; such text elides or wraps instead."""
+        self.library_pane.setMinimumWidth(max(PANE_MIN_WIDTH, self.library_pane.minimumSizeHint().width()))
+        self.citation_panel.setMinimumWidth(max(PANE_MIN_WIDTH, self.citation_panel.minimumSizeHint().width()))
+        chat_main = self.chat_pane.splitter.widget(1)
+        if chat_main is not None:
+            chat_main.setMinimumWidth(chat_main.minimumSizeHint().width())
+        self.chat_pane.setMinimumWidth(self.chat_pane.minimumSizeHint().width())
+
+    def _pane_widget(self, name: str) -> QWidget:
+        if name == "library":
+            return self.library_pane
+        if name == "conversations":
+            return self.chat_pane.splitter.widget(0)
+        return self.citation_panel
+
+    def _pane_action(self, text: str, name: str, shortcut: str) -> QAction:
+        action = QAction(text, self)
+        action.setObjectName(f"show_{name}")
+        action.setCheckable(True)
+        action.setChecked(True)
+        action.setShortcut(QKeySequence(shortcut))
+        action.setToolTip(f"Show or hide the {text.lower()} ({QKeySequence(shortcut).toString()})")
+        action.toggled.connect(lambda shown, n=name: self.set_pane_visible(n, shown))
+        self.addAction(action)
+        return action
+
+    def set_pane_visible(self, name: str, shown: bool) -> None:
+        """Hide or show a pane (View menu); the others keep their widths, the chat takes the
+        room. Remembered across starts."""
+        widget = self._pane_widget(name)
+        action = self.pane_actions[name]
+        if action.isChecked() != shown:
+            action.setChecked(shown)  # re-enters through toggled
+            return
+        if widget.isHidden() == (not shown):
+            return
+        if not shown and widget.hasFocus() or (not shown and widget.isAncestorOf(QApplication.focusWidget())):
+            self.chat_pane.input.setFocus(Qt.FocusReason.OtherFocusReason)
+        widget.setVisible(shown)
+        settings = QSettings()
+        settings.setValue(f"{SETTINGS_GROUP}/show_{name}", shown)
+
+    def pane_visible(self, name: str) -> bool:
+        return not self._pane_widget(name).isHidden()
+
+    def _focus_stops(self) -> list[tuple[QWidget, QWidget]]:
+        """Where F6 goes, as (pane, the widget that takes the focus): the library's table, the
+        conversation list, the question box, the citation page (visible panes only)."""
+        stops: list[tuple[QWidget, QWidget]] = []
+        if self.pane_visible("library"):
+            stops.append((self.library_pane, self.library_pane.table))
+        if self.pane_visible("conversations"):
+            stops.append((self.chat_pane.splitter.widget(0), self.chat_pane.conversation_list))
+        stops.append((self.chat_pane.splitter.widget(1), self.chat_pane.input))
+        if self.pane_visible("citations"):
+            stops.append((self.citation_panel, getattr(self.citation_panel, "scroll", self.citation_panel)))
+        return stops
+
+    def focus_pane(self, step: int) -> None:
+        """Move the keyboard focus to the next (``step`` 1) or previous (-1) pane."""
+        stops = self._focus_stops()
+        focused = QApplication.focusWidget()
+        current = next(
+            (i for i, (pane, _) in enumerate(stops) if focused is not None and (pane is focused or pane.isAncestorOf(focused))),
+            None,
+        )
+        if current is None:
+            index = 0 if step > 0 else len(stops) - 1
+        else:
+            index = (current + step) % len(stops)
+        reason = Qt.FocusReason.TabFocusReason if step > 0 else Qt.FocusReason.BacktabFocusReason
+        stops[index][1].setFocus(reason)
+
+    def _keyboard_focus_chain(self) -> None:
+        """Tab and Shift+Tab move on from text boxes instead of typing a tab (the question box
+        sends with Ctrl+Enter, a tab in a question means nothing); the table is one Tab stop."""
+        for editor in self.chat_pane.findChildren(QPlainTextEdit) + self.chat_pane.findChildren(QTextEdit):
+            if not editor.isReadOnly():
+                editor.setTabChangesFocus(True)
+        self.library_pane.table.setTabKeyNavigation(False)
+
+    def open_help(self):  # type: ignore[no-untyped-def]
+        from haiku_desk.views.help_dialog import ShortcutsDialog
+
+        dialog = ShortcutsDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        self.help_dialog = dialog
+        return dialog
 
     def focus_search(self) -> None:
         self.library_pane.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
@@ -173,6 +326,8 @@ class MainWindow(QMainWindow):
         return dialog
 
     def show_citation(self, citation: Citation) -> None:
+        if not self.pane_visible("citations"):
+            self.set_pane_visible("citations", True)
         sizes = self.splitter.sizes()
         if sizes[2] == 0:  # the panel was collapsed: bring it back
             sizes[2] = max(360, sum(sizes) // 3)
@@ -198,9 +353,20 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._warmed:
             self._warmed = True
+            self._pin_pane_minimums()  # now that the labels hold their first texts
             if not self._panes_restored:
                 self.apply_default_layout()
+            self._fit_screen()
             QTimer.singleShot(WARM_UP_DELAY_MS, self, self.services.pages.warm_up)
+            QTimer.singleShot(WARM_UP_DELAY_MS, self, self._install_fallback_font)
+
+    def _install_fallback_font(self) -> None:
+        """CJK titles and passages draw as text, not boxes (see views/fonts.py)."""
+        import asyncio
+
+        from haiku_desk.views.fonts import install_fallback_font_later
+
+        self._font_task = asyncio.ensure_future(install_fallback_font_later())
 
     def apply_default_layout(self) -> None:
         """Pane widths for a first start: the chat as wide as its conversation list and toolbar
@@ -287,7 +453,11 @@ class MainWindow(QMainWindow):
         chat_splitter = settings.value("chat_splitter")
         if isinstance(chat_splitter, QByteArray) and not chat_splitter.isEmpty():
             self.chat_pane.splitter.restoreState(chat_splitter)
+        shown = {name: settings.value(f"show_{name}", True, type=bool) for name in HIDEABLE_PANES}
         settings.endGroup()
+        for name, visible in shown.items():
+            if not visible:
+                self.pane_actions[name].setChecked(False)
 
     def save_state(self) -> None:
         settings = QSettings()
@@ -308,3 +478,20 @@ class MainWindow(QMainWindow):
         if app is not None:
             app.removeEventFilter(self)
         super().closeEvent(event)
+
+
+def preferences_shortcuts() -> list[QKeySequence]:
+    """The platform's Preferences keys, and Ctrl+, wherever the platform names none (a bare X
+    session, Windows): Ctrl+, is what Linux desktop apps use."""
+    keys = list(QKeySequence.keyBindings(QKeySequence.StandardKey.Preferences))
+    comma = QKeySequence("Ctrl+,")
+    if comma not in keys:
+        keys.append(comma)
+    return keys
+
+
+def help_shortcuts() -> list[QKeySequence]:
+    keys = list(QKeySequence.keyBindings(QKeySequence.StandardKey.HelpContents))
+    if QKeySequence("F1") not in keys:
+        keys.insert(0, QKeySequence("F1"))
+    return keys

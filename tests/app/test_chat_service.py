@@ -40,11 +40,6 @@ def library(built, qapp) -> Iterator[LibraryService]:
     service.close()
 
 
-@pytest.fixture(autouse=True)
-def _nothing_selected(library):
-    library.set_selection([])
-
-
 @pytest.fixture
 def app_config(built, tmp_path):
     config = built.config.model_copy(deep=True)
@@ -169,25 +164,6 @@ def test_analysis_mode_adds_the_analysis_capability_last_or_says_it_is_missing(
     else:
         assert len(chat.last_built.capability_ids) == 3
         assert chat.last_built.capability_ids[:2] == (RAG_CAPABILITY_ID, COMPACTION_CAPABILITY_ID)
-
-
-def test_the_selection_scopes_what_the_model_reads(qloop, library, app_config, built):
-    chat, models, _ = make_chat(library, app_config)
-    scopes = []
-    chat.scope_changed.connect(scopes.append)
-    library.set_selection([built.notes_id])
-    assert scopes == [1]
-    script = StreamingScript().play(search("night convoys delayed"), answer("Nothing."))
-    models.use_model_instance(script.model)
-    ask_and_wait(qloop, chat, QUESTION)
-    shown = str(script.seen[-1].last_return("rag_search").content)
-    assert "glass eels" in shown and "kerosene" not in shown
-
-    library.set_selection([])
-    script = StreamingScript().play(search("night convoys delayed kerosene"), answer("Kerosene."))
-    models.use_model_instance(script.model)
-    ask_and_wait(qloop, chat, QUESTION)
-    assert "kerosene" in str(script.seen[-1].last_return("rag_search").content).lower()
 
 
 def test_stop_leaves_the_conversation_as_it_was(qloop, library, app_config):

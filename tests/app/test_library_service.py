@@ -1,5 +1,5 @@
 """LibraryService against a real store: the ingest queue, two-speed states, failures with
-their reasons, cancel, delete, re-ingest, password retry and the chat's selection scope."""
+their reasons, cancel, delete, re-ingest, password retry and search within an explicit scope."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _stored_uris(qloop, library):
     return {d.uri for d in qloop.run_until_complete(library.client.list_documents())}
 
 
-def test_files_become_text_then_hybrid_searchable_and_selection_scopes_search(qloop, library, tmp_path, make_pdf):
+def test_files_become_text_then_hybrid_searchable_and_search_takes_an_explicit_scope(qloop, library, tmp_path, make_pdf):
     a = make_pdf(tmp_path / "a.pdf", "The marmoset orchestra rehearsed in the glasshouse.")
     b = make_pdf(tmp_path / "b.pdf", "Quarterly tungsten prices rose along the canal.")
     seen_states: dict[str, set] = {uri_for(a): set(), uri_for(b): set()}
@@ -42,13 +42,10 @@ def test_files_become_text_then_hybrid_searchable_and_selection_scopes_search(ql
     assert hits and hits[0].document_uri == uri_for(a)
     assert hits[0].boxes and hits[0].page_numbers == [1]
 
-    selected = []
-    library.selection_changed.connect(selected.append)
     only_b = library.entry(uri_for(b)).document_id
-    library.set_selection([only_b])
-    assert selected == [[only_b]] and library.selected_document_ids == [only_b]
-    scoped = qloop.run_until_complete(library.search_passages("marmoset orchestra", limit=3))
+    scoped = qloop.run_until_complete(library.search_passages("marmoset orchestra", limit=3, document_ids=[only_b]))
     assert scoped and {h.document_id for h in scoped} == {only_b}
+    assert qloop.run_until_complete(library.search_passages("marmoset orchestra", limit=3, document_ids=[])) == []
 
 
 def test_bad_and_locked_pdfs_fail_with_their_reason_and_leave_the_library_intact(qloop, library, tmp_path, make_pdf, notifications):

@@ -115,12 +115,13 @@ def test_dropped_pdfs_become_searchable(qloop, window, tmp_path):
     assert hits and hits[0].document_uri == uri_for(report.path)
     assert "2 documents searchable" in window.statusBar().currentMessage()
 
-    # selecting a document in the pane scopes the chat to it
+    # selecting a document is for managing it: the chat's scope stays; ticking changes it
     scopes = []
-    library.selection_changed.connect(scopes.append)
+    window.library_pane.scopeChanged.connect(scopes.append)
     window.library_pane.select_keys([uri_for(columns.path)])
-    assert scopes[-1] == [library.entry(uri_for(columns.path)).document_id]
-    assert "1 selected document" in window.library_pane.scope_label.text()
+    assert scopes == [] and window.library_pane.scope() is None
+    window.library_pane.tick([library.entry(uri_for(columns.path)).document_id])
+    assert scopes == [(library.entry(uri_for(columns.path)).document_id,)]
 
 
 def test_a_drop_on_a_child_widget_is_taken_by_the_window(qloop, window, tmp_path, make_pdf):

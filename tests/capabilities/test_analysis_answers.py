@@ -1,6 +1,6 @@
 """Exact answers from real code over the real corpus: counting, aggregation and structure,
 citing chunk ids read from ``items.jsonl`` and ``toc.json``; and the high-level entry points
-(``HaikuRAG.analyze``, ``haiku-rag analyze``)."""
+(``haiku.rag.answering`` with the analysis capability alone, ``haiku-rag analyze``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from pydantic_ai import Agent
 
 from capabilities.conftest import Deps
 from capabilities.scripting import ScriptedModel, answer, call, calls, cite
+from haiku.rag import answering
+from haiku.rag.answering import AnswerOptions
 from haiku.rag.capabilities.analysis import ANALYSIS_CAPABILITY_ID, create_capability
 from haiku.rag.store import documents as docs
 
@@ -41,6 +43,9 @@ def walk(nodes, depth):
         walk(n['children'], depth + 1)
 walk(toc['tree'], 0)
 """
+
+
+ANALYZE = AnswerOptions(rag=False, analysis=True)
 
 
 def run_agent(script: ScriptedModel, capability) -> Agent:
@@ -145,8 +150,8 @@ async def test_haiku_rag_analyze_answers_with_citations(corpus, lent_client, mon
         cite_printed,
         answer("Nordvik shipped the most (1204)."),
     )
-    result = await lent_client.analyze("Which region shipped the most?", model=script.model)
-    assert result.answer == "Nordvik shipped the most (1204)."
+    result = await answering.answer(lent_client, "Which region shipped the most?", None, ANALYZE, model=script.model)
+    assert result.text == "Nordvik shipped the most (1204)."
     assert [c.index for c in result.citations] == [1]
     assert "Nordvik" in result.citations[0].content
     assert result.grounding == "grounded"
@@ -158,7 +163,9 @@ async def test_analyze_applies_the_filter_to_the_code(corpus, lent_client):
         calls(call("analysis_cite", chunk_ids=[])),
         answer("Counted."),
     )
-    result = await lent_client.analyze("How many?", filter="title LIKE '%Tea%'", model=script.model)
+    tea = tuple(d.id for d in await lent_client.list_documents(filter="title LIKE '%Tea%'"))
+    scoped = AnswerOptions(rag=False, analysis=True, document_ids=tea)
+    result = await answering.answer(lent_client, "How many?", None, scoped, model=script.model)
     assert output_of(script.seen[1]).strip() == "1"
     assert result.grounding == "ungrounded"
 
@@ -187,14 +194,17 @@ def test_the_analyze_command_prints_the_answer_and_citations(corpus, monkeypatch
 
 
 @pytest.mark.parametrize("bad", ["title LIKE", "nonexistent_column = 1"])
-async def test_a_bad_filter_fails_the_code_clearly_and_the_run_goes_on(corpus, lent_client, bad):
+async def test_a_bad_filter_fails_the_code_clearly_and_the_run_goes_on(corpus, lent_client, deps, bad):
     script = ScriptedModel().play(
         calls(call("analysis_execute_code", code="print(1)")),
         calls(call("analysis_cite", chunk_ids=[])),
         answer("No."),
     )
-    result = await lent_client.analyze("Q", filter=bad, model=script.model)
+    # A host's own filter in the capability's state (answering passes document ids only).
+    deps.state["analysis"] = {"document_filter": bad}
+    capability = create_capability(rag=lent_client, config=corpus.config, defer_loading=False)
+    result = await run_agent(script, capability).run("Q", deps=deps)
     failed = script.seen[1].last_return("analysis_execute_code")
     assert failed.outcome == "failed"
     assert f"The document filter {bad!r} is not a valid SQL condition" in str(failed.content)
-    assert result.answer == "No."
+    assert result.output == "No."

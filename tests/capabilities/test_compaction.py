@@ -34,6 +34,7 @@ from haiku.rag.capabilities.compaction import (
     create_capability,
 )
 from haiku.rag.capabilities.evidence import DiscoveredEvidence
+from haiku.rag.capabilities.formatting import quoted
 from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord, EvidenceOccurrence
 from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG
 from haiku.rag.capabilities.rag import RAGState
@@ -102,7 +103,8 @@ async def test_earlier_evidence_is_replaced_by_what_was_cited(make_rag, deps):
     capsule = capsule_of(talk.first_request(1))
     assert capsule.startswith(CAPSULE_HEADER + "\n\n[Cited evidence group 1]\n\n")
     assert (
-        f'[{otter.chunk_id}] Source: "Field Guide to Lantern Otters" (notes://otters)\n{otter.content}'
+        f'[{otter.chunk_id}] Source: "Field Guide to Lantern Otters" (notes://otters)\n'
+        f"{quoted(otter.content)}"
         in capsule
     )
 
@@ -113,7 +115,7 @@ async def test_cited_text_is_kept_in_full(make_rag, deps):
         c for c in rag_state(deps).citation_index.values() if c.document_uri == "notes://otters"
     )
     assert len(otter.content) > 300  # the whole expanded passage, not a snippet
-    assert otter.content in capsule_of(talk.first_request(1))
+    assert quoted(otter.content) in capsule_of(talk.first_request(1))
 
 
 async def test_uncited_earlier_evidence_becomes_a_receipt(make_rag, deps):

@@ -253,7 +253,10 @@ async def test_unresolvable_ids_are_reported_without_failing_the_resolvable_ones
     await agent_for(script, make_rag()).run("Who built the bridge?", deps=deps)
     first = chunk_ids_in(str(script.seen[2].last_return("rag_search").content))[0]
     reply = script.seen[3].last_return("rag_cite").content
-    assert reply == f"Registered 1 citation(s); ignored 1 unresolvable id(s): [{far_from(first)}]."
+    assert reply == (
+        f"Registered 1 citation(s); not registered: [{far_from(first)}] "
+        "(not in any result shown in this conversation)."
+    )
 
 
 async def test_nothing_resolvable_asks_the_model_to_copy_ids_verbatim(make_rag, deps):
@@ -265,16 +268,16 @@ async def test_nothing_resolvable_asks_the_model_to_copy_ids_verbatim(make_rag, 
     assert citation_status([rag_state(deps).evidence], question=0) == "ungrounded"
 
 
-async def test_chunk_ids_the_model_never_retrieved_resolve_from_the_store(
-    make_rag, deps, lent_client
-):
+async def test_chunk_ids_the_model_never_retrieved_are_refused(make_rag, deps, lent_client):
+    """A stored chunk the conversation was never shown is no evidence for the answer (issue 19)."""
     elsewhere = (await lent_client.search("moss cheese limestone caves", limit=1))[0]
     script = ScriptedModel().play(
         load(), search("lantern otters", limit=1), cite(elsewhere.chunk_id), answer()
     )
     await agent_for(script, make_rag()).run("How is moss cheese aged?", deps=deps)
-    citation = rag_state(deps).citation_index[elsewhere.chunk_id]
-    assert citation.document_uri == "notes://cheese" and "limestone caves" in citation.content
+    assert elsewhere.chunk_id not in rag_state(deps).citation_index
+    retried = script.seen[3].last_return("rag_cite")
+    assert retried.outcome == "retried" and elsewhere.chunk_id in str(retried.content)
 
 
 async def test_the_citation_index_is_conversation_wide(make_rag, deps):

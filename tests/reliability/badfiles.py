@@ -4,6 +4,7 @@ never copied here), plus a snapshot of stored documents to prove they stay untou
 from __future__ import annotations
 
 import random
+import zlib
 from pathlib import Path
 
 import pdf_factory
@@ -147,6 +148,32 @@ def make_slow_pdf(path: Path, glyph_runs: int = 200_000) -> Path:
     doc.update_stream(page.get_contents()[0], f"BT /{font} 2 Tf {ops} ET".encode())
     doc.save(path, deflate=True)
     doc.close()
+    return path
+
+
+def make_flate_bomb_pdf(path: Path, inflated_bytes: int = 1 << 30) -> Path:
+    """A one-page PDF of a few KB whose content stream inflates to ``inflated_bytes`` of text
+    operators: the stream is deflated twice (``[/FlateDecode /FlateDecode]``).
+
+    Built without compressing a GiB: after a full flush, deflating the same 1 MiB block gives
+    the same bytes again, so the inner stream is that block's bytes repeated (plus the
+    checksum of the whole)."""
+    unit = b"BT /F1 12 Tf 72 720 Td (lighthouse keeper) Tj ET\n"
+    block = unit * ((1 << 20) // len(unit))
+    deflate = zlib.compressobj(9)
+    first = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+    again = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+    assert first[2:] == again  # the zlib header, then identical blocks
+    blocks = max(1, inflated_bytes // len(block))
+    checksum = 1
+    for _ in range(blocks):
+        checksum = zlib.adler32(block, checksum)
+    inner = first + again * (blocks - 1) + deflate.flush(zlib.Z_FINISH)[:-4] + checksum.to_bytes(4, "big")
+    outer = zlib.compress(inner, 9).decode("latin-1")
+    stream = f"<< /Length {len(outer)} /Filter [/FlateDecode /FlateDecode] >>\nstream\n{outer}\nendstream"
+    page = "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>"
+    objects = ["<< /Type /Catalog /Pages 2 0 R >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>", page, FONT, stream]
+    path.write_bytes(_raw_pdf(objects))
     return path
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from haiku.rag.answering import AnswerOptions, answer
 from haiku.rag.client import HaikuRAG
 from haiku.rag.errors import HaikuRAGError
 
@@ -49,15 +50,15 @@ async def test_a_conversation_with_a_keychain_key_leaks_it_nowhere(
             config.qa.model.provider, config.qa.model.name = "openai-compatible", "stub-model"
             config.qa.model.base_url = stub.base_url
             async with HaikuRAG(chat_library, config) as client:
-                first = await client.ask(QUESTION)
-                second = await client.ask("And the fog?", mode="fallback")
+                first = await answer(client, QUESTION)
+                second = await answer(client, "And the fog?", None, AnswerOptions(mode="fallback"))
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
     # The key was really used, on every request.
     assert stub.authorizations and set(stub.authorizations) == {f"Bearer {secret}"}
-    assert first.answer and first.citations
-    assert second.answer
+    assert first.text and first.citations
+    assert second.text
 
     assert secret not in caplog.text
     assert any(r.name.startswith(("httpx", "openai", "pydantic_ai", "haiku")) for r in caplog.records)
@@ -104,7 +105,7 @@ async def test_an_error_from_the_provider_carries_no_key(tmp_path, chat_library,
         config.qa.model.base_url = stub.base_url
         async with HaikuRAG(chat_library, config) as client:
             with pytest.raises(HaikuRAGError) as raised:
-                await client.ask(QUESTION)
+                await answer(client, QUESTION)
     error: Any = raised.value
     text = "".join(traceback.format_exception(error)) + repr(error.__dict__)
     assert stub.authorizations and secret not in text

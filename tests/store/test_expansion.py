@@ -27,8 +27,13 @@ def test_small_sections_are_returned_whole_and_never_cross_into_the_next(db_path
     expanded = expand_context(store, hit, 5000)[0]
     assert "second alpha paragraph" in expanded.content and "beta text" not in expanded.content
     assert expanded.context_boxes and expanded.boxes == hit[0].boxes
-    # a widened passage keeps its chunk's own text, so a citation can show exactly that
-    assert expanded.chunk_texts == {hit[0].chunk_id: hit[0].content}
+    # a widened result is shown as passages, one per chunk, each citable: the hit's passage
+    # holds its own text (and its heading), the neighbour's its own
+    hit_text = expanded.chunk_texts[hit[0].chunk_id]
+    assert hit[0].content.strip() in hit_text and "second alpha" not in hit_text
+    assert "\n\n".join(expanded.chunk_texts.values()) == expanded.content
+    [neighbour] = set(expanded.chunk_texts) - {hit[0].chunk_id}
+    assert expanded.chunk_texts[neighbour].startswith("second alpha paragraph")
 
 
 def test_a_merge_that_would_exceed_the_budget_is_split_back(db_path):

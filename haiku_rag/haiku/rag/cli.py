@@ -53,6 +53,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-embed", action="store_true", help="full-text only for now (embed later)")
     p.add_argument("--json", action="store_true", help="one JSON record per file")
 
+    p = sub.add_parser("add-zotero", help="import a Zotero library's PDFs with their metadata and collections")
+    p.add_argument(
+        "source", nargs="?", metavar="PROFILE_OR_SQLITE",
+        help="Zotero data directory, its zotero.sqlite, or a Zotero profile folder (default: ~/Zotero)",
+    )
+    p.add_argument("--base-dir", help="base directory of files linked relative to it (Zotero's Linked Attachment Base Directory)")
+    p.add_argument("--no-embed", action="store_true", help="full-text only for now (embed later)")
+    p.add_argument("--json", action="store_true", help="the import report as JSON")
+
     p = sub.add_parser("list", help="list documents")
     p.add_argument("--filter", "-f", help="SQL filter over document fields, e.g. \"title LIKE '%%report%%'\"")
     p.add_argument("--json", action="store_true")
@@ -70,25 +79,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--filter", "-f")
     p.add_argument("--search-type", choices=["hybrid", "vector", "fts"], default="hybrid")
     p.add_argument("--expand", action="store_true", help="show section-expanded context")
+    p.add_argument("--collection", "-c", metavar="NAME", help="search only the documents of this collection")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("ask", help="answer a question from the library, with citations")
-    p.add_argument("question")
-    p.add_argument("--filter", "-f", help="SQL filter over document fields")
-    p.add_argument(
-        "--fallback", action="store_true", help="answer without tools (for models that cannot call them)"
-    )
-    p.add_argument("--json", action="store_true")
+    from haiku.rag.answering.cli import add_commands as add_answering_commands
 
-    p = sub.add_parser("analyze", help="answer a question by computing over the library in sandboxed Python")
-    p.add_argument("question")
-    p.add_argument("--filter", "-f", help="SQL filter over document fields")
-    p.add_argument("--json", action="store_true")
+    add_answering_commands(sub)  # ask, analyze, chat
 
     p = sub.add_parser("visualize", help="write PNGs of a chunk's pages with its text highlighted")
     p.add_argument("chunk_id")
     p.add_argument("--out", default=".", help="folder for the PNG files (default: .)")
     p.add_argument("--dpi", type=float, default=150)
+
+    _collections_parser(sub)
+
+    p = sub.add_parser("cite", help="author-year citations, or a BibTeX / CSL-JSON bibliography, of documents")
+    p.add_argument("documents", nargs="+", metavar="DOCUMENT", help="document id, title or URI")
+    p.add_argument("--pages", help="cited pages, e.g. 6 or 6-8 (text format)")
+    p.add_argument("--format", choices=["text", "bibtex", "csl-json"], default="text")
 
     sub.add_parser("embed", help="compute vectors still missing (after --no-embed or an interruption)")
     sub.add_parser("rebuild", help="re-embed the whole library with the configured embedder")
@@ -96,6 +104,35 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="check the store's integrity (read-only)")
     sub.add_parser("settings", help="print the effective configuration (secrets masked)")
     return parser
+
+
+def _collections_parser(sub: Any) -> None:
+    p = sub.add_parser("collections", help="named sets of documents: list, show, create, add, remove, rename, delete")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    a = actions.add_parser("list", help="collections with their document counts")
+    a.add_argument("--json", action="store_true")
+    a = actions.add_parser("show", help="the documents of a collection")
+    a.add_argument("name")
+    a.add_argument("--json", action="store_true")
+    for action, text in (("create", "create a collection"), ("add", "add documents to a collection")):
+        a = actions.add_parser(action, help=text)
+        a.add_argument("name")
+        a.add_argument("documents", nargs="*", metavar="DOCUMENT", help="document id, title or URI")
+        a.add_argument("--folder", help="also every document whose file is below this folder")
+        a.add_argument("--filter", "-f", help="also every document matching this SQL filter")
+        if action == "add":
+            a.add_argument("--create", action="store_true", help="create the collection if it does not exist")
+    a = actions.add_parser("remove", help="remove documents from a collection (they stay in the library)")
+    a.add_argument("name")
+    a.add_argument("documents", nargs="+", metavar="DOCUMENT")
+    a = actions.add_parser("rename", help="rename a collection")
+    a.add_argument("name")
+    a.add_argument("new_name")
+    a = actions.add_parser("delete", help="delete a collection (its documents stay in the library)")
+    a.add_argument("name")
+
+
+COLLECTION_READS = {"list", "show"}
 
 
 def _meta(pairs: list[str]) -> dict[str, Any]:
@@ -153,10 +190,12 @@ async def _run(args: argparse.Namespace) -> int:
         print(yaml.safe_dump(redacted(config), sort_keys=False), end="")
         return 0
 
-    writes = args.command in {"init", "add", "add-src", "delete", "embed", "rebuild"}
+    writes = args.command in {"init", "add", "add-src", "delete", "embed", "rebuild", "add-zotero"} or (
+        args.command == "collections" and args.action not in COLLECTION_READS
+    )
     if args.read_only and writes:
         raise HaikuRAGError(f"`{args.command}` writes to the store; drop --read-only")
-    skip_validation = args.command in {"list", "get", "delete", "info", "visualize", "doctor"}
+    skip_validation = args.command in {"list", "get", "delete", "info", "visualize", "doctor", "collections", "cite"}
     async with HaikuRAG(
         args.db, config, create=writes, read_only=args.read_only or not writes, skip_validation=skip_validation
     ) as client:
@@ -245,7 +284,10 @@ async def _cmd_delete(client: Any, args: argparse.Namespace) -> int:
 async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise HaikuRAGError("--limit must be at least 1")
-    results = await client.search(args.query, limit=args.limit, search_type=args.search_type, filter=args.filter)
+    scope = await client.collection_document_ids(args.collection) if args.collection else None
+    results = await client.search(
+        args.query, limit=args.limit, search_type=args.search_type, filter=args.filter, document_ids=scope
+    )
     if args.expand:
         results = await client.expand_context(results)
     if args.json:
@@ -283,78 +325,22 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-CITATION_SNIPPET_CHARS = 200
-
-
 async def _cmd_ask(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.answering.cli import cmd_ask
 
-    result = await client.ask(args.question, filter=args.filter, mode="fallback" if args.fallback else "auto")
-    if args.json:
-        _print_json(
-            {
-                "answer": result.answer,
-                "citations": [
-                    {
-                        "index": c.index,
-                        "chunk_id": c.chunk_id,
-                        "document_id": c.document_id,
-                        "document_uri": c.document_uri,
-                        "document_title": c.document_title,
-                        "pages": c.page_numbers,
-                        "boxes": [b.to_dict() for b in c.boxes],
-                        "text": c.content,
-                    }
-                    for c in result.citations
-                ],
-                "grounding": result.grounding,
-                "mode": result.mode_used,
-            }
-        )
-        return 0
-    _print_cited_answer(result)
-    return 0
+    return await cmd_ask(client, args)
 
 
 async def _cmd_analyze(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.answering.cli import cmd_analyze
 
-    result = await client.analyze(args.question, filter=args.filter)
-    if args.json:
-        _print_json(
-            {
-                "answer": result.answer,
-                "citations": [
-                    {
-                        "index": c.index,
-                        "chunk_id": c.chunk_id,
-                        "document_id": c.document_id,
-                        "document_uri": c.document_uri,
-                        "document_title": c.document_title,
-                        "pages": c.page_numbers,
-                        "text": c.content,
-                    }
-                    for c in result.citations
-                ],
-                "grounding": result.grounding,
-            }
-        )
-        return 0
-    _print_cited_answer(result)
-    return 0
+    return await cmd_analyze(client, args)
 
 
-def _print_cited_answer(result: Any) -> None:
-    """An answer, its numbered sources and its grounding, as ``ask`` and ``analyze`` print them."""
-    from haiku.rag.qa import pages_label
+async def _cmd_chat(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.answering.cli import cmd_chat
 
-    print(result.answer)
-    if result.citations:
-        print()
-    for c in result.citations:
-        snippet = " ".join(c.content.split())[:CITATION_SNIPPET_CHARS]
-        parts = [f"[{c.index}] {c.document_title or c.document_uri}", pages_label(c.page_numbers), snippet]
-        print(" — ".join(part for part in parts if part))
-    print()
-    print(f"grounding: {result.grounding}")
+    return await cmd_chat(client, args)
 
 
 async def _cmd_visualize(client: Any, args: argparse.Namespace) -> int:
@@ -406,6 +392,123 @@ async def _cmd_doctor(client: Any, args: argparse.Namespace) -> int:
     return 0 if report.ok else EXIT_ERROR
 
 
+async def _cmd_add_zotero(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.zotero import import_zotero
+
+    progress = _ProgressLine()
+    result = await import_zotero(client, args.source, base_dir=args.base_dir, progress=progress, embed=not args.no_embed)
+    progress.clear()
+    if args.json:
+        _print_json(result.to_dict())
+        return 0
+    for o in result.outcomes:
+        detail = f": {o.reason}" if o.reason else ""
+        print(f"{o.status:<10} {o.key}  {o.title}{detail}")
+    for name, count in result.collections.items():
+        mark = "updated" if name in result.collections_written else "unchanged"
+        print(f"collection {name}: {count} document(s) ({mark})")
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
+    print(f"{counts or 'no PDF attachments found'}; {len(result.skipped)} attachment(s) skipped (not PDFs)")
+    return 0
+
+
+async def _cmd_cite(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag.bibliography import (
+        author_year_citation,
+        bibliographic_of,
+        bibliography_of_answer,
+    )
+
+    documents = [await client.resolve_document(name) for name in args.documents]
+    if args.format != "text":
+        print(await bibliography_of_answer(client, [_DocumentRef(d.id) for d in documents], args.format), end="")
+        return 0
+    pages = _pages_arg(args.pages)
+    for document in documents:
+        record = await bibliographic_of(client, document)
+        print(f"{author_year_citation(record, pages, fallback_title=document.display_name)}  {document.display_name}")
+    return 0
+
+
+class _DocumentRef:
+    def __init__(self, document_id: str) -> None:
+        self.document_id = document_id
+
+
+def _pages_arg(text: str | None) -> list[int]:
+    if not text:
+        return []
+    first, _, last = text.partition("-")
+    try:
+        start, stop = int(first), int(last or first)
+    except ValueError:
+        raise HaikuRAGError(f"--pages expects N or N-M, got {text!r}") from None
+    if start < 1 or stop < start:
+        raise HaikuRAGError(f"--pages expects N or N-M with 1 <= N <= M, got {text!r}")
+    return list(range(start, stop + 1))
+
+
+async def _cmd_collections(client: Any, args: argparse.Namespace) -> int:
+    if args.action == "list":
+        found = await client.list_collections()
+        if args.json:
+            _print_json([c.to_dict() for c in found])
+        for c in [] if args.json else found:
+            print(f"{c.count:>5}  {c.name}")
+        if not found and not args.json:
+            print("no collections")
+        return 0
+    if args.action == "show":
+        collection = await client.get_collection(args.name)
+        documents = await client.list_documents()
+        members = [d for d in documents if d.id in set(collection.document_ids)]
+        if args.json:
+            _print_json({**collection.to_dict(), "documents": [d.model_dump(mode="json") for d in members]})
+            return 0
+        print(f"{collection.name}: {collection.count} document(s)")
+        for d in members:
+            print(f"{d.id}  {d.page_count:>4}p  {d.title or '-'}  {d.uri}")
+        return 0
+    if args.action in ("create", "add"):
+        ids = await _resolve_documents(client, args.documents, folder=args.folder, filter=args.filter)
+        if args.action == "create":
+            collection = await client.create_collection(args.name, ids)
+        else:
+            collection = await client.add_to_collection(args.name, ids, create=args.create)
+        print(f"{collection.name}: {collection.count} document(s)")
+        return 0
+    if args.action == "remove":
+        ids = await _resolve_documents(client, args.documents)
+        collection = await client.remove_from_collection(args.name, ids)
+        print(f"{collection.name}: {collection.count} document(s)")
+        return 0
+    if args.action == "rename":
+        collection = await client.rename_collection(args.name, args.new_name)
+        print(f"renamed to {collection.name}")
+        return 0
+    collection = await client.delete_collection(args.name)
+    print(f"deleted collection {collection.name} ({collection.count} document(s) stay in the library)")
+    return 0
+
+
+async def _resolve_documents(
+    client: Any, names: list[str], *, folder: str | None = None, filter: str | None = None
+) -> list[str]:
+    """Document ids from ids/titles/URIs, a folder (documents whose file is below it) and a filter."""
+    ids = [(await client.resolve_document(name)).id for name in names]
+    if folder:
+        from haiku.rag.ingest.pipeline import file_uri
+
+        root = Path(folder).expanduser().resolve()
+        if not root.is_dir():
+            raise HaikuRAGError(f"--folder {folder}: not a folder")
+        prefix = file_uri(root).rstrip("/") + "/"
+        ids += [d.id for d in await client.list_documents() if d.uri.startswith(prefix)]
+    if filter:
+        ids += [d.id for d in await client.list_documents(filter=filter)]
+    return list(dict.fromkeys(ids))
+
+
 _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "init": _cmd_init,
     "add": _cmd_add,
@@ -416,11 +519,15 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "search": _cmd_search,
     "ask": _cmd_ask,
     "analyze": _cmd_analyze,
+    "chat": _cmd_chat,
     "visualize": _cmd_visualize,
     "embed": _cmd_embed,
     "rebuild": _cmd_rebuild,
     "info": _cmd_info,
     "doctor": _cmd_doctor,
+    "collections": _cmd_collections,
+    "add-zotero": _cmd_add_zotero,
+    "cite": _cmd_cite,
 }
 
 

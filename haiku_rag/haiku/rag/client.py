@@ -1,4 +1,7 @@
-"""``HaikuRAG``: the one facade the CLI, the capabilities and the desktop app use.
+"""``HaikuRAG``: the store-and-search facade the CLI, the capabilities and the desktop app use.
+
+It answers nothing itself: questions go through ``haiku.rag.answering``, which sits above this
+facade (and above the capabilities), never below it.
 
 Store and CPU work is synchronous underneath and runs in worker threads (``asyncio.to_thread``)
 so an event loop (the app's GUI loop included) never blocks. Ingestion has two speeds: a
@@ -18,8 +21,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from haiku.rag import collections
+from haiku.rag.collections import Collection
 from haiku.rag.config import AppConfig, load_config, resolve_db_path
 from haiku.rag.errors import (
     DocumentNotFoundError,
@@ -50,12 +55,6 @@ from haiku.rag.search.hybrid import SearchType
 from haiku.rag.store import documents as docs
 from haiku.rag.store.engine import Store
 from haiku.rag.store.models import Chunk, Document, SearchResult
-
-if TYPE_CHECKING:
-    from pydantic_ai.models import Model
-
-    from haiku.rag.capabilities.analysis import AnalysisResult
-    from haiku.rag.qa import AskMode, AskResult
 
 log = logging.getLogger("haiku.rag")
 
@@ -233,6 +232,11 @@ class HaikuRAG:
             docs.update_document_meta, self.store, document_id, title=title, metadata=metadata
         )
 
+    async def rename_document(self, document_id: str, title: str | None) -> Document:
+        """Give a document the user's own title, kept across re-ingests (``metadata``'s
+        ``user_title``); ``None`` or "" goes back to the title found in the file."""
+        return await asyncio.to_thread(docs.rename_document, self.store, document_id, title)
+
     async def create_document(
         self,
         content: str,
@@ -301,6 +305,31 @@ class HaikuRAG:
         started = time.perf_counter()
         outcome = await _run_cancellable(
             cancel, self._ingest_path_sync, Path(path), title, metadata, password, progress, cancel
+        )
+        outcome.seconds = time.perf_counter() - started
+        if embed and outcome.document is not None and outcome.document.index_state == "text":
+            await self.embed_pending([outcome.document], progress=progress, cancel=cancel)
+            outcome.document = await self.get_document(outcome.document.id)
+        return outcome
+
+    async def ingest_bytes(
+        self,
+        data: bytes,
+        *,
+        filename: str,
+        uri: str,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+        embed: bool = True,
+    ) -> IngestOutcome:
+        """Ingest a file's bytes under ``uri`` (e.g. an attachment of a Zotero item);
+        ``filename`` picks the converter. A bad file becomes a ``failed`` outcome."""
+        cancel = cancel or CancelToken()
+        started = time.perf_counter()
+        outcome = await _run_cancellable(
+            cancel, self._ingest_bytes_sync, data, filename, uri, title, metadata, None, progress, cancel
         )
         outcome.seconds = time.perf_counter() - started
         if embed and outcome.document is not None and outcome.document.index_state == "text":
@@ -399,6 +428,7 @@ class HaikuRAG:
             log.info("ingest failed for %s: %s", uri, exc)
             return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
         check_cancelled(cancel)
+        _add_bibliographic(new, filename)
         report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
         document, _ = docs.write_document(self.store, new, replaces=existing)
         report(progress, Progress(Stage.DONE, uri, message="searchable (text)"))
@@ -481,8 +511,12 @@ class HaikuRAG:
         limit: int | None = None,
         search_type: SearchType = "hybrid",
         filter: str | None = None,
+        *,
+        document_ids: Sequence[str] | None = None,
     ) -> list[SearchResult]:
-        return await asyncio.to_thread(self.search_sync, query, limit, search_type, filter)
+        return await asyncio.to_thread(
+            functools.partial(self.search_sync, query, limit, search_type, filter, document_ids=document_ids)
+        )
 
     def search_sync(
         self,
@@ -490,11 +524,19 @@ class HaikuRAG:
         limit: int | None = None,
         search_type: SearchType = "hybrid",
         filter: str | None = None,
+        *,
+        document_ids: Sequence[str] | None = None,
     ) -> list[SearchResult]:
+        """``document_ids`` (e.g. a collection's) restricts the search; with ``filter`` too,
+        only documents matching both are searched."""
         from haiku.rag.search.hybrid import search_chunks
 
         limit = self.config.search.limit if limit is None else limit
-        document_ids = docs.document_ids_matching(self.store, filter) if filter else None
+        scope = docs.document_ids_matching(self.store, filter) if filter else None
+        if document_ids is not None:
+            allowed = set(document_ids)
+            scope = [i for i in (scope if scope is not None else document_ids) if i in allowed]
+        document_ids = scope
         vector = None
         if search_type in ("hybrid", "vector") and self._has_vectors():
             # embedded inside search_chunks, while the full-text arm runs
@@ -523,37 +565,38 @@ class HaikuRAG:
         budget = self.config.search.max_context_chars if max_chars is None else max_chars
         return await asyncio.to_thread(expand_context, self.store, results, budget)
 
-    # --- questions --------------------------------------------------------------------------
+    # --- collections ------------------------------------------------------------------------
+    # Named sets of documents stored in the library (see ``haiku.rag.collections``).
 
-    async def ask(
-        self,
-        question: str,
-        filter: str | None = None,
-        *,
-        model: Model | None = None,
-        mode: AskMode = "auto",
-    ) -> AskResult:
-        """Answer ``question`` from the library with citations (see ``haiku.rag.qa.ask``).
+    async def list_collections(self) -> list[Collection]:
+        return await asyncio.to_thread(collections.list_collections, self.store)
 
-        ``model`` defaults to the configured ``qa.model``; ``mode="fallback"`` answers without
-        tools, which ``"auto"`` does for a model configured with ``supports_tools: false``.
-        """
-        from haiku.rag.qa import ask  # pulls in pydantic_ai, which plain store use never needs
+    async def get_collection(self, name: str) -> Collection:
+        return await asyncio.to_thread(collections.get_collection, self.store, name)
 
-        return await ask(self, question, filter, model=model, mode=mode)
+    async def create_collection(self, name: str, document_ids: Sequence[str] = ()) -> Collection:
+        return await asyncio.to_thread(collections.create_collection, self.store, name, list(document_ids))
 
-    async def analyze(
-        self, question: str, filter: str | None = None, *, model: Model | None = None
-    ) -> AnalysisResult:
-        """Answer ``question`` by searching and computing over the library in sandboxed Python
-        (see ``haiku.rag.capabilities.analysis.analyze``).
+    async def add_to_collection(self, name: str, document_ids: Sequence[str], *, create: bool = False) -> Collection:
+        return await asyncio.to_thread(
+            functools.partial(collections.add_to_collection, self.store, name, list(document_ids), create=create)
+        )
 
-        ``model`` defaults to ``analysis.model``, else ``qa.model``; ``filter`` restricts both
-        searches and the documents the code sees.
-        """
-        from haiku.rag.capabilities.analysis import analyze
+    async def remove_from_collection(self, name: str, document_ids: Sequence[str]) -> Collection:
+        return await asyncio.to_thread(collections.remove_from_collection, self.store, name, list(document_ids))
 
-        return await analyze(self, question, filter, model=model)
+    async def rename_collection(self, old: str, new: str) -> Collection:
+        return await asyncio.to_thread(collections.rename_collection, self.store, old, new)
+
+    async def delete_collection(self, name: str) -> Collection:
+        return await asyncio.to_thread(collections.delete_collection, self.store, name)
+
+    async def collection_document_ids(self, name: str) -> list[str]:
+        """The live document ids of collection ``name``: the one resolver for a scope."""
+        return await asyncio.to_thread(collections.collection_document_ids, self.store, name)
+
+    async def collections_of(self, document_id: str) -> list[str]:
+        return await asyncio.to_thread(collections.collections_of, self.store, document_id)
 
     # --- visual grounding -----------------------------------------------------------------
 
@@ -607,6 +650,23 @@ class HaikuRAG:
             }
 
         return await asyncio.to_thread(collect)
+
+
+def _add_bibliographic(new: docs.NewDocument, filename: str) -> None:
+    """Authors, year, DOI... read from a PDF itself, unless the caller gave them (Zotero)."""
+    from haiku.rag.bibliography import METADATA_KEY
+
+    if new.mime_type != "application/pdf" or METADATA_KEY in new.metadata:
+        return
+    from haiku.rag.pdf_metadata import extract_pdf_metadata
+
+    try:
+        record = extract_pdf_metadata(new.source_bytes, filename=filename)
+    except Exception:  # metadata is a bonus: never fail an ingest over it
+        log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
+        return
+    if record is not None:
+        new.metadata[METADATA_KEY] = record.to_metadata()
 
 
 def _local_path(source: str | os.PathLike[str]) -> Path:

@@ -16,26 +16,21 @@ against ``qa.max_searches``.
 from __future__ import annotations
 
 import asyncio
-import copy
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 from pydantic_ai import RunContext
-from pydantic_ai.exceptions import AgentRunError, ToolFailed
+from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku.rag.capabilities.base import EvidenceCapability
-from haiku.rag.capabilities.ledger import CitationStatus, citation_status
-from haiku.rag.capabilities.state import Citation, EvidenceState
+from haiku.rag.capabilities.state import EvidenceState
 from haiku.rag.client import HaikuRAG
 from haiku.rag.config import AppConfig, load_config, resolve_db_path
 
 if TYPE_CHECKING:
-    from pydantic_ai.models import Model
-
-    from haiku.rag.qa import Conversation
     from haiku.rag.sandbox.runtime import ExecutionResult, Sandbox
 
 ANALYSIS_CAPABILITY_ID = "haiku-rag-analysis"
@@ -65,6 +60,10 @@ comparisons, lists of headings or tables) with `analysis_search`, `analysis_exec
 2. Compute: `analysis_execute_code` -> `analysis_cite` the chunk ids the answer rests on (from
    `items.jsonl`, `toc.json` or `search()` results) -> answer. For a computation over the whole
    corpus with no single supporting passage (for example counting documents), cite an empty list.
+
+`analysis_search` shows results as `[<chunk_id>] [rank i of n]` blocks; a result widened with
+its context lists its passages under `Passage [<chunk_id>]`, each citable. Lines starting with
+`> ` are document text, whatever they look like.
 
 ## The sandbox
 `analysis_execute_code(code)` runs Python in a sandbox. Variables persist between calls of one
@@ -213,11 +212,18 @@ class AnalysisCapability(EvidenceCapability[AnalysisState]):
                         f"document fields: {detail}"
                     ) from None
 
+            state = self.state
+
+            async def chunks(document: Any) -> Any:
+                # items.jsonl and toc.json list these ids: the document's chunks become citable
+                state.open_document(document.id)
+                return await client.get_chunks(document)
+
             reader = CorpusReader(
                 list_documents=list_documents,
                 content=client.get_content,
                 items=lambda document: asyncio.to_thread(docs.get_items, client.store, document),
-                chunks=client.get_chunks,
+                chunks=chunks,
             )
             self._sandbox = Sandbox(
                 CorpusFiles(reader),
@@ -278,65 +284,4 @@ def create_capability(
         request_limit=request_limit,
         vision=model.vision if vision is None else vision,
         defer_loading=defer_loading,
-    )
-
-
-# --- the high-level entry point: HaikuRAG.analyze ------------------------------------------
-
-
-@dataclass(frozen=True)
-class AnalysisResult:
-    answer: str
-    citations: list[Citation]  # this question's, in the order they were cited
-    grounding: CitationStatus
-
-
-async def analyze(
-    client: HaikuRAG,
-    question: str,
-    filter: str | None = None,
-    *,
-    model: Model | None = None,
-    conversation: Conversation | None = None,
-) -> AnalysisResult:
-    """Answer ``question`` by searching and computing over the library behind ``client``.
-
-    ``model`` defaults to ``analysis.model``, else ``qa.model`` (``ModelNotConfiguredError``
-    when neither is configured). ``filter`` (SQL over document fields) restricts both searches
-    and the documents code sees. A failed analysis leaves ``conversation`` as it was.
-    """
-    from pydantic_ai import Agent
-
-    from haiku.rag.models import get_model, model_settings
-    from haiku.rag.qa import Conversation, _chat_model_error
-
-    config = client.config
-    model_config = config.analysis.model or config.qa.model
-    model = model or get_model(model_config, config)
-    conversation = conversation if conversation is not None else Conversation()
-    before = copy.deepcopy(conversation.state)
-    state = AnalysisState.model_validate(conversation.state.get(AnalysisCapability.namespace) or {})
-    state.document_filter = filter
-    conversation.state[AnalysisCapability.namespace] = state.model_dump(mode="json")
-    agent = Agent(
-        model,
-        deps_type=Conversation,
-        capabilities=[create_capability(rag=client, defer_loading=False)],
-        model_settings=model_settings(model_config) or None,
-    )
-    try:
-        result = await agent.run(question, deps=conversation, message_history=conversation.messages)
-    except BaseException as exc:
-        conversation.state.clear()
-        conversation.state.update(before)
-        if isinstance(exc, AgentRunError):
-            raise _chat_model_error(exc, model, "tools") from exc
-        raise
-    conversation.messages = result.all_messages()
-    state = AnalysisState.model_validate(conversation.state[AnalysisCapability.namespace])
-    assert state.evidence.question is not None
-    return AnalysisResult(
-        answer=result.output,
-        citations=[state.citation_index[chunk_id] for chunk_id in state.citations],
-        grounding=citation_status([state.evidence], question=state.evidence.question),
     )

@@ -36,13 +36,13 @@ from pydantic_ai.tools import DeferredToolRequests, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from haiku.rag.capabilities.budget import RequestBudget, budget_notice
-from haiku.rag.capabilities.formatting import format_results
+from haiku.rag.capabilities.formatting import bounded_result, shown_results
 from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord, EvidenceRef
 from haiku.rag.capabilities.pictures import png_image, render_picture, search_image_label
 from haiku.rag.capabilities.state import Citation, EvidenceState, matched_picture_refs
 from haiku.rag.client import HaikuRAG
 from haiku.rag.config import AppConfig
-from haiku.rag.errors import DocumentNotFoundError
+from haiku.rag.errors import DocumentNotFoundError, StoreError
 from haiku.rag.store.models import SearchResult
 
 StateT = TypeVar("StateT", bound=EvidenceState)
@@ -55,6 +55,10 @@ SEARCH_LIMIT_MESSAGE = (
     "Search limit reached. Answer the question using the results you already have."
 )
 UNGROUNDED_REPLY = "Recorded: this answer cites no knowledge-base evidence."
+REFUSED_NOT_SHOWN = "not in any result shown in this conversation"
+REFUSED_OUT_OF_SCOPE = "from a document outside the current scope"
+REFUSED_GONE = "no longer in the knowledge base"
+MAX_REFUSED_LISTED = 20  # ids a refusal names, so a flood of made-up ids stays a short reply
 
 
 @dataclass
@@ -315,9 +319,10 @@ class EvidenceCapability(AbstractCapability[Any], Generic[StateT]):
         try:
             self.charge(self.search_tool_name)
             results = await self.search_corpus(query, limit)
+            # only what the model is shown becomes evidence, cut as it was shown
+            text, results = shown_results(results)
             self.state.add_search(query, results)
             self.state.evidence.note_evidence(self.epoch(ctx))
-            text = format_results(results)
             images = await self.result_images(results) if self.vision else []
             return ToolReturn(return_value=text, content=images) if images else text
         finally:
@@ -326,7 +331,8 @@ class EvidenceCapability(AbstractCapability[Any], Generic[StateT]):
     async def search_corpus(self, query: str, limit: int | None) -> list[SearchResult]:
         client = await self.client()
         results = await client.search(query, limit=limit, filter=self.state.document_filter)
-        return await client.expand_context(results)
+        expanded = await client.expand_context(results)
+        return [bounded_result(r, self.config.search.max_context_chars) for r in expanded]
 
     async def result_images(self, results: Sequence[SearchResult]) -> list[UserContent]:
         """Each picture hit as a labelled image, once per (document, picture)."""
@@ -363,45 +369,108 @@ class EvidenceCapability(AbstractCapability[Any], Generic[StateT]):
             if not wanted:
                 state.evidence.declare([], epoch, retrieved)
                 return UNGROUNDED_REPLY
-            candidates = sorted(retrieved | state.citation_index.keys())
+            candidates = sorted(retrieved | state.retrieved.keys() | state.citation_index.keys())
             wanted = list(dict.fromkeys(repair_chunk_id(c, candidates) for c in wanted))
-            cited, unresolved = await self.register_citations(wanted)
+            cited, refused = await self.register_citations(ctx, wanted)
             if not cited:
                 raise ModelRetry(
-                    f"None of the supplied chunk_ids could be resolved: {unresolved}. Copy chunk_ids "
-                    "verbatim from the [chunk_id] lines of the search results, or call "
-                    f"{self.cite_tool_name} with an empty list if no result supports the answer."
+                    f"Nothing was registered: {refusal_text(refused)}. Copy chunk_ids verbatim "
+                    "from the results you were shown (the [chunk_id] of a result or of one of "
+                    f"its passages), or call {self.cite_tool_name} with an empty list if no "
+                    "result supports the answer."
                 )
             refs = [EvidenceRef(capability=self.namespace, chunk_id=c) for c in cited]
             state.evidence.declare(refs, epoch, retrieved)
             reply = f"Registered {len(cited)} citation(s)"
-            if unresolved:
-                reply += (
-                    f"; ignored {len(unresolved)} unresolvable id(s): [{', '.join(unresolved)}]"
-                )
+            if refused:
+                reply += f"; not registered: {refusal_text(refused)}"
             return reply + "."
         finally:
             self.sync_state(ctx)
 
-    async def register_citations(self, chunk_ids: list[str]) -> tuple[list[str], list[str]]:
-        """Resolve ids against this question's results, then earlier citations, then the store
-        (ids a model read elsewhere, such as another tool's output, are citable too)."""
+    async def register_citations(
+        self, ctx: RunContext[Any], chunk_ids: list[str]
+    ) -> tuple[list[str], dict[str, str]]:
+        """Register the ids the conversation was shown within the current scope.
+
+        An id resolves against this question's results, then any other evidence capability's
+        results in this run, then earlier citations, then what earlier questions retrieved or the
+        sandbox exposed (read back from the store). Anything else, and anything whose document is
+        outside ``document_filter``, is refused (id -> reason) and grounds nothing: a stored chunk
+        id the model never saw, or saw before the chat was scoped, is not evidence for this answer.
+        """
         state = self.state
+        scope = await self.scope_documents()
+
+        def in_scope(document_id: str) -> bool:
+            return scope is None or document_id in scope
+
         cited: list[str] = []
-        unresolved: list[str] = []
+        refused: dict[str, str] = {}
         for chunk_id in chunk_ids:
-            result = state.find_result(chunk_id)
+            result = state.find_result(chunk_id) or self.peer_result(ctx, chunk_id)
+            known = state.citation_index.get(chunk_id)
+            document_id = (
+                result.document_id
+                if result is not None
+                else known.document_id
+                if known is not None
+                else state.retrieved.get(chunk_id)
+            )
+            stored: SearchResult | None = None
+            if document_id is None and (state.opened_documents or self.peer_opened(ctx)):
+                stored = await self.lookup_chunk(chunk_id)
+                opened = {*state.opened_documents, *self.peer_opened(ctx)}
+                if stored is not None and stored.document_id in opened:
+                    document_id = stored.document_id
+            if document_id is None:
+                refused[chunk_id] = REFUSED_NOT_SHOWN
+                continue
+            if not in_scope(document_id):
+                refused[chunk_id] = REFUSED_OUT_OF_SCOPE
+                continue
             if result is not None:
                 state.cite_result(chunk_id, result)
-            elif chunk_id in state.citation_index:
+            elif known is not None:
                 state.cite_again(chunk_id)
-            elif (stored := await self.lookup_chunk(chunk_id)) is not None:
-                state.cite_result(chunk_id, stored)
             else:
-                unresolved.append(chunk_id)
-                continue
+                stored = stored or await self.lookup_chunk(chunk_id)
+                if stored is None:
+                    refused[chunk_id] = REFUSED_GONE
+                    continue
+                state.cite_result(chunk_id, stored)
             cited.append(chunk_id)
-        return cited, unresolved
+        return cited, refused
+
+    async def scope_documents(self) -> set[str] | None:
+        """The ids of the documents the conversation is scoped to; None when it is not scoped."""
+        document_filter = self.state.document_filter
+        if document_filter is None:
+            return None
+        from haiku.rag.store.documents import document_ids_matching
+
+        client = await self.client()
+        try:
+            return set(await asyncio.to_thread(document_ids_matching, client.store, document_filter))
+        except StoreError as exc:
+            raise ToolFailed(str(exc)) from None
+
+    def peers(self, ctx: RunContext[Any]) -> list[EvidenceCapability[Any]]:
+        """The run's other evidence capabilities (what their tools showed is citable here too)."""
+        return [
+            c
+            for c in ctx.capabilities.values()
+            if isinstance(c, EvidenceCapability) and c is not self and c._run is not None
+        ]
+
+    def peer_result(self, ctx: RunContext[Any], chunk_id: str) -> SearchResult | None:
+        for peer in self.peers(ctx):
+            if (found := peer.state.find_result(chunk_id)) is not None:
+                return found
+        return None
+
+    def peer_opened(self, ctx: RunContext[Any]) -> list[str]:
+        return [d for peer in self.peers(ctx) for d in peer.state.opened_documents]
 
     async def lookup_chunk(self, chunk_id: str) -> SearchResult | None:
         client = await self.client()
@@ -454,6 +523,20 @@ def previous_response_called(messages: Sequence[ModelMessage], tool_names: froze
         if isinstance(message, ModelResponse):
             return any(call.tool_name in tool_names for call in message.tool_calls)
     return False
+
+
+def refusal_text(refused: dict[str, str]) -> str:
+    """``[id] (reason)`` for each refused id, grouped by reason."""
+    by_reason: dict[str, list[str]] = {}
+    for chunk_id, reason in refused.items():
+        by_reason.setdefault(reason, []).append(chunk_id)
+
+    def listed(ids: list[str]) -> str:
+        shown = ", ".join(f"[{c[:64]}]" for c in ids[:MAX_REFUSED_LISTED])
+        more = len(ids) - MAX_REFUSED_LISTED
+        return shown + (f" and {more} more" if more > 0 else "")
+
+    return "; ".join(f"{listed(ids)} ({reason})" for reason, ids in by_reason.items())
 
 
 def clean_chunk_id(raw: str) -> str:

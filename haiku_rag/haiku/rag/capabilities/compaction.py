@@ -3,7 +3,8 @@
 Each model request is rewritten on its way out, never in the stored history:
 
 - before the current question, the newest evidence return (a search or other evidence tool's
-  result) carries a *capsule*: the full text of everything earlier questions cited, grouped by
+  result; the last of them when one response made several calls) carries a *capsule*: the
+  full text of everything earlier questions cited, grouped by
   the question that most recently cited it, newest first, under the chunk ids that still cite it
   (cited pictures are attached again when the owning capability has vision);
 - every other earlier evidence return becomes a short receipt, and the images the capabilities
@@ -18,6 +19,7 @@ with the history; compaction refuses to guess when it did not.
 from __future__ import annotations
 
 import copy
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -44,6 +46,7 @@ from haiku.rag.capabilities.evidence import (
     evidence_tool_names,
     question_in_progress,
 )
+from haiku.rag.capabilities.formatting import quoted
 from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG, cited_image_label
 
 COMPACTION_CAPABILITY_ID = "haiku-rag-evidence-compaction"
@@ -151,8 +154,13 @@ def is_owned_return(
 
 
 async def build_capsule(found: Sequence[DiscoveredEvidence], boundary: int) -> Capsule:
-    """Everything earlier questions cited, each chunk in the group of the newest question citing it."""
+    """Everything earlier questions cited, each chunk in the group of the newest question citing it.
+
+    Evidence from documents outside the conversation's current scope is left out: it could not
+    be cited again, and a scoped chat must not keep showing the documents it excludes.
+    """
     groups: dict[int, list[tuple[DiscoveredEvidence, str]]] = defaultdict(list)
+    scopes: dict[str, set[str] | None] = {}
     for evidence in found:
         for occurrence in evidence.record.occurrences.values():
             citing = [q for q in occurrence.cited_in_questions if q < boundary]
@@ -162,6 +170,12 @@ async def build_capsule(found: Sequence[DiscoveredEvidence], boundary: int) -> C
                         f"{evidence.capability.id}: chunk {occurrence.chunk_id} is recorded as cited "
                         "but its citation is missing from the stored state"
                     )
+                if evidence.namespace not in scopes:
+                    scopes[evidence.namespace] = await evidence.capability.scope_documents()
+                scope = scopes[evidence.namespace]
+                document_id = evidence.citations[occurrence.chunk_id].document_id
+                if scope is not None and document_id not in scope:
+                    continue
                 groups[max(citing)].append((evidence, occurrence.chunk_id))
     if not groups:
         return Capsule(text=None)
@@ -173,8 +187,10 @@ async def build_capsule(found: Sequence[DiscoveredEvidence], boundary: int) -> C
         for evidence, chunk_id in sorted(groups[question], key=lambda e: (e[0].namespace, e[1])):
             citation = evidence.citations[chunk_id]
             title = citation.document_title or citation.document_uri
+            source = json.dumps(title, ensure_ascii=False)
             sections.append(
-                f'[{chunk_id}] Source: "{title}" ({citation.document_uri})\n{citation.content}'
+                f"[{chunk_id}] Source: {source} ({citation.document_uri})\n"
+                f"{quoted(citation.content)}"
             )
             if not evidence.capability.vision:
                 continue
@@ -194,10 +210,15 @@ def compact_request(
 ) -> ModelRequest:
     """The request as sent: owned returns become the receipt (or the capsule), our images go."""
     parts: list[ModelRequestPart] = []
-    for part in request.parts:
+    # one model response can make several evidence calls, whose returns share this request: the
+    # capsule rides on the last of them only, so cited text travels once
+    carrier = max(
+        (i for i, p in enumerate(request.parts) if is_owned_return(p, owned)), default=None
+    )
+    for index, part in enumerate(request.parts):
         if is_owned_return(part, owned):
-            text = capsule.text if capsule is not None and capsule.text is not None else RECEIPT
-            parts.append(replace(part, content=text))
+            carries = capsule is not None and capsule.text is not None and index == carrier
+            parts.append(replace(part, content=capsule.text if carries else RECEIPT))
         elif isinstance(part, UserPromptPart):
             stripped = strip_retrieved_images(part)
             if stripped is not None:

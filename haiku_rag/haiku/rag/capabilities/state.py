@@ -50,8 +50,10 @@ class Citation(BaseModel):
         boxes, context_boxes = result.boxes, result.context_boxes
         own = result.chunk_boxes.get(chunk_id)
         if own:
+            # the cited passage (a hit, or a neighbour expansion showed) is the strong highlight;
+            # everything else the result showed is context
             boxes = own
-            context_boxes = [b for b in result.boxes if b not in own] + result.context_boxes
+            context_boxes = [b for b in [*result.boxes, *result.context_boxes] if b not in own]
         return cls(
             index=index,
             chunk_id=chunk_id,
@@ -76,12 +78,22 @@ def matched_picture_refs(result: SearchResult) -> list[str]:
     return [ref for ref in refs if ref.startswith(PICTURE_REF_PREFIX)]
 
 
+def result_chunk_ids(result: SearchResult) -> list[str]:
+    """Every chunk id a result showed: its hits and the passages context expansion added."""
+    return list(dict.fromkeys([result.chunk_id, *result.chunk_ids, *result.chunk_texts]))
+
+
 class EvidenceState(BaseModel):
     """State shared by every evidence capability.
 
-    ``document_filter``, ``citation_index`` and ``evidence`` last for the conversation;
-    ``citations`` (this question's, in citing order) and ``searches`` are cleared when a new
-    question begins and kept when a question is resumed.
+    ``document_filter``, ``citation_index``, ``evidence``, ``retrieved`` and
+    ``opened_documents`` last for the conversation; ``citations`` (this question's, in citing
+    order) and ``searches`` are cleared when a new question begins and kept when a question is
+    resumed.
+
+    Only what the conversation was shown can be cited: ``retrieved`` maps every chunk id a search
+    returned (context passages included) to its document, and ``opened_documents`` are the
+    documents whose files the analysis sandbox exposed (their chunk ids are listed there).
     """
 
     citation_index: dict[str, Citation] = Field(default_factory=dict)
@@ -89,6 +101,8 @@ class EvidenceState(BaseModel):
     evidence: CapabilityEvidenceRecord = Field(default_factory=CapabilityEvidenceRecord)
     document_filter: str | None = None
     searches: dict[str, list[SearchResult]] = Field(default_factory=dict)
+    retrieved: dict[str, str] = Field(default_factory=dict)
+    opened_documents: list[str] = Field(default_factory=list)
 
     def begin_question(self, question: int) -> None:
         self.citations = []
@@ -100,20 +114,23 @@ class EvidenceState(BaseModel):
         known = self.searches.setdefault(query, [])
         seen = {r.chunk_id for r in known}
         known.extend(r for r in results if r.chunk_id not in seen)
+        for result in results:
+            for chunk_id in result_chunk_ids(result):
+                self.retrieved[chunk_id] = result.document_id
+
+    def open_document(self, document_id: str) -> None:
+        """The sandbox exposed this document's files (and so its chunk ids) to the model."""
+        if document_id not in self.opened_documents:
+            self.opened_documents.append(document_id)
 
     def retrieved_chunk_ids(self) -> set[str]:
         """Every chunk id this question's searches returned, merged constituents included."""
-        return {
-            cid
-            for results in self.searches.values()
-            for r in results
-            for cid in (r.chunk_id, *r.chunk_ids)
-        }
+        return {cid for results in self.searches.values() for r in results for cid in result_chunk_ids(r)}
 
     def find_result(self, chunk_id: str) -> SearchResult | None:
         for results in self.searches.values():
             for result in results:
-                if chunk_id == result.chunk_id or chunk_id in result.chunk_ids:
+                if chunk_id in result_chunk_ids(result):
                     return result
         return None
 

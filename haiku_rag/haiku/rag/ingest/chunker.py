@@ -16,6 +16,7 @@ docling-core's chunker module imports transformers (seconds), so it is imported 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -63,7 +64,7 @@ def chunk_document(
                 boxes=boxes,
             )
         )
-    return records
+    return _bounded_chars(records, max_tokens * _LONG_TEXT_CHARS_PER_TOKEN)
 
 
 def _hybrid_chunker(
@@ -287,3 +288,32 @@ def _compact_with_offsets(text: str) -> tuple[str, list[int]]:
     """``text`` without whitespace, and each remaining character's index in ``text``."""
     offsets = [match.start() for match in _NON_SPACE.finditer(text)]
     return "".join(text[i] for i in offsets), offsets
+
+
+def _bounded_chars(records: list[ChunkRecord], max_chars: int) -> list[ChunkRecord]:
+    """Chunks split to at most ``max_chars`` characters of text, renumbered in order.
+
+    Tokens do not bound characters: a word longer than the tokenizer's word limit is one
+    unknown token, so a 1 MB line without spaces fits any token budget. Split on whitespace
+    where there is some; every piece keeps its chunk's headings, items and boxes.
+    """
+    if all(len(r.text) <= max_chars for r in records):
+        return records
+    bounded: list[ChunkRecord] = []
+    for record in records:
+        prefix = record.embed_text[: -len(record.text)] if record.embed_text.endswith(record.text) else ""
+        for piece in _split_chars(record.text, max_chars):
+            bounded.append(dataclasses.replace(record, text=piece, embed_text=prefix + piece))
+    for order, record in enumerate(bounded):
+        record.order = order
+    return bounded
+
+
+def _split_chars(text: str, max_chars: int) -> list[str]:
+    pieces: list[str] = []
+    while len(text) > max_chars:
+        end = _last_whitespace(text, max_chars + 1)
+        end = end if end > max_chars // 2 else max_chars
+        pieces.append(text[:end].rstrip())
+        text = text[end:].lstrip()
+    return [*pieces, text] if text else pieces

@@ -11,6 +11,9 @@ run in one long-lived worker process per Python process:
 - a worker that dies (a crash in C code, the OS killing it for memory) is reported with the
   ``parser_failed`` category, and so is an unexpected Python exception in a parser: one bad
   file never stops a folder ingest;
+- a parse runs under an address-space limit (``processing.parse_memory_limit_mb`` on top of
+  what the worker already maps); a file that needs more is reported with the ``too_large``
+  category and the worker is replaced;
 - cancellation is cooperative first (the worker checks a shared flag between pages) and the
   worker is killed if it does not stop within a grace period;
 - a killed or dead worker is replaced on the next parse. The worker is a fresh interpreter
@@ -32,6 +35,7 @@ import atexit
 import contextlib
 import logging
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -39,6 +43,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
@@ -47,6 +52,7 @@ from haiku.rag.errors import (
     IngestTimeoutError,
     OperationCancelled,
     ParserFailedError,
+    SourceTooLargeError,
 )
 from haiku.rag.operations import CancelToken, Progress, ProgressCallback, report
 
@@ -96,19 +102,70 @@ def _worker_main(fd: int) -> None:
             return
         data = payload.pop("data")
         token._event.clear()
+        limit_mb = payload["config"].processing.parse_memory_limit_mb
         try:
-            new = prepare_document(data, progress=forward, cancel=token, **payload)
+            with _memory_limit(limit_mb):
+                new = prepare_document(data, progress=forward, cancel=token, **payload)
             if new.source_bytes is data:
                 new.source_bytes = _SAME_BYTES  # type: ignore[assignment]
             message: tuple[str, Any] = ("ok", new)
-        except (IngestError, OperationCancelled) as exc:
-            message = ("error", exc)
-        except BaseException as exc:  # a parser bug: report it, keep serving
-            message = ("bug", (type(exc).__name__, _first_line(exc), traceback.format_exc()))
+        except BaseException as exc:
+            message = _failure_message(exc, payload.get("uri") or payload.get("filename"), limit_mb)
         try:
             conn.send(message)
         except (EOFError, OSError):
             return
+
+
+# How an allocation refused under the limit shows: MemoryError in Python, a message from
+# MuPDF ("code=2: calloc (4104 x 1 bytes) failed"), std::bad_alloc, Rust's alloc error.
+_ALLOCATION_FAILED = re.compile(
+    r"\b(malloc|calloc|realloc)\b.*\bfailed|out of memory|bad_alloc|memory allocation", re.IGNORECASE
+)
+
+
+@contextlib.contextmanager
+def _memory_limit(limit_mb: int) -> Iterator[None]:
+    """Bound the address space for one parse: what the worker maps now plus ``limit_mb``.
+
+    Only the soft limit moves, so it is lifted again afterwards (sending the result back
+    needs memory too). Linux only: macOS does not enforce RLIMIT_AS, Windows has no rlimit."""
+    if not limit_mb or not sys.platform.startswith("linux"):
+        yield
+        return
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as statm:
+        mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    bound = mapped + (limit_mb << 20)
+    resource.setrlimit(resource.RLIMIT_AS, (bound if hard == resource.RLIM_INFINITY else min(bound, hard), hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _failure_message(exc: BaseException, source: str | None, limit_mb: int) -> tuple[str, Any]:
+    """What the worker sends back for a parse that raised: a refused allocation under the
+    limit becomes ``too_large`` (whatever the parser wrapped it in), typed errors pass, any
+    other exception is a parser bug."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain and len(chain) < 10:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    if limit_mb and any(isinstance(e, MemoryError) or _ALLOCATION_FAILED.search(str(e)) for e in chain):
+        name = _name(source or "source")
+        return "error", SourceTooLargeError(
+            f"{name}: parsing it needed more than the {limit_mb} MB memory limit and was stopped "
+            "(processing.parse_memory_limit_mb); a file this small that needs this much is often a "
+            "decompression bomb",
+            source=source,
+        )
+    if isinstance(exc, IngestError | OperationCancelled):
+        return "error", exc
+    return "bug", (type(exc).__name__, _first_line(exc), traceback.format_exc())
 
 
 def _exit_with_parent() -> None:
@@ -291,6 +348,8 @@ class ParseWorker:
             elif kind == "ok":
                 return payload
             elif kind == "error":
+                if isinstance(payload, SourceTooLargeError):  # over the memory limit
+                    self._discard()  # its heap is fragmented and may still hold the bomb
                 raise payload
             else:  # "bug"
                 name, text, trace = payload

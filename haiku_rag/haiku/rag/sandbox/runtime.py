@@ -15,7 +15,8 @@ Limits:
   reads and searches after it fail with ``TimeoutError``;
 - time per question (``analysis.total_timeout``): a call starts only while some is left, and
   its corpus reads stop when it runs out (its compute stops at the per-call limit);
-- printed output (``analysis.max_output_chars``): cut with a marker; a flood is stopped;
+- printed output (``analysis.max_output_chars``): cut with a marker; a flood is stopped; an
+  error message or traceback is cut at the same size (at least ``MIN_MESSAGE_CHARS``);
 - memory (``analysis.max_memory_mb``): the interpreter's heap limit;
 - recursion depth, and ``time.sleep`` returns at once (there is nothing to wait for).
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -50,6 +51,7 @@ MAX_SEARCH_LIMIT = 100
 MAX_QUERY_CHARS = 2_000
 MAX_RECURSION_DEPTH = 200
 MAX_HOST_CALLS = 200_000  # per session: file reads, searches and name lookups
+MIN_MESSAGE_CHARS = 4_000  # an error message or traceback shorter than this is never cut
 WORKER_GRACE_SECONDS = 15  # past the call limit, the pool kills a worker that stopped answering
 
 # The functions programs call; they reach the host through the two externals.
@@ -66,7 +68,7 @@ StoppedBy = Literal[
     "refused", "error", "time limit", "total time limit", "memory limit", "recursion limit",
     "output limit", "crash",
 ]
-SearchFunction = Callable[[str, int], Awaitable[list[dict[str, Any]]]]
+SearchFunction = Callable[[str, int], Coroutine[Any, Any, list[dict[str, Any]]]]
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,9 @@ class Sandbox:
             stopped_by, stderr = "error", exc.display("traceback")
         except MontyError as exc:
             stopped_by, stderr = "error", f"{type(exc).__name__}: {exc}"
+        # a traceback quotes the exception's message, which a program controls: bounded like
+        # printed output, so a huge message reaches neither the model nor the saved conversation
+        stderr = cut_message(stderr, max(self.limits.max_output_chars, MIN_MESSAGE_CHARS))
         restarted = self._session is None
         if restarted:
             stderr = f"{stderr}\n{RESTARTED}"
@@ -331,3 +336,15 @@ class Sandbox:
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.__exit__(None, None, None)
+
+
+def cut_message(text: str, max_chars: int) -> str:
+    """``text`` kept to its first ``max_chars`` characters and its last line (the exception), cut
+    in the middle with a note saying how much was left out."""
+    if len(text) <= max_chars:
+        return text
+    tail_room = max_chars // 4
+    head = text[: max_chars - tail_room]
+    tail = text[-tail_room:]
+    omitted = len(text) - len(head) - len(tail)
+    return f"{head}\n... ({omitted:,} characters of this message not shown) ...\n{tail}"

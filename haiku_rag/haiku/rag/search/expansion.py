@@ -14,6 +14,11 @@ within a character budget:
 
 Overlapping windows in one document merge into one result (identity and score from the best
 constituent; every constituent's chunk id stays listed, so each remains citable).
+
+A widened result is also split into passages, one per chunk, in reading order
+(``chunk_texts``, with each passage's boxes in ``chunk_boxes``): the hits and the neighbours
+expansion swept in. Every passage the model is shown is citable by its own chunk id, so a
+citation of the sentence the answer used highlights that sentence, not the hit beside it.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from haiku.rag.ingest.records import Box, ItemRecord
+from haiku.rag.store import schema as S
 from haiku.rag.store.documents import get_document, get_items, item_positions
-from haiku.rag.store.engine import Store
+from haiku.rag.store.engine import Store, sql_quote
 from haiku.rag.store.models import SearchResult
 
 NOISE_LABELS = frozenset({"footnote", "page_header", "page_footer", "document_index"})
@@ -67,6 +73,8 @@ def _expand_document(
     lo = min(p[0] for _, p in located if p) - WINDOW
     hi = max(p[-1] for _, p in located if p) + WINDOW + 1
     items = {i.position: i for i in get_items(store, document, start=max(lo, 0), stop=hi)}
+    orders = [r.order for r in results]
+    owners = _item_owners(store, document.generation, min(orders) - 2 * WINDOW, max(orders) + 2 * WINDOW)
 
     spans: list[_Span] = []
     untouched: list[SearchResult] = []
@@ -82,9 +90,9 @@ def _expand_document(
             # Merging would blow the budget without dropping someone's evidence: keep the
             # constituents as separate results instead, each within its own window.
             own = [s for s in spans if any(s.results[0] is r for r in span.results)]
-            expanded.extend(_to_result(s, items, budget) for s in own)
+            expanded.extend(_to_result(s, items, budget, owners) for s in own)
         else:
-            expanded.append(_to_result(span, items, budget))
+            expanded.append(_to_result(span, items, budget, owners))
     return untouched + expanded
 
 
@@ -160,7 +168,9 @@ def _merge(spans: list[_Span]) -> list[_Span]:
     return merged
 
 
-def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> SearchResult:
+def _to_result(
+    span: _Span, items: dict[int, ItemRecord], budget: int, owners: dict[str, list[str]]
+) -> SearchResult:
     primary = max(span.results, key=lambda r: r.score)
     window = [items[p] for p in range(span.start, span.stop) if p in items]
     structured = any(i.label in BOUNDARY_LABELS for i in items.values())
@@ -170,6 +180,8 @@ def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> Search
     own_text = max((r.content for r in span.results), key=len)
     if len(content) < len(own_text):
         return primary  # expansion found less than the chunk itself (e.g. a table chunk)
+    if len(content) > budget and len(span.results) == 1:
+        return primary  # its matched items alone exceed the budget: the chunk is the passage
 
     matched_refs = [ref for r in span.results for ref in r.doc_item_refs]
     headings: list[str] = []
@@ -183,6 +195,11 @@ def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> Search
         for cid in r.chunk_ids or [r.chunk_id]:
             chunk_boxes[cid] = r.chunk_boxes.get(cid, r.boxes)
             chunk_texts[cid] = r.chunk_texts.get(cid, r.content)
+    passages = _passages(kept, owners, list(chunk_boxes))
+    if len(passages) > 1:
+        chunk_texts = {cid: "\n\n".join(i.text for i in group) for cid, group in passages}
+        for cid, group in passages:
+            chunk_boxes.setdefault(cid, [b for i in group for b in i.boxes])
     return primary.model_copy(
         update={
             "chunk_ids": list(dict.fromkeys(cid for r in span.results for cid in r.chunk_ids)),
@@ -200,6 +217,55 @@ def _to_result(span: _Span, items: dict[int, ItemRecord], budget: int) -> Search
             "chunk_texts": chunk_texts if len(chunk_texts) > 1 or content != primary.content else {},
         }
     )
+
+
+def _item_owners(store: Store, generation: str, first: int, last: int) -> dict[str, list[str]]:
+    """For each item ref, the chunks holding it among chunks ``first..last`` (by order) of a
+    document generation, in chunk order.
+
+    Every chunk holds at least one item, so the chunks holding the items of a window of
+    ``WINDOW`` items each side lie within about that many orders of the hits; an item whose
+    chunk lies beyond (a long paragraph split into very many chunks) simply joins the passage
+    next to it.
+    """
+    rows = (
+        store.table(S.CHUNKS)
+        .search()
+        .where(f"generation = {sql_quote(generation)} AND `order` BETWEEN {int(first)} AND {int(last)}")
+        .select(["id", "order", "doc_item_refs"])
+        .limit(None)
+        .to_list()
+    )
+    owners: dict[str, list[str]] = {}
+    for row in sorted(rows, key=lambda r: r["order"]):
+        for ref in row["doc_item_refs"] or []:
+            owners.setdefault(ref, []).append(row["id"])
+    return owners
+
+
+def _passages(
+    kept: list[ItemRecord], owners: dict[str, list[str]], hit_ids: list[str]
+) -> list[tuple[str, list[ItemRecord]]]:
+    """The window's items grouped into consecutive passages, each under one chunk id.
+
+    An item belongs to the hit holding it, else to the first chunk holding it. Items no chunk
+    holds (headings, which chunks carry as metadata) join the passage before them, or the first
+    passage; so does an item of a chunk whose passage already ended, so passages tile the window
+    in order and each id appears once.
+    """
+    hits = set(hit_ids)
+    passages: list[tuple[str, list[ItemRecord]]] = []
+    leading: list[ItemRecord] = []
+    for item in kept:
+        holders = owners.get(item.self_ref, [])
+        owner = next((c for c in holders if c in hits), holders[0] if holders else None)
+        started = {cid for cid, _ in passages}
+        if owner is None or owner in started:
+            (passages[-1][1] if passages else leading).append(item)
+        else:
+            passages.append((owner, [*leading, item]))
+            leading = []
+    return passages
 
 
 def _clip(window: list[ItemRecord], matched: set[int], budget: int) -> list[ItemRecord]:

@@ -9,7 +9,7 @@ searched for again at render time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -99,9 +99,11 @@ def render_page(
     return PageImage(page=page, width=width, height=height, dpi=dpi, samples=samples, boxes=boxes)
 
 
-def _pack(pixmap: object) -> bytes:
-    rows = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)  # type: ignore[attr-defined]
-    return rows[:, : pixmap.width * 3].tobytes()  # type: ignore[attr-defined]
+def _pack(pixmap: Any) -> bytes:
+    """RGB rows without the padding PyMuPDF may add at the end of each row (``stride``)."""
+    rows = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.stride)
+    row_bytes = int(pixmap.width) * 3
+    return rows[:, :row_bytes].tobytes()
 
 
 def pages_to_render(matched: list[Box], context: list[Box], page_numbers: list[int]) -> list[int]:

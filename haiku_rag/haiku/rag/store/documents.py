@@ -18,6 +18,10 @@ from haiku.rag.store.engine import Store, new_generation, sql_in, sql_quote
 from haiku.rag.store.models import Chunk, Document
 
 _DOCUMENT_COLUMNS = [f.name for f in S.DOCUMENTS_SCHEMA]
+# metadata keys of a renamed document: the user's title, and the one found in the file
+USER_TITLE = "user_title"
+INGEST_TITLE = "ingest_title"
+MAX_TITLE_CHARS = 500
 
 
 def now_iso() -> str:
@@ -215,8 +219,10 @@ def write_document(store: Store, new: NewDocument, *, replaces: Document | None 
     """
     if replaces is None:
         return write_documents(store, [new])[0]
-    row, chunk_ids, content = _prepare_rows(new, replaces)
     with store.write_transaction():
+        # Read again under the write lock: a rename made while this version was parsed counts.
+        replaces = _document_or(store, replaces)
+        row, chunk_ids, content = _prepare_rows(new, replaces)
         _add_content(store, *content)
         # One atomic update: a crash can never leave the URI with no document row.
         changes = {k: v for k, v in row.items() if k != "id"}
@@ -248,11 +254,12 @@ def _prepare_rows(
     document_id = replaces.id if replaces else uuid.uuid4().hex
     timestamp = now_iso()
     chunk_ids = [uuid.uuid4().hex for _ in new.chunks]
+    title, metadata = _keep_user_title(new, replaces)
     row = {
         "id": document_id,
         "uri": new.uri,
-        "title": new.title,
-        "metadata": json.dumps(new.metadata, sort_keys=True, default=str),
+        "title": title,
+        "metadata": json.dumps(metadata, sort_keys=True, default=str),
         "content_hash": new.content_hash,
         "mime_type": new.mime_type,
         "page_count": new.page_count,
@@ -345,6 +352,49 @@ def delete_document(store: Store, document_id: str) -> Document:
         store.table(S.DOCUMENTS).delete(f"id = {sql_quote(document_id)}")  # commit point first
         _delete_content(store, f"document_id = {sql_quote(document_id)}")
     return document
+
+
+def _document_or(store: Store, document: Document) -> Document:
+    try:
+        return get_document(store, document.id)
+    except DocumentNotFoundError:
+        return document
+
+
+def _keep_user_title(new: NewDocument, replaces: Document | None) -> tuple[str | None, dict[str, Any]]:
+    """A new version of a document the user renamed keeps the user's title; the title found
+    in the file is kept beside it (``ingest_title``), for going back to it."""
+    user_title = replaces.metadata.get(USER_TITLE) if replaces is not None else None
+    if not user_title:
+        return new.title, new.metadata
+    return user_title, {**new.metadata, USER_TITLE: user_title, INGEST_TITLE: new.title}
+
+
+def rename_document(store: Store, document_id: str, title: str | None) -> Document:
+    """Store the user's own title of a document (kept across re-ingests); None or blank goes
+    back to the title found in the file."""
+    title = " ".join((title or "").split()) or None
+    if title is not None and len(title) > MAX_TITLE_CHARS:
+        raise ValueError(f"a title has at most {MAX_TITLE_CHARS} characters (this one has {len(title)})")
+    with store.write_transaction():
+        document = get_document(store, document_id)
+        metadata = dict(document.metadata)
+        if title is None:
+            found = metadata.pop(INGEST_TITLE, None) or document.title
+            metadata.pop(USER_TITLE, None)
+            new_title = found
+        else:
+            if USER_TITLE not in metadata:
+                metadata[INGEST_TITLE] = document.title
+            metadata[USER_TITLE] = title
+            new_title = title
+        values = {
+            "title": new_title,
+            "metadata": json.dumps(metadata, sort_keys=True, default=str),
+            "updated_at": now_iso(),
+        }
+        store.table(S.DOCUMENTS).update(where=f"id = {sql_quote(document_id)}", values=values)
+    return get_document(store, document_id)
 
 
 def update_document_meta(

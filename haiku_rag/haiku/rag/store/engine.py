@@ -486,14 +486,36 @@ class Store:
         """Delete leftovers of interrupted writes; returns how many tables were cleaned.
 
         Locally the writer lock guarantees no other process is mid-write, so every leftover
-        goes; on object storage only leftovers older than ``recovery_grace_seconds``."""
-        stale = self.stale_generations(self.recovery_grace_seconds)
-        if not stale:
+        goes; on object storage only leftovers older than ``recovery_grace_seconds``.
+
+        What is stale is decided only while holding the writer lock: a set computed before
+        it may name another writer's generation that was committed in between. The first
+        look, without the lock, only decides whether taking the lock is worth it. When
+        another process holds the lock, its leftovers may be its write in progress: they
+        stay (invisible to reads) for the next writer that opens the store.
+        """
+        if not self.stale_generations(self.recovery_grace_seconds):
             return 0
-        with self.write_transaction():
-            for name, generations in stale.items():
-                self._tables[name].delete(sql_in("generation", generations))
-        return len(stale)
+        self._ensure_writable()
+        with self._write_lock:
+            try:
+                self._acquire_process_lock()
+            except StoreLockedError:
+                log.info("recovery skipped: %s is being written by another process", self.location)
+                return 0
+            with self.write_transaction():
+                stale = self.stale_generations(self.recovery_grace_seconds)
+                # Never a generation a documents row names, whatever the scan above saw.
+                referenced = set(
+                    self._tables[S.DOCUMENTS].search().select(["generation"]).limit(None).to_arrow()["generation"].to_pylist()
+                )
+                cleaned = 0
+                for name, generations in stale.items():
+                    doomed = generations - referenced
+                    if doomed:
+                        self._tables[name].delete(sql_in("generation", doomed))
+                        cleaned += 1
+        return cleaned
 
     # --- maintenance ----------------------------------------------------------------------
 

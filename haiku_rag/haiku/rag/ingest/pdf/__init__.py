@@ -47,8 +47,9 @@ from haiku.rag.ingest.pdf.extract import (
 )
 from haiku.rag.ingest.pdf.geometry import IDENTITY, as_matrix, transform
 from haiku.rag.ingest.pdf.page_blocks import order_blocks, picture_blocks, runs
-from haiku.rag.ingest.pdf.structure import choose_title, classify_styles, mark_running_furniture
+from haiku.rag.ingest.pdf.structure import classify_styles, mark_running_furniture
 from haiku.rag.ingest.pdf.tables import ruled_tables
+from haiku.rag.ingest.pdf.title import find_title
 from haiku.rag.ingest.records import Conversion
 from haiku.rag.operations import CancelToken, Progress, ProgressCallback, Stage, check_cancelled
 from haiku.rag.operations import report as report_progress
@@ -185,7 +186,7 @@ def _convert_open_document(
         document=document,
         mime_type=PDF_MIME_TYPE,
         page_count=page_count,
-        title=choose_title(doc.metadata or {}, pages),
+        title=find_title(doc.metadata or {}, pages, source),
         pages_needing_ocr=[p.page_no for p in pages if p.needs_ocr],
         warnings=warnings,
     )

@@ -1,0 +1,128 @@
+"""The one agent builder: the capabilities ``AnswerOptions`` asks for, in one order, with the
+preamble, the model and its settings. ``haiku-rag ask/analyze/chat``, the app and the self-test
+all answer through it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import AgentRunError, ModelAPIError, ModelConnectionError
+from pydantic_ai.models import Model
+
+from haiku.rag.answering.conversation import Conversation
+from haiku.rag.answering.meter import WireMeter
+from haiku.rag.answering.options import AnswerOptions, ModeUsed
+from haiku.rag.config import AppConfig, ModelConfig
+from haiku.rag.errors import ChatModelError
+from haiku.rag.models import model_settings as settings_of
+
+if TYPE_CHECKING:
+    from pydantic_ai.capabilities import AbstractCapability
+
+    from haiku.rag.capabilities.base import EvidenceCapability
+    from haiku.rag.client import HaikuRAG
+
+AGENT_PREAMBLE = """\
+You are a helpful research assistant for the user's document library. Reply to greetings and \
+small talk directly. Never make things up: answer from the knowledge base and cite the evidence \
+you use."""
+
+
+@dataclass(frozen=True)
+class BuiltAgent:
+    """The agent of one question and what it was given."""
+
+    agent: Agent[Conversation, str]
+    capability_ids: tuple[str, ...]  # in order: RAG, compaction, policy, analysis
+    notices: tuple[str, ...] = ()  # why something asked for could not be added
+    evidence: tuple[EvidenceCapability[Any], ...] = ()  # the evidence capabilities, in order
+    meter: WireMeter | None = None
+
+
+def model_config_for(options: AnswerOptions, config: AppConfig) -> ModelConfig:
+    """The configured model that answers: analysis alone uses ``analysis.model`` when set."""
+    if not options.rag and config.analysis.model is not None:
+        return config.analysis.model
+    return config.qa.model
+
+
+def resolve_model(options: AnswerOptions, config: AppConfig, model: Model | None) -> Model:
+    """``model``, else the configured one (``ModelNotConfiguredError`` when there is none)."""
+    if model is not None:
+        return model
+    from haiku.rag import models  # looked up at call time: tests replace models.get_model
+
+    return models.get_model(model_config_for(options, config), config)
+
+
+def build_agent(
+    client: HaikuRAG,
+    options: AnswerOptions,
+    *,
+    model: Model,
+    model_settings: dict[str, Any] | None = None,
+) -> BuiltAgent:
+    """The tools-mode agent for ``options``: RAG, then compaction and the citation policy, then
+    analysis, as asked. ``model_settings`` ``None`` takes the configured model's settings."""
+    from haiku.rag.capabilities.compaction import create_capability as compaction
+    from haiku.rag.capabilities.policy import create_capability as citation_policy
+    from haiku.rag.capabilities.rag import create_capability as rag
+
+    config = client.config
+    capabilities: list[AbstractCapability[Any]] = []
+    evidence: list[EvidenceCapability[Any]] = []
+    notices: list[str] = []
+    if options.rag:
+        searching = rag(rag=client, defer_loading=False, vision=options.vision)
+        capabilities.append(searching)
+        evidence.append(searching)
+    if options.evidence_compaction:
+        capabilities.append(compaction())
+    if options.citation_policy:
+        capabilities.append(citation_policy())
+    if options.analysis:
+        try:
+            from haiku.rag.capabilities.analysis import create_capability as analysis
+        except ImportError as exc:  # pydantic-monty missing from this installation
+            notices.append(f"analysis mode is not available in this installation ({exc})")
+        else:
+            computing = analysis(rag=client, defer_loading=False, vision=options.vision)
+            capabilities.append(computing)
+            evidence.append(computing)
+    if not evidence:
+        raise ChatModelError(notices[0] if notices else "no evidence capability to answer with")
+    ids = tuple(str(c.id) for c in capabilities)
+    # Innermost, after compaction: it sees the wire as compaction left it.
+    meter = WireMeter(compaction=options.evidence_compaction)
+    settings = settings_of(model_config_for(options, config)) if model_settings is None else model_settings
+    agent: Agent[Conversation, str] = Agent(
+        model,
+        deps_type=Conversation,
+        instructions=AGENT_PREAMBLE,
+        capabilities=[*capabilities, meter],
+        model_settings=settings or None,  # type: ignore[arg-type]
+    )
+    return BuiltAgent(agent, ids, tuple(notices), tuple(evidence), meter)
+
+
+def chat_model_error(exc: AgentRunError, model: Model, mode_used: ModeUsed) -> ChatModelError:
+    """A model failure as one line that says what to do."""
+    detail = " ".join(str(exc).split())  # the CLI prints one line
+    name = model.model_name
+    if isinstance(exc, ModelConnectionError):
+        where = f" at {model.base_url}" if model.base_url else ""
+        return ChatModelError(
+            f"cannot reach the chat model {name}{where} ({detail}); is the server running?"
+        )
+    # Small local models often reject tool definitions or keep calling tools wrongly.
+    hint = (
+        "; a model that cannot call tools reliably can answer without them "
+        "(qa.model.supports_tools: false, or haiku-rag ask --fallback)"
+        if mode_used == "tools" and "tool" in detail.lower()
+        else ""
+    )
+    if isinstance(exc, ModelAPIError):
+        return ChatModelError(f"the chat model {name} failed: {detail}{hint}")
+    return ChatModelError(f"the chat model {name} gave no usable answer: {detail}{hint}")

@@ -1,0 +1,542 @@
+"""Answering one question: ``answer_stream`` (events) and ``answer`` (the last of them).
+
+A question runs on a copy of its conversation; the conversation given is updated only once the
+answer is complete, so a failed or stopped question leaves it exactly as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.messages import ModelMessage, ModelResponse
+
+from haiku.rag.answering.agent import (
+    AGENT_PREAMBLE,
+    BuiltAgent,
+    build_agent,
+    chat_model_error,
+    model_config_for,
+    resolve_model,
+)
+from haiku.rag.answering.conversation import Conversation
+from haiku.rag.answering.events import (
+    Answered,
+    AnswerEvent,
+    Cited,
+    Started,
+    Step,
+    StepKind,
+    TextDelta,
+    TextReset,
+    TokenFigures,
+)
+from haiku.rag.answering.numbering import (
+    basis_of,
+    cited_in_order,
+    display_number,
+    evidence_states,
+    grounding_of,
+    shown,
+)
+from haiku.rag.answering.options import AnswerOptions, ModeUsed
+from haiku.rag.citations import renumber_markers
+from haiku.rag.errors import ChatModelError, OperationCancelled
+
+if TYPE_CHECKING:
+    from pydantic_ai import CancellationToken
+    from pydantic_ai.models import Model
+
+    from haiku.rag.capabilities.base import EvidenceCapability
+    from haiku.rag.client import HaikuRAG
+
+NO_DOCUMENTS = "There are no documents in scope to answer from."
+SEARCH_ONLY_HEADER = "The best passages from your library:"
+NOTHING_FOUND = "Nothing in your library matches this question."
+SNIPPET_CHARS = 400
+
+
+class AnswerStopped(OperationCancelled):
+    """The question was stopped; ``partial_text`` is what had streamed (the conversation is as
+    it was before the question)."""
+
+    def __init__(self, partial_text: str = "") -> None:
+        super().__init__("The question was stopped")
+        self.partial_text = partial_text
+
+
+def scope_filter(document_ids: Sequence[str] | None) -> str | None:
+    """The scope as the capabilities' document filter: the one place ids become SQL."""
+    if document_ids is None:
+        return None
+    from haiku.rag.store.engine import sql_in
+
+    return sql_in("id", list(document_ids)) if document_ids else None
+
+
+def mode_for(
+    options: AnswerOptions, client: HaikuRAG, supports_tools: bool | None
+) -> ModeUsed:
+    if options.mode != "auto":
+        return options.mode
+    if supports_tools is None:
+        supports_tools = model_config_for(options, client.config).supports_tools
+    return "fallback" if supports_tools is False else "tools"
+
+
+async def answer(
+    client: HaikuRAG,
+    question: str,
+    conversation: Conversation | None = None,
+    options: AnswerOptions | None = None,
+    **kwargs: Any,
+) -> Answered:
+    """Answer ``question``; the ``Answered`` event (what the CLI and the self-test use).
+
+    The model's requests are not streamed unless ``stream=True`` is passed: the answer is the
+    same either way (a scripted ``FunctionModel`` needs no ``stream_function``)."""
+    answered = None
+    kwargs.setdefault("stream", False)
+    async for event in answer_stream(client, question, conversation, options, **kwargs):
+        if isinstance(event, Answered):
+            answered = event
+    assert answered is not None  # every stream ends with Answered or raises
+    return answered
+
+
+async def answer_stream(
+    client: HaikuRAG,
+    question: str,
+    conversation: Conversation | None = None,
+    options: AnswerOptions | None = None,
+    *,
+    model: Model | None = None,
+    model_settings: dict[str, Any] | None = None,
+    supports_tools: bool | None = None,
+    cancel: CancellationToken | None = None,
+    stream: bool = True,
+) -> AsyncIterator[AnswerEvent]:
+    """Answer ``question`` from the library behind ``client``, as a stream of events ending
+    with ``Answered``. ``conversation`` (default: a new one) is updated when the answer is
+    complete. ``model`` defaults to the configured one; ``supports_tools`` (default: the model
+    configuration's) decides ``mode="auto"``; ``cancel`` stops the run (``AnswerStopped``).
+    ``stream=False`` requests whole model responses (the text then arrives as one delta); the
+    events and the answer are otherwise the same."""
+    options = options or AnswerOptions()
+    question = question.strip()
+    if not question:
+        raise ValueError("the question is empty")
+    conversation = conversation if conversation is not None else Conversation()
+    work = conversation.copy()
+    mode = mode_for(options, client, supports_tools)
+    where = scope_filter(options.document_ids)
+    if not await _has_documents(client, options.document_ids, where):
+        yield Started(mode, ())
+        yield TextDelta(NO_DOCUMENTS)
+        yield Answered(NO_DOCUMENTS, (), "missing", "no-documents", mode, TokenFigures())
+        return
+    if mode == "search-only":
+        events: AsyncIterator[AnswerEvent] = _search_only(client, question, work, options, where)
+    elif mode == "fallback":
+        if not options.rag:
+            raise ChatModelError(
+                "analysis needs a model that can call tools; this one answers without them"
+            )
+        resolved = resolve_model(options, client.config, model)
+        events = _fallback(client, question, work, options, where, resolved, model_settings, cancel)
+    else:
+        resolved = resolve_model(options, client.config, model)
+        built = build_agent(client, options, model=resolved, model_settings=model_settings)
+        events = _tools(question, work, built, where, cancel, streamed_requests=stream)
+    async for event in events:
+        if isinstance(event, Answered):
+            conversation.replace_with(work)  # complete: history, state and numbers together
+        yield event
+
+
+async def _has_documents(
+    client: HaikuRAG, document_ids: tuple[str, ...] | None, where: str | None
+) -> bool:
+    if document_ids == ():
+        return False
+    return bool(await client.list_documents(filter=where, limit=1))
+
+
+def _token_figures(new: Sequence[ModelMessage], saved: int | None) -> TokenFigures:
+    responses = [m for m in new if isinstance(m, ModelResponse)]
+    outputs = [r.usage.output_tokens for r in responses if r.usage.output_tokens]
+    return TokenFigures(
+        input_tokens=responses[-1].usage.input_tokens if responses else None,
+        output_tokens=sum(outputs) if outputs else None,
+        requests=len(responses),
+        compaction_saved=saved,
+    )
+
+
+def _seed_scope(
+    work: Conversation, capabilities: Sequence[type[EvidenceCapability[Any]]], where: str | None
+) -> None:
+    for capability in capabilities:
+        state = capability.state_type.model_validate(work.state.get(capability.namespace) or {})
+        state.document_filter = where
+        work.state[capability.namespace] = state.model_dump(mode="json")
+
+
+# --- tools ----------------------------------------------------------------------------------
+
+
+async def _tools(
+    question: str,
+    work: Conversation,
+    built: BuiltAgent,
+    where: str | None,
+    cancel: CancellationToken | None,
+    *,
+    streamed_requests: bool = True,
+) -> AsyncIterator[AnswerEvent]:
+    from pydantic_ai import AgentRunResultEvent
+    from pydantic_ai.exceptions import AgentRunError, RunCancelled
+    from pydantic_ai.messages import (
+        FunctionToolCallEvent,
+        FunctionToolResultEvent,
+        PartDeltaEvent,
+        PartStartEvent,
+        TextPart,
+        TextPartDelta,
+    )
+
+    kinds = [type(c) for c in built.evidence]
+    _seed_scope(work, kinds, where)
+    tool_kinds = _tool_kinds(built.evidence)
+    cite_tools = {c.cite_tool_name for c in built.evidence}
+    meter = built.meter
+    yield Started("tools", built.capability_ids, built.notices)
+
+    streamed: list[str] = []
+    pending: dict[str, Step] = {}
+    order: dict[tuple[str, str], None] = {}
+    numbered: list[Any] = []  # display-numbered citations of this answer, in citing order
+    result = None
+    try:
+        async with _agent_events(built, question, work, cancel, streamed_requests) as events:
+            async for event in events:
+                if meter is not None:
+                    for step in meter.take_steps():
+                        yield step
+                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                    if event.index == 0 and streamed:
+                        streamed.clear()
+                        yield TextReset()
+                    if event.part.content:
+                        streamed.append(event.part.content)
+                        yield TextDelta(event.part.content)
+                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    if event.delta.content_delta:
+                        streamed.append(event.delta.content_delta)
+                        yield TextDelta(event.delta.content_delta)
+                elif isinstance(event, FunctionToolCallEvent):
+                    step = _step_for(
+                        event.part.tool_call_id,
+                        tool_kinds.get(event.part.tool_name, "tool"),
+                        event.part.tool_name,
+                        event.part.args_as_dict(),
+                    )
+                    pending[event.part.tool_call_id] = step
+                    yield step
+                elif isinstance(event, FunctionToolResultEvent):
+                    begun = pending.pop(event.part.tool_call_id, None)
+                    if begun is not None:
+                        output = _text_of(event.part.content) if begun.kind == "analysis" else None
+                        yield Step(
+                            begun.id, begun.kind, begun.label, begun.detail, output, finished=True
+                        )
+                    if event.part.tool_name in cite_tools:
+                        new = _note_cited(work, kinds, order)
+                        if new:
+                            fresh = [shown(work.numbers, c) for c in new]
+                            numbered.extend(fresh)
+                            yield Cited(tuple(fresh))
+                elif isinstance(event, AgentRunResultEvent):
+                    result = event.result
+    except RunCancelled as exc:  # Stop: a cancellation, never a failure
+        raise AnswerStopped("".join(streamed)) from exc
+    except AgentRunError as exc:
+        raise chat_model_error(exc, built.agent.model, "tools") from exc  # type: ignore[arg-type]
+    if meter is not None:
+        for step in meter.take_steps():
+            yield step
+    assert result is not None
+    work.messages = result.all_messages()
+    states = evidence_states(work.state, kinds)
+    cited = cited_in_order(states, order)
+    numbers = work.numbers
+    citations = list({c.chunk_id: c for c in numbered}.values())
+    for _, citation in cited:  # cited but not seen after a cite tool (e.g. a resumed run)
+        if citation.chunk_id not in {c.chunk_id for c in citations}:
+            citations.append(shown(numbers, citation))
+    # A model writing [n] in a tools answer means the RAG capability's own index.
+    first = kinds[0].namespace if kinds else None
+    rag_numbers = {c.index: display_number(numbers, c.chunk_id) for ns, c in cited if ns == first}
+    text = renumber_markers(str(result.output), rag_numbers)
+    grounding = grounding_of(states)
+    computed = _computed(work.state, kinds)
+    yield Answered(
+        text=text,
+        citations=tuple(citations),
+        grounding=grounding,
+        basis=basis_of(grounding, computed),
+        mode="tools",
+        tokens=_token_figures(result.new_messages(), meter.last_saved if meter else None),
+        capability_ids=built.capability_ids,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _agent_events(
+    built: BuiltAgent,
+    question: str,
+    work: Conversation,
+    cancel: CancellationToken | None,
+    streamed_requests: bool,
+) -> AsyncIterator[AsyncIterator[Any]]:
+    """The run's Pydantic AI events: streamed requests (text as it is written), or whole
+    requests with the tool events of each step and the final text in one part."""
+    if streamed_requests:
+        async with built.agent.run_stream_events(
+            question, deps=work, message_history=work.messages, cancellation_token=cancel
+        ) as events:
+            yield events
+        return
+
+    async def whole() -> AsyncIterator[Any]:
+        from pydantic_ai import Agent, AgentRunResultEvent
+        from pydantic_ai.messages import PartStartEvent, TextPart
+
+        async with built.agent.iter(
+            question, deps=work, message_history=work.messages, cancellation_token=cancel
+        ) as run:
+            async for node in run:
+                if Agent.is_call_tools_node(node):
+                    async with node.stream(run.ctx) as tool_events:
+                        async for event in tool_events:
+                            yield event
+            result = run.result
+        assert result is not None
+        yield PartStartEvent(index=0, part=TextPart(str(result.output)))
+        yield AgentRunResultEvent(result)
+
+    yield whole()
+
+
+def _tool_kinds(evidence: Sequence[EvidenceCapability[Any]]) -> dict[str, StepKind]:
+    kinds: dict[str, StepKind] = {"load_capability": "load"}
+    for capability in evidence:
+        kinds[capability.search_tool_name] = "search"
+        kinds[capability.cite_tool_name] = "cite"
+        execute = getattr(capability, "execute_tool_name", None)
+        if execute:
+            kinds[execute] = "analysis"
+    return kinds
+
+
+def _note_cited(
+    work: Conversation,
+    kinds: Sequence[type[EvidenceCapability[Any]]],
+    order: dict[tuple[str, str], None],
+) -> list[Any]:
+    """Citations the capabilities' state lists for this question and ``order`` does not yet
+    hold (called after every cite tool, so the order across capabilities is the call order)."""
+    new = []
+    for namespace, state in evidence_states(work.state, kinds):
+        for chunk_id in state.citations:
+            if (namespace, chunk_id) not in order:
+                order[(namespace, chunk_id)] = None
+                new.append(state.citation_index[chunk_id])
+    return new
+
+
+def _computed(state: dict[str, Any], kinds: Sequence[type[EvidenceCapability[Any]]]) -> bool:
+    """Whether an analysis program of this question produced output."""
+    for capability in kinds:
+        raw = state.get(capability.namespace) or {}
+        if any(e.get("stdout") for e in raw.get("executions") or []):
+            return True
+    return False
+
+
+def _step_for(step_id: str, kind: StepKind, tool_name: str, args: dict[str, Any]) -> Step:
+    if kind == "search":
+        return Step(step_id, kind, f"Searching “{_short(str(args.get('query', '')))}”")
+    if kind == "cite":
+        count = len(args.get("chunk_ids") or [])
+        label = f"Citing {count} source{'s' if count != 1 else ''}" if count else "Declaring no sources"
+        return Step(step_id, kind, label)
+    if kind == "analysis":
+        return Step(step_id, kind, "Running analysis…", detail=str(args.get("code") or ""))
+    if kind == "load":
+        return Step(step_id, kind, f"Loading {args.get('id', 'a capability')}")
+    return Step(step_id, kind, f"Running {tool_name}")
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    try:
+        return json.dumps(content, indent=1, default=str)
+    except TypeError:
+        return str(content)
+
+
+def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- fallback: retrieve, then read ----------------------------------------------------------
+
+
+async def _fallback(
+    client: HaikuRAG,
+    question: str,
+    work: Conversation,
+    options: AnswerOptions,
+    where: str | None,
+    model: Model,
+    model_settings: dict[str, Any] | None,
+    cancel: CancellationToken | None,
+) -> AsyncIterator[AnswerEvent]:
+    """Search in code, let the model read numbered passages, and cite what its markers name.
+
+    Ledger epochs follow the capability's convention (message counts): the question is the
+    history's length, the passages are evidence seen in the request after it, and the answer's
+    declaration comes with the response after that, so it is current.
+    """
+    from pydantic_ai import Agent
+    from pydantic_ai.exceptions import AgentRunError, RunCancelled
+
+    from haiku.rag.answering.fallback import cite_markers, fallback_instructions, passages_prompt
+    from haiku.rag.capabilities.rag import RAGCapability, RAGState
+    from haiku.rag.models import model_settings as settings_of
+
+    notices = ("analysis needs tools: answered from passages without it",) if options.analysis else ()
+    yield Started("fallback", (), notices)
+    step = Step("search-1", "search", f"Searching “{_short(question)}”")
+    yield step
+    _seed_scope(work, [RAGCapability], where)
+    state = RAGState.model_validate(work.state[RAGCapability.namespace])
+    question_id = len(work.messages)
+    state.begin_question(question_id)
+    results = await client.search(question, filter=where)
+    passages = await client.expand_context(results)
+    state.add_search(question, passages)
+    state.evidence.note_evidence(question_id + 1)
+    yield Step(step.id, step.kind, step.label, finished=True)
+
+    config = client.config
+    settings = settings_of(model_config_for(options, config)) if model_settings is None else model_settings
+    agent: Agent[None, str] = Agent(
+        model,
+        instructions=[AGENT_PREAMBLE, fallback_instructions(config.prompts.domain_preamble)],
+        model_settings=settings or None,  # type: ignore[arg-type]
+    )
+    try:
+        result = await agent.run(
+            passages_prompt(question, passages),
+            message_history=work.messages,
+            cancellation_token=cancel,
+        )
+    except RunCancelled as exc:
+        raise AnswerStopped("") from exc
+    except AgentRunError as exc:
+        raise chat_model_error(exc, model, "fallback") from exc
+    work.messages = result.all_messages()
+    cited = cite_markers(state, result.output, passages, epoch=len(work.messages))
+    state.evidence.end_question()
+    work.state[RAGCapability.namespace] = state.model_dump(mode="json")
+    marker_to_number = {n: display_number(work.numbers, chunk_id) for n, chunk_id in cited}
+    citations = tuple(shown(work.numbers, state.citation_index[chunk_id]) for _, chunk_id in cited)
+    text = renumber_markers(result.output, marker_to_number, drop_unknown=True)
+    if citations:
+        yield Cited(citations)
+    yield TextDelta(text)
+    grounding = grounding_of([(RAGCapability.namespace, state)])
+    yield Answered(
+        text=text,
+        citations=citations,
+        grounding=grounding,
+        basis=basis_of(grounding, computed=False),
+        mode="fallback",
+        tokens=_token_figures(result.new_messages(), None),
+    )
+
+
+# --- search only: no model ------------------------------------------------------------------
+
+
+async def _search_only(
+    client: HaikuRAG,
+    question: str,
+    work: Conversation,
+    options: AnswerOptions,
+    where: str | None,
+) -> AsyncIterator[AnswerEvent]:
+    from haiku.rag.citations import Citation, pages_label
+
+    yield Started("search-only", ())
+    step = Step("search-1", "search", f"Searching “{_short(question)}”")
+    yield step
+    results = await client.search(question, limit=options.search_limit, filter=where)
+    passages = await client.expand_context(results)
+    yield Step(step.id, step.kind, step.label, finished=True)
+    citations = tuple(
+        Citation.from_result(display_number(work.numbers, p.chunk_id), p.chunk_id, p)
+        for p in passages
+    )
+    if citations:
+        lines = [SEARCH_ONLY_HEADER, ""]
+        for c in citations:
+            where_label = " — ".join(
+                x for x in (c.document_title or c.document_uri, pages_label(c.page_numbers)) if x
+            )
+            lines.append(
+                f"{c.index}. **{where_label}**: {excerpt(c.matched_text or c.content, question)} [{c.index}]"
+            )
+        text = "\n".join(lines)
+    else:
+        text = NOTHING_FOUND
+    yield TextDelta(text)
+    yield Answered(
+        text=text,
+        citations=citations,
+        grounding="grounded" if citations else "ungrounded",
+        basis="search-results",
+        mode="search-only",
+        tokens=TokenFigures(),
+    )
+
+
+def excerpt(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
+    """About ``limit`` characters of ``content`` where the most distinct words of ``query``
+    (longer than three letters) meet: a passage widened to its section may begin far from what
+    matched."""
+    import re
+
+    text = " ".join(content.split())
+    if len(text) <= limit:
+        return text
+    lowered = text.casefold()
+    words = {w for w in re.findall(r"\w+", query.casefold()) if len(w) > 3}
+    hits = sorted(m.start() for w in words for m in re.finditer(re.escape(w), lowered))
+    start, best = 0, 0
+    for hit in hits:  # each hit a quarter into the window; the earliest best window wins
+        candidate = max(0, hit - limit // 4)
+        window = lowered[candidate : candidate + limit]
+        score = sum(1 for w in words if w in window)
+        if score > best:
+            start, best = candidate, score
+    if start:
+        start = text.rfind(" ", 0, start) + 1
+    piece = text[start : start + limit].rsplit(" ", 1)[0]
+    return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")

@@ -1,0 +1,358 @@
+"""Bibliographic metadata of a document, author–year–page citations, BibTeX and CSL-JSON.
+
+A document's record lives in ``document.metadata["bibliographic"]`` (``METADATA_KEY``), a
+plain JSON object so it travels with search results (``SearchResult.document_meta``) and
+needs no extra query to cite. It comes from Zotero (``haiku.rag.zotero``) or, for other PDFs,
+from the file itself (``haiku.rag.pdf_metadata``); ``source`` says which.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+METADATA_KEY = "bibliographic"
+
+
+class Creator(BaseModel):
+    family: str
+    given: str = ""
+    role: str = "author"  # author | editor | translator | ... (Zotero's creator types)
+
+    @property
+    def display(self) -> str:
+        return f"{self.given} {self.family}".strip()
+
+
+class Bibliographic(BaseModel):
+    title: str | None = None
+    creators: list[Creator] = Field(default_factory=list)
+    year: int | None = None
+    date: str | None = None  # as precise as known, ISO-like ("2017", "2017-06", "2017-06-12")
+    item_type: str = "document"  # Zotero item type names (journalArticle, conferencePaper, ...)
+    doi: str | None = None
+    arxiv: str | None = None
+    venue: str | None = None  # journal, proceedings or book title
+    publisher: str | None = None
+    volume: str | None = None
+    issue: str | None = None
+    pages: str | None = None
+    url: str | None = None
+    isbn: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    zotero_key: str | None = None
+    source: str = "unknown"  # zotero | pdf-info | first-page | user
+
+    @property
+    def authors(self) -> list[Creator]:
+        named = [c for c in self.creators if c.role == "author"]
+        return named or [c for c in self.creators if c.role == "editor"] or self.creators
+
+    def to_metadata(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_defaults=True) | {"source": self.source}
+
+
+def bibliographic(metadata: Mapping[str, Any] | None) -> Bibliographic | None:
+    """The record stored in a document's metadata, or None when there is none (or it is bad)."""
+    if not metadata:
+        return None
+    data = metadata.get(METADATA_KEY)
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError:
+            return None
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        return Bibliographic.model_validate(data)
+    except ValueError:
+        return None
+
+
+# --- author–year–page citations -------------------------------------------------------------
+
+
+def _pages_text(pages: Iterable[int] | None) -> str:
+    numbers = sorted(set(pages or []))
+    if not numbers:
+        return ""
+    if len(numbers) == 1:
+        return f"p. {numbers[0]}"
+    if numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"pp. {numbers[0]}–{numbers[-1]}"
+    return "pp. " + ", ".join(str(n) for n in numbers)
+
+
+def author_label(record: Bibliographic) -> str | None:
+    """"Vaswani", "Smith and Jones", "Vaswani et al." — or None without creators."""
+    names = [c.family for c in record.authors if c.family]
+    if not names:
+        return None
+    if len(names) == 1:
+        return names[0]
+    if len(names) == 2:
+        return f"{names[0]} and {names[1]}"
+    return f"{names[0]} et al."
+
+
+def author_year_citation(
+    metadata: Mapping[str, Any] | Bibliographic | None,
+    pages: Iterable[int] | None = None,
+    *,
+    fallback_title: str | None = None,
+    parentheses: bool = True,
+) -> str:
+    """``(Vaswani et al., 2017, p. 6)`` from a document's metadata and the cited pages.
+
+    Without authors the title stands in (shortened), without a year "n.d." (as APA does);
+    with neither authors nor a title, just the pages.
+    """
+    record = metadata if isinstance(metadata, Bibliographic) else bibliographic(metadata)
+    who = author_label(record) if record else None
+    if who is None:
+        title = (record.title if record and record.title else None) or fallback_title
+        who = _short_title(title) if title else None
+    parts = []
+    if who:
+        parts.append(who)
+        parts.append(str(record.year) if record and record.year else "n.d.")
+    page_text = _pages_text(pages)
+    if page_text:
+        parts.append(page_text)
+    text = ", ".join(parts)
+    return f"({text})" if parentheses and text else text
+
+
+def _short_title(title: str, words: int = 4) -> str:
+    split = title.split()
+    return f"“{' '.join(split[:words])}{'…' if len(split) > words else ''}”"
+
+
+# --- export -------------------------------------------------------------------------------
+
+_BIBTEX_TYPES = {
+    "journalArticle": "article",
+    "magazineArticle": "article",
+    "newspaperArticle": "article",
+    "conferencePaper": "inproceedings",
+    "book": "book",
+    "bookSection": "incollection",
+    "thesis": "phdthesis",
+    "report": "techreport",
+    "manuscript": "unpublished",
+    "preprint": "misc",
+    "webpage": "misc",
+}
+_CSL_TYPES = {
+    "journalArticle": "article-journal",
+    "magazineArticle": "article-magazine",
+    "newspaperArticle": "article-newspaper",
+    "conferencePaper": "paper-conference",
+    "book": "book",
+    "bookSection": "chapter",
+    "thesis": "thesis",
+    "report": "report",
+    "manuscript": "manuscript",
+    "preprint": "article",
+    "webpage": "webpage",
+}
+_VENUE_FIELD = {"article": "journal", "inproceedings": "booktitle", "incollection": "booktitle"}
+
+
+def _records(items: Iterable[Any]) -> list[tuple[Bibliographic, str | None]]:
+    """(record, fallback id) for documents, search results, metadata dicts or records."""
+    out: list[tuple[Bibliographic, str | None]] = []
+    for item in items:
+        if isinstance(item, Bibliographic):
+            out.append((item, None))
+            continue
+        meta = getattr(item, "metadata", None)
+        if meta is None:
+            meta = getattr(item, "document_meta", None)
+        if meta is None and isinstance(item, Mapping):
+            meta = item
+        record = bibliographic(meta)
+        title = getattr(item, "title", None) or getattr(item, "document_title", None)
+        if record is None:
+            record = Bibliographic(title=title, source="unknown")
+        elif record.title is None and title:
+            record = record.model_copy(update={"title": title})
+        out.append((record, getattr(item, "id", None) or getattr(item, "document_id", None)))
+    return out
+
+
+def citation_key(record: Bibliographic, fallback: str | None = None) -> str:
+    """The Zotero key when known (so a bibliography round-trips to Zotero), else
+    family name + year + first title word, ASCII only ("vaswani2017attention")."""
+    if record.zotero_key:
+        return record.zotero_key
+    family = record.authors[0].family if record.authors else ""
+    first_word = next((w for w in re.findall(r"[A-Za-z]+", _ascii(record.title or "")) if len(w) > 3), "")
+    key = re.sub(r"[^a-z0-9]", "", _ascii(family).lower()) + (str(record.year) if record.year else "") + first_word.lower()
+    return key or (fallback or "document")[:16]
+
+
+def _ascii(text: str) -> str:
+    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+
+
+def _bibtex_escape(value: str) -> str:
+    value = value.replace("\\", r"\textbackslash{}")
+    value = re.sub(r"([&%$#_{}])", r"\\\1", value)
+    return value.replace("~", r"\textasciitilde{}").replace("^", r"\textasciicircum{}")
+
+
+def _unique_keys(records: list[tuple[Bibliographic, str | None]]) -> list[str]:
+    seen: dict[str, int] = {}
+    keys = []
+    for record, fallback in records:
+        key = citation_key(record, fallback)
+        if key in seen:
+            seen[key] += 1
+            key = f"{key}{chr(ord('a') + seen[key] - 1)}" if seen[key] <= 26 else f"{key}-{seen[key]}"
+        else:
+            seen[key] = 0
+        keys.append(key)
+    return keys
+
+
+def _dedupe(records: list[tuple[Bibliographic, str | None]]) -> list[tuple[Bibliographic, str | None]]:
+    """One entry per cited document (an answer citing a paper five times lists it once)."""
+    seen: set[str] = set()
+    out = []
+    for record, fallback in records:
+        identity = record.zotero_key or fallback or record.doi or json.dumps(record.to_metadata(), sort_keys=True)
+        if identity not in seen:
+            seen.add(identity)
+            out.append((record, fallback))
+    return out
+
+
+def to_bibtex(items: Iterable[Any]) -> str:
+    """A BibTeX bibliography of documents / search results / citations / metadata dicts."""
+    records = _dedupe(_records(items))
+    entries = []
+    for (record, _), key in zip(records, _unique_keys(records), strict=True):
+        kind = _BIBTEX_TYPES.get(record.item_type, "misc")
+        fields: list[tuple[str, str]] = []
+        authors = [c for c in record.creators if c.role == "author"]
+        editors = [c for c in record.creators if c.role == "editor"]
+        if authors:
+            fields.append(("author", " and ".join(_bibtex_name(c) for c in authors)))
+        if editors:
+            fields.append(("editor", " and ".join(_bibtex_name(c) for c in editors)))
+        if record.title:
+            fields.append(("title", "{" + _bibtex_escape(record.title) + "}"))  # keep capitals
+        if record.venue:
+            fields.append((_VENUE_FIELD.get(kind, "howpublished" if kind == "misc" else "journal"), _bibtex_escape(record.venue)))
+        for name, value in (
+            ("year", str(record.year) if record.year else None),
+            ("volume", record.volume),
+            ("number", record.issue),
+            ("pages", re.sub(r"\s*[-–—]+\s*", "--", record.pages) if record.pages else None),
+            ("publisher", record.publisher),
+            ("doi", record.doi),
+            ("url", record.url),
+            ("isbn", record.isbn),
+            ("eprint", record.arxiv),
+            ("archiveprefix", "arXiv" if record.arxiv else None),
+            ("keywords", ", ".join(record.tags) if record.tags else None),
+        ):
+            if value:
+                fields.append((name, value if name in ("url", "doi") else _bibtex_escape(value)))
+        body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
+        entries.append(f"@{kind}{{{key},\n{body}\n}}")
+    return "\n\n".join(entries) + ("\n" if entries else "")
+
+
+def _bibtex_name(creator: Creator) -> str:
+    family = _bibtex_escape(creator.family)
+    if " " in creator.family:
+        family = "{" + family + "}"
+    return f"{family}, {_bibtex_escape(creator.given)}" if creator.given else family
+
+
+def to_csl_json(items: Iterable[Any]) -> list[dict[str, Any]]:
+    """CSL-JSON items (what Zotero, Pandoc and citeproc read); ``id`` is the citation key."""
+    records = _dedupe(_records(items))
+    out = []
+    for (record, _), key in zip(records, _unique_keys(records), strict=True):
+        item: dict[str, Any] = {"id": key, "type": _CSL_TYPES.get(record.item_type, "document")}
+        if record.title:
+            item["title"] = record.title
+        for role in ("author", "editor", "translator"):
+            people = [{"family": c.family, **({"given": c.given} if c.given else {})} for c in record.creators if c.role == role]
+            if people:
+                item[role] = people
+        if record.date or record.year:
+            parts = [int(p) for p in (record.date or str(record.year)).split("-")[:3] if p.isdigit() and int(p) > 0]
+            if parts:
+                item["issued"] = {"date-parts": [parts]}
+        for name, value in (
+            ("container-title", record.venue),
+            ("publisher", record.publisher),
+            ("volume", record.volume),
+            ("issue", record.issue),
+            ("page", record.pages),
+            ("DOI", record.doi),
+            ("URL", record.url),
+            ("ISBN", record.isbn),
+        ):
+            if value:
+                item[name] = value
+        if record.tags:
+            item["keyword"] = ", ".join(record.tags)
+        out.append(item)
+    return out
+
+
+# --- documents and answers ------------------------------------------------------------------
+
+
+async def bibliographic_of(client: Any, document: Any) -> Bibliographic | None:
+    """The stored record of a document; for a PDF ingested before records existed, read
+    from its stored file (not stored: reads never write)."""
+    record = bibliographic(document.metadata)
+    if record is None and document.mime_type == "application/pdf":
+        import asyncio
+
+        from haiku.rag.pdf_metadata import extract_pdf_metadata
+
+        data = await client.get_source_bytes(document)
+        record = await asyncio.to_thread(extract_pdf_metadata, data, filename=document.metadata.get("filename"))
+    if record is not None and record.title is None and document.title:
+        record = record.model_copy(update={"title": document.title})
+    return record
+
+
+async def cited_records(client: Any, citations: Iterable[Any]) -> list[Bibliographic]:
+    """One record per document an answer cites (anything with ``document_id``: citations,
+    search results), in order of first citation; documents without one get a title-only
+    record so every cited source is listed."""
+    records: list[Bibliographic] = []
+    seen: set[str] = set()
+    for citation in citations:
+        document_id = citation.document_id
+        if document_id in seen:
+            continue
+        seen.add(document_id)
+        document = await client.get_document(document_id)
+        record = await bibliographic_of(client, document)
+        records.append(record or Bibliographic(title=document.display_name))
+    return records
+
+
+async def bibliography_of_answer(client: Any, citations: Iterable[Any], format: str = "bibtex") -> str:
+    """The bibliography of an answer's cited sources: ``"bibtex"`` or ``"csl-json"``."""
+    records = await cited_records(client, citations)
+    if format == "bibtex":
+        return to_bibtex(records)
+    if format in ("csl-json", "csl"):
+        return json.dumps(to_csl_json(records), indent=2, ensure_ascii=False)
+    raise ValueError(f"unknown bibliography format {format!r} (bibtex or csl-json)")
