@@ -16,13 +16,14 @@ from haiku_desk import __version__
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="haiku-desk", description="Desktop research assistant")
     parser.add_argument("--version", action="version", version=f"haiku-desk {__version__}")
-    parser.add_argument("--db", help="library location (default: the haiku.rag data dir)")
+    parser.add_argument("--db", help="library location (default: the last library used, else the haiku.rag data dir)")
     parser.add_argument("paths", nargs="*", help="files or folders to add to the library")
     parser.add_argument(
         "--self-test",
         action="store_true",
         help="offscreen smoke test in a temporary library: ingest, search, render, answer; exit 0 on success",
     )
+    parser.add_argument("--debug", action="store_true", help="log everything, to stderr and the log file")
     # For start-up benchmarks: print "shown" once the window is painted, then quit.
     parser.add_argument("--quit-after-shown", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -35,25 +36,53 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_self_test()
 
+    from haiku_desk.platform_check import xcb_problem
+
+    problem = xcb_problem()
+    if problem:  # else Qt aborts with a page about plugins
+        print(problem, file=sys.stderr)
+        return 1
+
     # Settings before PySide6: once PySide6 is imported, shiboken reads the source of every
     # module imported after it (looking for ``from __feature__ import``), ~0.2 s over pydantic.
     from haiku.rag.config import load_config
+    from haiku.rag.logs import configure_logging
 
     config = load_config()
+    configure_logging("haiku-desk", config.storage.data_dir, debug=args.debug)
 
     import asyncio
+    import logging
+    import os
+    import signal
 
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
     from haiku_desk.bridge import install_event_loop
 
+    log = logging.getLogger("haiku_desk")
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("haiku-desk")
     app.setApplicationName("haiku-desk")
     app.setApplicationDisplayName("haiku-desk")
     app.setApplicationVersion(__version__)
     app.setDesktopFileName("haiku-desk")
+    app.setQuitOnLastWindowClosed(False)  # the window's close starts the shutdown, which quits
+
+    from haiku_desk.single_instance import InstanceServer, hand_over
+    from haiku_desk.views.library_menu import initial_library, remember_library
+
+    db_path = initial_library(args.db, config)
+    handover = hand_over(db_path, args.paths)
+    if handover.handed_over:
+        print(handover.message, flush=True)
+        return 0
+    if handover.message:
+        print(handover.message, file=sys.stderr, flush=True)
+    server = InstanceServer(app)
+    server.listen(db_path)
+
     _set_icon(app)
     from haiku_desk.views.theme import apply_system_theme
 
@@ -63,8 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     from haiku_desk.services import create_services
     from haiku_desk.views.main_window import MainWindow
 
-    services = create_services(args.db, config)
+    services = create_services(db_path, config)
     window = MainWindow(services)
+    window.quit_flow.manage_shutdown = True
+    server.paths_received.connect(services.library.add_paths)
+    server.activate_requested.connect(lambda: _bring_to_front(window))
+    services.library.library_changed.connect(server.listen)
+    services.library.opened.connect(lambda: remember_library(services.library.db_path))
+    if handover.message:
+        services.notifications.info(handover.message)
     window.show()
 
     def after_first_paint() -> None:
@@ -79,14 +115,49 @@ def main(argv: list[str] | None = None) -> int:
     QTimer.singleShot(0, after_first_paint)
 
     quit_requested = asyncio.Event()
+    outcome: dict[str, bool] = {}
+
+    def shut_down(stopped: bool) -> None:
+        outcome["stopped"] = stopped
+        quit_requested.set()
+
+    window.quit_flow.finished.connect(shut_down)
     app.aboutToQuit.connect(quit_requested.set)
+    # SIGTERM / SIGINT (a session ending, Ctrl-C in a terminal): quit without asking, work kept.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: QTimer.singleShot(0, window.quit_flow.force_quit))
     try:
         with loop:
             loop.run_until_complete(quit_requested.wait())
     finally:
-        services.library.close()
-        services.pages.close()
-    return 0
+        log.info("event loop ended")
+        if "stopped" not in outcome:
+            services.library.close()
+            services.pages.close()
+        server.close()
+    stopped = outcome.get("stopped", True)
+    if not stopped:
+        # A job did not stop in time (a thread busy in C code): its write is undone by the
+        # store's recovery at the next open, and the queue file keeps the job.
+        log.warning("exiting with work still stopping; it resumes at the next start")
+    log.info("exiting")
+    # Everything is saved by now: the store is closed (no write in flight), the work queue,
+    # failed files and window state are on disk, the executor's threads have finished. The
+    # interpreter's own teardown (freeing LanceDB, ONNX and Qt) takes seconds and would join a
+    # thread still busy in C code, so the process ends here.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _bring_to_front(window) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtCore import Qt
+
+    window.setWindowState((window.windowState() & ~Qt.WindowState.WindowMinimized) | Qt.WindowState.WindowActive)
+    window.show()
+    window.raise_()
+    window.activateWindow()
 
 
 def _set_icon(app) -> None:  # type: ignore[no-untyped-def]

@@ -1,6 +1,10 @@
-"""The library service: the app's one writable ``HaikuRAG`` client, its ingest queue, the
-documents the library pane shows and watch folders. What the chat searches is the chat's own
-per-conversation scope (the library pane's check boxes), never the pane's selection.
+"""The library service: the app's one writable ``HaikuRAG`` client and the documents the
+library pane shows. What the chat searches is the chat's own per-conversation scope (the
+library pane's check boxes), never the pane's selection. Its work queue
+(:mod:`~haiku_desk.services.work_queue`), watch folders
+(:mod:`~haiku_desk.services.watch_folders`) and failed files
+(:mod:`~haiku_desk.services.failures`) live in modules of their own, and are kept in the
+library's app folder (:mod:`~haiku_desk.services.app_folder`).
 
 Writes (ingest, embedding, delete) go through one queue and run one at a time; reads
 (search, page bytes, document lists) run in parallel in worker threads. Every file is one
@@ -8,27 +12,40 @@ Writes (ingest, embedding, delete) go through one queue and run one at a time; r
 speeds: searchable by full text as soon as they are parsed (every queued file is parsed
 before any embedding starts), then by hybrid search once their vectors land.
 
+Quitting (:meth:`LibraryService.shutdown`) stops the running job, kills the parse worker and
+keeps every job that was not done in the queue file; the next start runs them. Opening
+another library (:meth:`LibraryService.open_library`) does the same, then emits
+``library_changed(db_path)``.
+
 Views see :class:`LibraryEntry` values through Qt signals and never touch the store.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import os
-from collections import deque
+import sys
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
 
-from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
+from haiku.rag.errors import IngestCategory
 from haiku_desk.bridge import Operation
+from haiku_desk.services import failures
+from haiku_desk.services.app_folder import app_folder, is_remote
+from haiku_desk.services.failures import FailedFile, FailedFiles, NextStep
 from haiku_desk.services.notifications import Notifications
+from haiku_desk.services.watch_folders import (
+    LEGACY_WATCH_FILE_NAME,
+    WatchFolders,
+    path_from_uri,
+    uri_for,
+)
+from haiku_desk.services.work_queue import DeleteJob, IngestJob, Job, WorkQueue
 
 if TYPE_CHECKING:
     from haiku.rag.client import HaikuRAG, IngestOutcome
@@ -36,12 +53,11 @@ if TYPE_CHECKING:
     from haiku.rag.operations import Progress
     from haiku.rag.store.models import Document, SearchResult
 
+__all__ = ["DocumentState", "LibraryEntry", "LibraryService", "PendingWork", "path_from_uri", "uri_for"]
+
 log = logging.getLogger("haiku_desk.library")
 
-WATCH_FILE_NAME = "haiku-desk-watched.json"
-WATCH_DEBOUNCE_MS = 1500  # a copy into a watched folder fires many change events
-WATCH_POLL_MS = 5 * 60 * 1000  # catches edits the file-system watcher cannot see
-MAX_WATCHED_PATHS = 4000  # inotify watches are a shared, limited resource
+SHUTDOWN_TIMEOUT_S = 4.0  # how long Quit waits for the running job to roll back
 
 
 class DocumentState(StrEnum):
@@ -50,6 +66,7 @@ class DocumentState(StrEnum):
     TEXT = "text"  # searchable by full text, vectors pending
     EMBEDDING = "embedding"  # searchable by full text, vectors being computed
     HYBRID = "hybrid"  # searchable by full text and by meaning
+    DELETING = "deleting"  # a delete is queued or running (Cancel keeps the document)
     FAILED = "failed"
     CANCELLED = "cancelled"
 
@@ -60,24 +77,15 @@ STATE_LABELS = {
     DocumentState.TEXT: "searchable (text)",
     DocumentState.EMBEDDING: "searchable (text), embedding…",
     DocumentState.HYBRID: "searchable (hybrid)",
+    DocumentState.DELETING: "deleting…",
     DocumentState.FAILED: "failed",
     DocumentState.CANCELLED: "cancelled",
 }
 
-# What a person can do about each failure category.
-FAILURE_HINTS = {
-    "password_required": "Enter its password to index it.",
-    "wrong_password": "That password did not open it; try again.",
-    "needs_ocr": "It has no text layer. Run OCR on it (for example `ocrmypdf in.pdf out.pdf`) and add the result.",
-    "damaged": "The file is damaged or not what its name says. Re-download or re-export it.",
-    "empty": "There is no text in it to index.",
-    "unsupported_type": "This file type cannot be indexed. PDF, Markdown, text and source code work out of the box.",
-    "extra_missing": "Install the docling extra (pip install 'haiku-desk[docling]') to index Office and HTML files.",
-    "too_large": "Raise processing.max_file_mb in the configuration to index larger files.",
-    "timeout": "Parsing took too long; try again or split the file.",
-    "not_found": "The file is gone or unreadable.",
-    "parser_failed": "The parser crashed on this file; the rest of the library is unaffected. Re-export the file and add it again.",
-    "cancelled": "Ingestion was cancelled; re-ingest to try again.",
+CATEGORY_LABELS = {
+    IngestCategory.UNEXPECTED: "unexpected error",
+    IngestCategory.STORE_LOCKED: "library locked",
+    IngestCategory.DISK_FULL: "disk full",
 }
 
 
@@ -97,7 +105,7 @@ class LibraryEntry:
     mime_type: str = ""
     page_count: int = 0
     chunk_count: int = 0
-    category: str | None = None
+    category: IngestCategory | None = None
     reason: str | None = None
     stage: str = ""
     done: int = 0
@@ -110,21 +118,35 @@ class LibraryEntry:
 
     @property
     def busy(self) -> bool:
-        return self.state in (DocumentState.QUEUED, DocumentState.PARSING, DocumentState.EMBEDDING)
+        return self.state in (
+            DocumentState.QUEUED,
+            DocumentState.PARSING,
+            DocumentState.EMBEDDING,
+            DocumentState.DELETING,
+        )
 
     @property
     def needs_password(self) -> bool:
-        return self.state is DocumentState.FAILED and self.category in ("password_required", "wrong_password")
+        return self.state is DocumentState.FAILED and self.category in (
+            IngestCategory.PASSWORD_REQUIRED,
+            IngestCategory.WRONG_PASSWORD,
+        )
 
     @property
     def state_label(self) -> str:
         if self.state is DocumentState.FAILED:
-            return f"failed: {(self.category or 'error').replace('_', ' ')}"
+            category = self.category or IngestCategory.UNEXPECTED
+            return f"failed: {CATEGORY_LABELS.get(category, category.value.replace('_', ' '))}"
         return STATE_LABELS[self.state]
 
     @property
     def hint(self) -> str:
-        return FAILURE_HINTS.get(self.category or "", "") if self.state is DocumentState.FAILED else ""
+        return failures.hint(self.category) if self.state is DocumentState.FAILED else ""
+
+    @property
+    def next_steps(self) -> tuple[NextStep, ...]:
+        """What can be done about a failed file (empty for every other state)."""
+        return failures.next_steps(self.category) if self.state is DocumentState.FAILED else ()
 
     @property
     def fraction(self) -> float | None:
@@ -134,39 +156,61 @@ class LibraryEntry:
         return min(1.0, self.done / self.total)
 
 
-@dataclass
-class _IngestJob:
-    key: str
-    path: Path
-    password: str | None = None
+@dataclass(frozen=True)
+class PendingWork:
+    """What Quit would stop: the running job, the jobs waiting, the embeddings not done."""
 
+    running: str | None = None  # the running job's title
+    ingests: int = 0
+    deletes: int = 0
+    embeddings: int = 0
 
-@dataclass
-class _DeleteJob:
-    key: str
-    document_id: str
+    @property
+    def jobs(self) -> int:
+        return (1 if self.running else 0) + self.ingests + self.deletes + self.embeddings
 
-
-def path_from_uri(uri: str) -> str | None:
-    if not uri.startswith("file://"):
-        return None
-    return unquote(urlparse(uri).path)
-
-
-def uri_for(path: Path) -> str:
-    return path.resolve().as_uri()
+    def __bool__(self) -> bool:
+        return self.jobs > 0
 
 
 def _open_client(db_path: Path | str, config: AppConfig) -> HaikuRAG:
     from haiku.rag.client import HaikuRAG
 
-    return HaikuRAG(db_path, config, create=True)
+    client = HaikuRAG(db_path, config, create=True)
+    try:
+        client.store.acquire_writer_lock()  # a second writer learns it now, not at its first write
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def describe_open_failure(db_path: Path, exc: BaseException) -> str:
+    """Why a library could not be opened, in words that name the real cause."""
+    from haiku.rag.errors import StoreLockedError
+
+    category = failures.categorize(exc)
+    if isinstance(exc, StoreLockedError):
+        holder = f" (pid {exc.holder_pid})" if exc.holder_pid else ""
+        return (
+            f"The library at {db_path} is in use by another program{holder}, so it was not opened. "
+            "Quit that program (another haiku-desk?), then open the library again."
+        )
+    if category is IngestCategory.PERMISSION_DENIED:
+        return f"The library at {db_path} cannot be opened: permission denied ({exc})."
+    if category is IngestCategory.DISK_FULL:
+        return f"The library at {db_path} cannot be opened: the disk is full."
+    if category is IngestCategory.UNEXPECTED:
+        return f"The library at {db_path} could not be opened: unexpected error: {type(exc).__name__} ({exc})"
+    return f"The library at {db_path} could not be opened: {exc}"
 
 
 class LibraryService(QObject):
-    """Documents, the ingest queue, watch folders and the selection."""
+    """Documents, the ingest queue and watch folders (and their shutdown and switch)."""
 
     opened = Signal()  # the store is open and the documents are listed
+    open_failed = Signal(object)  # the exception that kept the store from opening
+    library_changed = Signal(str)  # another library is now this service's (its db path)
     entry_changed = Signal(object)  # LibraryEntry, added or updated
     entry_removed = Signal(str)  # entry key
     overall_progress = Signal(int, int)  # steps done, steps in this busy period (0, 0 when idle)
@@ -180,32 +224,37 @@ class LibraryService(QObject):
         self, db_path: Path, config: AppConfig, notifications: Notifications, parent: QObject | None = None
     ) -> None:
         super().__init__(parent)
-        self.db_path = Path(db_path)
         self.config = config
         self.notifications = notifications
+        # Called in the worker thread with each progress report of a running ingest, and its
+        # cancel token: tests hold an ingest "in progress" with it (a hook that blocks).
+        self.ingest_progress_hook: Any = None
+        self._watch: WatchFolders | None = None
+        self._attach(Path(db_path))
+
+    def _attach(self, db_path: Path) -> None:
+        """Point the service at the library at ``db_path`` (nothing is opened yet)."""
+        self.db_path = Path(db_path)
+        self.app_folder = app_folder(self.db_path, self.config.storage.data_dir)
         self._client: HaikuRAG | None = None
         self._open_task: asyncio.Future[Any] | None = None
         self._entries: dict[str, LibraryEntry] = {}
-        self._jobs: deque[_IngestJob | _DeleteJob] = deque()
+        self._queue = WorkQueue(self.app_folder, self.notifications.error)
+        self._resumable: list[Job] = []  # the jobs the last session left, read at start()
+        self._failed = FailedFiles(self.app_folder, self.notifications.error)
         self._worker: asyncio.Task[None] | None = None
         self._current: tuple[str, Operation] | None = None
         self._embed_paused: set[str] = set()  # keys whose embedding the user cancelled
         self._steps_done = 0
         self._steps_total = 0
         self._closed = False
-        self._watch: dict[str, dict[str, list[int]]] = {}  # folder -> {uri: [mtime_ns, size]}
-        # folder -> URIs the user deleted from the library: a rescan leaves them out, even when
-        # they change, until the user adds them again by hand
-        self._excluded: dict[str, set[str]] = {}
-        self._scans: dict[str, asyncio.Task[None]] = {}
-        self._fs_watcher: QFileSystemWatcher | None = None
-        self._watch_debounce = QTimer(self)
-        self._watch_debounce.setSingleShot(True)
-        self._watch_debounce.setInterval(WATCH_DEBOUNCE_MS)
-        self._watch_debounce.timeout.connect(self._rescan_all)
-        self._watch_poll = QTimer(self)
-        self._watch_poll.setInterval(WATCH_POLL_MS)
-        self._watch_poll.timeout.connect(self._rescan_all)
+        # True from the start until the documents are listed (or the open failed): the views
+        # show "Opening the library…", not the empty-library hint, meanwhile
+        self.is_opening = True
+        legacy = None if is_remote(self.db_path) else self.db_path / LEGACY_WATCH_FILE_NAME
+        self._watch = WatchFolders(self, self.app_folder, legacy)
+        self._watch.changed.connect(self.watched_folders_changed)
+        self._watch.rescanned.connect(self.rescanned)
 
     # --- the client -------------------------------------------------------------------------
 
@@ -227,52 +276,134 @@ class LibraryService(QObject):
         if self._open_task is None:
             # A plain function: a worker thread must not hold a reference to this QObject.
             self._open_task = asyncio.ensure_future(asyncio.to_thread(_open_client, self.db_path, self.config))
-        client = await asyncio.shield(self._open_task)
+        try:
+            client = await asyncio.shield(self._open_task)
+        except BaseException:
+            self._open_task = None  # the next call tries again
+            raise
         if self._client is None:
             self._client = client
         return self._client
 
     def start(self) -> asyncio.Task[None]:
-        """Open the library, list its documents, resume pending embeddings, start watching."""
+        """Open the library, list its documents, bring back its failed files and unfinished
+        work, resume pending embeddings, start watching."""
+        self.is_opening = True
+        # Read now, before paths given on the command line are queued behind them.
+        self._resumable = self._queue.load()
         return asyncio.ensure_future(self._start())
 
     async def _start(self) -> None:
+        self.is_opening = True
         try:
             await self.ensure_open()
-            self._load_watched()
-            await self.refresh()
+            await self.refresh()  # the documents first: the pane shows them at once
         except Exception as exc:
-            self.notifications.report_failure(f"Opening the library at {self.db_path}", exc)
+            self.is_opening = False
+            log.error("opening the library at %s failed", self.db_path, exc_info=exc)
+            self.notifications.error(describe_open_failure(self.db_path, exc), type(exc).__name__)
+            self.open_failed.emit(exc)
             return
+        if self._closed:
+            return
+        self._restore_failed()
+        self._resume_queue()
+        assert self._watch is not None
+        self._watch.load()
+        self.is_opening = False
         self.opened.emit()
+        self._emit_overall()
         self._kick()
         if self._watch:
-            self._rescan_all()
+            self._watch.rescan()
 
-    async def aclose(self) -> None:
-        """Cancel running work, wait for it to roll back, then close the store."""
-        worker, current = self._worker, self._current
+    def _restore_failed(self) -> None:
+        """Rows for the files that failed in an earlier session (and are still not in)."""
+        for file in self._failed.load():
+            if file.key in self._entries:
+                self._failed.forget(file.key)  # stored since (by the CLI, another session)
+                continue
+            self._set_entry(
+                LibraryEntry(
+                    key=file.key,
+                    name=file.name,
+                    state=DocumentState.FAILED,
+                    path=file.path,
+                    category=file.category,
+                    reason=file.reason,
+                    watched_folder=self.watch_folder_of(file.key),
+                )
+            )
+
+    def _resume_queue(self) -> None:
+        """Queue again the jobs the last session did not finish, in their order."""
+        jobs, self._resumable = self._resumable, []
+        for job in jobs:
+            if isinstance(job, IngestJob):
+                self.enqueue_ingest(job.path, watched=job.watched)
+            else:
+                entry = self._entries.get(job.key)
+                if entry is None or entry.document_id != job.document_id:
+                    continue  # already gone
+                self._queue_delete(entry)
+        if jobs:
+            log.info("resuming %d unfinished job(s) of %s", len(jobs), self.db_path)
+        self._queue.save()
+
+    def pending_work(self) -> PendingWork:
+        running = self._current[1].title if self._current is not None else None
+        counts = self._queue.counts()
+        embeddings = len(self._embeddable())  # the one being embedded is not among them
+        return PendingWork(running, counts["ingest"], counts["delete"], embeddings)
+
+    async def shutdown(self, timeout: float = SHUTDOWN_TIMEOUT_S, *, stop_parse_worker: bool = True) -> bool:
+        """Stop for quitting (or for opening another library): watching stops, the running job
+        is cancelled and the parse worker killed; jobs not done stay in the queue file for the
+        next start. Waits up to ``timeout`` for the running job to roll back its write, then
+        closes the store. Returns whether everything stopped in time (when not, the caller
+        exiting is safe: the store's recovery removes an interrupted write at the next open).
+        """
+        import time
+
+        began = time.monotonic()
+        current, worker = self._current, self._worker
+        log.info("shutting down %s: %s", self.db_path, self.pending_work())
         self._closed = True
+        self._queue.save()  # the running job stays in it: resumed at the next start
+        if self._watch is not None:
+            self._watch.close()
         if current is not None:
             current[1].cancel()
+        if stop_parse_worker:  # process-wide: a test or a tool closing one library keeps it
+            await asyncio.to_thread(_stop_parse_worker)
+        log.info("parse worker stopped after %.2f s", time.monotonic() - began)
+        stopped = True
+        if current is not None:
             try:
-                await asyncio.wait_for(current[1].wait(), 30)
+                await asyncio.wait_for(asyncio.shield(current[1].wait()), timeout)
             except TimeoutError:
-                log.warning("%s did not stop within 30 s", current[1].title)
+                log.warning("%s did not stop within %g s", current[1].title, timeout)
+                stopped = False
         if worker is not None and not worker.done():
             worker.cancel()
-            await asyncio.wait({worker}, timeout=30)
+            done, _ = await asyncio.wait({worker}, timeout=1.0)
+            stopped = stopped and bool(done)
         self.close()
+        log.info("library closed after %.2f s (everything stopped: %s)", time.monotonic() - began, stopped)
+        return stopped
+
+    async def aclose(self) -> None:
+        """Cancel running work, wait for it to roll back, then close the store (the shared
+        parse worker keeps running: a cancelled parse stops it if it does not stop itself)."""
+        await self.shutdown(timeout=30, stop_parse_worker=False)
 
     def close(self) -> None:
-        """Stop the queue, cancel running work and close the store."""
+        """Stop the queue, cancel running work and close the store (the queue file keeps the
+        jobs that were not done)."""
         self._closed = True
-        self._watch_debounce.stop()
-        self._watch_poll.stop()
-        self._stop_fs_watcher()
-        self._jobs.clear()
-        for task in self._scans.values():
-            task.cancel()
+        if self._watch is not None:
+            self._watch.close()
+        self._queue.clear()
         if self._current is not None:
             self._current[1].cancel()
         if self._worker is not None:
@@ -283,6 +414,32 @@ class LibraryService(QObject):
             except Exception:  # closing is best effort
                 log.exception("closing the library")
             self._client = None
+
+    async def open_library(self, db_path: str | os.PathLike[str]) -> bool:
+        """Make the library at ``db_path`` this service's: the current one is shut down as for
+        Quit (its unfinished work kept), its rows removed, ``library_changed`` emitted, and the
+        new one opened (``opened`` or ``open_failed`` follows). False when it is already open."""
+        target = Path(db_path).expanduser()
+        if not is_remote(target):
+            target = target.resolve()
+        if target == self.db_path and self._client is not None:
+            return False
+        await self.shutdown()
+        for key in list(self._entries):
+            self._remove_entry(key)
+        old_watch = self._watch
+        self._attach(target)
+        if old_watch is not None:
+            old_watch.setParent(None)
+            old_watch.deleteLater()
+        self.watched_folders_changed.emit([])
+        self._emit_overall()
+        self.busy_changed.emit(False)
+        self.library_changed.emit(str(self.db_path))
+        self.is_opening = True
+        self._resumable = self._queue.load()
+        await self._start()
+        return True
 
     # --- documents --------------------------------------------------------------------------
 
@@ -329,12 +486,23 @@ class LibraryService(QObject):
             mime_type=document.mime_type,
             page_count=document.page_count,
             chunk_count=document.chunk_count,
-            watched_folder=previous.watched_folder if previous else self._watching(document.uri),
+            watched_folder=previous.watched_folder if previous else self.watch_folder_of(document.uri),
         )
 
     def _set_entry(self, entry: LibraryEntry) -> None:
         self._entries[entry.key] = entry
+        if entry.state is DocumentState.FAILED and entry.category is not None:
+            self._failed.record(
+                FailedFile(entry.key, entry.name, entry.path, entry.category, entry.reason or "")
+            )
+        else:
+            self._dealt_with(entry.key)
         self.entry_changed.emit(entry)
+
+    def _dealt_with(self, key: str) -> None:
+        """A failed row was dealt with (queued again, stored, removed): its record and banners go."""
+        self._failed.forget(key)
+        self.notifications.withdraw(key)
 
     def _update(self, key: str, **changes: Any) -> LibraryEntry | None:
         entry = self._entries.get(key)
@@ -348,7 +516,12 @@ class LibraryService(QObject):
         entry = self._entries.pop(key, None)
         if entry is None:
             return
+        if not self._closed:
+            self._dealt_with(key)
         self.entry_removed.emit(key)
+
+    def set_watched_folder(self, key: str, folder: str | None) -> None:
+        self._update(key, watched_folder=folder)
 
     # --- adding ----------------------------------------------------------------------------
 
@@ -367,7 +540,7 @@ class LibraryService(QObject):
                 files.append(path)
         for file in files:
             self._include(uri_for(file))
-            self._enqueue_ingest(file)
+            self.enqueue_ingest(file)
         self._kick()
 
     def import_zotero(self, source: str | os.PathLike[str] | None = None) -> asyncio.Future[Any]:
@@ -412,10 +585,10 @@ class LibraryService(QObject):
             self.notifications.info(f"{folder.name}: no files to add")
         for file in files:
             self._include(uri_for(file))
-            self._enqueue_ingest(file)
+            self.enqueue_ingest(file)
         self._kick()
 
-    def _enqueue_ingest(self, path: Path, password: str | None = None, watched: str | None = None) -> None:
+    def enqueue_ingest(self, path: Path, password: str | None = None, watched: str | None = None) -> None:
         key = uri_for(path)
         if self._is_pending(key):
             return
@@ -430,46 +603,49 @@ class LibraryService(QObject):
                 name=path.name,
                 state=DocumentState.QUEUED,
                 path=str(path.resolve()),
-                watched_folder=watched or self._watching(key),
+                watched_folder=watched or self.watch_folder_of(key),
             )
         self._embed_paused.discard(key)
         self._set_entry(entry)
-        self._jobs.append(_IngestJob(key, path, password))
+        self._queue.append(IngestJob(key, path.resolve(), password, watched))
         self._steps_total += 1
         self._emit_overall()
+
+    _enqueue_ingest = enqueue_ingest
 
     def _is_pending(self, key: str) -> bool:
         if self._current is not None and self._current[0] == key:
             return True
-        return any(job.key == key for job in self._jobs)
+        return self._queue.has(key)
 
     def reingest(self, keys: list[str]) -> None:
         """Run files through ingestion again: changed files are updated, failed ones retried,
         missing vectors completed."""
         for key in keys:
             entry = self._entries.get(key)
-            if entry is None:
+            if entry is None or entry.state is DocumentState.DELETING:
                 continue
             if entry.path is None or not Path(entry.path).is_file():
                 self.notifications.error(f"{entry.name}: the original file is no longer at {entry.path}; cannot re-ingest")
                 continue
-            self._enqueue_ingest(Path(entry.path))
+            self.enqueue_ingest(Path(entry.path))
         self._kick()
 
     def retry_with_password(self, key: str, password: str) -> None:
         entry = self._entries.get(key)
         if entry is None or entry.path is None:
             return
-        self._enqueue_ingest(Path(entry.path), password=password)
+        self.enqueue_ingest(Path(entry.path), password=password)
         self._kick()
 
     def cancel(self, keys: list[str]) -> None:
-        """Cancel queued or running work; a document already searchable stays searchable."""
+        """Cancel queued or running work; a document already searchable stays searchable, and
+        a document whose delete was still queued stays in the library."""
         for key in keys:
-            queued = [job for job in self._jobs if job.key == key]
-            for job in queued:
-                self._jobs.remove(job)
+            for job in self._queue.remove(key):
                 self._steps_done += 1
+                if isinstance(job, DeleteJob):
+                    self._include(key)  # not deleted after all: rescans may bring it again
                 self._after_cancel(key)
             if self._current is not None and self._current[0] == key:
                 self._current[1].cancel()
@@ -492,7 +668,7 @@ class LibraryService(QObject):
     async def _restore(self, key: str) -> None:
         """After a cancel, show a stored document's real state again."""
         entry = self._entries.get(key)
-        if entry is None or entry.document_id is None:
+        if entry is None or entry.document_id is None or self._closed:
             return
         try:
             document = await self.client.get_document(entry.document_id)
@@ -506,16 +682,11 @@ class LibraryService(QObject):
     def delete(self, keys: list[str]) -> None:
         """Remove documents from the library, as the user asked (queued work for them is
         cancelled first). A document of a watched folder is remembered as excluded, so the next
-        rescan does not bring it back."""
-        excluded = False
-        for key in keys:
-            folder = self._watching(key)
-            if folder is not None and key not in self._excluded.setdefault(folder, set()):
-                self._excluded[folder].add(key)
-                excluded = True
-        if excluded:
-            self._save_watched()
-        self._delete(keys)
+        rescan does not bring it back. Until its delete has run, its row reads "deleting…"
+        and Cancel keeps it."""
+        if self._watch is not None:
+            self._watch.exclude(keys)
+        self.remove_documents(keys)
 
     def rename(self, key: str, title: str | None) -> None:
         """Give a stored document the user's own title (None: back to the title found in the
@@ -537,30 +708,40 @@ class LibraryService(QObject):
         if (current := self._entries.get(key)) is not None and current.document_id == document.id:
             self._update(key, name=document.display_name)
 
-    def _delete(self, keys: list[str]) -> None:
+    def remove_documents(self, keys: list[str]) -> None:
         """Remove documents from the library (queued work for them is cancelled first)."""
         for key in keys:
             entry = self._entries.get(key)
-            if entry is None:
+            if entry is None or entry.state is DocumentState.DELETING:
                 continue
             self.cancel([key])
             if entry.document_id is None:
                 self._remove_entry(key)
                 continue
-            self._jobs.append(_DeleteJob(key, entry.document_id))
-            self._steps_total += 1
+            self._queue_delete(entry)
         self._emit_overall()
         self._kick()
 
+    _delete = remove_documents
+
+    def _queue_delete(self, entry: LibraryEntry) -> None:
+        assert entry.document_id is not None
+        self._queue.append(DeleteJob(entry.key, entry.document_id))
+        self._steps_total += 1
+        self._update(entry.key, state=DocumentState.DELETING, stage="", done=0, total=0)
+
     # --- the write queue --------------------------------------------------------------------
 
-    def _kick(self) -> None:
+    def kick(self) -> None:
+        """Start the queue's worker when there is work and it is idle."""
         if self._closed or (self._worker is not None and not self._worker.done()):
             return
-        if not self._jobs and not self._embeddable():
+        if not self._queue and not self._embeddable():
             return
         self._worker = asyncio.ensure_future(self._work())
         self.busy_changed.emit(True)
+
+    _kick = kick
 
     def _embeddable(self) -> list[LibraryEntry]:
         return [
@@ -573,14 +754,9 @@ class LibraryService(QObject):
         try:
             await self.ensure_open()
             while not self._closed:
-                if self._jobs:  # every queued file is parsed before any embedding starts
-                    job = self._jobs.popleft()
-                    if isinstance(job, _IngestJob):
-                        await self._run_ingest(job)
-                    else:
-                        await self._run_delete(job)
-                    self._steps_done += 1
-                    self._emit_overall()
+                job = self._queue.take()  # every queued file is parsed before any embedding starts
+                if job is not None:
+                    await self._run_job(job)
                     continue
                 pending = self._embeddable()
                 if not pending:
@@ -597,9 +773,21 @@ class LibraryService(QObject):
             self._worker = None
             self._current = None
             self._steps_done = self._steps_total = 0
-            self._emit_overall()
             if not self._closed:
+                self._emit_overall()
                 self.busy_changed.emit(False)
+
+    async def _run_job(self, job: Job) -> None:
+        try:
+            if isinstance(job, IngestJob):
+                await self._run_ingest(job)
+            else:
+                await self._run_delete(job)
+        finally:
+            if not self._closed:  # at quit the job stays in the queue file: resumed next start
+                self._queue.finish(job)
+                self._steps_done += 1
+                self._emit_overall()
 
     def _emit_overall(self) -> None:
         self.overall_progress.emit(self._steps_done, self._steps_total)
@@ -618,21 +806,34 @@ class LibraryService(QObject):
             self._current = None
         return not cancelled and not operation.token.cancelled
 
-    async def _run_ingest(self, job: _IngestJob) -> None:
+    async def _run_ingest(self, job: IngestJob) -> None:
         client = self.client
         self._update(job.key, state=DocumentState.PARSING, stage="reading", done=0, total=0)
+        hook = self.ingest_progress_hook
 
         async def body(token: Any, report: Any) -> IngestOutcome:
-            return await client.ingest_file(job.path, password=job.password, progress=report, cancel=token, embed=False)
+            progress = report
+            if hook is not None:
+
+                def progress(p: Any) -> None:  # in the worker thread
+                    hook(p, token)
+                    report(p)
+
+            return await client.ingest_file(job.path, password=job.password, progress=progress, cancel=token, embed=False)
 
         operation = Operation(f"Adding {job.path.name}", body)  # no parent: it may outlive close()
         operation.setProperty("entry_key", job.key)
         finished = await self._run_operation(job.key, operation)
+        if self._closed:
+            return  # quitting: whatever happened, the job is resumed at the next start
         if not finished:
             self._after_cancel(job.key)
         elif operation.error is not None:
-            self._fail(job.key, "damaged", str(operation.error))
-            self.notifications.report_failure(operation.title, operation.error)
+            exc = operation.error
+            name = job.path.name
+            category, reason = failures.describe_exception(exc, name)
+            log.error("ingesting %s failed (%s): %s", job.path, category.value, reason, exc_info=exc)
+            self._fail(job.key, category, reason)
         else:
             self._apply_outcome(job.key, operation.result)
 
@@ -640,31 +841,37 @@ class LibraryService(QObject):
         previous = self._entries.get(key)
         if previous is None:  # deleted while it was being ingested
             if outcome.document is not None:
-                self._jobs.append(_DeleteJob(key, outcome.document.id))
+                self._queue.append(DeleteJob(key, outcome.document.id))
                 self._steps_total += 1
             return
         if outcome.status == "failed" or outcome.document is None:
-            self._fail(key, outcome.category or "damaged", outcome.reason or "ingest failed")
-            entry = self._entries.get(key)
-            if entry is not None and entry.needs_password:
-                self.password_required.emit(entry)
-            else:
-                name = entry.name if entry else key
-                self.notifications.error(f"{name}: {outcome.reason}", (entry.hint if entry else ""))
+            category = outcome.category or IngestCategory.UNEXPECTED
+            reason = failures.plain_reason(outcome.reason or "ingest failed", previous.name)
+            log.info("%s failed (%s): %s", key, category.value, reason)
+            self._fail(key, category, reason)
             return
         self._set_entry(self._entry_from_document(outcome.document, previous))
 
-    def _fail(self, key: str, category: str, reason: str) -> None:
+    def _fail(self, key: str, category: IngestCategory, reason: str) -> None:
         entry = self._entries.get(key)
         if entry is None:
             return
-        if entry.document_id is not None and category not in ("password_required", "wrong_password"):
+        password = category in (IngestCategory.PASSWORD_REQUIRED, IngestCategory.WRONG_PASSWORD)
+        if entry.document_id is not None and not password:
             # The stored document is untouched by a failed re-ingest: keep showing it as searchable,
             # and say why the update failed.
-            self.notifications.error(f"{entry.name} was not updated: {reason}")
+            self.notifications.error(f"{entry.name} was not updated: {reason}", failures.hint(category))
             asyncio.ensure_future(self._restore(key))
             return
-        self._update(key, state=DocumentState.FAILED, category=category, reason=reason, stage="", done=0, total=0)
+        entry = self._update(
+            key, state=DocumentState.FAILED, category=category, reason=reason, stage="", done=0, total=0
+        )
+        if entry is None:
+            return
+        if entry.needs_password:
+            self.password_required.emit(entry)
+        else:
+            self.notifications.error(f"{entry.name}: {reason}", entry.hint, key=key)
 
     async def _run_embedding(self, entry: LibraryEntry) -> None:
         client = self.client
@@ -680,6 +887,8 @@ class LibraryService(QObject):
         operation = Operation(f"Embedding {entry.name}", body)
         operation.setProperty("entry_key", key)
         finished = await self._run_operation(key, operation)
+        if self._closed:
+            return  # its vectors are completed at the next start
         if not finished:
             self._embed_paused.add(key)
             await self._restore(key)
@@ -690,7 +899,7 @@ class LibraryService(QObject):
         else:
             self._set_entry(self._entry_from_document(operation.result, self._entries.get(key)))
 
-    async def _run_delete(self, job: _DeleteJob) -> None:
+    async def _run_delete(self, job: DeleteJob) -> None:
         from haiku.rag.errors import DocumentNotFoundError
 
         try:
@@ -698,9 +907,13 @@ class LibraryService(QObject):
         except DocumentNotFoundError:
             pass
         except Exception as exc:
+            if self._closed:
+                return
             self.notifications.report_failure(f"Deleting {job.key}", exc)
+            await self._restore(job.key)
             return
-        self._remove_entry(job.key)
+        if not self._closed:
+            self._remove_entry(job.key)
 
     @Slot(object)
     def _on_progress(self, progress: Progress) -> None:
@@ -736,216 +949,51 @@ class LibraryService(QObject):
         results = await client.search(query, limit=limit, filter=filter)
         return await client.expand_context(results)
 
-    # --- watch folders ----------------------------------------------------------------------
+    # --- watch folders (services/watch_folders.py) -------------------------------------------
 
     @property
     def watched_folders(self) -> list[str]:
-        return sorted(self._watch)
+        return self._watch.folders if self._watch is not None else []
 
-    def _watch_file(self) -> Path:
-        if "://" not in str(self.db_path):
-            return self.db_path / WATCH_FILE_NAME
-        digest = hashlib.sha1(str(self.db_path).encode()).hexdigest()[:12]
-        return self.config.storage.data_dir / f"haiku-desk-watched-{digest}.json"
+    def watch_folder_of(self, uri: str) -> str | None:
+        return self._watch.folder_of(uri) if self._watch is not None else None
 
-    def _load_watched(self) -> None:
-        path = self._watch_file()
-        try:
-            data = json.loads(path.read_text()) if path.is_file() else {}
-        except (OSError, ValueError) as exc:
-            self.notifications.error(f"Cannot read the watched folders list {path}: {exc}")
-            data = {}
-        folders = data.get("folders", {})
-        self._watch = {folder: dict(info.get("files", {})) for folder, info in folders.items()}
-        self._excluded = {
-            folder: set(info.get("excluded", [])) for folder, info in folders.items() if info.get("excluded")
-        }
-        self._rewatch()
-        self.watched_folders_changed.emit(self.watched_folders)
+    _watching = watch_folder_of
 
     def excluded_files(self, folder: str) -> list[str]:
         """URIs in ``folder`` the user deleted from the library, which rescans leave out."""
-        return sorted(self._excluded.get(str(Path(folder).expanduser().resolve()), ()))
+        return self._watch.excluded_files(folder) if self._watch is not None else []
 
     def _include(self, uri: str) -> None:
-        """The user added ``uri`` by hand: it is no longer excluded from its watched folder."""
-        changed = False
-        for uris in self._excluded.values():
-            if uri in uris:
-                uris.discard(uri)
-                changed = True
-        if changed:
-            self._save_watched()
-
-    def _save_watched(self) -> None:
-        path = self._watch_file()
-        folders: dict[str, dict[str, Any]] = {}
-        for folder, files in self._watch.items():
-            folders[folder] = {"files": files}
-            if self._excluded.get(folder):
-                folders[folder]["excluded"] = sorted(self._excluded[folder])
-        data = {"version": 1, "folders": folders}  # "excluded" is optional: still version 1
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(data))
-            tmp.replace(path)
-        except OSError as exc:
-            self.notifications.error(f"Cannot save the watched folders list {path}: {exc}")
+        if self._watch is not None:
+            self._watch.include(uri)
 
     def add_watched_folder(self, folder: str | os.PathLike[str]) -> asyncio.Task[None] | None:
         """Watch ``folder``: its files are added now and kept in sync on every rescan."""
-        path = Path(folder).expanduser().resolve()
-        if not path.is_dir():
-            self.notifications.error(f"{path} is not a folder")
-            return None
-        key = str(path)
-        if key not in self._watch:
-            self._watch[key] = {}
-            self._save_watched()
-            self._rewatch()
-            self.watched_folders_changed.emit(self.watched_folders)
-        return self.rescan(key)
+        assert self._watch is not None
+        return self._watch.add(folder)
 
     def remove_watched_folder(self, folder: str, *, delete_documents: bool = False) -> None:
-        key = str(Path(folder).expanduser().resolve())
-        if self._watch.pop(key, None) is None:
+        assert self._watch is not None
+        key = self._watch.remove(folder)
+        if key is None:
             return
-        self._excluded.pop(key, None)  # its exclusions meant "not from this folder"
-        self._save_watched()
-        self._rewatch()
-        self.watched_folders_changed.emit(self.watched_folders)
         inside = [e.key for e in self._entries.values() if e.watched_folder == key]
         if delete_documents:
-            self._delete(inside)
+            self.remove_documents(inside)
         else:
             for k in inside:
                 self._update(k, watched_folder=None)
 
-    def _watching(self, uri: str) -> str | None:
-        path = path_from_uri(uri)
-        if path is None:
-            return None
-        for folder in self._watch:
-            if path.startswith(folder.rstrip("/") + "/"):
-                return folder
-        return None
-
     def rescan(self, folder: str | None = None) -> asyncio.Task[None] | None:
-        """Re-scan one watched folder (or all): new and changed files are queued, documents of
-        removed files deleted. Returns the scan task (the last one when scanning all)."""
-        task = None
-        for key in [folder] if folder else list(self._watch):
-            if key not in self._watch:
-                continue
-            running = self._scans.get(key)
-            if running is not None and not running.done():
-                task = running
-                continue
-            task = asyncio.ensure_future(self._scan(key))
-            self._scans[key] = task
-        return task
+        """Re-scan one watched folder (or all); returns the scan task."""
+        return self._watch.rescan(folder) if self._watch is not None else None
 
-    @Slot()
-    def _rescan_all(self) -> None:
-        if not self._closed:
-            self.rescan()
 
-    async def _scan(self, folder: str) -> None:
-        from haiku.rag.ingest.pipeline import iter_source_files
-
-        root = Path(folder)
-
-        def walk() -> dict[str, tuple[Path, list[int]]] | None:
-            if not root.is_dir():
-                return None
-            found = {}
-            for file in iter_source_files(root):
-                try:
-                    st = file.stat()
-                except OSError:
-                    continue
-                found[uri_for(file)] = (file, [st.st_mtime_ns, st.st_size])
-            return found
-
-        try:
-            await self.ensure_open()
-            found = await asyncio.to_thread(walk)
-        except Exception as exc:
-            self.notifications.report_failure(f"Scanning {folder}", exc)
-            return
-        if folder not in self._watch:
-            return
-        if found is None:
-            self.notifications.error(f"The watched folder {folder} is missing; its documents are kept")
-            self.rescanned.emit(folder)
-            return
-        known = self._watch[folder]
-        excluded = self._excluded.get(folder, set())
-        prefix = folder.rstrip("/") + "/"
-        stored_here = {
-            e.key for e in self._entries.values() if e.path and e.path.startswith(prefix) and e.document_id
-        }
-        for uri, (file, stat) in found.items():
-            if uri in excluded:  # deleted by the user: stays out, changed or not
-                continue
-            entry = self._entries.get(uri)
-            is_new = entry is None or (entry.document_id is None and entry.state is DocumentState.CANCELLED)
-            if is_new or known.get(uri) != stat:
-                self._enqueue_ingest(file, watched=folder)
-            elif entry is not None and entry.watched_folder != folder:
-                self._update(uri, watched_folder=folder)
-        removed = (set(known) | stored_here) - set(found)
-        to_delete = [k for k in removed if k in self._entries]
-        if to_delete:
-            self._delete(to_delete)  # the file is gone: not an exclusion
-        self._watch[folder] = {uri: stat for uri, (_, stat) in found.items()}
-        self._save_watched()
-        self._rewatch()
-        self._kick()
-        self.rescanned.emit(folder)
-
-    def _rewatch(self) -> None:
-        """Point the file-system watcher at the watched folders, their subfolders and files."""
-        if self._closed:
-            return
-        if self._fs_watcher is None:
-            self._fs_watcher = QFileSystemWatcher(self)
-            self._fs_watcher.directoryChanged.connect(self._on_fs_change)
-            self._fs_watcher.fileChanged.connect(self._on_fs_change)
-        watcher = self._fs_watcher
-        wanted: list[str] = []
-        for folder, files in self._watch.items():
-            wanted.append(folder)
-            for dirpath, dirnames, _ in os.walk(folder):
-                dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-                wanted.extend(os.path.join(dirpath, d) for d in dirnames)
-                if len(wanted) > MAX_WATCHED_PATHS:
-                    break
-            wanted.extend(p for p in (path_from_uri(u) for u in files) if p)
-        wanted = wanted[:MAX_WATCHED_PATHS]
-        current = set(watcher.directories()) | set(watcher.files())
-        stale = [p for p in current if p not in set(wanted)]
-        if stale:
-            watcher.removePaths(stale)
-        new = [p for p in wanted if p not in current and os.path.exists(p)]
-        if new:
-            watcher.addPaths(new)
-        if self._watch:
-            self._watch_poll.start()
-        else:
-            self._watch_poll.stop()
-
-    def _stop_fs_watcher(self) -> None:
-        """Delete the watcher now, on this (the GUI) thread: it owns an inotify descriptor
-        registered with the GUI event loop, which must not be left to whichever thread later
-        frees this service."""
-        watcher, self._fs_watcher = self._fs_watcher, None
-        if watcher is not None:
-            import shiboken6
-
-            shiboken6.delete(watcher)  # also drops its connections
-
-    @Slot(str)
-    def _on_fs_change(self, _path: str) -> None:
-        self._watch_debounce.start()
+def _stop_parse_worker() -> None:
+    """Kill the process-wide parse worker now, if one was started (the next parse, in this
+    process, starts a fresh one)."""
+    isolation = sys.modules.get("haiku.rag.ingest.isolation")
+    worker = getattr(isolation, "_shared", None) if isolation is not None else None
+    if worker is not None:
+        worker.stop()

@@ -1,4 +1,9 @@
-"""The one non-blocking place where errors and notices are reported."""
+"""The one non-blocking place where errors and notices are reported.
+
+Every notice also goes to the log file (``haiku.rag.logs``), a failure with its traceback. A
+notice about one thing (a failed file) carries its ``key``; when that thing is dealt with
+(the row is re-ingested, removed, stored), ``withdraw(key)`` takes its banners away.
+"""
 
 from __future__ import annotations
 
@@ -22,30 +27,55 @@ class Notice:
     level: Level
     message: str
     detail: str = ""
+    key: str | None = None  # what the notice is about (a library entry's key), if one thing
 
 
 class Notifications(QObject):
-    """Collects notices from every service; the notification area subscribes to ``posted``."""
+    """Collects notices from every service; the notification area subscribes to ``posted``
+    and ``withdrawn``."""
 
     posted = Signal(object)  # Notice
+    withdrawn = Signal(str)  # key: its notices are stale
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.history: list[Notice] = []
+        self._live_keys: set[str] = set()
 
-    def post(self, level: Level, message: str, detail: str = "") -> Notice:
-        notice = Notice(level, message, detail)
+    def post(
+        self,
+        level: Level,
+        message: str,
+        detail: str = "",
+        *,
+        key: str | None = None,
+        exc: BaseException | None = None,
+    ) -> Notice:
+        notice = Notice(level, message, detail, key)
         self.history.append(notice)
-        log.log(logging.ERROR if level is Level.ERROR else logging.INFO, "%s", message)
+        log_level = {Level.ERROR: logging.ERROR, Level.WARNING: logging.WARNING}.get(level, logging.INFO)
+        log.log(log_level, "%s", message, exc_info=exc)
+        if key is not None:
+            self._live_keys.add(key)
         self.posted.emit(notice)
         return notice
 
-    def error(self, message: str, detail: str = "") -> Notice:
-        return self.post(Level.ERROR, message, detail)
+    def error(self, message: str, detail: str = "", *, key: str | None = None) -> Notice:
+        return self.post(Level.ERROR, message, detail, key=key)
 
-    def info(self, message: str, detail: str = "") -> Notice:
-        return self.post(Level.INFO, message, detail)
+    def info(self, message: str, detail: str = "", *, key: str | None = None) -> Notice:
+        return self.post(Level.INFO, message, detail, key=key)
 
-    def report_failure(self, title: str, exc: BaseException) -> Notice:
-        """An operation's failure, worded for a person: ``title`` says what was being done."""
-        return self.error(f"{title}: {exc}", type(exc).__name__)
+    def report_failure(self, title: str, exc: BaseException, *, key: str | None = None) -> Notice:
+        """An operation's failure, worded for a person: ``title`` says what was being done.
+        The traceback goes to the log file."""
+        return self.post(Level.ERROR, f"{title}: {exc}", type(exc).__name__, key=key, exc=exc)
+
+    def withdraw(self, key: str) -> None:
+        """The notices about ``key`` no longer apply (the row was dealt with)."""
+        if key in self._live_keys:
+            self._live_keys.discard(key)
+            self.withdrawn.emit(key)
+
+    def is_live(self, key: str) -> bool:
+        return key in self._live_keys

@@ -52,6 +52,7 @@ from haiku_desk.services.library import LibraryEntry, LibraryService
 from haiku_desk.views.widgets import compact_button
 
 EMPTY_HINT = "Drop PDFs or folders anywhere on this window, or use “Add files…”."
+OPENING_HINT = "Opening the library…"
 ALL_DOCUMENTS = "All documents"
 # The State column's width comes from this text (not from what the rows show now), so a state
 # or a progress that changes never resizes it; longer texts end in "…" (tooltip: all of it).
@@ -166,6 +167,7 @@ class LibraryPane(QWidget):
         self.library = library
         self.setAccessibleName("Library")
         self.password_dialog: QInputDialog | None = None
+        self.delete_dialog = None  # the open delete confirmation (QMessageBox), if any
         self.rename_dialog: QInputDialog | None = None
         self._password_queue: list[str] = []
 
@@ -255,6 +257,7 @@ class LibraryPane(QWidget):
         self.reason.setAccessibleName("Why the document failed")
         self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.reason.hide()
+        self._build_next_steps()
 
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setAccessibleName("Cancel ingestion of the selected documents")
@@ -309,6 +312,7 @@ class LibraryPane(QWidget):
         layout.addWidget(self.empty_hint)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.reason)
+        layout.addWidget(self.next_steps_box)
         layout.addWidget(self.watched_box)
         layout.addWidget(self.overall)
         layout.addLayout(actions)
@@ -320,7 +324,7 @@ class LibraryPane(QWidget):
         self.watch_menu_action.triggered.connect(self.choose_watched_folder)
         self.cancel_button.clicked.connect(lambda: library.cancel(self.selected_keys()))
         self.reingest_button.clicked.connect(lambda: library.reingest(self.selected_keys()))
-        self.delete_button.clicked.connect(lambda: library.delete(self.selected_keys()))
+        self.delete_button.clicked.connect(lambda: self.confirm_delete(self.selected_keys()))
         self.unlock_button.clicked.connect(self._unlock_selected)
         self.rescan_button.clicked.connect(lambda: library.rescan())
         self.unwatch_button.clicked.connect(self._unwatch_selected)
@@ -330,6 +334,9 @@ class LibraryPane(QWidget):
         library.overall_progress.connect(self._overall)
         library.password_required.connect(self._password_required)
         library.watched_folders_changed.connect(self._watched_changed)
+        library.opened.connect(self._entries_changed)
+        library.open_failed.connect(self._entries_changed)
+        library.library_changed.connect(self._entries_changed)
         self._watched_changed(library.watched_folders)
         self._entries_changed()
 
@@ -359,6 +366,7 @@ class LibraryPane(QWidget):
 
     def _entries_changed(self, *_: object) -> None:
         empty = self.model.rowCount() == 0
+        self.empty_hint.setText(OPENING_HINT if self.library.is_opening else EMPTY_HINT)
         self.empty_hint.setVisible(empty)
         if self.search.text():  # a resolved title may now match the filter (rows stay unsorted)
             self.proxy.invalidateFilter()
@@ -379,6 +387,7 @@ class LibraryPane(QWidget):
             self.reason.show()
         else:
             self.reason.hide()
+        self._show_next_steps(failed[0] if failed else None)
 
     def _selection_changed(self, *_: object) -> None:
         self._update_buttons()  # selection is for managing files: the scope stays as it is
@@ -565,4 +574,83 @@ class LibraryPane(QWidget):
 
         dialog.finished.connect(done)
         self.password_dialog = dialog
+        dialog.open()
+
+    # --- failed rows: the next step their category allows ----------------------------------
+
+    def _build_next_steps(self) -> None:
+        from haiku_desk.services.failures import NextStep
+
+        self.next_steps_box = QWidget()
+        self.next_steps_box.setAccessibleName("What to do about the failed file")
+        row = QHBoxLayout(self.next_steps_box)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.next_step_buttons: dict[NextStep, QPushButton] = {}
+        for step in NextStep:
+            button = QPushButton(step.value)
+            button.setAccessibleName(f"{step.value.rstrip('…')} the failed file")
+            button.clicked.connect(lambda _=False, s=step: self.take_next_step(s))
+            row.addWidget(compact_button(button))
+            self.next_step_buttons[step] = button
+        row.addStretch(1)
+        self.next_steps_box.hide()
+        self._next_step_key: str | None = None
+
+    def _show_next_steps(self, entry: LibraryEntry | None) -> None:
+        steps = entry.next_steps if entry is not None else ()
+        self._next_step_key = entry.key if entry is not None else None
+        for step, button in self.next_step_buttons.items():
+            button.setVisible(step in steps)
+        self.next_steps_box.setVisible(bool(steps))
+
+    def take_next_step(self, step) -> None:  # type: ignore[no-untyped-def]
+        """Do what the failed row's button says (for the row shown in the reason area)."""
+        from haiku_desk.services.failures import NextStep
+
+        key = self._next_step_key
+        if key is None:
+            return
+        if step is NextStep.REINGEST:
+            self.library.reingest([key])
+        elif step is NextStep.PASSWORD:
+            self.prompt_password(key)
+        elif step is NextStep.REMOVE:
+            self.library.delete([key])  # a failed row holds no document: no confirmation
+
+    # --- deleting -----------------------------------------------------------------------------
+
+    def confirm_delete(self, keys: list[str]) -> None:
+        """Ask before deleting stored documents (rows without a document go at once). Non-
+        blocking; the dialog is ``self.delete_dialog`` until answered."""
+        from PySide6.QtWidgets import QMessageBox
+
+        entries = [e for e in (self.library.entry(k) for k in keys) if e is not None]
+        stored = [e for e in entries if e.document_id is not None]
+        if not stored:
+            self.library.delete(keys)
+            return
+        what = f"“{stored[0].name}”" if len(stored) == 1 else f"{len(stored)} documents"
+        dialog = QMessageBox(self)
+        dialog.setIcon(QMessageBox.Icon.Question)
+        dialog.setWindowTitle("Delete from the library")
+        dialog.setText(f"Delete {what} from the library?")
+        dialog.setInformativeText(
+            "Their passages leave the search and their citations stop opening. The files on "
+            "disk are not touched. While the delete waits in the queue, the library's Cancel "
+            "button still keeps them."
+        )
+        delete = dialog.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
+        keep = dialog.addButton(QMessageBox.StandardButton.Cancel)
+        dialog.setDefaultButton(keep)
+        dialog.setEscapeButton(keep)
+        dialog.setAccessibleName("Confirm delete")
+
+        def done(_result: int) -> None:
+            if dialog.clickedButton() is delete:
+                self.library.delete(keys)
+            self.delete_dialog = None
+            dialog.deleteLater()
+
+        dialog.finished.connect(done)
+        self.delete_dialog = dialog
         dialog.open()

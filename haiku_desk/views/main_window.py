@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from haiku_desk.views.citation_panel import CitationPanel, cited_pages
 from haiku_desk.views.library_pane import LibraryPane
 from haiku_desk.views.notification_area import NotificationArea
+from haiku_desk.views.quit_dialog import QuitFlow
 
 if TYPE_CHECKING:
     from haiku.rag.citations import Citation
@@ -103,6 +104,10 @@ class MainWindow(QMainWindow):
         self.drop_overlay.hide()
 
         self._build_actions()
+        self.quit_flow = QuitFlow(services, self)  # closing the window is Quit: asks once if work is pending
+        from haiku_desk.views.library_menu import LibraryMenu
+
+        self.library_menu = LibraryMenu(self)  # File › New/Open/Recent library, Help › Open log folder
         self.chat_pane.citation_activated.connect(self.show_citation)
         self.chat_pane.command_requested.connect(self._run_chat_command)
         services.chat.current_changed.connect(self.citation_panel.follow_conversation)
@@ -120,6 +125,8 @@ class MainWindow(QMainWindow):
         self._chat_splitter_state: QByteArray | None = None
         services.library.entry_changed.connect(self._update_status)
         services.library.entry_removed.connect(self._update_status)
+        services.library.opened.connect(self._update_status)
+        services.library.open_failed.connect(self._update_status)
         self._update_status()
         self._restore_state()
         self._keyboard_focus_chain()
@@ -400,6 +407,8 @@ class MainWindow(QMainWindow):
         searchable = sum(1 for e in entries if e.searchable)
         failed = sum(1 for e in entries if e.reason and not e.searchable)
         text = f"{searchable} document{'s' if searchable != 1 else ''} searchable"
+        if self.services.library.is_opening:
+            text = "Opening the library…"
         if failed:
             text += f" · {failed} failed"
         self.statusBar().showMessage(f"{text} · {self.services.library.db_path}")
@@ -477,6 +486,9 @@ class MainWindow(QMainWindow):
         settings.sync()
 
     def closeEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+        if not self.quit_flow.allow_close():
+            event.ignore()
+            return
         self.save_state()
         app = QApplication.instance()
         if app is not None:

@@ -48,6 +48,7 @@ class NotificationArea(QWidget):
         self._layout.setContentsMargins(6, 0, 6, 4)
         self._layout.setSpacing(3)
         notifications.posted.connect(self.show_notice)
+        notifications.withdrawn.connect(self.withdraw)
         self.hide()
 
     @property
@@ -65,6 +66,12 @@ class NotificationArea(QWidget):
             self.dismiss(old)
         self.show()
         return widget
+
+    def withdraw(self, key: str) -> None:
+        """Dismiss the notices about ``key`` (its row was dealt with: they are stale)."""
+        for widget in self.visible_notices:
+            if widget.notice.key == key:
+                self.dismiss(widget)
 
     def dismiss(self, widget: NoticeWidget) -> None:
         widget.hide()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import re
 import sys
 from collections.abc import Callable, Coroutine
@@ -17,6 +18,8 @@ from typing import Any
 
 from haiku.rag import __version__
 from haiku.rag.errors import HaikuRAGError, OperationCancelled
+
+log = logging.getLogger("haiku.rag")
 
 EXIT_ERROR = 1
 EXIT_CANCELLED = 130
@@ -31,7 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", help="store location (default: $HAIKU_RAG_DB, then the data dir)")
     parser.add_argument("--config", help="YAML config file (default: $HAIKU_RAG_CONFIG_PATH, ./haiku.rag.yaml)")
     parser.add_argument("--read-only", action="store_true", help="open the store read-only")
-    parser.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--debug", action="store_true", help="log everything (to stderr and the log file) and show tracebacks"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     sub.add_parser("init", help="create an empty store")
@@ -200,6 +205,9 @@ async def _run(args: argparse.Namespace) -> int:
     from haiku.rag.config import load_config, redacted
 
     config = load_config(args.config)
+    from haiku.rag.logs import configure_logging
+
+    configure_logging("haiku-rag", config.storage.data_dir, debug=args.debug)
     if args.command == "settings":
         import yaml
 
@@ -647,6 +655,7 @@ def main(argv: list[str] | None = None) -> int:
         print("cancelled", file=sys.stderr)
         return EXIT_CANCELLED
     except HaikuRAGError as exc:
+        log.info("haiku-rag %s failed", args.command, exc_info=True)
         if args.debug:
             raise
         print(f"haiku-rag: {exc}", file=sys.stderr)
@@ -655,12 +664,16 @@ def main(argv: list[str] | None = None) -> int:
         # A store file that turned unreadable after opening (lance reports it as a plain
         # error): one line, not a traceback. Anything else is a bug and keeps its traceback.
         if args.debug or not _is_storage_error(exc):
+            log.exception("haiku-rag %s: unexpected error", args.command)
             raise
         from haiku.rag.errors import mask_secrets
 
         first = mask_secrets(str(exc).strip().splitlines()[0].split(", /")[0])
         print(f"haiku-rag: the store could not be read ({first}); run `haiku-rag doctor`", file=sys.stderr)
         return EXIT_ERROR
+    except Exception:
+        log.exception("haiku-rag %s: unexpected error", args.command)
+        raise
 
 
 def _is_storage_error(exc: BaseException) -> bool:

@@ -30,6 +30,7 @@ from haiku.rag.config import AppConfig, load_config, resolve_db_path
 from haiku.rag.errors import (
     DocumentNotFoundError,
     HaikuRAGError,
+    IngestCategory,
     IngestError,
     OperationCancelled,
     SourceNotFoundError,
@@ -81,12 +82,16 @@ class ImportItem:
 
 @dataclass(slots=True)
 class IngestOutcome:
-    """What happened to one source; ``--json`` prints these, the app shows them per file."""
+    """What happened to one source; ``--json`` prints these, the app shows them per file.
+
+    ``source`` is always the source's URI (``file://…`` for files), the same key a stored
+    document has; ``category`` is set when ``status`` is ``failed``.
+    """
 
     source: str
     status: IngestStatus
     document: Document | None = None
-    category: str | None = None
+    category: IngestCategory | None = None
     reason: str | None = None
     # reading, parsing and storing this source (embedding excluded: it is batched across files)
     seconds: float | None = None
@@ -98,7 +103,7 @@ class IngestOutcome:
             "document_id": self.document.id if self.document else None,
             "title": self.document.title if self.document else None,
             "index_state": self.document.index_state if self.document else None,
-            "category": self.category,
+            "category": None if self.category is None else self.category.value,
             "reason": self.reason,
             "seconds": None if self.seconds is None else round(self.seconds, 3),
         }
@@ -482,25 +487,26 @@ class HaikuRAG:
         return self._parse_sync(read, path.name, file_uri(path), None, None, None, progress, cancel)
 
     def _read_source(self, path: Path) -> IngestOutcome | bytes:
-        """The file's bytes, or the outcome that says why it cannot be read."""
-        source = str(path)
+        """The file's bytes, or the outcome that says why it cannot be read (keyed by URI)."""
+        uri = file_uri(path)
         if path.is_symlink():
             try:
                 path.resolve(strict=True)
             except RuntimeError:  # Python 3.11 reports a loop so; 3.13 raises OSError(ELOOP)
-                return IngestOutcome(source, "skipped", category="symlink_loop", reason="symlink loop")
+                return IngestOutcome(uri, "skipped", category=IngestCategory.SYMLINK_LOOP, reason="symlink loop")
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    return IngestOutcome(source, "skipped", category="symlink_loop", reason="symlink loop")
+                    return IngestOutcome(uri, "skipped", category=IngestCategory.SYMLINK_LOOP, reason="symlink loop")
         try:
             if not path.is_file():
-                raise SourceNotFoundError(f"{path} does not exist or is not a file", source=source)
+                raise SourceNotFoundError(f"{path} does not exist or is not a file", source=str(path))
             check_size(path, path.stat().st_size, self.config)
             return path.read_bytes()
         except IngestError as exc:
-            return IngestOutcome(source, "failed", category=exc.category.value, reason=str(exc))
+            return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
         except OSError as exc:
-            return IngestOutcome(source, "failed", category="not_found", reason=f"{path}: {exc.strerror or exc}")
+            category = IngestCategory.PERMISSION_DENIED if exc.errno in (errno.EPERM, errno.EACCES) else IngestCategory.NOT_FOUND
+            return IngestOutcome(uri, "failed", category=category, reason=f"{path}: {exc.strerror or exc}")
 
     def _ingest_path_sync(
         self,
@@ -567,7 +573,7 @@ class HaikuRAG:
             )
         except IngestError as exc:
             log.info("ingest failed for %s: %s", uri, exc)
-            return IngestOutcome(uri, "failed", category=exc.category.value, reason=str(exc))
+            return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
         check_cancelled(cancel)
         _add_bibliographic(new, filename)
         report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))

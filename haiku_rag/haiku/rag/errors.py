@@ -68,7 +68,12 @@ class StoreDamagedError(StoreError):
 
 
 class StoreLockedError(StoreError):
-    """Another process is writing to this store."""
+    """Another process is writing to this store; ``holder_pid`` is its process id when the
+    lock file names it."""
+
+    def __init__(self, message: str, *, holder_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.holder_pid = holder_pid
 
 
 class StoreWriteError(StoreError):
@@ -95,8 +100,18 @@ class IngestCategory(StrEnum):
     TIMEOUT = "timeout"
     NOT_FOUND = "not_found"
     CANCELLED = "cancelled"
+    # a link that leads back to itself: skipped, the rest of its folder goes on
+    SYMLINK_LOOP = "symlink_loop"
     # the parser crashed, was killed by the OS, or raised an unexpected error on this file
     PARSER_FAILED = "parser_failed"
+    # Not the file's fault: the store could not take the result. Each has its own wording
+    # (a locked store is never a "damaged" file).
+    STORE_LOCKED = "store_locked"
+    PERMISSION_DENIED = "permission_denied"
+    DISK_FULL = "disk_full"
+    STORE_UNAVAILABLE = "store_unavailable"
+    # an exception nobody classified: reported with its type, its traceback logged
+    UNEXPECTED = "unexpected"
 
 
 class IngestError(HaikuRAGError):
@@ -174,3 +189,45 @@ class ModelNotConfiguredError(HaikuRAGError):
 
 class ChatModelError(HaikuRAGError):
     """The chat model could not be reached, rejected the request, or gave no usable answer."""
+
+
+# --- classifying any exception -----------------------------------------------------------
+
+_ERRNO_CATEGORIES = {13: IngestCategory.PERMISSION_DENIED, 1: IngestCategory.PERMISSION_DENIED,
+                     28: IngestCategory.DISK_FULL, 122: IngestCategory.DISK_FULL}
+
+
+def categorize(exc: BaseException) -> IngestCategory:
+    """The category of any exception met while ingesting one source.
+
+    Errors raised on purpose keep theirs; store errors get the store's own categories (lock,
+    permission, disk), read from the error or the OS error that caused it; anything else is
+    ``UNEXPECTED``: never guessed to be a damaged file.
+    """
+    if isinstance(exc, IngestError):
+        return exc.category
+    if isinstance(exc, OperationCancelled):
+        return IngestCategory.CANCELLED
+    if isinstance(exc, StoreLockedError):
+        return IngestCategory.STORE_LOCKED
+    for cause in _causes(exc):
+        errno = getattr(cause, "errno", None)
+        if errno in _ERRNO_CATEGORIES:
+            return _ERRNO_CATEGORIES[errno]
+        text = str(cause)
+        if "No space left" in text or "os error 28" in text or "the disk is full" in text:
+            return IngestCategory.DISK_FULL
+        if "Permission denied" in text or "os error 13" in text or "permission denied" in text:
+            return IngestCategory.PERMISSION_DENIED
+    if isinstance(exc, StoreError):
+        return IngestCategory.STORE_UNAVAILABLE
+    return IngestCategory.UNEXPECTED
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 8:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain

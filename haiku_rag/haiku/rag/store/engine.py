@@ -338,15 +338,24 @@ class Store:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
             handle.close()
+            pid = holder.split()[-1]
             raise StoreLockedError(
                 f"the store at {self.location} is being written by {holder}; "
-                "close it (e.g. quit haiku-desk) or open this one read-only"
+                "close it (e.g. quit haiku-desk) or open this one read-only",
+                holder_pid=int(pid) if pid.isdigit() else None,
             ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()}")
         handle.flush()
         self._lock_file = handle
+
+    def acquire_writer_lock(self) -> None:
+        """Take the writer lock now rather than at the first write, so a second writer learns
+        at open that the store is taken (``StoreLockedError``, with the holder's pid)."""
+        self._ensure_writable()
+        with self._write_lock:
+            self._acquire_process_lock()
 
     @contextlib.contextmanager
     def write_transaction(self) -> Iterator[None]:
