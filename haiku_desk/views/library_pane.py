@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from haiku.rag.ingest import formats
 from haiku_desk.models.documents import (
     ENTRY_ROLE,
     NAME,
@@ -283,7 +284,7 @@ class LibraryPane(QWidget):
 
     def choose_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(
-            self, "Add files", "", "Documents (*.pdf *.md *.txt *.docx *.pptx *.xlsx *.html);;All files (*)"
+            self, "Add files", "", f"Documents ({' '.join('*' + e for e in formats.document_extensions())});;All files (*)"
         )
         if files:
             self.library.add_paths(files)
