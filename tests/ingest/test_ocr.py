@@ -5,13 +5,17 @@ that recognition stays well under a second each."""
 
 from __future__ import annotations
 
+import asyncio
 import io
+import json
 import math
+from pathlib import Path
 
 import pymupdf
 import pytest
 from PIL import Image
 
+from haiku.rag.cli import main
 from haiku.rag.client import HaikuRAG
 from haiku.rag.errors import NeedsOCRError
 from haiku.rag.ingest.pdf import OcrOptions, convert_pdf
@@ -183,29 +187,38 @@ def test_cancelling_stops_recognition():
         convert_pdf(_scan_pdf(image), source="scan.pdf", progress=cancel_when_recognising, cancel=token)
 
 
-async def test_scans_and_png_files_are_found_by_full_text_search_with_their_boxes(tmp_path, config):
-    """Through the real parse worker: a scanned PDF and a PNG file ingest, and a full-text
-    search for the phrase returns the page with a box where the phrase was drawn; the PNG
-    is stored as a one-page PDF, so its page renders."""
+def test_scans_and_png_files_are_found_by_cli_full_text_search_with_their_boxes(tmp_path, capsys):
+    """Through the CLI and the real parse worker: a folder with a scanned PDF and a PNG
+    ingests with JSON progress per recognised page, and ``search --json`` returns each with a
+    box where the phrase was drawn; the PNG is stored as a one-page PDF, so its page renders."""
     image, drawn = _text_image()
-    (tmp_path / "scan.pdf").write_bytes(_scan_pdf(image))
-    (tmp_path / "note.png").write_bytes(_png(image))
-    seen = []
-    async with HaikuRAG(tmp_path / "lib.lancedb", config=config, create=True) as client:
-        for name in ("scan.pdf", "note.png"):
-            outcome = await client.ingest_file(tmp_path / name, embed=False, progress=seen.append)
-            assert outcome.status == "ingested", outcome.to_dict()
-            assert outcome.document.metadata.get("pages_recognised") == [1]
-        results = await client.search("otters juggle pebbles", search_type="fts", limit=5)
-        by_name = {r.document_uri.rsplit("/", 1)[-1]: r for r in results}
-        assert set(by_name) == {"scan.pdf", "note.png"}
-        for result in by_name.values():
-            assert result.page_numbers == [1]
-            assert any(_overlaps((b.x0, b.y0, b.x1, b.y1), drawn) for b in result.boxes)
-        png_document = await client.get_document(by_name["note.png"].document_id)
-        assert png_document.mime_type == "application/pdf"
-        stored = await client.get_source_bytes(png_document)
-        with pymupdf.open(stream=stored, filetype="pdf") as rendered:
-            assert rendered.page_count == 1
-            assert rendered[0].get_pixmap(dpi=36).width > 0
-    assert any(p.stage is Stage.RECOGNISING and p.done == 1 for p in seen)
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "scan.pdf").write_bytes(_scan_pdf(image))
+    (folder / "note.png").write_bytes(_png(image))
+    db = str(tmp_path / "lib.lancedb")
+    assert main(["--db", db, "add-src", str(folder), "--json", "--progress-json", "--no-embed"]) == 0
+    captured = capsys.readouterr()
+    records = {Path(r["source"]).name: r for r in json.loads(captured.out)}
+    assert {name: r["status"] for name, r in records.items()} == {"scan.pdf": "ingested", "note.png": "ingested"}
+    progress = [json.loads(line) for line in captured.err.splitlines() if line.startswith("{")]
+    recognising = {(Path(p["source"]).name, p["done"], p["total"]) for p in progress if p["stage"] == "recognising text"}
+    assert {("scan.pdf", 1, 1), ("note.png", 1, 1)} <= recognising
+
+    assert main(["--db", db, "search", "otters juggle pebbles", "--json", "--limit", "5"]) == 0
+    hits = {Path(h["document_uri"]).name: h for h in json.loads(capsys.readouterr().out)}
+    assert set(hits) == {"scan.pdf", "note.png"}
+    for hit in hits.values():
+        assert hit["page_numbers"] == [1]
+        assert any(_overlaps((b["x0"], b["y0"], b["x1"], b["y1"]), drawn) for b in hit["boxes"])
+
+    async def stored_png() -> tuple[str, bytes]:
+        async with HaikuRAG(db) as client:
+            document = await client.get_document_by_uri(hits["note.png"]["document_uri"])
+            return document.mime_type, await client.get_source_bytes(document)
+
+    mime_type, stored = asyncio.run(stored_png())
+    assert mime_type == "application/pdf"
+    with pymupdf.open(stream=stored, filetype="pdf") as rendered:
+        assert rendered.page_count == 1
+        assert rendered[0].get_pixmap(dpi=36).width > 0
