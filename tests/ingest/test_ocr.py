@@ -222,3 +222,19 @@ def test_scans_and_png_files_are_found_by_cli_full_text_search_with_their_boxes(
     with pymupdf.open(stream=stored, filetype="pdf") as rendered:
         assert rendered.page_count == 1
         assert rendered[0].get_pixmap(dpi=36).width > 0
+
+
+def test_a_page_the_engine_fails_on_stays_needing_ocr_and_the_rest_is_kept(monkeypatch):
+    import haiku.rag.ingest.pdf.ocr_page as ocr_page
+
+    def broken(image, cancel=None):
+        raise RuntimeError("onnxruntime exploded")
+
+    monkeypatch.setattr(ocr_page, "recognise", broken)
+    image, _ = _text_image()
+    doc = pymupdf.open(stream=_scan_pdf(image), filetype="pdf")
+    text_page = doc.new_page(0, width=PAGE[0], height=PAGE[1])
+    text_page.insert_text((30, 60), "A page with a real text layer about sea otters.", fontsize=11)
+    conversion = convert_pdf(doc.tobytes(), source="mixed.pdf")
+    assert conversion.pages_recognised == [] and conversion.pages_needing_ocr == [2]
+    assert conversion.warnings == ["page 2: OCR failed (RuntimeError: onnxruntime exploded)"]

@@ -32,6 +32,7 @@ from haiku.rag.errors import (
     DamagedDocumentError,
     EmptyDocumentError,
     NeedsOCRError,
+    OperationCancelled,
     PasswordRequiredError,
     WrongPasswordError,
 )
@@ -285,11 +286,14 @@ def _recognise_pages(
         try:
             page = doc.load_page(page_no - 1)
             lines = ocr_page_lines(page, ocr.dpi, cancel)
+        except OperationCancelled:
+            raise
         except OcrUnavailableError as exc:
             warnings.append(f"OCR is unavailable ({one_line(exc)}); scanned pages were not read")
             break
-        except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:
-            warnings.append(f"page {page_no}: OCR failed ({one_line(exc)})")
+        except Exception as exc:  # noqa: BLE001 - onnxruntime/OpenCV errors have no common base
+            # One page the engine fails on stays "needs OCR"; the rest of the file is kept.
+            warnings.append(f"page {page_no}: OCR failed ({type(exc).__name__}: {one_line(exc)})")
         else:
             analysed = _analyse_ocr_page(page, page_no, lines, images_of[page_no])
             if analysed.usable_chars >= MIN_USABLE_CHARS:
