@@ -18,8 +18,8 @@ Reads ``DIR/pdfs_realworld`` (``DIR`` defaults to ``../shared/data`` beside the 
   a page read in another order than the reference's has a higher CER.
 * Text PDFs, side by side: ``prepare_document`` (convert + items + chunks) over the text
   PDFs with the current code and with the code of ``--baseline-rev`` (extracted with
-  ``git archive`` into a temporary folder and run in a subprocess), alternating, ``--runs``
-  times; pages per second and per CPU-second, median. OCR never runs on these files, so
+  ``git archive`` into a temporary folder and run in a subprocess), alternating which goes
+  first, ``--runs`` times; pages per second and per CPU-second, median. OCR never runs on these files, so
   the figures should match.
 """
 
@@ -182,6 +182,7 @@ def main() -> int:
     parser.add_argument("--baseline-rev", default="9233ee0")
     parser.add_argument("--text-files", type=int, default=12, help="text PDFs in the speed run")
     parser.add_argument("--skip-text", action="store_true")
+    parser.add_argument("--skip-ocr", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     root = args.data / REALWORLD
@@ -195,7 +196,8 @@ def main() -> int:
     scans = scans_failing_without_ocr(root / "files")
     print(f"{len(scans)} PDFs fail without OCR: {[p.name for p in scans]}", flush=True)
     result["scans"] = [p.name for p in scans]
-    result["ocr"] = [bench_ocr(scans, root / "groundtruth", dpi) for dpi in (args.dpi or [150])]
+    if not args.skip_ocr:
+        result["ocr"] = [bench_ocr(scans, root / "groundtruth", dpi) for dpi in (args.dpi or [150])]
 
     if not args.skip_text:
         with open(root / "manifest.csv", newline="", encoding="utf-8") as handle:
@@ -209,10 +211,13 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             baseline = extract_baseline(args.baseline_rev, Path(tmp))
             runs: dict[str, list[dict]] = {"baseline": [], "current": []}
-            for _ in range(args.runs):
-                runs["baseline"].append(text_speed(baseline, text_files))
-                runs["current"].append(text_speed(REPO_ROOT / "haiku_rag", text_files))
-                print(f"  text run: {runs['baseline'][-1]} vs {runs['current'][-1]}", flush=True)
+            trees = {"baseline": baseline, "current": REPO_ROOT / "haiku_rag"}
+            for index in range(args.runs):
+                # which goes first alternates, so a drift in the machine's load favours neither
+                order = ("baseline", "current") if index % 2 == 0 else ("current", "baseline")
+                for name in order:
+                    runs[name].append(text_speed(trees[name], text_files))
+                print(f"  text run {order}: {runs['baseline'][-1]} vs {runs['current'][-1]}", flush=True)
         summary = {}
         for name, measured in runs.items():
             summary[name] = {

@@ -238,3 +238,27 @@ def test_a_page_the_engine_fails_on_stays_needing_ocr_and_the_rest_is_kept(monke
     conversion = convert_pdf(doc.tobytes(), source="mixed.pdf")
     assert conversion.pages_recognised == [] and conversion.pages_needing_ocr == [2]
     assert conversion.warnings == ["page 2: OCR failed (RuntimeError: onnxruntime exploded)"]
+
+
+def test_word_spaces_the_recogniser_left_out_are_put_back_where_the_ink_has_a_gap():
+    """CTC output for "ab" + "c" with no space class emitted: a space goes back only where
+    the line image is blank for more than 0.2 of its height between the two characters."""
+    import numpy as np
+
+    from haiku.rag.ingest.ocr import decode_with_spaces
+
+    characters = ["blank", "a", "b", "c", " "]
+    columns, height = 12, 48
+    scale = 8  # image columns per output column
+    prediction = np.zeros((columns, len(characters)), dtype=np.float32)
+    prediction[:, 0] = 1.0
+    for column, index in ((1, 1), (3, 2), (9, 3)):  # a at 1, b at 3, c at 9
+        prediction[column] = 0.0
+        prediction[column, index] = 0.9
+    gapped = np.ones((3, height, columns * scale), dtype=np.float32)  # white (+1)
+    for column in (1, 3, 9):
+        gapped[:, 10:38, column * scale : column * scale + 8] = -1.0  # dark strokes
+    assert decode_with_spaces(prediction, gapped, characters)[0] == "ab c"
+    inked = gapped.copy()
+    inked[:, 10:38, 4 * scale : 9 * scale : 4] = -1.0  # strokes every 4 px: no wide gap
+    assert decode_with_spaces(prediction, inked, characters)[0] == "abc"
