@@ -15,6 +15,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -67,7 +68,7 @@ def main() -> int:
         folder.mkdir()
         for path in sorted(files.glob("*.pdf")):
             if not args.only or path.name in args.only:
-                (folder / path.name).symlink_to(path)
+                shutil.copyfile(path, folder / path.name)  # links leaving the folder are skipped by add-src
         db = str(Path(tmp) / "lib.lancedb")
         started = time.perf_counter()
         code, out = run_cli("--db", db, "add-src", str(folder), "--json", "--no-embed")
