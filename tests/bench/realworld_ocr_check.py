@@ -74,14 +74,18 @@ def main() -> int:
         code, out = run_cli("--db", db, "add-src", str(folder), "--json", "--no-embed")
         report["ingest_seconds"] = round(time.perf_counter() - started, 1)
         outcomes = json.loads(out)
+        _, listed = run_cli("--db", db, "list", "--json")
+        documents = {Path(d["uri"]).name: d for d in json.loads(listed)}
         report["outcomes"] = {}
         for outcome in outcomes:
             name = Path(outcome["source"]).name
-            document = outcome.get("document") or {}
+            document = documents.get(name) or {}
             meta = document.get("metadata") or {}
             report["outcomes"][name] = {
                 "status": outcome["status"],
                 "category": outcome.get("category"),
+                "reason": outcome.get("reason"),
+                "seconds": outcome.get("seconds"),
                 "pages": document.get("page_count"),
                 "pages_recognised": meta.get("pages_recognised", []),
                 "pages_needing_ocr": meta.get("pages_needing_ocr", []),
