@@ -137,6 +137,7 @@ class _Runner:
         self.loop = asyncio.new_event_loop()
         self.step("ingest + embed", lambda: self.loop.run_until_complete(self.ingest()))
         self.step("search", lambda: self.loop.run_until_complete(self.search()))
+        self.step("ocr scanned page", lambda: self.loop.run_until_complete(self.ocr_scan()))
         self.step("render highlight", lambda: self.loop.run_until_complete(self.render()))
         self.step("answer with citations", lambda: self.loop.run_until_complete(self.answer()))
         self.loop.close()
@@ -270,6 +271,33 @@ class _Runner:
             raise StepFailed("vector search does not find the survey passage first")
         self.top = top
         return f"{len(results)} results, top on page {FACT_PAGE}, vector search agrees"
+
+    async def ocr_scan(self) -> str:
+        """A page that is only an image of text (a scan) is recognised by the bundled OCR
+        models in the parse worker and found by full-text search, with its box."""
+        import pymupdf
+
+        assert self.tmp is not None
+        phrase = "Sea otters hold hands while sleeping"
+        drawn = pymupdf.open()
+        page = drawn.new_page(width=360, height=120)
+        page.insert_text((24, 60), phrase, fontname="helv", fontsize=18)
+        png = page.get_pixmap(dpi=150).tobytes("png")
+        drawn.close()
+        scan = pymupdf.open()
+        scan.new_page(width=360, height=120).insert_image(pymupdf.Rect(0, 0, 360, 120), stream=png)
+        path = self.tmp / "scan.pdf"
+        scan.save(path)
+        scan.close()
+        outcome = await self.client.ingest_file(path, embed=False)
+        if outcome.status != "ingested" or outcome.document is None:
+            raise StepFailed(f"the scanned page was not ingested: {outcome.status} ({outcome.reason})")
+        results = await self.client.search("otters hold hands", limit=3, search_type="fts")
+        hits = [r for r in results if r.document_id == outcome.document.id]
+        if not hits or not any(b.page == 1 for b in hits[0].boxes):
+            raise StepFailed("full-text search does not find the recognised text with a box")
+        await self.client.delete_document(outcome.document.id)
+        return f"recognised {hits[0].content[:40]!r}"
 
     async def render(self) -> str:
         from PySide6.QtGui import QColor, QImage, QPainter

@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from haiku.rag.ingest import formats
 from haiku_desk.models.documents import (
     ENTRY_ROLE,
     FILE_NAME_ROLE,
@@ -507,7 +508,7 @@ class LibraryPane(QWidget):
 
     def choose_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(
-            self, "Add files", "", "Documents (*.pdf *.md *.txt *.docx *.pptx *.xlsx *.html);;All files (*)"
+            self, "Add files", "", f"Documents ({' '.join('*' + e for e in formats.document_extensions())});;All files (*)"
         )
         if files:
             self.library.add_paths(files)

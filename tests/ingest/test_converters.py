@@ -75,9 +75,28 @@ def test_unknown_extension_names_it_and_what_is_supported():
 
 def test_supported_extensions_cover_every_kind():
     assert {".pdf", ".md", ".txt", ".py", ".json", ".docx", ".pptx", ".xlsx", ".html"} <= SUPPORTED_EXTENSIONS
-    for extension in SUPPORTED_EXTENSIONS - {".pdf"}:
+    content_checked = {".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".webp"}
+    assert content_checked <= SUPPORTED_EXTENSIONS
+    for extension in SUPPORTED_EXTENSIONS - content_checked:
         detect_kind(f"file{extension}", b"x")  # no extension listed is rejected
     assert detect_kind("file.pdf", b"%PDF-1.4") is SourceKind.PDF
+    assert detect_kind("scan.png", b"\x89PNG\r\n\x1a\n....") is SourceKind.IMAGE
+    assert detect_kind("photo.jpeg", b"\xff\xd8\xff\xe0") is SourceKind.IMAGE
+    assert detect_kind("page.tif", b"II*\x00") is SourceKind.IMAGE
+    assert detect_kind("page.webp", b"RIFF\x10\x00\x00\x00WEBPVP8 ") is SourceKind.IMAGE
+    assert detect_kind("misnamed.txt", b"\x89PNG\r\n\x1a\n....") is SourceKind.IMAGE
+    with pytest.raises(DamagedDocumentError, match="not a PNG, JPEG, TIFF or WebP image"):
+        detect_kind("fake.png", b"<html>")
+
+
+def test_the_document_extensions_come_from_the_converters_registry():
+    from haiku.rag.ingest.converters import document_extensions, supported_extensions
+
+    offered = document_extensions()
+    assert offered == sorted(offered)
+    assert {".pdf", ".md", ".txt", ".docx", ".pptx", ".xlsx", ".html", ".png", ".jpg", ".tiff", ".webp"} <= set(offered)
+    assert ".py" not in offered  # source code is found by folder ingest, not offered by hand
+    assert set(offered) <= set(supported_extensions()) == SUPPORTED_EXTENSIONS
 
 
 def test_convert_source_dispatches(pdf_bytes: bytes):

@@ -42,7 +42,7 @@ from haiku.rag.errors import (
     PasswordRequiredError,
     WrongPasswordError,
 )
-from haiku.rag.ingest.pdf import convert_pdf
+from haiku.rag.ingest.pdf import OcrOptions, convert_pdf
 from haiku.rag.ingest.pdf import extract as pdf_extract
 from haiku.rag.ingest.pdf import layout_model as pdf_layout_model
 from haiku.rag.ingest.records import Conversion
@@ -313,21 +313,21 @@ def test_text_past_the_page_edge_gets_boxes_inside_the_page_and_no_warning():
 # --- text layer, encryption, damage ---------------------------------------------------------
 
 
-def test_scanned_pdf_needs_ocr(tmp_path: Path):
+def test_scanned_pdf_needs_ocr_when_ocr_is_off(tmp_path: Path):
     layout = make_scanned_pdf(tmp_path / "scan.pdf", pages=2)
     with pytest.raises(NeedsOCRError) as raised:
-        _convert(layout)
+        _convert(layout, ocr=OcrOptions(enabled=False))
     message = str(raised.value)
     assert message == (
-        "scan.pdf: no text layer on any of its 2 pages (scanned?); "
-        "it needs OCR before it can be indexed"
+        "scan.pdf: no text layer on any of its 2 pages (scanned?) "
+        "and OCR is off (processing.ocr); turn it on to index it"
     )
     assert raised.value.source == "scan.pdf"
 
 
-def test_partially_scanned_pdf_lists_pages_needing_ocr(tmp_path: Path):
+def test_partially_scanned_pdf_lists_pages_needing_ocr_when_ocr_is_off(tmp_path: Path):
     layout = make_partially_scanned_pdf(tmp_path / "partial.pdf")
-    conversion = _convert(layout)
+    conversion = _convert(layout, ocr=OcrOptions(enabled=False))
     assert conversion.pages_needing_ocr == [2]
     texts = {item.text for item in _text_items(conversion.document)}
     assert {layout.block("p_p1").text, layout.block("p_p3").text} <= texts
@@ -423,7 +423,7 @@ def test_the_garbage_collector_is_left_as_it_was(tmp_path: Path):
     _convert(report_pdf)
     assert gc.isenabled()
     with pytest.raises(NeedsOCRError):
-        _convert(scan)
+        _convert(scan, ocr=OcrOptions(enabled=False))
     assert gc.isenabled()
     gc.disable()
     try:

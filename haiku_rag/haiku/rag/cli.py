@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--password", help="password of an encrypted PDF")
     p.add_argument("--no-embed", action="store_true", help="full-text only for now (embed later)")
     p.add_argument("--json", action="store_true", help="one JSON record per file")
+    p.add_argument(
+        "--progress-json",
+        action="store_true",
+        help="report progress on stderr as JSON lines (stage, source, done, total, message)",
+    )
 
     p = sub.add_parser("add-zotero", help="import a Zotero library's PDFs with their metadata and collections")
     p.add_argument(
@@ -196,6 +201,25 @@ class _ProgressLine:
             sys.stderr.flush()
 
 
+class _JsonProgress:
+    """Progress as one JSON object per line on stderr, e.g.
+    ``{"stage": "recognising text", "source": "...", "done": 3, "total": 12, "message": ""}``."""
+
+    def __call__(self, progress: Any) -> None:
+        record = {
+            "stage": progress.stage.value,
+            "source": progress.source,
+            "done": progress.done,
+            "total": progress.total,
+            "message": progress.message,
+        }
+        sys.stderr.write(json.dumps(record, ensure_ascii=False) + "\n")
+        sys.stderr.flush()
+
+    def clear(self) -> None:
+        pass
+
+
 def _format_box(box: Any) -> str:
     return f"p{box.page} ({box.x0:.0f},{box.y0:.0f})-({box.x1:.0f},{box.y1:.0f})"
 
@@ -248,7 +272,7 @@ async def _cmd_add(client: Any, args: argparse.Namespace) -> int:
 
 
 async def _cmd_add_src(client: Any, args: argparse.Namespace) -> int:
-    progress = _ProgressLine()
+    progress: Any = _JsonProgress() if args.progress_json else _ProgressLine()
     source = Path(args.source).expanduser()
     if source.is_file():
         outcomes = [

@@ -79,6 +79,11 @@ class ProcessingConfig(_Section):
     merge_peers: bool = True
     # "fast": PyMuPDF text blocks and heuristics; "layout": PyMuPDF's bundled ONNX layout model
     pdf_layout: Literal["fast", "layout"] = "fast"
+    # Pages without a usable text layer (scans, images, fonts without a Unicode map) are
+    # recognised offline by OCR (RapidOCR's bundled PP-OCRv4 models) at this resolution;
+    # off, they are listed as needing OCR (and a wholly scanned file is refused).
+    ocr: bool = True
+    ocr_dpi: int = Field(default=150, ge=72, le=400)
     max_file_mb: int = Field(default=512, ge=1)
     # Parsing runs in a worker process ("process") so a file that hangs or crashes the parser
     # is stopped and reported; "none" parses in the calling thread (no time bound).

@@ -18,6 +18,8 @@ from haiku.rag.errors import OperationCancelled
 class Stage(StrEnum):
     READING = "reading"
     PARSING = "parsing"
+    # OCR of the pages without a usable text layer: done/total count those pages
+    RECOGNISING = "recognising text"
     CHUNKING = "chunking"
     STORING = "storing"
     EMBEDDING = "embedding"

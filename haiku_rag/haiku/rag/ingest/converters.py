@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
+__all__ = [
+    "SUPPORTED_EXTENSIONS",
+    "SUPPORTED_SUMMARY",
+    "SourceKind",
+    "convert_source",
+    "detect_kind",
+    "document_extensions",
+    "supported_extensions",
+]
+
 from pathlib import PurePath
 
 from haiku.rag.errors import DamagedDocumentError, EmptyDocumentError, UnsupportedSourceError
+from haiku.rag.ingest.formats import (
+    PDF_EXTENSIONS,
+    SUPPORTED_SUMMARY,
+    SourceKind,
+    document_extensions,
+    extensions_by_kind,
+    supported_extensions,
+)
+from haiku.rag.ingest.images import IMAGE_EXTENSIONS, convert_image, looks_like_image
 from haiku.rag.ingest.office import OFFICE_EXTENSIONS, convert_office
-from haiku.rag.ingest.pdf import convert_pdf
+from haiku.rag.ingest.pdf import OcrOptions, convert_pdf
 from haiku.rag.ingest.records import Conversion
 from haiku.rag.ingest.text import (
     CODE_EXTENSIONS,
@@ -26,22 +44,11 @@ from haiku.rag.operations import (
     report,
 )
 
-
-class SourceKind(StrEnum):
-    PDF = "pdf"
-    MARKDOWN = "markdown"
-    TEXT = "text"
-    CODE = "code"
-    OFFICE = "office"
-
-
-PDF_EXTENSIONS = frozenset({".pdf"})
-SUPPORTED_EXTENSIONS: frozenset[str] = (
-    PDF_EXTENSIONS | MARKDOWN_EXTENSIONS | PLAIN_TEXT_EXTENSIONS | CODE_EXTENSIONS | OFFICE_EXTENSIONS
-)
+# The converters' registry lives in ``formats`` (importable without the converters).
+EXTENSIONS_BY_KIND = extensions_by_kind()
+SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(supported_extensions())
 # Well-known files without an extension that are worth indexing as text.
 PLAIN_TEXT_NAMES = frozenset({"readme", "license", "licence", "copying", "authors", "changelog", "notice"})
-SUPPORTED_SUMMARY = "PDF, Markdown, plain text, source code, and DOCX/PPTX/XLSX/HTML"
 # The PDF header may be preceded by junk; readers accept it within the first 1024 bytes.
 PDF_MAGIC = b"%PDF-"
 PDF_MAGIC_WINDOW = 1024
@@ -57,6 +64,8 @@ def detect_kind(filename: str, head_bytes: bytes) -> SourceKind:
         return SourceKind.PDF
     path = PurePath(filename)
     extension = path.suffix.lower()
+    if looks_like_image(head_bytes):
+        return SourceKind.IMAGE
     if extension in PDF_EXTENSIONS:
         raise DamagedDocumentError(
             f"{filename}: not a PDF (no %PDF header){_content_hint(head_bytes)}", source=filename
@@ -69,6 +78,12 @@ def detect_kind(filename: str, head_bytes: bytes) -> SourceKind:
         return SourceKind.CODE
     if extension in OFFICE_EXTENSIONS:
         return SourceKind.OFFICE
+    if extension in IMAGE_EXTENSIONS:
+        raise DamagedDocumentError(
+            f"{filename}: not a PNG, JPEG, TIFF or WebP image (its first bytes say otherwise)"
+            f"{_content_hint(head_bytes)}",
+            source=filename,
+        )
     if not extension and path.name.lower() in PLAIN_TEXT_NAMES:
         return SourceKind.TEXT
     described = f"'{extension}' files" if extension else "files without an extension"
@@ -96,12 +111,14 @@ def convert_source(
     filename: str,
     password: str | None = None,
     pdf_layout: str = "fast",
+    ocr: OcrOptions | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> Conversion:
     """Convert the bytes of one source into a Conversion, choosing the converter from the
     file name and content. ``pdf_layout`` is "fast" (heuristics) or "layout" (PyMuPDF's
-    ONNX layout model). Raises an IngestError subclass naming ``filename``."""
+    ONNX layout model); ``ocr`` says whether (and how) pages without a text layer and image
+    files are recognised (on by default). Raises an IngestError subclass naming ``filename``."""
     if not data:
         raise EmptyDocumentError(f"{filename}: the file is empty (0 bytes)", source=filename)
     check_cancelled(cancel)
@@ -117,8 +134,14 @@ def convert_source(
                 source=filename,
                 password=password,
                 layout="layout" if pdf_layout == "layout" else "fast",
+                ocr=ocr,
                 progress=progress,
                 cancel=cancel,
+            )
+        case SourceKind.IMAGE:
+            # Wrapped as a PDF page and read by OCR, page by page with progress.
+            return convert_image(
+                data, source=filename, layout=pdf_layout, ocr=ocr, progress=progress, cancel=cancel
             )
         case SourceKind.MARKDOWN:
             conversion = convert_markdown(data, source=filename)

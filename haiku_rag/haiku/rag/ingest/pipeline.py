@@ -55,6 +55,7 @@ def prepare_document(
     from haiku.rag.ingest.chunker import chunk_document
     from haiku.rag.ingest.converters import convert_source
     from haiku.rag.ingest.items import ItemTexts, extract_items
+    from haiku.rag.ingest.pdf import OcrOptions
 
     if not data:
         raise EmptyDocumentError(f"{filename}: the file is empty", source=uri)
@@ -63,6 +64,7 @@ def prepare_document(
         filename=filename,
         password=password,
         pdf_layout=config.processing.pdf_layout,
+        ocr=OcrOptions(enabled=config.processing.ocr, dpi=config.processing.ocr_dpi),
         progress=progress,
         cancel=cancel,
     )
@@ -82,10 +84,12 @@ def prepare_document(
     meta.setdefault("filename", filename)
     if conversion.pages_needing_ocr:
         meta["pages_needing_ocr"] = conversion.pages_needing_ocr
+    if conversion.pages_recognised:
+        meta["pages_recognised"] = conversion.pages_recognised
     if conversion.warnings:
         meta["warnings"] = conversion.warnings[:20]
 
-    stored_bytes = data
+    stored_bytes = conversion.stored_bytes or data
     if password and conversion.mime_type == "application/pdf":
         # Keep a decrypted copy so cited pages render later without asking for the password
         # again; the library already holds this document's text in clear.

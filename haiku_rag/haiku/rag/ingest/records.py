@@ -44,6 +44,11 @@ class Conversion:
     # 1-based pages that have no usable text layer (scanned); the document is still ingested
     # when other pages have text, and these are recorded in its metadata.
     pages_needing_ocr: list[int] = field(default_factory=list)
+    # 1-based pages whose text was recognised by OCR
+    pages_recognised: list[int] = field(default_factory=list)
+    # What to store as the document's source instead of the input bytes (an image file is
+    # stored wrapped as a one-page PDF, so that its page renders like any PDF page).
+    stored_bytes: bytes | None = None
     warnings: list[str] = field(default_factory=list)
 
 

@@ -1,0 +1,274 @@
+"""Offline text recognition (OCR) of a page image, with a box per recognised line.
+
+The engine is RapidOCR (``rapidocr-onnxruntime``): PP-OCRv4 detection and recognition and the
+PP-OCR orientation classifier, ONNX models shipped inside its wheel and run on the
+onnxruntime already in the stack. Nothing is downloaded. Why this engine, and the measured
+quality and speed: docs/pdf-layout.md ("OCR").
+
+What we add around the engine:
+
+* **Page orientation.** The detector finds text lines in any direction, but the recogniser
+  reads horizontal lines. A page whose lines are mostly taller than wide is turned a quarter
+  turn; the orientation classifier then says, line by line, whether the text is upside
+  down, and a majority vote gives the page's orientation (0, 90, 180 or 270 degrees). The
+  page is recognised upright and the boxes are mapped back into the image as given.
+  Skew of a few degrees needs nothing: detection gives a quadrilateral per line and the
+  line is cropped along it.
+* **Word spaces.** The recogniser's model (trained mostly on Chinese) often drops the space
+  between English words ("Operationissimilartomulti-track"), which would make the words
+  unfindable by full-text search. A CTC recogniser emits each character at a column of
+  its output; between two characters whose columns enclose a run of blank pixel columns
+  wider than a space, a space is put back.
+* **Cancellation** between recognition batches (a page is a few seconds of work).
+
+``recognise`` takes an RGB image as a NumPy array (H x W x 3, uint8) and returns
+``OcrLine`` records whose ``quad`` is in that image's pixel space.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from haiku.rag.operations import CancelToken, check_cancelled
+
+Point = tuple[float, float]
+
+# Lines recognised with a lower mean confidence are dropped (RapidOCR's own default).
+MIN_LINE_SCORE = 0.5
+# A page is sideways when this share of its (non-square) detected lines is taller than wide.
+SIDEWAYS_SHARE = 0.6
+# Recognition batch: lines of similar width are padded to the widest of the batch.
+REC_BATCH = 8
+# A run of ink-free pixel columns wider than this share of the line height, between two
+# recognised characters, is a word space the model did not spell out (a space is ~0.25 em,
+# the gap between two letters of a word under 0.1 em).
+SPACE_GAP = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class OcrLine:
+    text: str
+    quad: tuple[Point, Point, Point, Point]  # pixel space of the image given to recognise()
+    score: float
+    # The writing direction in that image, as an axis vector (y downwards): (1, 0) upright,
+    # (0, 1) running down the page, (-1, 0) upside down, (0, -1) running up.
+    direction: tuple[int, int]
+    height: float  # the line's height in pixels, across its writing direction
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        xs = [p[0] for p in self.quad]
+        ys = [p[1] for p in self.quad]
+        return (min(xs), min(ys), max(xs), max(ys))
+
+
+@dataclass(frozen=True, slots=True)
+class OcrResult:
+    lines: list[OcrLine]
+    rotation: int  # clockwise degrees the image was turned to read it upright
+
+
+ENGINE_NAME = "rapidocr"
+
+
+class OcrUnavailableError(RuntimeError):
+    """The OCR engine's package is not installed or its models cannot be loaded."""
+
+
+_engine: Any = None
+_engine_lock = threading.Lock()
+
+
+def _load_engine() -> Any:
+    """RapidOCR, built once per process (loading the three models takes ~1 s)."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            try:
+                from rapidocr_onnxruntime import RapidOCR
+            except ImportError as exc:  # pragma: no cover - the dependency is required
+                raise OcrUnavailableError(
+                    "rapidocr-onnxruntime is not installed; OCR is unavailable"
+                ) from exc
+            _engine = RapidOCR(inter_op_num_threads=1, rec_batch_num=REC_BATCH)
+        return _engine
+
+
+def engine_available() -> bool:
+    try:
+        import rapidocr_onnxruntime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
+    """Recognise the text lines of an RGB image (NumPy H x W x 3, uint8)."""
+    import numpy as np
+
+    engine = _load_engine()
+    bgr = np.ascontiguousarray(image[..., ::-1])
+    height, width = bgr.shape[:2]
+    boxes = _detect(engine, bgr)
+    if not boxes:
+        return OcrResult([], 0)
+    rotation = 90 if _mostly_tall(boxes) else 0
+    upright = _rotate(bgr, rotation)
+    if rotation:
+        boxes = _detect(engine, upright)
+    check_cancelled(cancel)
+    crops = engine.get_crop_img_list(upright, boxes)
+    crops, orientations, _ = engine.text_cls(crops)
+    flipped = sum(1 for label, _score in orientations if label == "180")
+    if flipped > len(orientations) / 2:
+        # Upside down (in the turned image): read it the other way up, from scratch, so
+        # that crops, boxes and the reading direction all agree.
+        rotation = (rotation + 180) % 360
+        upright = _rotate(bgr, rotation)
+        boxes = _detect(engine, upright)
+        if not boxes:
+            return OcrResult([], rotation)
+        crops = engine.get_crop_img_list(upright, boxes)
+        crops, _, _ = engine.text_cls(crops)
+    check_cancelled(cancel)
+    texts = _recognise_lines(engine, crops, cancel)
+    direction = _DIRECTION_FOR_ROTATION[rotation]
+    lines = []
+    for quad, (text, score) in zip(boxes, texts, strict=True):
+        text = " ".join(text.split())
+        if not text or score < MIN_LINE_SCORE:
+            continue
+        points = [tuple(float(v) for v in p) for p in quad]
+        line_height = max(_distance(points[0], points[3]), _distance(points[1], points[2]))
+        original = tuple(_unrotate_point(p, rotation, width, height) for p in points)
+        lines.append(OcrLine(text, original, score, direction, line_height))  # type: ignore[arg-type]
+    return OcrResult(lines, rotation)
+
+
+def _detect(engine: Any, bgr: Any) -> list[Any]:
+    boxes, _ = engine.text_det(bgr)
+    if boxes is None or len(boxes) == 0:
+        return []
+    return list(engine.sorted_boxes(boxes))
+
+
+def _mostly_tall(boxes: Sequence[Any]) -> bool:
+    tall = wide = 0
+    for quad in boxes:
+        along = max(_distance(quad[0], quad[1]), _distance(quad[2], quad[3]))
+        across = max(_distance(quad[0], quad[3]), _distance(quad[1], quad[2]))
+        if across > 1.5 * along:
+            tall += 1
+        elif along > 1.5 * across:
+            wide += 1
+    return tall + wide > 0 and tall >= SIDEWAYS_SHARE * (tall + wide)
+
+
+def _rotate(bgr: Any, rotation: int) -> Any:
+    import cv2
+
+    if rotation == 0:
+        return bgr
+    code = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
+    return cv2.rotate(bgr, code[rotation])
+
+
+def _unrotate_point(point: Sequence[float], rotation: int, width: int, height: int) -> Point:
+    """A point of the image turned clockwise by ``rotation``, back in the original image
+    (``width`` x ``height``)."""
+    x, y = point
+    if rotation == 90:  # turned: (x, y) -> (height - y, x)
+        return (y, height - x)
+    if rotation == 180:
+        return (width - x, height - y)
+    if rotation == 270:  # turned: (x, y) -> (y, width - x)
+        return (width - y, x)
+    return (x, y)
+
+
+# Text that reads left to right once the image is turned clockwise by the key runs, in the
+# original image, along the value.
+_DIRECTION_FOR_ROTATION = {0: (1, 0), 90: (0, -1), 180: (-1, 0), 270: (0, 1)}
+
+
+def _distance(a: Sequence[float], b: Sequence[float]) -> float:
+    return float(((a[0] - b[0]) ** 2 + (a[1] - b[1]) ** 2) ** 0.5)
+
+
+def _recognise_lines(
+    engine: Any, crops: list[Any], cancel: CancelToken | None
+) -> list[tuple[str, float]]:
+    """RapidOCR's recogniser, batch by batch (cancellable), with our own CTC decoding that
+    restores word spaces."""
+    import numpy as np
+
+    recogniser = engine.text_rec
+    characters = recogniser.postprocess_op.character
+    _, rec_height, rec_width = recogniser.rec_image_shape
+    ratios = [crop.shape[1] / max(1, crop.shape[0]) for crop in crops]
+    order = np.argsort(np.array(ratios))
+    results: list[tuple[str, float]] = [("", 0.0)] * len(crops)
+    for start in range(0, len(crops), REC_BATCH):
+        check_cancelled(cancel)
+        indices = order[start : start + REC_BATCH]
+        widest = max(rec_width / rec_height, *(ratios[i] for i in indices))
+        batch = np.concatenate(
+            [recogniser.resize_norm_img(crops[i], widest)[np.newaxis] for i in indices]
+        ).astype(np.float32)
+        predictions = recogniser.session(batch)[0]
+        for row, index in enumerate(indices):
+            results[index] = decode_with_spaces(predictions[row], batch[row], characters)
+    return results
+
+
+def decode_with_spaces(
+    prediction: Any, image: Any, characters: Sequence[str]
+) -> tuple[str, float]:
+    """Greedy CTC decoding of one line (``prediction``: T columns x classes, class 0 the
+    blank; ``image``: the normalised line the recogniser saw, C x H x W), with a space put
+    back between two characters whose columns are separated by a run of ink-free pixel
+    columns wider than ``SPACE_GAP`` of the line height. (Gaps between output columns alone
+    do not tell a space from a wide letter such as "m"; the ink does.)"""
+    import numpy as np
+
+    best = prediction.argmax(axis=1)
+    probability = prediction.max(axis=1)
+    columns: list[int] = []
+    chars: list[str] = []
+    scores: list[float] = []
+    previous = 0
+    for column, index in enumerate(best.tolist()):
+        if index != 0 and index != previous:
+            columns.append(column)
+            chars.append(characters[index])
+            scores.append(float(probability[column]))
+        previous = index
+    if not chars:
+        return "", 0.0
+    gray = image.mean(axis=0)  # H x W, values in [-1, 1], dark ink low
+    height = gray.shape[0]
+    low, high = np.percentile(gray, 2), np.percentile(gray, 98)
+    margin = height // 10  # the crop's top and bottom rows may catch the neighbour lines
+    ink = (gray[margin : height - margin] < (low + high) / 2).any(axis=0)
+    scale = gray.shape[1] / prediction.shape[0]  # image columns per output column
+    min_gap = SPACE_GAP * height
+    out = [chars[0]]
+    for i in range(1, len(chars)):
+        if chars[i - 1] != " " and chars[i] != " ":
+            start = int((columns[i - 1] + 0.5) * scale)
+            end = int((columns[i] + 0.5) * scale)
+            if _longest_false_run(ink[start:end]) > min_gap:
+                out.append(" ")
+        out.append(chars[i])
+    return "".join(out), float(np.mean(scores))
+
+
+def _longest_false_run(values: Any) -> int:
+    best = run = 0
+    for value in values.tolist():
+        run = 0 if value else run + 1
+        best = max(best, run)
+    return best

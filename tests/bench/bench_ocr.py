@@ -1,0 +1,240 @@
+"""OCR benchmark: speed and quality of the scan OCR, and the speed of text PDFs beside it.
+
+Run on demand (pytest does not collect it); take the heavy lock on a shared machine:
+
+    flock /work/coord/heavy.lock python tests/bench/bench_ocr.py [--data DIR] [--dpi 150]
+        [--runs 3] [--baseline-rev REV] [--json OUT]
+
+Reads ``DIR/pdfs_realworld`` (``DIR`` defaults to ``../shared/data`` beside the repository;
+``HAIKU_SHARED_DATA`` also works) and skips cleanly when it is absent.
+
+* OCR: every real PDF that fails without OCR (no usable text layer) is converted with OCR
+  on; pages recognised per second (wall) and per CPU-second of this process, per file and
+  in total, at each ``--dpi``.
+* Quality: character error rate (Levenshtein distance / reference length, whitespace
+  collapsed; also with all whitespace removed, which ignores word-space errors) of
+  ``ocrmypdf__linn.pdf`` against ``groundtruth/ocrmypdf__linn.pdf.reference.txt`` and of
+  ``docling__ocr_test.pdf`` against docling's Tesseract reference. Reading order counts:
+  a page read in another order than the reference's has a higher CER.
+* Text PDFs, side by side: ``prepare_document`` (convert + items + chunks) over the text
+  PDFs with the current code and with the code of ``--baseline-rev`` (extracted with
+  ``git archive`` into a temporary folder and run in a subprocess), alternating which goes
+  first, ``--runs`` times; pages per second and per CPU-second, median. OCR never runs on these files, so
+  the figures should match.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+try:
+    import haiku.rag  # noqa: F401
+except ImportError:  # a plain checkout without `pip install -e .`
+    sys.path.insert(0, str(REPO_ROOT / "haiku_rag"))
+
+REALWORLD = Path("pdfs_realworld")
+CER_REFERENCES = {
+    "ocrmypdf__linn.pdf": "ocrmypdf__linn.pdf.reference.txt",
+    "docling__ocr_test.pdf": "docling__ocr_test.pdf.tesseract.md",
+}
+
+# Run in a subprocess with one code tree on sys.path: converts and chunks the files given,
+# prints {"pages", "wall", "cpu"}.
+TEXT_SPEED_SCRIPT = r"""
+import json, sys, time
+from haiku.rag.config import AppConfig
+from haiku.rag.ingest.pipeline import prepare_document
+paths = sys.argv[1:]
+config = AppConfig()
+prepare_document(open(paths[0], "rb").read(), filename="warm.pdf", uri="warm", config=config)
+pages = 0
+wall, cpu = time.perf_counter(), time.process_time()
+for path in paths:
+    new = prepare_document(open(path, "rb").read(), filename=path, uri=path, config=config)
+    pages += new.page_count
+print(json.dumps({"pages": pages, "wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}))
+"""
+
+
+def levenshtein(a: str, b: str) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def cer(reference: str, hypothesis: str, *, spaces: bool = True) -> float:
+    join = " " if spaces else ""
+    ref = join.join(reference.split())
+    hyp = join.join(hypothesis.split())
+    return levenshtein(ref, hyp) / max(1, len(ref))
+
+
+def markdown_to_text(text: str) -> str:
+    text = re.sub(r"^#+\s*", "", text, flags=re.MULTILINE)
+    return re.sub(r"^\s*[-*]\s+", "", text, flags=re.MULTILINE)
+
+
+def document_text(document) -> str:  # type: ignore[no-untyped-def]
+    from docling_core.types.doc import ContentLayer
+
+    layers = {ContentLayer.BODY, ContentLayer.FURNITURE}
+    return "\n".join(
+        getattr(item, "text", "") for item, _ in document.iterate_items(included_content_layers=layers)
+    )
+
+
+def scans_failing_without_ocr(files: Path) -> list[Path]:
+    from haiku.rag.errors import NeedsOCRError
+    from haiku.rag.ingest.pdf import OcrOptions, convert_pdf
+
+    failing = []
+    for path in sorted(files.glob("*.pdf")):
+        try:
+            convert_pdf(path.read_bytes(), source=path.name, ocr=OcrOptions(enabled=False))
+        except NeedsOCRError:
+            failing.append(path)
+        except Exception:  # other failures are another benchmark's business
+            continue
+    return failing
+
+
+def bench_ocr(scans: list[Path], groundtruth: Path, dpi: int) -> dict:
+    from haiku.rag.ingest.pdf import OcrOptions, convert_pdf
+
+    rows = []
+    total_pages = total_wall = total_cpu = 0.0
+    for path in scans:
+        wall, cpu = time.perf_counter(), time.process_time()
+        conversion = convert_pdf(path.read_bytes(), source=path.name, ocr=OcrOptions(dpi=dpi))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        pages = len(conversion.pages_recognised)
+        row = {"file": path.name, "pages": pages, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+        reference = CER_REFERENCES.get(path.name)
+        if reference:
+            ref_text = (groundtruth / reference).read_text(encoding="utf-8")
+            if reference.endswith(".md"):
+                ref_text = markdown_to_text(ref_text)
+            text = document_text(conversion.document)
+            row["cer"] = round(cer(ref_text, text), 4)
+            row["cer_no_spaces"] = round(cer(ref_text, text, spaces=False), 4)
+        rows.append(row)
+        total_pages += pages
+        total_wall += wall
+        total_cpu += cpu
+        print(f"  {dpi} dpi {row}", flush=True)
+    return {
+        "dpi": dpi,
+        "files": rows,
+        "pages": int(total_pages),
+        "pages_per_s": round(total_pages / total_wall, 3) if total_wall else None,
+        "pages_per_cpu_s": round(total_pages / total_cpu, 3) if total_cpu else None,
+    }
+
+
+def extract_baseline(rev: str, into: Path) -> Path:
+    archive = into / "baseline.tar"
+    subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "archive", "-o", str(archive), rev, "haiku_rag"], check=True
+    )
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return into / "haiku_rag"
+
+
+def text_speed(code_root: Path, paths: list[Path]) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(code_root))
+    out = subprocess.run(
+        [sys.executable, "-c", TEXT_SPEED_SCRIPT, *map(str, paths)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),  # not the checkout: the code tree comes from PYTHONPATH
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default_data = Path(os.environ.get("HAIKU_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+    parser.add_argument("--data", type=Path, default=default_data)
+    parser.add_argument("--dpi", type=int, action="append")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--baseline-rev", default="9233ee0")
+    parser.add_argument("--text-files", type=int, default=12, help="text PDFs in the speed run")
+    parser.add_argument("--skip-text", action="store_true")
+    parser.add_argument("--skip-ocr", action="store_true")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    root = args.data / REALWORLD
+    if not (root / "files").is_dir():
+        print(f"skipped: {root} not found (set --data or HAIKU_SHARED_DATA)")
+        return 0
+    result: dict = {
+        "machine": f"{platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+    }
+    scans = scans_failing_without_ocr(root / "files")
+    print(f"{len(scans)} PDFs fail without OCR: {[p.name for p in scans]}", flush=True)
+    result["scans"] = [p.name for p in scans]
+    if not args.skip_ocr:
+        result["ocr"] = [bench_ocr(scans, root / "groundtruth", dpi) for dpi in (args.dpi or [150])]
+
+    if not args.skip_text:
+        with open(root / "manifest.csv", newline="", encoding="utf-8") as handle:
+            manifest = list(csv.DictReader(handle))
+        scan_names = {p.name for p in scans}
+        text_files = [
+            root / "files" / row["file"]
+            for row in manifest
+            if row["file"] not in scan_names and int(row["pages_pymupdf"] or 0) <= 80
+        ][: args.text_files]
+        with tempfile.TemporaryDirectory() as tmp:
+            baseline = extract_baseline(args.baseline_rev, Path(tmp))
+            runs: dict[str, list[dict]] = {"baseline": [], "current": []}
+            trees = {"baseline": baseline, "current": REPO_ROOT / "haiku_rag"}
+            for index in range(args.runs):
+                # which goes first alternates, so a drift in the machine's load favours neither
+                order = ("baseline", "current") if index % 2 == 0 else ("current", "baseline")
+                for name in order:
+                    runs[name].append(text_speed(trees[name], text_files))
+                print(f"  text run {order}: {runs['baseline'][-1]} vs {runs['current'][-1]}", flush=True)
+        summary = {}
+        for name, measured in runs.items():
+            summary[name] = {
+                "pages": measured[0]["pages"],
+                "pages_per_s": round(statistics.median(m["pages"] / m["wall"] for m in measured), 1),
+                "pages_per_cpu_s": round(statistics.median(m["pages"] / m["cpu"] for m in measured), 1),
+            }
+        summary["ratio_cpu"] = round(
+            summary["current"]["pages_per_cpu_s"] / summary["baseline"]["pages_per_cpu_s"], 3
+        )
+        result["text_pdfs"] = {"files": [p.name for p in text_files], "rev": args.baseline_rev, **summary}
+    result["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,264 @@
+"""OCR at ingest: known text rendered to an image (upright, turned a quarter turn, skewed,
+on a page with /Rotate, as a PNG file) is recognised, found by full-text search, and its box
+lies where the text was drawn. Every page here is small (a few hundred pixels a side) so
+that recognition stays well under a second each."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import math
+from pathlib import Path
+
+import pymupdf
+import pytest
+from PIL import Image
+
+from haiku.rag.cli import main
+from haiku.rag.client import HaikuRAG
+from haiku.rag.errors import NeedsOCRError
+from haiku.rag.ingest.pdf import OcrOptions, convert_pdf
+from haiku.rag.operations import CancelToken, Stage
+
+PHRASE = "Otters juggle pebbles"
+OTHER = "Kelp forests shelter them"
+PAGE = (360.0, 200.0)  # points
+PHRASE_AT = (30.0, 50.0)  # baseline origin of the phrase, points
+OTHER_AT = (30.0, 150.0)
+FONT_SIZE = 22
+DPI = 150
+
+
+def _text_image() -> tuple[Image.Image, tuple[float, float, float, float]]:
+    """The two lines rendered at DPI, and the phrase's rectangle in points."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=PAGE[0], height=PAGE[1])
+    page.insert_text(PHRASE_AT, PHRASE, fontsize=FONT_SIZE, fontname="helv")
+    page.insert_text(OTHER_AT, OTHER, fontsize=FONT_SIZE, fontname="helv")
+    drawn = page.search_for(PHRASE)[0]
+    pixmap = page.get_pixmap(dpi=DPI)
+    image = Image.open(io.BytesIO(pixmap.tobytes("png"))).convert("RGB")
+    doc.close()
+    return image, (drawn.x0, drawn.y0, drawn.x1, drawn.y1)
+
+
+def _png(image: Image.Image) -> bytes:
+    out = io.BytesIO()
+    image.save(out, format="PNG", dpi=(DPI, DPI))
+    return out.getvalue()
+
+
+def _scan_pdf(image: Image.Image, *, rotate: int = 0) -> bytes:
+    """A PDF with one page that is only the image (no text layer), at DPI."""
+    width, height = image.width * 72 / DPI, image.height * 72 / DPI
+    doc = pymupdf.open()
+    page = doc.new_page(width=width, height=height)
+    page.insert_image(page.rect, stream=_png(image))
+    if rotate:
+        page.set_rotation(rotate)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def _overlaps(a, b) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
+def _rotated_box(box, angle_deg: float, center: tuple[float, float]) -> tuple[float, float, float, float]:
+    """The bounding box of ``box`` turned counter-clockwise (as seen) about ``center``, in
+    y-down coordinates (what Pillow's ``rotate(angle)`` does to the pixels)."""
+    angle = math.radians(angle_deg)
+    cx, cy = center
+    points = []
+    for x in (box[0], box[2]):
+        for y in (box[1], box[3]):
+            dx, dy = x - cx, y - cy
+            points.append((cx + dx * math.cos(angle) + dy * math.sin(angle), cy - dx * math.sin(angle) + dy * math.cos(angle)))
+    xs, ys = zip(*points, strict=True)
+    return (min(xs), min(ys), max(xs), max(ys))
+
+
+def _phrase_boxes(conversion) -> list[tuple[float, float, float, float]]:
+    """Display-space boxes of the provenance lines whose text contains a word of PHRASE."""
+    boxes = []
+    for item, _ in conversion.document.iterate_items():
+        text = getattr(item, "text", "")
+        for prov in item.prov:
+            start, end = prov.charspan
+            if "juggle" in text[start:end].lower():
+                boxes.append((prov.bbox.l, prov.bbox.t, prov.bbox.r, prov.bbox.b))
+    return boxes
+
+
+def _recognised_text(conversion) -> str:
+    return " ".join(getattr(item, "text", "") for item, _ in conversion.document.iterate_items())
+
+
+def test_a_scanned_page_is_recognised_with_its_boxes_where_the_text_was_drawn():
+    image, drawn = _text_image()
+    seen = []
+    conversion = convert_pdf(_scan_pdf(image), source="scan.pdf", progress=seen.append)
+    assert conversion.pages_recognised == [1] and conversion.pages_needing_ocr == []
+    text = _recognised_text(conversion)
+    assert PHRASE.lower() in text.lower() and OTHER.lower() in text.lower()
+    boxes = _phrase_boxes(conversion)
+    assert boxes and all(_overlaps(box, drawn) for box in boxes)
+    recognising = [p for p in seen if p.stage is Stage.RECOGNISING]
+    assert [(p.done, p.total) for p in recognising] == [(0, 1), (1, 1)]
+
+
+@pytest.mark.parametrize("turn", [90, 270])
+def test_a_page_scanned_sideways_is_read_upright(turn):
+    image, drawn = _text_image()
+    # Pillow turns counter-clockwise; a box (x0, y0, x1, y1) of a W-wide image lands at
+    # (y0, W - x1, y1, W - x0) after 90 degrees, and at (H - y1, x0, H - y0, x1) after 270.
+    sideways = image.rotate(turn, expand=True)
+    width, height = PAGE
+    if turn == 90:
+        expected = (drawn[1], width - drawn[2], drawn[3], width - drawn[0])
+    else:
+        expected = (height - drawn[3], drawn[0], height - drawn[1], drawn[2])
+    conversion = convert_pdf(_scan_pdf(sideways), source="sideways.pdf")
+    assert PHRASE.lower() in _recognised_text(conversion).lower()
+    boxes = _phrase_boxes(conversion)
+    assert boxes and all(_overlaps(box, expected) for box in boxes)
+
+
+def test_a_page_with_a_rotate_entry_gets_boxes_in_display_space():
+    """The image is upright in the page's own space and the page says /Rotate 90: the page
+    displays sideways, and boxes must be where the displayed text is."""
+    image, drawn = _text_image()
+    conversion = convert_pdf(_scan_pdf(image, rotate=90), source="rotated.pdf")
+    assert PHRASE.lower() in _recognised_text(conversion).lower()
+    # Displayed turned clockwise: (x0, y0, x1, y1) -> (H - y1, x0, H - y0, x1).
+    height = PAGE[1]
+    expected = (height - drawn[3], drawn[0], height - drawn[1], drawn[2])
+    boxes = _phrase_boxes(conversion)
+    assert boxes and all(_overlaps(box, expected) for box in boxes)
+
+
+def test_a_skewed_scan_is_recognised():
+    image, drawn = _text_image()
+    skewed = image.rotate(4, expand=False, fillcolor="white", resample=Image.Resampling.BICUBIC)
+    expected = _rotated_box(drawn, 4, (PAGE[0] / 2, PAGE[1] / 2))
+    conversion = convert_pdf(_scan_pdf(skewed), source="skewed.pdf")
+    assert PHRASE.lower() in _recognised_text(conversion).lower()
+    boxes = _phrase_boxes(conversion)
+    assert boxes and all(_overlaps(box, expected) for box in boxes)
+
+
+def test_ocr_off_keeps_the_needs_ocr_error_and_says_why():
+    image, _ = _text_image()
+    with pytest.raises(NeedsOCRError, match=r"OCR is off \(processing.ocr\)"):
+        convert_pdf(_scan_pdf(image), source="scan.pdf", ocr=OcrOptions(enabled=False))
+
+
+def test_a_page_where_ocr_finds_nothing_still_needs_ocr():
+    blank = Image.new("RGB", (500, 300), (250, 250, 250))
+    with pytest.raises(NeedsOCRError, match="OCR recognised no text"):
+        convert_pdf(_scan_pdf(blank), source="blank.pdf")
+
+
+def test_only_the_scanned_page_of_a_mixed_document_is_recognised():
+    image, _ = _text_image()
+    doc = pymupdf.open(stream=_scan_pdf(image), filetype="pdf")
+    text_page = doc.new_page(0, width=PAGE[0], height=PAGE[1])
+    text_page.insert_text((30, 60), "A page with a real text layer about sea otters.", fontsize=11)
+    data = doc.tobytes()
+    seen = []
+    conversion = convert_pdf(data, source="mixed.pdf", progress=seen.append)
+    assert conversion.pages_recognised == [2]
+    assert [(p.done, p.total) for p in seen if p.stage is Stage.RECOGNISING] == [(0, 1), (1, 1)]
+
+
+def test_cancelling_stops_recognition():
+    image, _ = _text_image()
+    token = CancelToken()
+
+    def cancel_when_recognising(progress):
+        if progress.stage is Stage.RECOGNISING:
+            token.cancel()
+
+    from haiku.rag.errors import OperationCancelled
+
+    with pytest.raises(OperationCancelled):
+        convert_pdf(_scan_pdf(image), source="scan.pdf", progress=cancel_when_recognising, cancel=token)
+
+
+def test_scans_and_png_files_are_found_by_cli_full_text_search_with_their_boxes(tmp_path, capsys):
+    """Through the CLI and the real parse worker: a folder with a scanned PDF and a PNG
+    ingests with JSON progress per recognised page, and ``search --json`` returns each with a
+    box where the phrase was drawn; the PNG is stored as a one-page PDF, so its page renders."""
+    image, drawn = _text_image()
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    (folder / "scan.pdf").write_bytes(_scan_pdf(image))
+    (folder / "note.png").write_bytes(_png(image))
+    db = str(tmp_path / "lib.lancedb")
+    assert main(["--db", db, "add-src", str(folder), "--json", "--progress-json", "--no-embed"]) == 0
+    captured = capsys.readouterr()
+    records = {Path(r["source"]).name: r for r in json.loads(captured.out)}
+    assert {name: r["status"] for name, r in records.items()} == {"scan.pdf": "ingested", "note.png": "ingested"}
+    progress = [json.loads(line) for line in captured.err.splitlines() if line.startswith("{")]
+    recognising = {(Path(p["source"]).name, p["done"], p["total"]) for p in progress if p["stage"] == "recognising text"}
+    assert {("scan.pdf", 1, 1), ("note.png", 1, 1)} <= recognising
+
+    assert main(["--db", db, "search", "otters juggle pebbles", "--json", "--limit", "5"]) == 0
+    hits = {Path(h["document_uri"]).name: h for h in json.loads(capsys.readouterr().out)}
+    assert set(hits) == {"scan.pdf", "note.png"}
+    for hit in hits.values():
+        assert hit["page_numbers"] == [1]
+        assert any(_overlaps((b["x0"], b["y0"], b["x1"], b["y1"]), drawn) for b in hit["boxes"])
+
+    async def stored_png() -> tuple[str, bytes]:
+        async with HaikuRAG(db) as client:
+            document = await client.get_document_by_uri(hits["note.png"]["document_uri"])
+            return document.mime_type, await client.get_source_bytes(document)
+
+    mime_type, stored = asyncio.run(stored_png())
+    assert mime_type == "application/pdf"
+    with pymupdf.open(stream=stored, filetype="pdf") as rendered:
+        assert rendered.page_count == 1
+        assert rendered[0].get_pixmap(dpi=36).width > 0
+
+
+def test_a_page_the_engine_fails_on_stays_needing_ocr_and_the_rest_is_kept(monkeypatch):
+    import haiku.rag.ingest.pdf.ocr_page as ocr_page
+
+    def broken(image, cancel=None):
+        raise RuntimeError("onnxruntime exploded")
+
+    monkeypatch.setattr(ocr_page, "recognise", broken)
+    image, _ = _text_image()
+    doc = pymupdf.open(stream=_scan_pdf(image), filetype="pdf")
+    text_page = doc.new_page(0, width=PAGE[0], height=PAGE[1])
+    text_page.insert_text((30, 60), "A page with a real text layer about sea otters.", fontsize=11)
+    conversion = convert_pdf(doc.tobytes(), source="mixed.pdf")
+    assert conversion.pages_recognised == [] and conversion.pages_needing_ocr == [2]
+    assert conversion.warnings == ["page 2: OCR failed (RuntimeError: onnxruntime exploded)"]
+
+
+def test_word_spaces_the_recogniser_left_out_are_put_back_where_the_ink_has_a_gap():
+    """CTC output for "ab" + "c" with no space class emitted: a space goes back only where
+    the line image is blank for more than 0.2 of its height between the two characters."""
+    import numpy as np
+
+    from haiku.rag.ingest.ocr import decode_with_spaces
+
+    characters = ["blank", "a", "b", "c", " "]
+    columns, height = 12, 48
+    scale = 8  # image columns per output column
+    prediction = np.zeros((columns, len(characters)), dtype=np.float32)
+    prediction[:, 0] = 1.0
+    for column, index in ((1, 1), (3, 2), (9, 3)):  # a at 1, b at 3, c at 9
+        prediction[column] = 0.0
+        prediction[column, index] = 0.9
+    gapped = np.ones((3, height, columns * scale), dtype=np.float32)  # white (+1)
+    for column in (1, 3, 9):
+        gapped[:, 10:38, column * scale : column * scale + 8] = -1.0  # dark strokes
+    assert decode_with_spaces(prediction, gapped, characters)[0] == "ab c"
+    inked = gapped.copy()
+    inked[:, 10:38, 4 * scale : 9 * scale : 4] = -1.0  # strokes every 4 px: no wide gap
+    assert decode_with_spaces(prediction, inked, characters)[0] == "abc"
