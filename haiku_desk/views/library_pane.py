@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from haiku.rag.ingest import formats
+from haiku.rag import formats
 from haiku_desk.models.documents import (
     ENTRY_ROLE,
     FILE_NAME_ROLE,
