@@ -48,7 +48,8 @@ DEFAULT_PDFS = (
 )
 QUESTION = "What does a trace tree record about loops?"
 STEP_TIMEOUT = 300.0
-CHIP_OFFSET = 34  # px from the badge text's first pixel ("G") to the middle of the last chip before it
+CHIP_GAP = 12  # px left of the badge's first pixel: past the "●", before the chip
+CHIP_HALF_WIDTH = 9  # px from a chip's right border to its middle
 
 
 class JourneyError(Exception):
@@ -169,6 +170,20 @@ def find_colour(png: Path, rgb: tuple[int, int, int], tolerance: int = 24) -> tu
     return None
 
 
+def chip_left_of(png: Path, badge: tuple[int, int]) -> tuple[int, int]:
+    """The middle of the button just left of the badge: walking left along the badge's text
+    row from a gap before it, the first pixels that differ from the background are the chip's
+    right border; its middle is half a chip further left."""
+    import pymupdf
+
+    pix = pymupdf.Pixmap(str(png))
+    x, y = badge[0] - CHIP_GAP, badge[1] + 4
+    background = pix.pixel(x, y)
+    while x > 0 and max(abs(a - b) for a, b in zip(pix.pixel(x, y), background, strict=False)) < 40:
+        x -= 1
+    return x - CHIP_HALF_WIDTH, y
+
+
 def wait_for(predicate, what: str, timeout: float = STEP_TIMEOUT, every: float = 1.0):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -257,7 +272,7 @@ class Journey:
         x.xdotool("windowactivate", "--sync", window)
         x.key("ctrl+q")
         time.sleep(1.0)
-        if x.xdotool("search", "--onlyvisible", "--name", "Quit").split():
+        if x.xdotool("search", "--onlyvisible", "--name", "Quit haiku-desk").split():
             x.key("Return")  # the quit dialog's default: stop the work and quit
         start = time.monotonic()
         wait_for(lambda: not app_processes(self.marker), "every app process to end", timeout=15.0, every=0.2)
@@ -297,7 +312,7 @@ class Journey:
                 badge = find_colour(self.shots[-1], self.args.badge_colour)
                 if badge is None:
                     raise JourneyError("no grounding badge (and so no chip) on screen")
-                x.click(badge[0] - CHIP_OFFSET, badge[1] + 4)
+                x.click(*chip_left_of(self.shots[-1], badge))
                 time.sleep(2.5)
                 self.shot(x, "journey-04-citation.png")
 
@@ -310,6 +325,9 @@ class Journey:
                 window = x.window()
                 time.sleep(1.5)
                 self.shot(x, "journey-05-relaunch.png")
+                wait_for(lambda: len(self.documents()) >= len(pdfs) - 1, "the relaunched library")
+                time.sleep(4.0)
+                self.shot(x, "journey-06-relaunched.png")
                 seconds = self.quit(x, window)
                 print(f"  no app process left {seconds:.1f} s after the second quit", flush=True)
         except JourneyError as exc:
