@@ -14,7 +14,8 @@ Then, as a person would, with ``xdotool`` keys and clicks only:
 2. waits until every file is in the library, shot of the library;
 3. asks a question from the keyboard, shot of the streamed answer with its citations;
 4. clicks the first citation chip (found on screen by its colour), shot of the cited page;
-5. turns a toggle on from the keyboard, shot;
+5. opens a new chat (Ctrl+N: the citation panel follows it) and ticks a toggle with Shift+Tab
+   and Space, shot;
 6. quits with Ctrl+Q and checks that no process of the app is left;
 7. relaunches on the same library, shot of the documents shown at once;
 8. quits again, resizes nothing, leaves the screenshots in ``--out``.
@@ -316,6 +317,13 @@ class Journey:
                 time.sleep(2.5)
                 self.shot(x, "journey-04-citation.png")
 
+                step = "5 toggle from the keyboard"
+                x.key("ctrl+n")  # a new chat: the question box has the focus
+                x.key(*["shift+Tab"] * self.args.toggle_tabs)
+                x.key("space")
+                time.sleep(1.0)
+                self.shot(x, "journey-05-toggle.png")
+
                 step = "6 quit"
                 seconds = self.quit(x, window)
                 print(f"  no app process left {seconds:.1f} s after the quit", flush=True)
@@ -324,10 +332,10 @@ class Journey:
                 self.launch(x)
                 window = x.window()
                 time.sleep(1.5)
-                self.shot(x, "journey-05-relaunch.png")
+                self.shot(x, "journey-06-relaunch.png")
                 wait_for(lambda: len(self.documents()) >= len(pdfs) - 1, "the relaunched library")
                 time.sleep(4.0)
-                self.shot(x, "journey-06-relaunched.png")
+                self.shot(x, "journey-07-relaunched.png")
                 seconds = self.quit(x, window)
                 print(f"  no app process left {seconds:.1f} s after the second quit", flush=True)
         except JourneyError as exc:
@@ -354,6 +362,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--display", default=":20")
     parser.add_argument("--pdfs", help="a folder of PDFs to use instead of ../shared/data")
     parser.add_argument("--keep", action="store_true", help="keep the temporary library and logs")
+    parser.add_argument(
+        "--toggle-tabs",
+        type=int,
+        default=5,
+        help="Shift+Tab presses from the question box to the Evidence compaction check box",
+    )
     parser.add_argument(
         "--badge-colour",
         type=lambda s: tuple(int(s.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4)),
