@@ -39,7 +39,7 @@ C = IngestCategory
 FAILURE_HINTS: dict[IngestCategory, str] = {
     C.PASSWORD_REQUIRED: "Enter its password to index it.",
     C.WRONG_PASSWORD: "That password did not open it; try again.",
-    C.NEEDS_OCR: "It has no text layer. Run OCR on it (for example `ocrmypdf in.pdf out.pdf`) and add the result.",
+    C.NEEDS_OCR: "It has no readable text and OCR did not recover any: turn on processing.ocr if it is off, or check that the scan is legible, then Re-ingest.",
     C.DAMAGED: "The file is damaged or not what its name says. Re-download or re-export it.",
     C.EMPTY: "There is no text in it to index.",
     C.UNSUPPORTED_TYPE: "This file type cannot be indexed. PDF, Markdown, text and source code work out of the box.",
@@ -49,6 +49,7 @@ FAILURE_HINTS: dict[IngestCategory, str] = {
     C.NOT_FOUND: "The file is gone or unreadable. Remove the row, or put the file back and Re-ingest.",
     C.PARSER_FAILED: "The parser crashed on this file; the rest of the library is unaffected. Re-export the file and add it again.",
     C.CANCELLED: "Ingestion was cancelled; Re-ingest to try again.",
+    C.SYMLINK_LOOP: "The link leads back to itself, so there is no file to read; fix or remove the link.",
     C.STORE_LOCKED: "Another program is writing to this library. Quit it (another haiku-desk?), then Re-ingest.",
     C.PERMISSION_DENIED: "Check that you may read the file and write the library's folder, then Re-ingest.",
     C.DISK_FULL: "Free some disk space, then Re-ingest. Nothing stored was changed.",

@@ -199,7 +199,7 @@ def _convert_open_document(
 
     if len(failed) == page_count:
         raise DamagedDocumentError(
-            f"{source}: none of its {page_count} pages could be parsed ({warnings[0]})",
+            f"{source}: {_none_of_its(page_count)} ({warnings[0]})",
             source=source,
         )
     recognised: list[int] = []
@@ -344,7 +344,7 @@ def _raise_for_missing_text(
     )
     if any(p.needs_ocr and not p.garbled for p in pages):
         raise NeedsOCRError(
-            f"{source}: no text layer on any of its {page_count} pages (scanned?) {why}",
+            f"{source}: no text layer on {_any_of_its(page_count)} (scanned?) {why}",
             source=source,
         )
     if any(p.garbled for p in pages):
@@ -352,4 +352,17 @@ def _raise_for_missing_text(
             f"{source}: its text cannot be decoded (fonts without a Unicode map) {why}",
             source=source,
         )
-    raise EmptyDocumentError(f"{source}: its {page_count} pages contain no text", source=source)
+    raise EmptyDocumentError(
+        f"{source}: {'its page contains' if page_count == 1 else f'its {page_count} pages contain'} no text",
+        source=source,
+    )
+
+
+def _none_of_its(page_count: int) -> str:
+    if page_count == 1:
+        return "its one page could not be parsed"
+    return f"none of its {page_count} pages could be parsed"
+
+
+def _any_of_its(page_count: int) -> str:
+    return "its one page" if page_count == 1 else f"any of its {page_count} pages"

@@ -85,13 +85,20 @@ def extract_lines(
             line = _make_line(raw_line, block_no, rotation if rotated else None)
             if line is None:
                 continue
-            chars += len(line.text)
-            if chars > MAX_CHARS_PER_PAGE or len(lines) >= MAX_LINES_PER_PAGE:
+            if chars + len(line.text) > MAX_CHARS_PER_PAGE or len(lines) >= MAX_LINES_PER_PAGE:
+                room = MAX_CHARS_PER_PAGE - chars
+                if room > 0 and len(lines) < MAX_LINES_PER_PAGE:
+                    # One enormous line keeps its head: a page whose only text is a 5 MB
+                    # line is indexed by what fits, not refused as having no text.
+                    line.text = line.text[:room]
+                    lines.append(line)
+                    chars += len(line.text)
                 warnings.append(
-                    f"page {page_no}: text truncated after {len(lines)} lines "
-                    f"({chars} characters); the page is abnormally dense"
+                    f"page {page_no}: text truncated after {len(lines)} lines ({chars} "
+                    "characters); the page is abnormally dense"
                 )
                 return lines
+            chars += len(line.text)
             lines.append(line)
     return lines
 
