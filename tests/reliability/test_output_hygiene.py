@@ -12,6 +12,7 @@ import textwrap
 import pytest
 from openai_stub_server import StubOpenAI
 
+from haiku.rag.answering import answer
 from haiku.rag.cli import main
 from haiku.rag.client import HaikuRAG
 from haiku.rag.errors import HaikuRAGError
@@ -70,7 +71,7 @@ async def test_a_provider_echoing_the_key_never_shows_it(tmp_path, chat_library,
         config.qa.model.base_url = stub.base_url
         async with HaikuRAG(chat_library, config) as client:
             with pytest.raises(HaikuRAGError) as raised:
-                await client.ask("What did the customs brokers record?")
+                await answer(client, "What did the customs brokers record?")
     message = str(raised.value)
     assert "Incorrect API key provided: ***" + secret[-4:] in message
     assert secret not in message and secret not in "".join(traceback.format_exception_only(raised.value))
