@@ -488,15 +488,19 @@ class HaikuRAG:
 
     def _read_source(self, path: Path) -> IngestOutcome | bytes:
         """The file's bytes, or the outcome that says why it cannot be read (keyed by URI)."""
-        uri = file_uri(path)
         if path.is_symlink():
+            # a loop cannot be resolved, so its URI is the link's own absolute path
+            loop = IngestOutcome(
+                path.absolute().as_uri(), "skipped", category=IngestCategory.SYMLINK_LOOP, reason="symlink loop"
+            )
             try:
                 path.resolve(strict=True)
             except RuntimeError:  # Python 3.11 reports a loop so; 3.13 raises OSError(ELOOP)
-                return IngestOutcome(uri, "skipped", category=IngestCategory.SYMLINK_LOOP, reason="symlink loop")
+                return loop
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    return IngestOutcome(uri, "skipped", category=IngestCategory.SYMLINK_LOOP, reason="symlink loop")
+                    return loop
+        uri = file_uri(path)
         try:
             if not path.is_file():
                 raise SourceNotFoundError(f"{path} does not exist or is not a file", source=str(path))

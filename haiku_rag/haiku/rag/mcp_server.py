@@ -68,7 +68,7 @@ def build_server(client: "HaikuRAG", *, allow_writes: bool = False) -> Any:
     from haiku.rag.bibliography import author_year_citation, bibliographic
 
     server = MCPServer(name="haiku-rag", version=rag.__version__, instructions=INSTRUCTIONS)
-    read_only = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     async def resolve(document: str) -> Any:
         try:
@@ -212,7 +212,7 @@ def build_server(client: "HaikuRAG", *, allow_writes: bool = False) -> Any:
 
     if allow_writes:
 
-        @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False))
+        @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False))
         async def add_source(path: str) -> list[dict[str, Any]]:
             """Ingest a local file, or every file below a local folder, into the library."""
             try:

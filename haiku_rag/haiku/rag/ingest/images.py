@@ -6,6 +6,7 @@ document's source, so a cited image page renders and highlights like any PDF pag
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from haiku.rag.errors import DamagedDocumentError
 from haiku.rag.ingest.records import Conversion
@@ -62,7 +63,7 @@ def image_to_pdf(data: bytes, *, source: str) -> bytes:
 
 
 def _resolution(image: object) -> tuple[float, float]:
-    dpi = getattr(image, "info", {}).get("dpi")
+    dpi: Any = getattr(image, "info", {}).get("dpi")
     try:
         x, y = float(dpi[0]), float(dpi[1])
     except (TypeError, ValueError, IndexError):
