@@ -18,6 +18,7 @@ __all__ = [
     "Box",
     "Citation",
     "citing_text",
+    "excerpt",
     "marker_numbers",
     "pages_label",
     "renumber_markers",
@@ -61,6 +62,32 @@ def citing_text(answer: str, number: int) -> str:
         if any(number in marker_numbers(m) for m in MARKER.finditer(sentence))
     ]
     return " ".join(dict.fromkeys(found))
+
+
+SNIPPET_CHARS = 400
+
+
+def excerpt(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
+    """About ``limit`` characters of ``content`` where the most distinct words of ``query``
+    (longer than three letters) meet: a passage widened to its section may begin far from what
+    matched, and two claims citing one section should each see their own part of it."""
+    text = " ".join(content.split())
+    if len(text) <= limit:
+        return text
+    lowered = text.casefold()
+    words = {w for w in re.findall(r"\w+", query.casefold()) if len(w) > 3}
+    hits = sorted(m.start() for w in words for m in re.finditer(re.escape(w), lowered))
+    start, best = 0, 0
+    for hit in hits:  # each hit a quarter into the window; the earliest best window wins
+        candidate = max(0, hit - limit // 4)
+        window = lowered[candidate : candidate + limit]
+        score = sum(1 for w in words if w in window)
+        if score > best:
+            start, best = candidate, score
+    if start:
+        start = text.rfind(" ", 0, start) + 1
+    piece = text[start : start + limit].rsplit(" ", 1)[0]
+    return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
 
 
 def pages_label(pages: Sequence[int]) -> str:

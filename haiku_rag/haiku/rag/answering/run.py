@@ -518,25 +518,7 @@ async def _search_only(
 
 
 def excerpt(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
-    """About ``limit`` characters of ``content`` where the most distinct words of ``query``
-    (longer than three letters) meet: a passage widened to its section may begin far from what
-    matched."""
-    import re
+    """The part of ``content`` that matched ``query`` (``haiku.rag.citations.excerpt``)."""
+    from haiku.rag.citations import excerpt as matched_part
 
-    text = " ".join(content.split())
-    if len(text) <= limit:
-        return text
-    lowered = text.casefold()
-    words = {w for w in re.findall(r"\w+", query.casefold()) if len(w) > 3}
-    hits = sorted(m.start() for w in words for m in re.finditer(re.escape(w), lowered))
-    start, best = 0, 0
-    for hit in hits:  # each hit a quarter into the window; the earliest best window wins
-        candidate = max(0, hit - limit // 4)
-        window = lowered[candidate : candidate + limit]
-        score = sum(1 for w in words if w in window)
-        if score > best:
-            start, best = candidate, score
-    if start:
-        start = text.rfind(" ", 0, start) + 1
-    piece = text[start : start + limit].rsplit(" ", 1)[0]
-    return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
+    return matched_part(content, query, limit)
