@@ -15,7 +15,7 @@ Then, as a person would, with ``xdotool`` keys and clicks only:
 3. asks a question from the keyboard, shot of the streamed answer with its citations;
 4. clicks the first citation chip (found on screen by its colour), shot of the cited page;
 5. opens a new chat (Ctrl+N: the citation panel follows it) and ticks a toggle with Shift+Tab
-   and Space, shot;
+   and Space, shot; resizes the window to 1024×640, shot;
 6. quits with Ctrl+Q and checks that no process of the app is left;
 7. relaunches on the same library, shot of the documents shown at once;
 8. quits again, resizes nothing, leaves the screenshots in ``--out``.
@@ -323,6 +323,11 @@ class Journey:
                 x.key("space")
                 time.sleep(1.0)
                 self.shot(x, "journey-05-toggle.png")
+
+                step = "5b a laptop-sized window"
+                x.xdotool("windowsize", "--sync", window, "1024", "640")
+                time.sleep(1.5)
+                self.shot(x, "journey-05b-1024x640.png")
 
                 step = "6 quit"
                 seconds = self.quit(x, window)
