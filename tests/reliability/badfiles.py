@@ -137,20 +137,6 @@ def make_bad_files(folder: Path) -> dict[str, set[str]]:
     return expected
 
 
-def make_slow_pdf(path: Path, glyph_runs: int = 200_000) -> Path:
-    """One page with a very long content stream: seconds of text extraction on one page,
-    without making progress to the next (what a parser stuck in C code looks like)."""
-    ops = " ".join(f"1 0 0 1 {i % 600} {i // 600 % 780} Tm (ab) Tj" for i in range(glyph_runs))
-    doc = pymupdf.open()
-    page = doc.new_page()
-    page.insert_text((72, 72), "x")
-    font = page.get_fonts()[0][4]
-    doc.update_stream(page.get_contents()[0], f"BT /{font} 2 Tf {ops} ET".encode())
-    doc.save(path, deflate=True)
-    doc.close()
-    return path
-
-
 def make_flate_bomb_pdf(path: Path, inflated_bytes: int = 1 << 30) -> Path:
     """A one-page PDF of a few KB whose content stream inflates to ``inflated_bytes`` of text
     operators: the stream is deflated twice (``[/FlateDecode /FlateDecode]``).

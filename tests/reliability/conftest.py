@@ -1,4 +1,5 @@
-"""Fixtures of the reliability tests (secrets: a key, a keychain holding it, a library)."""
+"""Fixtures of the reliability tests (secrets: a key, a keychain holding it, a library; a
+parse worker that stalls on purpose)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from haiku.rag.models import KEYRING_SERVICE
 
 from .secrets_helpers import MemoryKeyring
+from .stalling import StallingWorker
 
 HAIKU_RAG = str(Path(sys.executable).parent / "haiku-rag")
 
@@ -49,5 +51,22 @@ def chat_library(tmp_path) -> Path:
     papers.mkdir()
     pdf_factory.make_report_pdf(papers / "report.pdf")
     env = {**os.environ, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
-    subprocess.run([HAIKU_RAG, "--db", str(db), "add-src", str(papers)], check=True, env=env, capture_output=True, timeout=600)
+    subprocess.run(
+        [HAIKU_RAG, "--db", str(db), "add-src", str(papers)],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=600,
+    )
     return db
+
+
+@pytest.fixture
+def stalling_worker(monkeypatch):
+    """Make the process-wide parse worker a :class:`StallingWorker` for one test."""
+    from haiku.rag.ingest import isolation
+
+    worker = StallingWorker()
+    monkeypatch.setattr(isolation, "_shared", worker)
+    yield worker
+    worker.stop()

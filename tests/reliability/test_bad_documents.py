@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import signal
-import threading
 from pathlib import Path
 
 import pdf_factory
@@ -16,11 +15,11 @@ import pytest
 from haiku.rag.cli import main
 from haiku.rag.client import HaikuRAG
 from haiku.rag.doctor import run_doctor
-from haiku.rag.ingest.isolation import shared_worker
 from haiku.rag.operations import Stage
 from haiku.rag.store.engine import Store
 
-from .badfiles import KNOWN_CATEGORIES, make_bad_files, make_slow_pdf, snapshot
+from .badfiles import KNOWN_CATEGORIES, make_bad_files, snapshot
+from .stalling import STUCK_NAME
 
 
 @pytest.fixture
@@ -64,7 +63,19 @@ def test_every_generated_bad_file_is_handled_through_add_src(tmp_path, library, 
     assert "FAIL" not in out and "every chunk has its document" in out
 
     # The encrypted one goes in once its password is given.
-    assert main(["--db", str(library), "add-src", str(tmp_path / "bad" / "encrypted.pdf"), "--password", "s3cret"]) == 0
+    assert (
+        main(
+            [
+                "--db",
+                str(library),
+                "add-src",
+                str(tmp_path / "bad" / "encrypted.pdf"),
+                "--password",
+                "s3cret",
+            ]
+        )
+        == 0
+    )
     assert "ingested" in capsys.readouterr().out
 
 
@@ -77,57 +88,57 @@ def test_a_single_bad_file_is_a_one_line_error_and_a_non_zero_exit(tmp_path, lib
     assert record["status"] == "failed" and record["category"] in KNOWN_CATEGORIES
 
 
-async def test_a_file_that_stalls_the_parser_is_stopped_and_reported(tmp_path, db_path, config):
+async def test_a_file_that_stalls_the_parser_is_stopped_and_reported(
+    tmp_path, db_path, config, stalling_worker
+):
     config.processing.parse_timeout_seconds = 0.25
     good = pdf_factory.make_report_pdf(tmp_path / "good.pdf").path
-    slow = make_slow_pdf(tmp_path / "stuck.pdf")
+    stuck = pdf_factory.make_report_pdf(tmp_path / STUCK_NAME).path  # the worker stalls on it
     async with HaikuRAG(db_path, config, create=True) as client:
         first = await client.ingest_file(good, embed=False)
         assert first.status == "ingested"
         before = snapshot(client.store)
+        stalled_pid = stalling_worker.pid
 
-        outcome = await client.ingest_file(slow, embed=False)
+        outcome = await client.ingest_file(stuck, embed=False)
         assert outcome.status == "failed" and outcome.category == "timeout", outcome
         assert "stuck.pdf" in outcome.reason and "parse_timeout_seconds" in outcome.reason
+        assert stalling_worker.pid is None  # killed, not left running
 
         # The stuck worker was replaced: the next file is parsed normally.
-        config.processing.parse_timeout_seconds = 120
         other = pdf_factory.make_two_column_pdf(tmp_path / "next.pdf").path
         assert (await client.ingest_file(other, embed=False)).status == "ingested"
+        assert stalling_worker.pid not in (None, stalled_pid)
         after = snapshot(client.store)
         assert {k: after[k] for k in before} == before
         assert run_doctor(client.store).ok
 
 
-async def test_a_parser_process_that_dies_is_reported_and_replaced(tmp_path, db_path, config):
-    slow = make_slow_pdf(tmp_path / "crashing.pdf")
+async def test_a_parser_process_that_dies_is_reported_and_replaced(
+    tmp_path, db_path, config, stalling_worker
+):
+    crashing = pdf_factory.make_report_pdf(tmp_path / STUCK_NAME).path  # the worker stalls on it
     killed: list[int] = []
-    scheduled: list[bool] = []
 
     def kill_worker_once_parsing(progress) -> None:
-        # PARSING comes from the worker itself, so it is up and parsing (a kill keyed to
-        # READING could land while a fresh worker was still starting); the slow page keeps it
-        # busy for seconds, so a kill a moment later lands mid-parse.
-        if progress.stage == Stage.PARSING and not scheduled:
-            scheduled.append(True)
-            def kill() -> None:
-                pid = shared_worker().pid
-                assert pid is not None
-                killed.append(pid)
-                os.kill(pid, signal.SIGKILL)
-
-            threading.Timer(0.2, kill).start()
+        # PARSING comes from the worker itself, which then blocks: killing it now is a death
+        # mid-parse whatever the machine's speed.
+        if progress.stage == Stage.PARSING and not killed:
+            pid = stalling_worker.pid
+            assert pid is not None
+            killed.append(pid)
+            os.kill(pid, signal.SIGKILL)
 
     async with HaikuRAG(db_path, config, create=True) as client:
-        outcome = await client.ingest_file(slow, progress=kill_worker_once_parsing, embed=False)
+        outcome = await client.ingest_file(crashing, progress=kill_worker_once_parsing, embed=False)
         assert killed
         assert outcome.status == "failed" and outcome.category == "parser_failed", outcome
-        assert "signal 9" in outcome.reason and "crashing.pdf" in outcome.reason
+        assert "signal 9" in outcome.reason and STUCK_NAME in outcome.reason
         assert await client.list_documents() == []
 
         good = pdf_factory.make_report_pdf(tmp_path / "good.pdf").path
         assert (await client.ingest_file(good, embed=False)).status == "ingested"
-        assert shared_worker().pid not in (None, killed[0])
+        assert stalling_worker.pid not in (None, killed[0])
         assert run_doctor(client.store).ok
 
 
@@ -142,16 +153,21 @@ async def test_parsing_in_process_when_isolation_is_off(tmp_path, db_path, confi
         assert (await client.ingest_file(bad, embed=False)).category == "damaged"
 
 
-async def test_cancelling_a_parse_stops_the_worker_promptly(tmp_path, db_path, config):
-    slow = make_slow_pdf(tmp_path / "slow.pdf")
+async def test_cancelling_a_parse_stops_the_worker_promptly(
+    tmp_path, db_path, config, stalling_worker
+):
+    slow = pdf_factory.make_report_pdf(tmp_path / STUCK_NAME).path  # the worker stalls on it
     async with HaikuRAG(db_path, config, create=True) as client:
         # Cancel once the worker says it is parsing (a fixed delay raced a fast machine, where
         # the page was done first, and a busy one, where the worker was still starting).
         parsing = asyncio.Event()
         loop = asyncio.get_running_loop()
 
+        parsing_pid: list[int | None] = []
+
         def on_progress(progress) -> None:
             if progress.stage == Stage.PARSING:
+                parsing_pid.append(stalling_worker.pid)
                 loop.call_soon_threadsafe(parsing.set)
 
         task = asyncio.create_task(client.ingest_file(slow, embed=False, progress=on_progress))
@@ -160,5 +176,7 @@ async def test_cancelling_a_parse_stops_the_worker_promptly(tmp_path, db_path, c
         with pytest.raises(asyncio.CancelledError):
             await task
         assert await client.list_documents() == []
+        # The worker stopped cooperatively (within the grace period) and was kept, not killed.
+        assert stalling_worker.pid == parsing_pid[0] is not None
         good = pdf_factory.make_report_pdf(tmp_path / "good.pdf").path
         assert (await client.ingest_file(good, embed=False)).status == "ingested"

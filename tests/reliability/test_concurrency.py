@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pdf_factory
@@ -19,7 +20,13 @@ from haiku.rag.store import documents as D
 from haiku.rag.store.engine import Store
 
 HAIKU_RAG = str(Path(sys.executable).parent / "haiku-rag")
-QUERIES = ["marmalade crates", "lighthouse keepers", "tide tables", "customs brokers", "storms estuary"]
+QUERIES = [
+    "marmalade crates",
+    "lighthouse keepers",
+    "tide tables",
+    "customs brokers",
+    "storms estuary",
+]
 
 
 def _papers(folder: Path, count: int) -> Path:
@@ -35,14 +42,26 @@ async def test_searching_ten_times_a_second_while_ingesting(tmp_path, db_path, c
     folder = _papers(tmp_path / "papers", 4)
     errors: list[BaseException] = []
     searches = 0
+    # The import holds after its first file is stored until four searches have run: searches
+    # really overlap the ingest, however fast this machine is.
+    searched = threading.Event()
+
+    def hold_after_first_file(progress) -> None:
+        if progress.stage == Stage.DONE and not searched.is_set():
+            searched.wait(timeout=120)
+
     async with HaikuRAG(db_path, config, create=True) as client:
         await client.ingest_file(first)
-        ingest = asyncio.create_task(client.add_source(folder))
+        ingest = asyncio.create_task(client.add_source(folder, progress=hold_after_first_file))
 
         while not ingest.done():
+            if searches >= 4:
+                searched.set()
             for search_type in ("hybrid", "fts"):
                 try:
-                    results = await client.search(QUERIES[searches % len(QUERIES)], search_type=search_type)
+                    results = await client.search(
+                        QUERIES[searches % len(QUERIES)], search_type=search_type
+                    )
                     live = client.store.current_generations()
                     for result in results:  # never a chunk of a half-written document
                         assert result.document_id in live
@@ -77,7 +96,11 @@ def test_a_reader_process_searches_while_this_one_ingests(tmp_path, db_path, con
         """
     )
     reader = subprocess.Popen(
-        [sys.executable, "-c", reader_code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", reader_code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert reader.stdout.readline().strip() == "ready"
     searched = 0
@@ -111,7 +134,10 @@ def test_a_second_writer_process_is_refused_and_changes_nothing(tmp_path, db_pat
         async with HaikuRAG(db_path, config, create=True) as client:
             await client.ingest_file(first)  # this process is now the writer
             return subprocess.run(
-                [HAIKU_RAG, "--db", str(db_path), "add-src", str(other)], capture_output=True, text=True, timeout=600
+                [HAIKU_RAG, "--db", str(db_path), "add-src", str(other)],
+                capture_output=True,
+                text=True,
+                timeout=600,
             )
 
     second = asyncio.run(hold_the_store_and_try_a_second_writer())
