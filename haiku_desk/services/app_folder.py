@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from haiku.rag.files import write_text_atomic
+
 log = logging.getLogger("haiku_desk.library")
 
 APP_FOLDER_NAME = "haiku-desk"
@@ -46,7 +48,4 @@ def read_json(path: Path) -> Any:
 
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` to ``path`` atomically. Raises OSError."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=1))

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
+
+from haiku.rag.files import write_text_atomic
 
 if TYPE_CHECKING:
     from haiku.rag.answering import Conversation
@@ -232,20 +233,7 @@ class ConversationStore:
 
     def save(self, record: ConversationRecord) -> Path:
         """Write ``record`` atomically: readers see the old file or the new one, never a mix."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        target = self.path_of(record.id)
-        data = record.model_dump_json(indent=1)
-        fd, temp = tempfile.mkstemp(prefix=f".{record.id}.", suffix=".tmp", dir=self.directory)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
-        return target
+        return write_text_atomic(self.path_of(record.id), record.model_dump_json(indent=1))
 
     def load(self, conversation_id: str) -> ConversationRecord:
         path = self.path_of(conversation_id)

@@ -9,8 +9,6 @@ configuration. API keys are never written there, nor logged: they live only in t
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -19,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
 from haiku.rag.config import AppConfig, ModelConfig
+from haiku.rag.files import write_text_atomic
 from haiku.rag.models import KEYRING_SERVICE, PROVIDERS
 from haiku_desk.services.notifications import Notifications
 
@@ -198,16 +197,7 @@ class ModelsService(QObject):
             return DesktopSettings()
 
     def _write_settings(self) -> None:
-        path = self.settings_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=".settings.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(self.settings.model_dump_json(indent=1))
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        write_text_atomic(self.settings_path, self.settings.model_dump_json(indent=1))
 
     # --- keychain -----------------------------------------------------------------------
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from haiku.rag.errors import HaikuRAGError
+from haiku.rag.files import write_text_atomic
 
 CITATION_SNIPPET_CHARS = 200
 
@@ -175,17 +174,7 @@ async def cmd_chat(client: Any, args: argparse.Namespace) -> int:
 
 def save_conversation(path: Path, data: str) -> None:
     """Write atomically: a crash leaves the previous file or the new one, never half of each."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, data)
 
 
 def answered_record(done: Any) -> dict[str, Any]:
