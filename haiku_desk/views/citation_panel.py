@@ -226,13 +226,11 @@ class CitationPanel(QWidget):
         if has_authors(record):
             assert self.bibliography is not None
             self.title.set_full_text(f"[{citation.index}] {self.bibliography.label(citation)}")
-            self.title.setToolTip(title)
             self.headings.set_full_text(" › ".join([title, *headings]))
             self.headings.setVisible(True)
             return
         pages = ", ".join(map(str, self.cited))
         self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}")
-        self.title.setToolTip(title)
         self.headings.set_full_text(" › ".join(headings))
         self.headings.setVisible(bool(headings))
 
