@@ -54,6 +54,8 @@ class DetailsDialog(QDialog):
         self.setWindowTitle("Edit details")
         self.setAccessibleName(f"Edit details of {title}")
         self.title_edit = QLineEdit((record.title if record and record.title else None) or title)
+        self.title_edit.setCursorPosition(0)  # a long title shows its beginning
+        self.initial_title = self.title_edit.text()
         self.authors_edit = QPlainTextEdit(authors_text(record))
         self.authors_edit.setPlaceholderText("One per line: Family, Given")
         self.authors_edit.setTabChangesFocus(True)
@@ -140,7 +142,9 @@ class DetailsDialog(QDialog):
         for label in self.errors.values():
             label.hide()
         self.save_button.setEnabled(False)
-        self.pending = self.service.save_details(self.document_id, record, self.title_edit.text())
+        # The document is renamed only when the person changed the title here.
+        changed = self.title_edit.text().strip() != self.initial_title.strip()
+        self.pending = self.service.save_details(self.document_id, record, self.title_edit.text() if changed else None)
         self.pending.add_done_callback(self._stored)
 
     def _stored(self, future: Any) -> None:

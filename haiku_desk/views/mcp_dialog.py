@@ -69,7 +69,8 @@ class McpDialog(QDialog):
         self.config_view.setReadOnly(True)
         self.config_view.setFont(mono)
         self.config_view.setAccessibleName("MCP client configuration (JSON)")
-        self.config_view.setMinimumHeight(self.fontMetrics().lineSpacing() * 9)
+        lines = self.config_view.toPlainText().count("\n") + 1
+        self.config_view.setMinimumHeight(self.config_view.fontMetrics().lineSpacing() * (lines + 1) + 12)
         command_label = QLabel("Or the command, for clients that ask for one (stdio):")
         self.command_view = QLineEdit(self.command)
         self.command_view.setReadOnly(True)

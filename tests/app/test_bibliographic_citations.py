@@ -226,6 +226,10 @@ def test_edit_details_is_checked_stored_without_reembedding_and_used_by_citation
         widget = both_cited(window, qloop)
         pups = next(lb for lb in widget.source_labels if lb.citation.document_id == built.paper_id)
         window.show_citation(pups.citation)
+        library = window.services.library
+        entry = library.entry_for_document(built.paper_id)
+        library.rename(entry.key, "My otter paper")  # the person's own name for the row (F2)
+        run_until(qloop, lambda: library.entry_for_document(built.paper_id).name == "My otter paper", SLOW)
         # the row's context menu has the hook's action
         _select(window, built.paper_id)
         assert window.details.action in window.library_pane.extra_actions
@@ -258,6 +262,8 @@ def test_edit_details_is_checked_stored_without_reembedding_and_used_by_citation
         dialog.save_button.click()
         run_until(qloop, lambda: bool(saved), SLOW)
         assert window.details.dialog is None  # closed (and deleted)
+        # the title was not touched in the form: the row keeps the person's name for it
+        assert library.entry_for_document(built.paper_id).name == "My otter paper"
         # the answer already shown and the citation panel follow at once
         run_until(qloop, lambda: pups.title == "Sørensen and Berg, 2022, p. 2", SLOW)
         assert window.citation_panel.title.full_text == f"[{pups.citation.index}] Sørensen and Berg, 2022, p. 2"

@@ -70,6 +70,8 @@ def test_the_mcp_configuration_shown_starts_a_server_on_the_open_library(qloop, 
         assert server["args"] == ["--db", str(services.library.db_path), "mcp"]
         assert Path(server["args"][1]) == db.resolve() or Path(server["args"][1]) == db
         assert Path(server["command"]).is_file() and not dialog.warning.isVisible()
+        qtbot.waitExposed(dialog)
+        assert dialog.config_view.verticalScrollBar().maximum() == 0  # every line in view
         dialog.copy_button.click()
         assert json.loads(QApplication.clipboard().text()) == shown
         dialog.copy_command_button.click()
