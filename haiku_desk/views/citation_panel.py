@@ -71,6 +71,7 @@ class CitationPanel(QWidget):
         self.title.setAccessibleName("Cited document")
         self.headings = ElidedLabel()
         self.headings.setAccessibleName("Heading path")
+        self.headings.hide()  # until a citation is shown
 
         def button(text: str, name: str, tip: str, shortcut: str | None = None) -> QToolButton:
             b = QToolButton()
@@ -122,12 +123,15 @@ class CitationPanel(QWidget):
         self.snippet_area.setMaximumHeight(120)
         self.snippet_area.hide()
 
-        # "Open original" belongs to the document, beside its title: the page row keeps its
-        # width for navigation and zoom, and fits a narrow panel.
+        # The header (author–year–page, or the title) has the panel's whole width; "Copy
+        # citation" and "Open original" belong to the document, on the line beneath beside
+        # its title or heading path: the page row keeps its width for navigation and zoom.
         title_row = QHBoxLayout()
         title_row.addWidget(self.title, 1)
-        title_row.addWidget(self.copy_button)
-        title_row.addWidget(self.open_button)
+        source_row = QHBoxLayout()
+        source_row.addWidget(self.headings, 1)
+        source_row.addWidget(self.copy_button)
+        source_row.addWidget(self.open_button)
         self.nav = QWidget()
         nav = QHBoxLayout(self.nav)
         nav.setContentsMargins(0, 0, 0, 0)
@@ -139,7 +143,7 @@ class CitationPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(title_row)
-        layout.addWidget(self.headings)
+        layout.addLayout(source_row)
         layout.addWidget(self.nav)
         layout.addWidget(self.scroll, 1)
         layout.addWidget(self.snippet_area)
@@ -187,6 +191,7 @@ class CitationPanel(QWidget):
         self.title.setFont(self.font())
         self.title.set_full_text(HINT)
         self.headings.set_full_text("")
+        self.headings.hide()
         self.image_label.setPixmap(QPixmap())
         self.image_label.setText("")
         self.snippet.setText("")
@@ -210,6 +215,7 @@ class CitationPanel(QWidget):
         self.snippet.setText(passage if len(passage) <= 600 else passage[:600] + "…")
         self.snippet_area.show()
         self.snippet_area.verticalScrollBar().setValue(0)
+        self._update_controls()  # Copy citation and Open original work before the page is drawn
         self._render()
 
     def _name_source(self) -> None:
@@ -232,7 +238,7 @@ class CitationPanel(QWidget):
         pages = ", ".join(map(str, self.cited))
         self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}")
         self.headings.set_full_text(" › ".join(headings))
-        self.headings.setVisible(bool(headings))
+        self.headings.setVisible(True)  # holds the row of Copy citation and Open original
 
     def _records_changed(self, document_ids: list[str]) -> None:
         if self.citation is not None and self.citation.document_id in document_ids:

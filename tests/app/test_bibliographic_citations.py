@@ -167,6 +167,14 @@ def test_sources_are_cited_author_year_page_and_copy_citation_copies_the_quoted_
         assert clipboard_after(qloop, lambda: qtbot.keyClick(panel, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)) == expected
         window.show_citation(notes[0].citation)
         assert panel.title.full_text == f"[{notes[0].citation.index}] Lantern Otters"
+        # at 1024×640 the header keeps the panel's whole width (the buttons are on the line
+        # beneath, beside the title), so the author–year–page is not cut to "[1…"
+        window.resize(1024, 640)
+        window.show_citation(pups.citation)
+        run_until(qloop, lambda: panel.width() < 400, SLOW)
+        inner = panel.width() - panel.layout().contentsMargins().left() - panel.layout().contentsMargins().right()
+        assert panel.title.width() >= inner - 2
+        assert panel.copy_button.geometry().top() >= panel.title.geometry().bottom()
     finally:
         close_window(qloop, window)
 
