@@ -202,6 +202,21 @@ def test_copy_bibtex_and_csl_json_of_an_answers_sources(qloop, qtbot, built, lib
         pups = next(lb for lb in widget.source_labels if lb.citation.document_id == built.paper_id)
         one = next(a for a in widget.source_menu(pups).actions() if a.text() == "Copy BibTeX")
         assert [e.key for e in bibtexparser.parse_string(clipboard_after(qloop, one.trigger)).entries] == ["sorensen2021otter"]
+
+        # the export of the answer: author–year–page sources, References, .bib and .csl.json beside it
+        operation = window.chat_pane.export_to(str(tmp_path / "export"), turn=widget.turn)
+        run_until(qloop, lambda: not operation.running, SLOW)
+        (markdown,) = (tmp_path / "export").glob("*.md")
+        text = markdown.read_text(encoding="utf-8")
+        assert f"**Sørensen et al., 2021, p. 2 — {TITLE}" in text
+        assert "## References" in text and f"- Sørensen et al. (2021). {TITLE}." in text
+        assert "- Lantern Otters." in text
+        exported = bibtexparser.parse_string(markdown.with_suffix(".bib").read_text(encoding="utf-8"))
+        assert not exported.failed_blocks and "sorensen2021otter" in {e.key for e in exported.entries}
+        assert len(exported.entries) == 2
+        exported_csl = json.loads(markdown.with_suffix(".csl.json").read_text(encoding="utf-8"))
+        assert {item["id"] for item in exported_csl} == {e.key for e in exported.entries}
+        assert f"({markdown.stem}.bib)" in text
     finally:
         close_window(qloop, window)
 
