@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
+    from haiku.rag.bibliography import Bibliographic
     from haiku.rag.citations import Citation
 
 
@@ -49,3 +50,39 @@ def snippet_source(citation: Citation) -> str:
     from several chunks (else two citations of one merged passage would show the same
     snippet), otherwise the passage."""
     return citation.matched_text or citation.content
+
+
+def matched_pages(citation: Citation) -> list[int]:
+    """The pages of the cited text itself (its strong boxes), else the passage's pages."""
+    return sorted({b.page for b in citation.boxes}) or sorted(set(citation.page_numbers))
+
+
+def has_authors(record: Bibliographic | None) -> bool:
+    return record is not None and any(c.family for c in record.authors)
+
+
+def source_label(citation: Citation, record: Bibliographic | None, title: str | None = None) -> str:
+    """How a source is named where an answer lists it: ``Sørensen et al., 2021, p. 4`` for a
+    document with authors (the page of the cited text, exact), else its title (``title``: the
+    document's title as stored now, else the one the citation was made with)."""
+    if has_authors(record):
+        from haiku.rag.bibliography import author_year_citation
+
+        return author_year_citation(record, matched_pages(citation), parentheses=False)
+    return " ".join(title.split()) if title and title.strip() else citation_title(citation)
+
+
+def quoted_citation(citation: Citation, record: Bibliographic | None, title: str | None = None) -> str:
+    """What "Copy citation" puts on the clipboard: the cited passage in quotation marks, then
+    ``(Sørensen et al., 2021, p. 4)``; a document without authors is named by its title."""
+    from haiku.rag.citations import pages_label
+
+    passage = " ".join(snippet_source(citation).split())
+    if has_authors(record):
+        from haiku.rag.bibliography import author_year_citation
+
+        where = author_year_citation(record, matched_pages(citation))
+    else:
+        name = " ".join(title.split()) if title and title.strip() else citation_title(citation)
+        where = "(" + ", ".join(p for p in (name, pages_label(matched_pages(citation))) if p) + ")"
+    return f"“{passage}” {where}"

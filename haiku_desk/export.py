@@ -1,9 +1,12 @@
 """Export an answer or a whole conversation to Markdown, with its citations and the cited pages.
 
-``<folder>/<name>.md`` holds the questions, answers, grounding and a numbered source list; the
+``<folder>/<name>.md`` holds the questions, answers, grounding and a numbered source list
+(a source whose document has authors named author–year–page, "Gal et al., 2009, p. 5"); the
 cited pages, rendered from the library's stored originals with the cited passage highlighted
 (haiku.rag's grounding renderer, not Qt widgets), go next to it as PNG files in
-``<folder>/<name>-pages/``, linked from the Markdown.
+``<folder>/<name>-pages/``, linked from the Markdown. The bibliography of the cited documents
+goes beside it as ``<name>.bib`` (BibTeX) and ``<name>.csl.json`` (CSL-JSON), from the
+library's export (Zotero keys kept), linked from a References section.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from haiku_desk.citations import citation_place, snippet_source
 from haiku_desk.services.conversations import ConversationRecord, Turn
@@ -70,9 +73,13 @@ async def _export(
             key = (citation.chunk_id, citation.index)
             if key not in rendered:
                 rendered[key] = await _render_citation(citation, client, pages_dir, folder)
+    cited = [c for turn in turns for c in turn.citations]
+    records = await _records(client, cited)
     lines = [f"# {title}", ""]
     for turn in turns:
-        lines += turn_markdown(turn, rendered)
+        lines += turn_markdown(turn, rendered, records)
+    if cited:
+        lines += await _references(client, cited, records, folder, name)
     target = folder / f"{name}.md"
     target.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return target
@@ -103,18 +110,73 @@ async def _render_citation(
     return paths
 
 
-def turn_markdown(
-    turn: Turn, rendered: dict[tuple[str, int], list[str]] | None = None
+async def _records(client: HaikuRAG, citations: Sequence[Citation]) -> dict[str, Any]:
+    """The bibliographic record (or None) of each cited document still in the library (one
+    deleted since is left out: cited by its title, and not in the .bib)."""
+    from haiku.rag.bibliography import bibliographic
+
+    records: dict[str, Any] = {}
+    for document_id in dict.fromkeys(c.document_id for c in citations):
+        try:
+            document = await client.get_document(document_id)
+        except Exception:
+            continue
+        records[document_id] = bibliographic(document.metadata)
+    return records
+
+
+async def _references(
+    client: HaikuRAG, citations: Sequence[Citation], records: dict[str, Any], folder: Path, name: str
 ) -> list[str]:
+    """``<name>.bib`` and ``<name>.csl.json`` of the cited documents, and the References
+    section that lists them and links both files."""
+    from haiku.rag.bibliography import author_label, bibliography_of_answer
+
+    present = [c for c in citations if c.document_id in records]
+    lines = ["## References", ""]
+    seen: set[str] = set()
+    for c in citations:
+        if c.document_id in seen:
+            continue
+        seen.add(c.document_id)
+        record = records.get(c.document_id)
+        who = author_label(record) if record is not None else None
+        year = record.year if record is not None and record.year else "n.d."
+        title = (record.title if record is not None and record.title else None) or c.document_title or c.document_uri
+        lines.append(f"- {who} ({year}). {title}." if who else f"- {title}.")
+    lines.append("")
+    if not present:
+        return lines
+    try:
+        bibtex = await bibliography_of_answer(client, present, "bibtex")
+        csl = await bibliography_of_answer(client, present, "csl-json")
+    except Exception:  # the library could not be read: the list above still names them
+        return lines
+    (folder / f"{name}.bib").write_text(bibtex, encoding="utf-8")
+    (folder / f"{name}.csl.json").write_text(csl + "\n", encoding="utf-8")
+    lines += [f"BibTeX: [{name}.bib]({name}.bib) · CSL-JSON: [{name}.csl.json]({name}.csl.json)", ""]
+    return lines
+
+
+def turn_markdown(
+    turn: Turn,
+    rendered: dict[tuple[str, int], list[str]] | None = None,
+    records: dict[str, Any] | None = None,
+) -> list[str]:
+    from haiku_desk.citations import has_authors, source_label
     from haiku_desk.services.chat import citing_text, excerpt
 
     rendered = rendered or {}
+    records = records or {}
     lines = [f"## {turn.question}", "", turn.answer.strip(), ""]
     lines += [f"*{BASIS_LABELS.get(turn.basis, turn.basis)}.*", ""]
     if turn.citations:
         lines += ["### Sources", ""]
         for c in turn.citations:
             where = citation_place(c)
+            record = records.get(c.document_id)
+            if has_authors(record):  # "Gal et al., 2009, p. 5 — Title — 3 Trace Trees"
+                where = f"{source_label(c, record)} — {where}"
             query = citing_text(turn.answer, c.index) or f"{turn.question} {turn.answer}"
             snippet = excerpt(snippet_source(c), query, SNIPPET_CHARS)
             lines += [f"{c.index}. **{where}**", f"   > {snippet}", ""]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from haiku.rag.config import AppConfig
+    from haiku_desk.services.bibliography import BibliographyService
     from haiku_desk.services.chat import ChatService
     from haiku_desk.services.library import LibraryService
     from haiku_desk.services.models import ModelsService
@@ -30,6 +31,7 @@ class AppServices:
     pages: PagesService  # page renders (QImage) with highlight boxes, cached
     models: ModelsService  # chat model choice, providers, discovery, keychain
     chat: ChatService  # conversations, agent runs, streaming, toggles, persistence
+    bibliography: BibliographyService | None = None  # author–year citations, BibTeX, edits
 
 
 def create_services(db_path: str | os.PathLike[str] | None = None, config: AppConfig | None = None) -> AppServices:
@@ -46,5 +48,8 @@ def create_services(db_path: str | os.PathLike[str] | None = None, config: AppCo
     library = LibraryService(Path(resolve_db_path(db_path, config)), config, notifications)
     pages = PagesService(library, notifications)
     models = ModelsService(config, notifications)
+    from haiku_desk.services.bibliography import BibliographyService
+
     chat = ChatService(library, models, notifications)
-    return AppServices(config, notifications, library, pages, models, chat)
+    bibliography = BibliographyService(library, notifications)
+    return AppServices(config, notifications, library, pages, models, chat, bibliography)

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from haiku.rag.citations import Citation
     from haiku_desk.bridge import Operation
     from haiku_desk.services import AppServices
+    from haiku_desk.services.bibliography import BibliographyService
     from haiku_desk.services.chat import Question
 
 CONVERSATIONS_WIDTH = 165  # the list's default width: titles end in "…", the chat gets the room
@@ -183,13 +184,18 @@ class HeaderLabel(ElidedLabel):
 
 class SourceLabel(QLabel):
     """One source under an answer: the title as a link, elided to one line (the full title in
-    the tooltip), the heading path and pages beneath it, then a snippet of the cited text."""
+    the tooltip), the heading path and pages beneath it, then a snippet of the cited text.
+
+    A document with authors is named author–year–page instead ("Sørensen et al., 2021, p. 4",
+    see ``set_label``), its title then beside the heading path."""
 
     def __init__(self, citation: Citation, snippet: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.citation = citation
         self.snippet = snippet
         self.title = citation_title(citation)
+        self.document_title = self.title  # the title line when the label is author–year
+        self.author_year = False
         self.setWordWrap(True)
         self.setTextFormat(Qt.TextFormat.RichText)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -210,8 +216,19 @@ class SourceLabel(QLabel):
         room = max(40, width - metrics.horizontalAdvance(prefix) - metrics.averageCharWidth())
         return metrics.elidedText(self.title, Qt.TextElideMode.ElideRight, room)
 
+    def set_label(self, label: str, *, author_year: bool, document_title: str | None = None) -> None:
+        """Name the source ``label`` (author–year–page, or the document's current title)."""
+        self.title = label
+        self.author_year = author_year
+        self.document_title = document_title or citation_title(self.citation)
+        self._render()
+
     def _render(self) -> None:
         location = citation_location(self.citation)
+        if self.author_year:  # the pages are in the label: the title and heading path beneath
+            from haiku_desk.citations import heading_path
+
+            location = " — ".join(p for p in (self.document_title, " › ".join(heading_path(self.citation))) if p)
         lines = [
             f"<a href='{CITE_SCHEME}:{self.citation.index}'>[{self.citation.index}] "
             f"{html.escape(self.shown_title())}</a>"
@@ -264,10 +281,16 @@ class TurnWidget(QFrame):
     command_requested = Signal(str)  # a haiku: link's command, e.g. "models"
     export_requested = Signal(object)  # Turn
     ask_again_requested = Signal(str)  # the question
+    copied = Signal(str)  # text put on the clipboard by Copy citation / BibTeX / CSL-JSON
 
-    def __init__(self, turn: Turn, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, turn: Turn, parent: QWidget | None = None, *, bibliography: BibliographyService | None = None
+    ) -> None:
         super().__init__(parent)
         self.turn = turn
+        self.bibliography = bibliography  # author–year names and the bibliography of the sources
+        if bibliography is not None:
+            bibliography.records_changed.connect(self._records_changed)
         self.text = turn.answer
         self.chips: list[QToolButton] = []
         self.source_labels: list[SourceLabel] = []
@@ -315,6 +338,10 @@ class TurnWidget(QFrame):
         self.export_action.triggered.connect(lambda: self.export_requested.emit(self.turn))
         self.copy_action = QAction("Copy answer", self)
         self.copy_action.triggered.connect(self._copy)
+        self.copy_bibtex_action = QAction("Copy BibTeX of the sources", self)
+        self.copy_bibtex_action.triggered.connect(lambda: self.copy_bibliography("bibtex"))
+        self.copy_csl_action = QAction("Copy CSL-JSON of the sources", self)
+        self.copy_csl_action.triggered.connect(lambda: self.copy_bibliography("csl-json"))
         # The answer view has a context menu of its own (copy, select all): ours extends it.
         self.answer.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.answer.customContextMenuRequested.connect(
@@ -392,6 +419,8 @@ class TurnWidget(QFrame):
         for chip in self.chips:
             chip.deleteLater()
         self.chips = []
+        if self.bibliography is not None and turn.citations:
+            self.bibliography.load(c.document_id for c in turn.citations)
         for position, citation in enumerate(turn.citations):
             chip = QToolButton(self)
             chip.setText(str(citation.index))
@@ -406,6 +435,29 @@ class TurnWidget(QFrame):
         self.source_labels = []
         for citation in turn.citations:
             self._add_source(citation)
+        self._name_sources()
+
+    def _name_sources(self, document_ids: set[str] | None = None) -> None:
+        """Name each source (and its chip's tooltip) author–year–page when its document has
+        authors, else by its current title."""
+        if self.bibliography is None:
+            return
+        from haiku_desk.citations import has_authors
+
+        for label in self.source_labels:
+            citation = label.citation
+            if document_ids is not None and citation.document_id not in document_ids:
+                continue
+            record = self.bibliography.record(citation.document_id)
+            title = self.bibliography.title(citation.document_id)
+            name = self.bibliography.label(citation)
+            label.set_label(name, author_year=has_authors(record), document_title=title)
+            for chip in self.chips:
+                if chip.text() == str(citation.index):
+                    chip.setToolTip(f"{name} — {citation_place(citation)}" if has_authors(record) else citation_place(citation))
+
+    def _records_changed(self, document_ids: list[str]) -> None:
+        self._name_sources(set(document_ids))
 
     def _add_source(self, citation: Citation) -> None:
         from haiku_desk.services.chat import citing_text, excerpt
@@ -415,6 +467,10 @@ class TurnWidget(QFrame):
         query = citing_text(turn.answer, citation.index) or f"{turn.question} {turn.answer}"
         label = SourceLabel(citation, excerpt(snippet_source(citation), query, 220), self)
         label.linkActivated.connect(self._link)
+        label.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        label.customContextMenuRequested.connect(
+            lambda pos, lb=label: self._source_menu(lb, lb.mapToGlobal(pos))
+        )
         self.sources.addWidget(label)
         self.source_labels.append(label)
 
@@ -427,7 +483,62 @@ class TurnWidget(QFrame):
         self.export_action.setEnabled(bool(self.turn.answer))
         menu.addAction(self.export_action)
         menu.addAction(self.copy_action)
+        cited = bool(self.turn.citations) and self.bibliography is not None
+        self.copy_bibtex_action.setEnabled(cited)
+        self.copy_csl_action.setEnabled(cited)
+        menu.addSeparator()
+        menu.addAction(self.copy_bibtex_action)
+        menu.addAction(self.copy_csl_action)
         return menu
+
+    def source_menu(self, label: SourceLabel) -> QMenu:
+        """A source's context menu: copy its citation (the quoted passage, author–year–page),
+        its BibTeX or CSL-JSON."""
+        menu = QMenu(self)
+        citation = label.citation
+        copy = menu.addAction("Copy citation")
+        copy.triggered.connect(lambda: self.copy_citation(citation))
+        for text, kind in (("Copy BibTeX", "bibtex"), ("Copy CSL-JSON", "csl-json")):
+            action = menu.addAction(text)
+            action.setEnabled(self.bibliography is not None)
+            action.triggered.connect(lambda _=False, k=kind: self.copy_bibliography(k, [citation]))
+        return menu
+
+    def _source_menu(self, label: SourceLabel, where: QPoint) -> None:
+        menu = self.source_menu(label)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(where)
+
+    def copy_citation(self, citation: Citation) -> str:
+        """Put the quoted passage and its author–year–page citation on the clipboard."""
+        from haiku_desk.citations import quoted_citation
+
+        if self.bibliography is not None:
+            text = self.bibliography.citation_text(citation)
+        else:
+            text = quoted_citation(citation, None)
+        self._to_clipboard(text)
+        return text
+
+    def copy_bibliography(self, format: str = "bibtex", citations: list[Citation] | None = None) -> Any:
+        """Put the BibTeX (or CSL-JSON) of the answer's sources (or of ``citations``) on the
+        clipboard, once the library has made it."""
+        if self.bibliography is None:
+            return None
+        future = self.bibliography.bibliography(citations or self.turn.citations, format)
+
+        def done(f: Any) -> None:
+            if not f.cancelled() and f.exception() is None:
+                self._to_clipboard(f.result())
+
+        future.add_done_callback(done)
+        return future
+
+    def _to_clipboard(self, text: str) -> None:
+        from PySide6.QtWidgets import QApplication
+
+        QApplication.clipboard().setText(text)
+        self.copied.emit(text)
 
     def _context_menu(self, where: QPoint) -> None:
         menu = self.context_menu()
@@ -875,7 +986,7 @@ class ChatPane(QWidget):
         self._update_exports()
 
     def _add_turn_widget(self, turn: Turn) -> TurnWidget:
-        widget = TurnWidget(turn, self.transcript)
+        widget = TurnWidget(turn, self.transcript, bibliography=getattr(self.services, "bibliography", None))
         widget.citation_activated.connect(self.citation_activated)
         widget.command_requested.connect(self.command_requested)
         widget.export_requested.connect(self._export_turn_dialog)

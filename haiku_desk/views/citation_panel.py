@@ -1,5 +1,9 @@
 """The citation panel: the cited page rendered from the stored file, with the matched text
-painted strong and its context faint; previous/next page, zoom, fit-width, open original."""
+painted strong and its context faint; previous/next page, zoom, fit-width, open original.
+
+Its header names the source author–year–page ("[1] Sørensen et al., 2021, p. 4") when the
+document has authors, else by title; Copy citation (Ctrl+Shift+C) copies the quoted passage
+with that citation."""
 
 from __future__ import annotations
 
@@ -23,10 +27,12 @@ from haiku_desk.views.widgets import ElidedLabel
 
 if TYPE_CHECKING:
     from haiku.rag.citations import Citation
+    from haiku_desk.services.bibliography import BibliographyService
 
 HINT = "Click a citation to see the cited page."
 ZOOM_STEP = 1.25
 DEFAULT_ZOOM = 1.25
+COPY_CITATION_SHORTCUT = "Ctrl+Shift+C"
 
 
 def cited_pages(citation: Citation) -> list[int]:
@@ -37,10 +43,16 @@ def cited_pages(citation: Citation) -> list[int]:
 class CitationPanel(QWidget):
     page_shown = Signal(int)  # page number, once its image (with highlights) is on screen
     original_requested = Signal(str)  # path opened in the system viewer
+    copied = Signal(str)  # what Copy citation put on the clipboard
 
-    def __init__(self, pages: PagesService, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, pages: PagesService, parent: QWidget | None = None, *, bibliography: BibliographyService | None = None
+    ) -> None:
         super().__init__(parent)
         self.pages = pages
+        self.bibliography = bibliography
+        if bibliography is not None:
+            bibliography.records_changed.connect(self._records_changed)
         self.setAccessibleName("Citation panel")
         self.citation: Citation | None = None
         self.conversation_id: str | None = None  # the conversation whose citations it shows
@@ -59,6 +71,7 @@ class CitationPanel(QWidget):
         self.title.setAccessibleName("Cited document")
         self.headings = ElidedLabel()
         self.headings.setAccessibleName("Heading path")
+        self.headings.hide()  # until a citation is shown
 
         def button(text: str, name: str, tip: str, shortcut: str | None = None) -> QToolButton:
             b = QToolButton()
@@ -79,6 +92,12 @@ class CitationPanel(QWidget):
         self.fit_button.setCheckable(True)
         self.fit_button.setChecked(True)
         self.open_button = button("Open original", "Open original", "Open the original file in the system viewer")
+        self.copy_button = button(
+            "Copy citation",
+            "Copy citation",
+            "Copy the cited passage with its author–year–page citation",
+            COPY_CITATION_SHORTCUT,
+        )
 
         self.image_label = QLabel()
         self.image_label.setAccessibleName("Cited page")
@@ -104,11 +123,15 @@ class CitationPanel(QWidget):
         self.snippet_area.setMaximumHeight(120)
         self.snippet_area.hide()
 
-        # "Open original" belongs to the document, beside its title: the page row keeps its
-        # width for navigation and zoom, and fits a narrow panel.
+        # The header (author–year–page, or the title) has the panel's whole width; "Copy
+        # citation" and "Open original" belong to the document, on the line beneath beside
+        # its title or heading path: the page row keeps its width for navigation and zoom.
         title_row = QHBoxLayout()
         title_row.addWidget(self.title, 1)
-        title_row.addWidget(self.open_button)
+        source_row = QHBoxLayout()
+        source_row.addWidget(self.headings, 1)
+        source_row.addWidget(self.copy_button)
+        source_row.addWidget(self.open_button)
         self.nav = QWidget()
         nav = QHBoxLayout(self.nav)
         nav.setContentsMargins(0, 0, 0, 0)
@@ -120,7 +143,7 @@ class CitationPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(title_row)
-        layout.addWidget(self.headings)
+        layout.addLayout(source_row)
         layout.addWidget(self.nav)
         layout.addWidget(self.scroll, 1)
         layout.addWidget(self.snippet_area)
@@ -131,6 +154,7 @@ class CitationPanel(QWidget):
         self.zoom_out_button.clicked.connect(lambda: self.set_zoom(self.zoom / ZOOM_STEP))
         self.fit_button.toggled.connect(self.set_fit_width)
         self.open_button.clicked.connect(self.open_original)
+        self.copy_button.clicked.connect(self.copy_citation)
         pages.page_ready.connect(self._page_ready)
         pages.page_failed.connect(self._page_failed)
         pages.original_ready.connect(self._original_ready)
@@ -167,6 +191,7 @@ class CitationPanel(QWidget):
         self.title.setFont(self.font())
         self.title.set_full_text(HINT)
         self.headings.set_full_text("")
+        self.headings.hide()
         self.image_label.setPixmap(QPixmap())
         self.image_label.setText("")
         self.snippet.setText("")
@@ -182,19 +207,58 @@ class CitationPanel(QWidget):
         matched = sorted({b.page for b in citation.boxes})
         self.page = matched[0] if matched else self.cited[0]  # the match, not the context before it
         self.page_count = 0
-        pages = ", ".join(map(str, self.cited))
         bold = self.title.font()  # plain while the panel only shows its hint
         bold.setBold(True)
         self.title.setFont(bold)
-        self.title.set_full_text(f"[{citation.index}] {citation_title(citation)}", f" — p. {pages}")
-        headings = heading_path(citation)
-        self.headings.set_full_text(" › ".join(headings))
-        self.headings.setVisible(bool(headings))
+        self._name_source()
         passage = snippet_source(citation)
         self.snippet.setText(passage if len(passage) <= 600 else passage[:600] + "…")
         self.snippet_area.show()
         self.snippet_area.verticalScrollBar().setValue(0)
+        self._update_controls()  # Copy citation and Open original work before the page is drawn
         self._render()
+
+    def _name_source(self) -> None:
+        """The header: author–year–page when the document has authors (its title moves to the
+        heading line), else the title and the cited pages."""
+        citation = self.citation
+        if citation is None:
+            return
+        from haiku_desk.citations import has_authors
+
+        record = self.bibliography.record(citation.document_id) if self.bibliography else None
+        title = (self.bibliography.title(citation.document_id) if self.bibliography else None) or citation_title(citation)
+        headings = heading_path(citation)
+        if has_authors(record):
+            assert self.bibliography is not None
+            self.title.set_full_text(f"[{citation.index}] {self.bibliography.label(citation)}")
+            self.headings.set_full_text(" › ".join([title, *headings]))
+            self.headings.setVisible(True)
+            return
+        pages = ", ".join(map(str, self.cited))
+        self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}")
+        self.headings.set_full_text(" › ".join(headings))
+        self.headings.setVisible(True)  # holds the row of Copy citation and Open original
+
+    def _records_changed(self, document_ids: list[str]) -> None:
+        if self.citation is not None and self.citation.document_id in document_ids:
+            self._name_source()
+
+    def copy_citation(self) -> str:
+        """Put the cited passage, quoted, and its author–year–page citation on the clipboard."""
+        from PySide6.QtWidgets import QApplication
+
+        from haiku_desk.citations import quoted_citation
+
+        if self.citation is None:
+            return ""
+        if self.bibliography is not None:
+            text = self.bibliography.citation_text(self.citation)
+        else:
+            text = quoted_citation(self.citation, None)
+        QApplication.clipboard().setText(text)
+        self.copied.emit(text)
+        return text
 
     def go_to_page(self, page: int) -> None:
         if self.citation is None or page < 1 or (self.page_count and page > self.page_count):
@@ -290,7 +354,8 @@ class CitationPanel(QWidget):
         # Until a citation is shown there is nothing to page through: only the hint shows.
         self.nav.setVisible(has)
         self.open_button.setVisible(has)
-        for b in (self.zoom_in_button, self.zoom_out_button, self.fit_button, self.open_button):
+        self.copy_button.setVisible(has)
+        for b in (self.zoom_in_button, self.zoom_out_button, self.fit_button, self.open_button, self.copy_button):
             b.setEnabled(has)
         self.prev_button.setEnabled(has and self.page > 1)
         self.next_button.setEnabled(has and (not self.page_count or self.page < self.page_count))

@@ -247,6 +247,7 @@ class LibraryPane(QWidget):
         self.rename_action.setToolTip("Rename the selected document (F2)")
         self.rename_action.triggered.connect(self.rename_current)
         self.table.addAction(self.rename_action)
+        self.extra_actions: list[QAction] = []  # more row actions, added by their own modules (Edit details…)
 
         self.empty_hint = QLabel(EMPTY_HINT)
         self.empty_hint.setWordWrap(True)
@@ -456,6 +457,7 @@ class LibraryPane(QWidget):
         menu = QMenu(self.table)
         menu.setAccessibleName("Document actions")
         menu.addAction(self.rename_action)
+        menu.addActions(self.extra_actions)
         menu.addSeparator()
         for button in (self.cancel_button, self.reingest_button, self.delete_button, self.unlock_button):
             item = menu.addAction(button.text(), button.click)

@@ -71,7 +71,7 @@ class MainWindow(QMainWindow):
 
         self.library_pane = LibraryPane(services.library)
         self.chat_pane = ChatPane(services)
-        self.citation_panel = CitationPanel(services.pages)
+        self.citation_panel = CitationPanel(services.pages, bibliography=services.bibliography)
         self.notification_area = NotificationArea(services.notifications)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -188,6 +188,13 @@ class MainWindow(QMainWindow):
         settings_menu.addAction(self.models_action)
         help_menu = menu.addMenu("&Help")
         help_menu.addAction(self.help_action)
+        from haiku_desk.views.mcp_dialog import McpAction
+
+        self.mcp = McpAction(self, help_menu)  # Help › Use this library from other apps (MCP)…
+        if self.services.bibliography is not None:
+            from haiku_desk.views.details_dialog import DetailsAction
+
+            self.details = DetailsAction(self.library_pane, self.services.bibliography, self)  # Edit details…
 
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("main_toolbar")

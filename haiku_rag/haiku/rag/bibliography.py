@@ -16,6 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from haiku.rag.errors import HaikuRAGError
+
 METADATA_KEY = "bibliographic"
 
 
@@ -73,6 +75,135 @@ def bibliographic(metadata: Mapping[str, Any] | None) -> Bibliographic | None:
         return Bibliographic.model_validate(data)
     except ValueError:
         return None
+
+
+# --- edited by the user -------------------------------------------------------------------
+
+USER_SOURCE = "user"  # a record the user edited: kept over what a re-ingest reads from the file
+MIN_YEAR, MAX_YEAR = 1000, 2999
+DOI_SHAPE = re.compile(r"^10\.\d{4,9}/\S+$")
+_DOI_PREFIX = re.compile(r"^(?:https?://(?:dx\.)?doi\.org/|doi:\s*)", re.IGNORECASE)
+MAX_FIELD_CHARS = 1000
+
+
+class BibliographicError(HaikuRAGError, ValueError):
+    """A bibliographic field the user typed that cannot be stored; ``field`` names it."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def parse_authors(text: str | Iterable[str]) -> list[Creator]:
+    """Authors as a person types them: one per line or separated by ";", each
+    "Family, Given" or "Given Family" (particles such as "de" and "van" stay with the family
+    name)."""
+    names = text if not isinstance(text, str) else re.split(r"[;\n]", text)
+    creators = []
+    for raw in names:
+        name = " ".join(str(raw).split())
+        if not name:
+            continue
+        if len(name) > MAX_FIELD_CHARS:
+            raise BibliographicError("authors", f"an author's name has at most {MAX_FIELD_CHARS} characters")
+        if "," in name:
+            family, given = (p.strip() for p in name.split(",", 1))
+        else:
+            words = name.split()
+            cut = len(words) - 1
+            while cut > 0 and words[cut - 1].casefold() in _PARTICLES:
+                cut -= 1
+            family, given = " ".join(words[cut:]), " ".join(words[:cut])
+        if not family:
+            raise BibliographicError("authors", f"{name!r} has no family name")
+        creators.append(Creator(family=family, given=given))
+    return creators
+
+
+_PARTICLES = {"de", "del", "della", "der", "den", "van", "von", "da", "di", "du", "la", "le", "dos", "das", "ter", "ten"}
+
+
+def parse_year(value: str | int | None) -> int | None:
+    """A year as typed ("2021"); empty is None; anything else is a ``BibliographicError``."""
+    text = str(value).strip() if value is not None else ""
+    if not text:
+        return None
+    if not text.isdigit() or not (MIN_YEAR <= int(text) <= MAX_YEAR):
+        raise BibliographicError("year", f"the year must be a year such as 2021, not {text!r}")
+    return int(text)
+
+
+def parse_doi(value: str | None) -> str | None:
+    """A DOI as typed or pasted ("10.1000/xyz", "https://doi.org/10.1000/xyz", "doi:…"), without
+    its prefix; empty is None; anything not shaped like a DOI is a ``BibliographicError``."""
+    text = _DOI_PREFIX.sub("", (value or "").strip()).strip()
+    if not text:
+        return None
+    if not DOI_SHAPE.match(text):
+        raise BibliographicError("doi", f"a DOI looks like 10.1234/abcd (it starts with “10.” and has a “/”), not {text!r}")
+    return text
+
+
+def _text_field(name: str, value: str | None) -> str | None:
+    text = " ".join((value or "").split())
+    if len(text) > MAX_FIELD_CHARS:
+        raise BibliographicError(name, f"the {name} has at most {MAX_FIELD_CHARS} characters (this one has {len(text)})")
+    return text or None
+
+
+def edited_record(
+    base: Bibliographic | None,
+    *,
+    title: str | None,
+    authors: str | Iterable[str],
+    year: str | int | None,
+    venue: str | None,
+    doi: str | None,
+) -> Bibliographic:
+    """``base`` with the fields a person edited (an edit form's title, authors, year,
+    venue/journal and DOI), checked: a bad field raises ``BibliographicError`` naming it, and
+    nothing is changed. Fields the form does not show (Zotero key, volume, tags...) are kept;
+    editors and translators too. The result's ``source`` is ``"user"``."""
+    base = base or Bibliographic()
+    checked_title = _text_field("title", title)
+    people = parse_authors(authors)
+    checked_year = parse_year(year)
+    checked_venue = _text_field("venue", venue)
+    checked_doi = parse_doi(doi)
+    others = [c for c in base.creators if c.role != "author"]
+    date = base.date
+    if checked_year is None or (date and not date.startswith(str(checked_year))):
+        date = None  # a date of another year would contradict the edit
+    return base.model_copy(
+        update={
+            "title": checked_title,
+            "creators": [*people, *others],
+            "year": checked_year,
+            "date": date,
+            "venue": checked_venue,
+            "doi": checked_doi,
+            "source": USER_SOURCE,
+        }
+    )
+
+
+def check_record(record: Bibliographic) -> Bibliographic:
+    """The checks of :func:`edited_record` on a whole record (what the library stores)."""
+    return edited_record(
+        record,
+        title=record.title,
+        authors=[f"{c.family}, {c.given}" if c.given else f"{c.family}," for c in record.creators if c.role == "author"],
+        year=record.year,
+        venue=record.venue,
+        doi=record.doi,
+    ).model_copy(update={"source": record.source})
+
+
+def authors_text(record: Bibliographic | None) -> str:
+    """The authors as the edit form shows them, one "Family, Given" per line."""
+    if record is None:
+        return ""
+    return "\n".join(f"{c.family}, {c.given}" if c.given else c.family for c in record.creators if c.role == "author")
 
 
 # --- author–year–page citations -------------------------------------------------------------
@@ -198,8 +329,13 @@ def citation_key(record: Bibliographic, fallback: str | None = None) -> str:
     return key or (fallback or "document")[:16]
 
 
+# letters NFKD does not split into a base letter and a mark ("Sørensen" is "sorensen", not "srensen")
+_LETTERS = str.maketrans({"ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ß": "ss",
+                          "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th", "Þ": "Th", "ð": "d", "ı": "i"})
+
+
 def _ascii(text: str) -> str:
-    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    return unicodedata.normalize("NFKD", text.translate(_LETTERS)).encode("ascii", "ignore").decode("ascii")
 
 
 def _bibtex_escape(value: str) -> str:

@@ -272,6 +272,21 @@ class HaikuRAG:
         ``user_title``); ``None`` or "" goes back to the title found in the file."""
         return await asyncio.to_thread(docs.rename_document, self.store, document_id, title)
 
+    async def update_bibliographic(
+        self, document_id: str, record: Any, *, title: str | None = None
+    ) -> Document:
+        """Store the bibliographic record a person edited (a ``Bibliographic``, see
+        ``haiku.rag.bibliography.edited_record``) and, with ``title``, the document's title:
+        checked first (``BibliographicError`` names a bad field and nothing is written), then
+        one atomic write of the documents row; nothing is re-parsed or re-embedded. A record
+        whose ``source`` is ``"user"`` is kept when the file is re-ingested."""
+        from haiku.rag.bibliography import METADATA_KEY, Bibliographic, check_record
+
+        checked = check_record(Bibliographic.model_validate(record))
+        return await asyncio.to_thread(
+            docs.update_metadata, self.store, document_id, {METADATA_KEY: checked.to_metadata()}, title=title
+        )
+
     async def create_document(
         self,
         content: str,
@@ -579,7 +594,7 @@ class HaikuRAG:
             log.info("ingest failed for %s: %s", uri, exc)
             return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
         check_cancelled(cancel)
-        _add_bibliographic(new, filename)
+        _add_bibliographic(new, filename, existing)
         report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
         return new, existing
 
@@ -827,10 +842,15 @@ class HaikuRAG:
         return await self._store_thread(collect)
 
 
-def _add_bibliographic(new: docs.NewDocument, filename: str) -> None:
-    """Authors, year, DOI... read from a PDF itself, unless the caller gave them (Zotero)."""
-    from haiku.rag.bibliography import METADATA_KEY
+def _add_bibliographic(new: docs.NewDocument, filename: str, replaces: Document | None = None) -> None:
+    """Authors, year, DOI... read from a PDF itself, unless the caller gave them (Zotero) or
+    the person edited them (kept from the version this one replaces)."""
+    from haiku.rag.bibliography import METADATA_KEY, USER_SOURCE
 
+    edited = replaces.metadata.get(METADATA_KEY) if replaces is not None else None
+    if METADATA_KEY not in new.metadata and isinstance(edited, dict) and edited.get("source") == USER_SOURCE:
+        new.metadata[METADATA_KEY] = edited
+        return
     if new.mime_type != "application/pdf" or METADATA_KEY in new.metadata:
         return
     from haiku.rag.pdf_metadata import extract_pdf_metadata

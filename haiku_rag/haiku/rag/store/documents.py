@@ -402,6 +402,34 @@ def rename_document(store: Store, document_id: str, title: str | None) -> Docume
     return get_document(store, document_id)
 
 
+def update_metadata(
+    store: Store, document_id: str, changes: dict[str, Any], *, title: str | None = None
+) -> Document:
+    """Merge ``changes`` into a document's metadata and, with ``title``, give it the user's
+    title (as :func:`rename_document` does), read and written in one transaction: one table
+    version of the documents row only, so chunks, vectors and the generation are untouched
+    and nothing is re-embedded."""
+    title = " ".join(title.split()) if title else None
+    if title is not None and len(title) > MAX_TITLE_CHARS:
+        raise ValueError(f"a title has at most {MAX_TITLE_CHARS} characters (this one has {len(title)})")
+    with store.write_transaction():
+        document = get_document(store, document_id)
+        metadata = {**document.metadata, **changes}
+        new_title = document.title
+        if title is not None and title != document.title:
+            if USER_TITLE not in metadata:
+                metadata[INGEST_TITLE] = document.title
+            metadata[USER_TITLE] = title
+            new_title = title
+        values = {
+            "title": new_title,
+            "metadata": json.dumps(metadata, sort_keys=True, default=str),
+            "updated_at": now_iso(),
+        }
+        store.table(S.DOCUMENTS).update(where=f"id = {sql_quote(document_id)}", values=values)
+    return get_document(store, document_id)
+
+
 def update_document_meta(
     store: Store, document_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
 ) -> Document:
