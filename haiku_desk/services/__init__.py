@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from haiku.rag.config import AppConfig
     from haiku_desk.services.chat import ChatService
+    from haiku_desk.services.collections import CollectionsService
     from haiku_desk.services.library import LibraryService
     from haiku_desk.services.models import ModelsService
     from haiku_desk.services.notifications import Notifications
@@ -30,12 +31,14 @@ class AppServices:
     pages: PagesService  # page renders (QImage) with highlight boxes, cached
     models: ModelsService  # chat model choice, providers, discovery, keychain
     chat: ChatService  # conversations, agent runs, streaming, toggles, persistence
+    collections: CollectionsService | None = None  # the library's named sets of documents
 
 
 def create_services(db_path: str | os.PathLike[str] | None = None, config: AppConfig | None = None) -> AppServices:
     """Open the library at ``db_path`` (default: the haiku.rag data dir) and build the services."""
     from haiku.rag.config import load_config, resolve_db_path
     from haiku_desk.services.chat import ChatService
+    from haiku_desk.services.collections import CollectionsService
     from haiku_desk.services.library import LibraryService
     from haiku_desk.services.models import ModelsService
     from haiku_desk.services.notifications import Notifications
@@ -47,4 +50,6 @@ def create_services(db_path: str | os.PathLike[str] | None = None, config: AppCo
     pages = PagesService(library, notifications)
     models = ModelsService(config, notifications)
     chat = ChatService(library, models, notifications)
-    return AppServices(config, notifications, library, pages, models, chat)
+    collections = CollectionsService(library, notifications)
+    chat.attach_collections(collections)
+    return AppServices(config, notifications, library, pages, models, chat, collections)
