@@ -904,11 +904,11 @@ class ChatPane(QWidget):
 
     def _update_scope(self, document_ids: tuple[str, ...] | None) -> None:
         """The chat header says what the chat searches (chosen in the library's scope control)."""
-        collection = self.chat.scope_collection()
-        self.scope_label.set_full_text(f"· {scope_text(document_ids, self.services.library, collection)}")
-        self.scope_label.setToolTip(
-            "What the chat searches: tick documents or a collection in the library to choose "
-            "(kept per conversation)"
+        text = scope_text(document_ids, self.services.library, self.chat.scope_collection())
+        self.scope_label.set_full_text(f"· {text}")
+        self.scope_label.setToolTip(  # all of it, when a narrow header elides it
+            f"The chat searches {text}. Tick documents or a collection in the library to "
+            "choose (kept per conversation)."
         )
 
     def _update_empty(self) -> None:

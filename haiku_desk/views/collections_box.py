@@ -104,8 +104,11 @@ class CollectionsBox(QWidget):
         return self._chosen
 
     def current_name(self) -> str | None:
+        """The collection the menu acts on: the one selected in the list, else the ticked one."""
         item = self.list.currentItem()
-        return item.data(NAME_ROLE) if item is not None else None
+        if item is not None and item.isSelected():
+            return item.data(NAME_ROLE)
+        return self._chosen if self._chosen in self.names() else None
 
     def _show(self, found: list[Any]) -> None:
         current = self.current_name()
@@ -164,7 +167,13 @@ class CollectionsBox(QWidget):
 
     def _update_actions(self) -> None:
         selected = bool(self.selected_document_ids())
-        current = self.current_name() is not None
+        name = self.current_name()
+        current = name is not None
+        named = f" “{name}”" if current else ""  # the menu says which collection it acts on
+        self.add_selection_action.setText(f"Add selected documents to{named or ' the collection'}")
+        self.remove_selection_action.setText(f"Remove selected documents from{named or ' the collection'}")
+        self.rename_action.setText(f"Rename{named}…")
+        self.delete_action.setText(f"Delete{named}…")
         self.new_from_selection_action.setEnabled(selected)
         self.add_selection_action.setEnabled(selected and current)
         self.remove_selection_action.setEnabled(selected and current)

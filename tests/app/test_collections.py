@@ -156,6 +156,9 @@ def test_the_library_pane_lists_collections_and_ticking_one_scopes_the_chat(qtbo
     assert header.full_text == "· collection “Folder” (1 document)"
     assert pane.scope() == (built.report_id,)  # its documents are the ones ticked
     assert pane.scope_all.checkState() == Qt.CheckState.PartiallyChecked
+    box.list.clearSelection()  # nothing selected: the menu acts on the ticked one, by name
+    box.menu.aboutToShow.emit()
+    assert box.rename_action.text() == "Rename “Folder”…" and box.delete_action.isEnabled()
 
     # Ticking a document by hand, or All documents, is another scope: the collection unticks.
     pane.scope_all.click()
