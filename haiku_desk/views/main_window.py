@@ -122,7 +122,7 @@ class MainWindow(QMainWindow):
         box = getattr(self.library_pane, "collections_box", None)
         if box is not None:
             box.collectionChosen.connect(services.chat.set_collection_scope)
-        services.chat.answer_ready.connect(self._prefetch_cited_pages)
+        services.chat.answer_ready.connect(self._prefetch_sources)
         self._warmed = False
         self._panes_restored = False  # True when QSettings held the user's pane widths
         self._chat_splitter_state: QByteArray | None = None
@@ -357,7 +357,7 @@ class MainWindow(QMainWindow):
             self.splitter.setSizes(sizes)
         self.citation_panel.show_citation(citation)
 
-    def _prefetch_cited_pages(self, _conversation_id: str, turn: Turn) -> None:
+    def _prefetch_sources(self, _conversation_id: str, turn: Turn) -> None:
         """Render an answer's first cited pages now, at the panel's zoom, so a click shows them
         from the cache."""
         zoom = self.citation_panel.render_zoom()
