@@ -600,10 +600,10 @@ class LibraryService(QObject):
         return result
 
     async def _add_folder(self, folder: Path) -> None:
-        from haiku.rag.ingest.pipeline import iter_source_files
+        from haiku.rag.formats import source_files
 
         try:
-            files = await asyncio.to_thread(iter_source_files, folder)
+            files = await asyncio.to_thread(source_files, folder)
         except OSError as exc:
             self.notifications.error(f"Cannot read the folder {folder}: {exc.strerror or exc}")
             return
@@ -966,13 +966,10 @@ class LibraryService(QObject):
 
         ``document_ids`` None searches the whole library; an empty list, nothing.
         """
-        from haiku.rag.store.engine import sql_in
-
         if document_ids is not None and not document_ids:
             return []
         client = await self.ensure_open()
-        filter = sql_in("id", document_ids) if document_ids is not None else None
-        results = await client.search(query, limit=limit, filter=filter)
+        results = await client.search(query, limit=limit, document_ids=document_ids)
         return await client.expand_context(results)
 
     # --- watch folders (services/watch_folders.py) -------------------------------------------

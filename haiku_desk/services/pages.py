@@ -253,7 +253,7 @@ class PagesService(QObject):
     async def original_path(self, document_id: str) -> Path:
         """The original file: where it was added from if still there and unchanged, otherwise
         a temporary copy of the stored bytes."""
-        from haiku.rag.ingest.pipeline import content_hash
+        from haiku.rag.formats import content_hash
         from haiku_desk.services.library import path_from_uri
 
         client = await self.library.ensure_open()
