@@ -56,6 +56,7 @@ class CollectionsService(QObject):
         self._collections: list[Collection] = []
         self.listed = False  # True once this library's collections have been read
         self._refreshing: asyncio.Future[Any] | None = None
+        self._again = False  # asked to list again while a listing ran
         library.opened.connect(self.refresh)
         library.library_changed.connect(self._library_changed)
         # A deleted document leaves its collections (the library drops dead ids on reading);
@@ -77,14 +78,23 @@ class CollectionsService(QObject):
         self._set([])  # the other library's are listed once it has opened
 
     def refresh(self, *_: object) -> asyncio.Future[Any]:
-        """List the collections again (one listing at a time; a call meanwhile follows it)."""
-        previous = self._refreshing
-        self._refreshing = asyncio.ensure_future(self._refresh(previous))
+        """List the collections again. Calls while a listing runs share it, and it lists once
+        more after them (a burst of deletes lists twice, not once per document); the future
+        gives what was listed last."""
+        if self._refreshing is not None and not self._refreshing.done():
+            self._again = True
+            return self._refreshing
+        self._refreshing = asyncio.ensure_future(self._refresh())
         return self._refreshing
 
-    async def _refresh(self, previous: asyncio.Future[Any] | None) -> list[Collection]:
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous])
+    async def _refresh(self) -> list[Collection]:
+        while True:
+            self._again = False
+            found = await self._list()
+            if not self._again:
+                return found
+
+    async def _list(self) -> list[Collection]:
         if not self.library.is_open:
             return self.collections
         try:

@@ -23,16 +23,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 from PySide6.QtCore import QObject, QRectF, Signal
 from PySide6.QtGui import QImage
 
 from haiku.rag.mupdf import import_pymupdf
-from haiku.rag.pages import PageImage, PageRenderer
 from haiku_desk.services.notifications import Notifications
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # haiku.rag.pages loads numpy: on the first render, not at start-up
+    import numpy as np
+
     from haiku.rag.citations import Box
+    from haiku.rag.pages import PageImage, PageRenderer
     from haiku_desk.services.library import LibraryService
 
 RENDER_CACHE_SIZE = 48  # page images (a 150 % A4 page is ~2.7 MB)
@@ -61,6 +62,8 @@ class PageRender:
     @cached_property
     def image(self) -> QImage:
         """The page as a QImage (RGB888), without highlights."""
+        import numpy as np
+
         return _qimage(np.frombuffer(self.pixels.samples, np.uint8), self.pixels.width, self.pixels.height)
 
     def to_pixels(self, box: Box) -> QRectF:
@@ -70,6 +73,8 @@ class PageRender:
 
 
 def _qimage(rgb: np.ndarray, width: int, height: int) -> QImage:
+    import numpy as np
+
     data = np.ascontiguousarray(rgb, dtype=np.uint8).tobytes()
     return QImage(data, width, height, width * 3, QImage.Format.Format_RGB888).copy()
 
@@ -81,10 +86,25 @@ def paint_highlights(render: PageRender, matched: Iterable[Box], context: Iterab
     return _qimage(pixels.highlighted_rgb(), pixels.width, pixels.height)
 
 
-def _render_page(renderer: PageRenderer, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
-    """On the render thread: haiku.rag renders (documents kept open per generation)."""
-    pixels = renderer.render((document_id, generation), data, page, zoom)
-    return PageRender(document_id, page, pixels.page_count, zoom, pixels.width_pt, pixels.height_pt, pixels)
+class _RenderThread:
+    """What lives on the render thread: haiku.rag's renderer (made on the first render) and
+    the documents it keeps open per generation. A plain object, not the service: a worker
+    thread must never hold a reference to a Qt object."""
+
+    def __init__(self) -> None:
+        self._renderer: PageRenderer | None = None
+
+    def render(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
+        if self._renderer is None:
+            from haiku.rag.pages import PageRenderer
+
+            self._renderer = PageRenderer(keep_open=OPEN_DOCUMENTS)
+        pixels = self._renderer.render((document_id, generation), data, page, zoom)
+        return PageRender(document_id, page, pixels.page_count, zoom, pixels.width_pt, pixels.height_pt, pixels)
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
 
 
 class PagesService(QObject):
@@ -107,9 +127,7 @@ class PagesService(QObject):
         self._cache: OrderedDict[tuple[str, str, int, float], PageRender] = OrderedDict()
         self._cache_size = cache_size
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="haiku-pages")
-        # haiku.rag's renderer, used on the render thread only (a plain object: a worker thread
-        # must never hold a reference to a Qt object)
-        self._renderer = PageRenderer(keep_open=OPEN_DOCUMENTS)
+        self._renderer = _RenderThread()  # used on the render thread only
         # Stored originals per document generation, least recently used first: reading one from
         # the store is a table scan, so clicking between an answer's sources must not repeat it.
         self._bytes_tasks: OrderedDict[tuple[str, str], asyncio.Future[bytes]] = OrderedDict()
@@ -148,7 +166,7 @@ class PagesService(QObject):
         data = await self._source_bytes(document_id, generation)
         loop = asyncio.get_running_loop()
         render = await loop.run_in_executor(
-            self._executor, _render_page, self._renderer, document_id, generation, data, page, zoom
+            self._executor, self._renderer.render, document_id, generation, data, page, zoom
         )
         self._cache[key] = render
         while len(self._cache) > self._cache_size:
