@@ -3,9 +3,9 @@
 In a temporary library and without a screen, it walks the path a researcher takes: a PDF is
 generated with PyMuPDF, ingested through ``HaikuRAG`` (chunks and embeddings from the bundled
 MiniLM), searched, its cited page rendered into a ``QImage`` with the highlight painted from the
-stored box, and a question answered by a ``FunctionModel`` through ``haiku.rag.answering`` with
-compaction and the citation policy on (as the app and ``haiku-rag ask`` answer): the model calls
-``rag_search``, then ``rag_cite``, then answers.
+stored box, and a question answered through ``haiku.rag.answering`` with compaction and the
+citation policy on (as the app and ``haiku-rag ask`` answer) by the library's scripted model
+(``haiku.rag.answering.ScriptedAnswer``, a ``FunctionModel``: it searches, cites, then answers).
 Finally the app's own main window opens over that library (its services, the qasync loop),
 shows the citation and is grabbed.
 
@@ -337,54 +337,20 @@ class _Runner:
     async def answer(self) -> str:
         """A question through ``haiku.rag.answering`` with compaction and the citation policy
         on, as the app and ``haiku-rag ask`` answer it, then a follow-up whose wire compaction
-        must shrink."""
-        import re
-
+        must shrink. The model is the library's scripted one: it searches and cites through
+        the tools the capabilities offer (the app never names a tool)."""
         import pydantic_ai.models
-        from pydantic_ai.messages import (
-            ModelMessage,
-            ModelRequest,
-            ModelResponse,
-            TextPart,
-            ToolCallPart,
-            ToolReturnPart,
-        )
-        from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-        from haiku.rag.answering import Conversation
+        from haiku.rag.answering import Conversation, ScriptedAnswer
 
         pydantic_ai.models.ALLOW_MODEL_REQUESTS = False  # FunctionModel only: nothing leaves
-        chunk_line = re.compile(r"^\[([0-9a-f]{32})\] \[rank \d+ of \d+\]", re.MULTILINE)
-
-        def returns(messages: list[ModelMessage], tool: str) -> list[ToolReturnPart]:
-            return [
-                p
-                for m in messages
-                if isinstance(m, ModelRequest)
-                for p in m.parts
-                if isinstance(p, ToolReturnPart) and p.tool_name == tool
-            ]
-
-        seen_tools: list[list[str]] = []
-
-        def first_question(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            seen_tools.append([t.name for t in info.function_tools])
-            searches = returns(messages, "rag_search")
-            if not searches:
-                return ModelResponse(parts=[ToolCallPart("rag_search", {"query": QUERY})])
-            if not returns(messages, "rag_cite"):
-                ids = chunk_line.findall(str(searches[-1].content))
-                if not ids:
-                    raise StepFailed("rag_search returned no chunk ids to cite")
-                return ModelResponse(parts=[ToolCallPart("rag_cite", {"chunk_ids": ids[:1]})])
-            return ModelResponse(parts=[TextPart(ANSWER)])
-
+        script = ScriptedAnswer(ANSWER, query=QUERY)
         conversation = Conversation()
-        done = await ask(self.client, QUESTION, conversation, FunctionModel(first_question))
+        done = await ask(self.client, QUESTION, conversation, script.model)
         if done.text != ANSWER:
             raise StepFailed(f"unexpected answer {done.text!r}")
-        if not seen_tools or not {"rag_search", "rag_cite"} <= set(seen_tools[0]):
-            raise StepFailed(f"the model was not offered rag_search and rag_cite: {seen_tools}")
+        if not script.offered_evidence_tools:
+            raise StepFailed(f"the model was not offered the search and cite tools: {script.offered}")
         if len(done.citations) != 1:
             raise StepFailed(f"expected one citation, got {len(done.citations)}")
         citation = done.citations[0]
@@ -400,14 +366,9 @@ class _Runner:
         self.citation = citation
 
         # A second turn: compaction must shrink the first question's search to what was cited.
-        sent: list[str] = []
-
-        def follow_up(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            sent.extend(str(p.content) for p in returns(messages, "rag_search"))
-            return ModelResponse(parts=[TextPart("You're welcome.")])
-
-        thanks = await ask(self.client, "Thanks!", conversation, FunctionModel(follow_up))
-        if not sent or not sent[0].startswith("[Evidence cited earlier"):
+        follow_up = ScriptedAnswer("You're welcome.")
+        thanks = await ask(self.client, "Thanks!", conversation, follow_up.model)
+        if not follow_up.shown or not follow_up.shown[0].startswith("[Evidence cited earlier"):
             raise StepFailed("compaction did not rewrite the earlier search into its citations")
         saved = thanks.tokens.compaction_saved
         if saved is None:  # (0 is honest here: the one cited passage is the whole search)

@@ -52,6 +52,9 @@ class DocumentsModel(QAbstractTableModel):
             self._entries[entry.key] = entry
         library.entry_changed.connect(self._on_changed)
         library.entry_removed.connect(self._on_removed)
+        # Opened: stored, failed and queued rows were listed as each was read; now they take
+        # the order they arrived in (kept across relaunches by the service).
+        library.opened.connect(lambda: self._follow_order([e.key for e in library.entries]))
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008 - Qt's signature
         return 0 if parent.isValid() else len(self._keys)
@@ -189,6 +192,20 @@ class DocumentsModel(QAbstractTableModel):
         self._keys.append(entry.key)
         self._entries[entry.key] = entry
         self.endInsertRows()
+
+    def _follow_order(self, keys: list[str]) -> None:
+        ordered = [k for k in keys if k in self._entries]
+        listed = set(ordered)
+        ordered += [k for k in self._keys if k not in listed]
+        if ordered == self._keys:
+            return
+        self.layoutAboutToBeChanged.emit()
+        old_keys, self._keys = self._keys, ordered
+        new_rows = {key: row for row, key in enumerate(self._keys)}
+        before = self.persistentIndexList()
+        after = [self.index(new_rows[old_keys[i.row()]], i.column()) for i in before]
+        self.changePersistentIndexList(before, after)
+        self.layoutChanged.emit()
 
     def _on_removed(self, key: str) -> None:
         if key not in self._entries:

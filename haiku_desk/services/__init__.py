@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from haiku.rag.config import AppConfig
     from haiku_desk.services.bibliography import BibliographyService
     from haiku_desk.services.chat import ChatService
+    from haiku_desk.services.collections import CollectionsService
     from haiku_desk.services.library import LibraryService
     from haiku_desk.services.models import ModelsService
     from haiku_desk.services.notifications import Notifications
@@ -31,6 +32,7 @@ class AppServices:
     pages: PagesService  # page renders (QImage) with highlight boxes, cached
     models: ModelsService  # chat model choice, providers, discovery, keychain
     chat: ChatService  # conversations, agent runs, streaming, toggles, persistence
+    collections: CollectionsService | None = None  # the library's named sets of documents
     bibliography: BibliographyService | None = None  # author–year citations, BibTeX, edits
 
 
@@ -38,6 +40,7 @@ def create_services(db_path: str | os.PathLike[str] | None = None, config: AppCo
     """Open the library at ``db_path`` (default: the haiku.rag data dir) and build the services."""
     from haiku.rag.config import load_config, resolve_db_path
     from haiku_desk.services.chat import ChatService
+    from haiku_desk.services.collections import CollectionsService
     from haiku_desk.services.library import LibraryService
     from haiku_desk.services.models import ModelsService
     from haiku_desk.services.notifications import Notifications
@@ -51,5 +54,10 @@ def create_services(db_path: str | os.PathLike[str] | None = None, config: AppCo
     from haiku_desk.services.bibliography import BibliographyService
 
     chat = ChatService(library, models, notifications)
+    collections = CollectionsService(library, notifications)
+    chat.attach_collections(collections)
     bibliography = BibliographyService(library, notifications)
-    return AppServices(config, notifications, library, pages, models, chat, bibliography)
+    return AppServices(
+        config, notifications, library, pages, models, chat,
+        collections=collections, bibliography=bibliography,
+    )

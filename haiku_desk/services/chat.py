@@ -22,7 +22,7 @@ answer says why and what to do.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from PySide6.QtCore import QObject, QSettings, Signal
@@ -150,6 +150,8 @@ class ChatService(QObject):
         self.token_meter: tuple[int, int] | None = None
         self.default_toggles = _load_default_toggles()
         self._scope: list[str] | None = None  # of the next new conversation
+        self._scope_collection: str | None = None  # the collection it was chosen as, if any
+        self.collections: Any = None  # the CollectionsService, once attached
         # The library service reopens on another library: its conversations come with it.
         library_changed = getattr(library, "library_changed", None)
         if library_changed is not None:
@@ -157,6 +159,15 @@ class ChatService(QObject):
         opened = getattr(library, "opened", None)
         if opened is not None:  # its documents are listed: earlier conversations can move in
             opened.connect(self.adopt_data_dir_conversations)
+
+    def attach_collections(self, collections: Any) -> None:
+        """Follow the library's collections: a conversation scoped to one searches its
+        documents as they are now, and follows its rename; a deleted one leaves the scope as
+        the documents it held (shown as such)."""
+        self.collections = collections
+        collections.collections_changed.connect(lambda _found: self._follow_collections())
+        collections.collection_renamed.connect(self._collection_renamed)
+        collections.collection_deleted.connect(self._collection_deleted)
 
     # --- conversations ------------------------------------------------------------------
 
@@ -225,6 +236,10 @@ class ChatService(QObject):
             record = self._records.get(item.id, item)
             if record.matches(search):
                 found.append(record)
+        listed = {r.id for r in found}
+        for record in self._records.values():  # not saved yet: nothing asked in it
+            if record.id not in listed and record.matches(search):
+                found.append(record)
         found.sort(key=lambda r: r.updated, reverse=True)
         return [ConversationSummary(id=r.id, title=r.title, updated=r.updated) for r in found]
 
@@ -235,9 +250,10 @@ class ChatService(QObject):
             title=title,
             toggles=self.toggles.model_copy(),
             scope=None if scope is None else list(scope),
+            scope_collection=self.scope_collection(),
         )
         self._records[record.id] = record
-        self._save(record)
+        self._save(record)  # nothing is written until its first question: see _save
         self._set_current(record)
         self.conversations_changed.emit()
         return record
@@ -298,6 +314,7 @@ class ChatService(QObject):
 
     def _set_current(self, record: ConversationRecord | None) -> None:
         self._current = record
+        self._sync_collection_scope(record)
         self.current_changed.emit(record)
         self.toggles_changed.emit(self.toggles)
         self.scope_changed.emit(self.scope())
@@ -307,6 +324,10 @@ class ChatService(QObject):
         self._set_token_meter(latest)
 
     def _save(self, record: ConversationRecord) -> None:
+        """Write the conversation, once it holds a question or the user's own title: an empty
+        "New chat" (Ctrl+N, then nothing) is listed while the app runs, then leaves nothing."""
+        if not record.turns and record.title == UNTITLED:
+            return
         try:
             self.store.save(record)
         except OSError as exc:
@@ -322,15 +343,88 @@ class ChatService(QObject):
         scope = self._current.scope if self._current is not None else self._scope
         return None if scope is None else tuple(scope)
 
+    def scope_collection(self) -> str | None:
+        """The collection the scope was chosen as (its name), or None for documents ticked
+        one by one (or the whole library)."""
+        return self._current.scope_collection if self._current is not None else self._scope_collection
+
     def set_scope(self, document_ids: Iterable[str] | None) -> None:
         """Search only ``document_ids`` (None: the whole library; empty: nothing) in the current
         conversation, and in new ones until changed. Never creates a conversation."""
         ids = None if document_ids is None else list(dict.fromkeys(document_ids))
-        self._scope = ids
+        self._set_scope(ids, None)
+
+    def set_collection_scope(self, name: str | None) -> None:
+        """Search the documents of the collection ``name`` (None: back to the whole library),
+        in the current conversation and in new ones until changed. The scope then follows the
+        collection: documents added to it or removed from it are searched or not."""
+        if name is None:
+            self._set_scope(None, None)
+            return
+        collection = self.collections.find(name) if self.collections is not None else None
+        if collection is None:
+            self.notifications.error(f"There is no collection named {name!r} in this library")
+            return
+        self._set_scope(list(collection.document_ids), collection.name)
+
+    def _set_scope(self, ids: list[str] | None, collection: str | None) -> None:
+        self._scope, self._scope_collection = ids, collection
         record = self._current
-        if record is not None and record.scope != ids:
-            record.scope = ids
+        if record is not None and (record.scope, record.scope_collection) != (ids, collection):
+            record.scope, record.scope_collection = ids, collection
             self._save(record)
+        self.scope_changed.emit(self.scope())
+
+    def _follow_collections(self) -> None:
+        """A collection's membership changed (or the list was read): scopes chosen as that
+        collection search its documents as they are now."""
+        if self.collections is None:
+            return
+        if self._scope_collection is not None:
+            found = self.collections.find(self._scope_collection)
+            if found is not None:
+                self._scope = list(found.document_ids)
+        self._sync_collection_scope(self._current)
+        self.scope_changed.emit(self.scope())
+
+    def _sync_collection_scope(self, record: ConversationRecord | None) -> None:
+        if record is None or record.scope_collection is None or self.collections is None:
+            return
+        found = self.collections.find(record.scope_collection)
+        if found is not None and record.scope != found.document_ids:
+            record.scope = list(found.document_ids)
+            self._save(record)
+
+    def _saved_records(self) -> Iterator[ConversationRecord]:
+        """Every conversation of the library, the loaded ones as they are in memory."""
+        seen = set()
+        for item in self.store.records():
+            if isinstance(item, ConversationFileError):
+                continue
+            seen.add(item.id)
+            yield self._records.get(item.id, item)
+        for record in list(self._records.values()):
+            if record.id not in seen:
+                yield record
+
+    def _collection_renamed(self, old: str, new: str) -> None:
+        if self._scope_collection == old:
+            self._scope_collection = new
+        for record in self._saved_records():
+            if record.scope_collection == old:
+                record.scope_collection = new
+                self._save(record)
+        self.scope_changed.emit(self.scope())
+
+    def _collection_deleted(self, name: str) -> None:
+        """The collection is gone: its conversations keep searching the documents it held,
+        now shown as documents (the header says so), never silently the whole library."""
+        if self._scope_collection == name:
+            self._scope_collection = None
+        for record in self._saved_records():
+            if record.scope_collection == name:
+                record.scope_collection = None
+                self._save(record)
         self.scope_changed.emit(self.scope())
 
     # --- asking -------------------------------------------------------------------------
@@ -453,12 +547,14 @@ class ChatService(QObject):
 
         turn = question.turn
         toggles = record.toggles
+        if self.scope_collection() is not None and self.collections is not None:
+            await self.collections.refresh()  # its documents as they are now (the CLI may add)
         options = AnswerOptions(
             mode=turn.mode if turn.mode in ("tools", "fallback", "search-only") else "auto",
             analysis=toggles.analysis,
             evidence_compaction=toggles.evidence_compaction,
             citation_policy=toggles.citation_policy,
-            document_ids=self.scope(),
+            document_ids=self.scope(),  # a collection's: its documents as last listed
         )
         model = settings = None
         if turn.mode != "search-only":
@@ -505,7 +601,7 @@ class ChatService(QObject):
         turn.input_tokens = answered.tokens.input_tokens
         turn.saved_tokens = answered.tokens.compaction_saved
         if answered.basis == "no-documents":  # say why, and what to do
-            turn.answer = no_documents_answer(self.library, self.scope())
+            turn.answer = no_documents_answer(self.library, self.scope(), self.scope_collection())
         elif answered.mode == "search-only":
             turn.answer += f"\n\n_{HOW_TO_CONNECT_A_MODEL}_"
         # Complete: the conversation (history, state, numbering) is replaced, then saved.
@@ -539,8 +635,15 @@ class ChatService(QObject):
         return dict(model_settings(self.models.model_config()) or {})
 
 
-def no_documents_answer(library: Any = None, scope: tuple[str, ...] | None = None) -> str:
+def no_documents_answer(
+    library: Any = None, scope: tuple[str, ...] | None = None, collection: str | None = None
+) -> str:
     """What a question with nothing to search gets: why, and what to do."""
+    if scope == () and collection is not None:
+        return (
+            f"The collection “{collection}” holds no documents, so there is nothing to search. "
+            "Add documents to it, or choose other documents in the library, then ask again."
+        )
     if scope == ():
         return (
             "No documents are ticked in the library, so there is nothing to search. Tick the "

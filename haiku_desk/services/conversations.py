@@ -146,6 +146,9 @@ class ConversationRecord(_CitingModel):
     toggles: Toggles = Field(default_factory=Toggles)
     # What the chat searches: document ids, None for the whole library ([]: nothing ticked).
     scope: list[str] | None = None
+    # The collection the scope was chosen as (its name), else None: ``scope`` then holds that
+    # collection's document ids as last seen, kept in step by the chat (membership, renames).
+    scope_collection: str | None = None
     # haiku.rag's Conversation.to_dict(): history, capability state and numbering, opaque.
     conversation: dict[str, Any] | None = None
     # Format 1: the history and its state as two fields (read, then carried into the above).

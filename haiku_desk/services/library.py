@@ -31,7 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from haiku.rag.errors import IngestCategory
 from haiku_desk.bridge import Operation
@@ -39,6 +39,7 @@ from haiku_desk.services import failures
 from haiku_desk.services.app_folder import app_folder, is_remote
 from haiku_desk.services.failures import FailedFile, FailedFiles, NextStep
 from haiku_desk.services.notifications import Notifications
+from haiku_desk.services.row_order import RowOrder
 from haiku_desk.services.watch_folders import (
     LEGACY_WATCH_FILE_NAME,
     WatchFolders,
@@ -58,6 +59,7 @@ __all__ = ["DocumentState", "LibraryEntry", "LibraryService", "PendingWork", "pa
 log = logging.getLogger("haiku_desk.library")
 
 SHUTDOWN_TIMEOUT_S = 4.0  # how long Quit waits for the running job to roll back
+ORDER_SAVE_DELAY_MS = 2000  # rows arriving in a burst write order.json once
 
 
 class DocumentState(StrEnum):
@@ -230,6 +232,12 @@ class LibraryService(QObject):
         # cancel token: tests hold an ingest "in progress" with it (a hook that blocks).
         self.ingest_progress_hook: Any = None
         self._watch: WatchFolders | None = None
+        # Rows that come or go are written to order.json a moment later, once for a burst (a
+        # folder of thousands), and at close; so a relaunch lists them in their order.
+        self._order_timer = QTimer(self)
+        self._order_timer.setSingleShot(True)
+        self._order_timer.setInterval(ORDER_SAVE_DELAY_MS)
+        self._order_timer.timeout.connect(self._save_order)
         self._attach(Path(db_path))
 
     def _attach(self, db_path: Path) -> None:
@@ -242,6 +250,8 @@ class LibraryService(QObject):
         self._queue = WorkQueue(self.app_folder, self.notifications.error)
         self._resumable: list[Job] = []  # the jobs the last session left, read at start()
         self._failed = FailedFiles(self.app_folder, self.notifications.error)
+        self._order = RowOrder(self.app_folder, self.notifications.error)
+        self._order_known = False  # True once the rows are listed in their saved order
         self._worker: asyncio.Task[None] | None = None
         self._current: tuple[str, Operation] | None = None
         self._embed_paused: set[str] = set()  # keys whose embedding the user cancelled
@@ -308,6 +318,11 @@ class LibraryService(QObject):
             return
         self._restore_failed()
         self._resume_queue()
+        # Stored, failed and queued rows in the order they arrived (the views follow on opened).
+        self._order.load()
+        self._entries = self._order.arrange(self._entries)
+        self._order_known = True
+        self._order.save(self._entries)
         assert self._watch is not None
         self._watch.load()
         self.is_opening = False
@@ -401,6 +416,8 @@ class LibraryService(QObject):
         """Stop the queue, cancel running work and close the store (the queue file keeps the
         jobs that were not done)."""
         self._closed = True
+        self._save_order()
+        self._order_known = False  # rows removed from now on (a library switch) are not a change
         if self._watch is not None:
             self._watch.close()
         self._queue.clear()
@@ -414,6 +431,11 @@ class LibraryService(QObject):
             except Exception:  # closing is best effort
                 log.exception("closing the library")
             self._client = None
+
+    def _save_order(self) -> None:
+        self._order_timer.stop()
+        if self._order_known:
+            self._order.save(self._entries)
 
     async def open_library(self, db_path: str | os.PathLike[str]) -> bool:
         """Make the library at ``db_path`` this service's: the current one is shut down as for
@@ -490,6 +512,8 @@ class LibraryService(QObject):
         )
 
     def _set_entry(self, entry: LibraryEntry) -> None:
+        if entry.key not in self._entries and self._order_known:
+            self._order_timer.start()
         self._entries[entry.key] = entry
         if entry.state is DocumentState.FAILED and entry.category is not None:
             self._failed.record(
@@ -516,6 +540,8 @@ class LibraryService(QObject):
         entry = self._entries.pop(key, None)
         if entry is None:
             return
+        if self._order_known:
+            self._order_timer.start()
         if not self._closed:
             self._dealt_with(key)
         self.entry_removed.emit(key)
@@ -574,10 +600,10 @@ class LibraryService(QObject):
         return result
 
     async def _add_folder(self, folder: Path) -> None:
-        from haiku.rag.ingest.pipeline import iter_source_files
+        from haiku.rag.formats import source_files
 
         try:
-            files = await asyncio.to_thread(iter_source_files, folder)
+            files = await asyncio.to_thread(source_files, folder)
         except OSError as exc:
             self.notifications.error(f"Cannot read the folder {folder}: {exc.strerror or exc}")
             return
@@ -940,13 +966,10 @@ class LibraryService(QObject):
 
         ``document_ids`` None searches the whole library; an empty list, nothing.
         """
-        from haiku.rag.store.engine import sql_in
-
         if document_ids is not None and not document_ids:
             return []
         client = await self.ensure_open()
-        filter = sql_in("id", document_ids) if document_ids is not None else None
-        results = await client.search(query, limit=limit, filter=filter)
+        results = await client.search(query, limit=limit, document_ids=document_ids)
         return await client.expand_context(results)
 
     # --- watch folders (services/watch_folders.py) -------------------------------------------

@@ -1,7 +1,9 @@
-"""Page renders for the citation panel and exports: PyMuPDF straight into a QImage.
+"""Page renders for the citation panel and exports, through haiku.rag's one page renderer
+(``haiku.rag.pages``: PyMuPDF pixels and the highlight of the cited boxes, its colours defined
+there); this service adds only the cache, the render thread and the conversion to a QImage.
 
 Pages render from the original bytes kept in the store, so they still work after the file
-moved. PyMuPDF is not thread-safe: every PyMuPDF call runs on one render thread, which also
+moved. PyMuPDF is not thread-safe: every render runs on one render thread, whose renderer
 keeps a few documents open so the next page of the same document is quick. Renders are
 cached (LRU) per document generation, page and zoom; highlights are painted on a copy, so a
 cached page serves every citation on it.
@@ -17,17 +19,21 @@ import tempfile
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QRectF, Signal
-from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtGui import QImage
 
 from haiku.rag.mupdf import import_pymupdf
 from haiku_desk.services.notifications import Notifications
 
-if TYPE_CHECKING:
-    from haiku.rag.ingest.records import Box
+if TYPE_CHECKING:  # haiku.rag.pages loads numpy: on the first render, not at start-up
+    import numpy as np
+
+    from haiku.rag.citations import Box
+    from haiku.rag.pages import PageImage, PageRenderer
     from haiku_desk.services.library import LibraryService
 
 RENDER_CACHE_SIZE = 48  # page images (a 150 % A4 page is ~2.7 MB)
@@ -36,11 +42,6 @@ SOURCE_BYTES_BUDGET = 96 * 1024 * 1024  # stored originals kept in memory (an an
 MAX_ZOOM = 6.0
 MIN_ZOOM = 0.25
 
-# RGBA per kind: the matched passage strong, its context faint (same colours as haiku.rag's PNGs).
-MATCH_COLOR = QColor(255, 170, 0, 97)
-CONTEXT_COLOR = QColor(255, 235, 80, 41)
-MATCH_OUTLINE = QColor(230, 120, 0, 200)
-
 
 class NotRenderableError(Exception):
     """The document has no pages to render (plain text, Markdown...)."""
@@ -48,13 +49,22 @@ class NotRenderableError(Exception):
 
 @dataclass(frozen=True)
 class PageRender:
+    """A rendered page, cached: haiku.rag's pixels (no highlights) and where they came from."""
+
     document_id: str
     page: int  # 1-based
     page_count: int
     zoom: float  # pixels per PDF point
     width_pt: float
     height_pt: float
-    image: QImage  # RGB888, no highlights
+    pixels: PageImage  # haiku.rag.pages' render, without highlights
+
+    @cached_property
+    def image(self) -> QImage:
+        """The page as a QImage (RGB888), without highlights."""
+        import numpy as np
+
+        return _qimage(np.frombuffer(self.pixels.samples, np.uint8), self.pixels.width, self.pixels.height)
 
     def to_pixels(self, box: Box) -> QRectF:
         """A stored box (PDF points, top-left origin) in this image's pixels."""
@@ -62,71 +72,39 @@ class PageRender:
         return QRectF(box.x0 * z, box.y0 * z, (box.x1 - box.x0) * z, (box.y1 - box.y0) * z)
 
 
+def _qimage(rgb: np.ndarray, width: int, height: int) -> QImage:
+    import numpy as np
+
+    data = np.ascontiguousarray(rgb, dtype=np.uint8).tobytes()
+    return QImage(data, width, height, width * 3, QImage.Format.Format_RGB888).copy()
+
+
 def paint_highlights(render: PageRender, matched: Iterable[Box], context: Iterable[Box] = ()) -> QImage:
-    """A copy of the page with the boxes on this page painted: context faint, matches strong."""
-    image = render.image.convertToFormat(QImage.Format.Format_RGB32)
-    painter = QPainter(image)
-    try:
-        painter.setPen(QColor(0, 0, 0, 0))
-        for box in context:
-            if box.page == render.page:
-                painter.fillRect(render.to_pixels(box).adjusted(-1, -1, 1, 1), CONTEXT_COLOR)
-        for box in matched:
-            if box.page == render.page:
-                rect = render.to_pixels(box).adjusted(-1, -1, 1, 1)
-                painter.fillRect(rect, MATCH_COLOR)
-                painter.fillRect(QRectF(rect.left() - 3, rect.top(), 2, rect.height()), MATCH_OUTLINE)
-    finally:
-        painter.end()
-    return image
+    """A copy of the page with the boxes on this page highlighted by haiku.rag's renderer
+    (context faint, matches strong, the colours its PNGs have): only the QImage is ours."""
+    pixels = render.pixels.with_boxes(matched, context)
+    return _qimage(pixels.highlighted_rgb(), pixels.width, pixels.height)
 
 
-class _PageRenderer:
-    """What lives on the render thread: PyMuPDF and the documents it keeps open.
-
-    A plain object, not the service: the executor's threads hold a reference to what they
-    run, and a worker thread must never hold a reference to a Qt object."""
+class _RenderThread:
+    """What lives on the render thread: haiku.rag's renderer (made on the first render) and
+    the documents it keeps open per generation. A plain object, not the service: a worker
+    thread must never hold a reference to a Qt object."""
 
     def __init__(self) -> None:
-        self._open: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        self._renderer: PageRenderer | None = None
 
     def render(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
-        """Holding the library's PyMuPDF lock (exports and picture crops render through
-        haiku.rag on other threads; MuPDF is not thread-safe)."""
-        from haiku.rag.mupdf import MUPDF_LOCK
+        if self._renderer is None:
+            from haiku.rag.pages import PageRenderer
 
-        with MUPDF_LOCK:
-            return self._render_locked(document_id, generation, data, page, zoom)
+            self._renderer = PageRenderer(keep_open=OPEN_DOCUMENTS)
+        pixels = self._renderer.render((document_id, generation), data, page, zoom)
+        return PageRender(document_id, page, pixels.page_count, zoom, pixels.width_pt, pixels.height_pt, pixels)
 
-    def _render_locked(self, document_id: str, generation: str, data: bytes, page: int, zoom: float) -> PageRender:
-        pymupdf = import_pymupdf()
-        key = (document_id, generation)
-        doc = self._open.get(key)
-        if doc is None:
-            doc = pymupdf.open(stream=data, filetype="pdf")
-            self._open[key] = doc
-            while len(self._open) > OPEN_DOCUMENTS:
-                _, old = self._open.popitem(last=False)
-                old.close()
-        else:
-            self._open.move_to_end(key)
-        if not 1 <= page <= doc.page_count:
-            raise ValueError(f"page {page} is outside the document (1–{doc.page_count})")
-        pdf_page = doc[page - 1]
-        pixmap = pdf_page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
-        if pixmap.n != 3:
-            pixmap = pymupdf.Pixmap(pymupdf.csRGB, pixmap)
-        image = QImage(pixmap.samples, pixmap.width, pixmap.height, pixmap.stride, QImage.Format.Format_RGB888).copy()
-        rect = pdf_page.rect  # display space: what get_pixmap renders, rotation applied
-        return PageRender(document_id, page, doc.page_count, zoom, rect.width, rect.height, image)
-
-    def close_all(self) -> None:
-        from haiku.rag.mupdf import MUPDF_LOCK
-
-        with MUPDF_LOCK:
-            for doc in self._open.values():
-                doc.close()
-            self._open.clear()
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
 
 
 class PagesService(QObject):
@@ -149,7 +127,7 @@ class PagesService(QObject):
         self._cache: OrderedDict[tuple[str, str, int, float], PageRender] = OrderedDict()
         self._cache_size = cache_size
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="haiku-pages")
-        self._renderer = _PageRenderer()  # used on the render thread only
+        self._renderer = _RenderThread()  # used on the render thread only
         # Stored originals per document generation, least recently used first: reading one from
         # the store is a table scan, so clicking between an answer's sources must not repeat it.
         self._bytes_tasks: OrderedDict[tuple[str, str], asyncio.Future[bytes]] = OrderedDict()
@@ -293,7 +271,7 @@ class PagesService(QObject):
     async def original_path(self, document_id: str) -> Path:
         """The original file: where it was added from if still there and unchanged, otherwise
         a temporary copy of the stored bytes."""
-        from haiku.rag.ingest.pipeline import content_hash
+        from haiku.rag.formats import content_hash
         from haiku_desk.services.library import path_from_uri
 
         client = await self.library.ensure_open()
@@ -329,7 +307,7 @@ class PagesService(QObject):
         self._closed = True
         # Wait: PyMuPDF is not thread-safe across the process, so no render may still be running
         # when other code (a test's PDF factory, an export) calls PyMuPDF next.
-        self._executor.submit(self._renderer.close_all)
+        self._executor.submit(self._renderer.close)
         self._executor.shutdown(wait=True, cancel_futures=False)
         self._cache.clear()
         if self._tmp is not None:

@@ -194,7 +194,7 @@ class WatchFolders(QObject):
             self.rescan()
 
     async def _scan(self, folder: str) -> None:
-        from haiku.rag.ingest.pipeline import iter_source_files
+        from haiku.rag.formats import source_files
         from haiku_desk.services.library import DocumentState
 
         library = self._library
@@ -204,7 +204,7 @@ class WatchFolders(QObject):
             if not root.is_dir():
                 return None
             found = {}
-            for file in iter_source_files(root):
+            for file in source_files(root):
                 try:
                     st = file.stat()
                 except OSError:

@@ -1015,10 +1015,11 @@ class ChatPane(QWidget):
 
     def _update_scope(self, document_ids: tuple[str, ...] | None) -> None:
         """The chat header says what the chat searches (chosen in the library's scope control)."""
-        self.scope_label.set_full_text(f"· {scope_text(document_ids, self.services.library)}")
-        self.scope_label.setToolTip(
-            "What the chat searches: tick documents in the library to choose (kept per "
-            "conversation)"
+        text = scope_text(document_ids, self.services.library, self.chat.scope_collection())
+        self.scope_label.set_full_text(f"· {text}")
+        self.scope_label.setToolTip(  # all of it, when a narrow header elides it
+            f"The chat searches {text}. Tick documents or a collection in the library to "
+            "choose (kept per conversation)."
         )
 
     def _update_empty(self) -> None:
@@ -1113,8 +1114,12 @@ class ChatPane(QWidget):
             self.export_to(folder, whole_conversation=True)
 
 
-def scope_text(document_ids: tuple[str, ...] | None, library: Any = None) -> str:
-    """``all documents``, ``1 document: Title``, ``3 documents`` or ``no documents ticked``."""
+def scope_text(document_ids: tuple[str, ...] | None, library: Any = None, collection: str | None = None) -> str:
+    """``all documents``, ``1 document: Title``, ``3 documents`` or ``no documents ticked``;
+    for a collection, ``collection “Name” (3 documents)``."""
+    if collection is not None and document_ids is not None:
+        count = len(document_ids)
+        return f"collection “{collection}” ({count} document{'s' if count != 1 else ''})"
     if document_ids is None:
         return "all documents"
     if not document_ids:

@@ -194,6 +194,9 @@ class CitationPanel(QWidget):
         self.headings.hide()
         self.image_label.setPixmap(QPixmap())
         self.image_label.setText("")
+        # The label keeps the size of the page it showed (the scroll area does not resize it):
+        # left so, a narrower window would scroll an empty panel.
+        self.image_label.resize(0, 0)
         self.snippet.setText("")
         self.snippet_area.hide()
         self._update_controls()

@@ -11,6 +11,7 @@ so nothing moves under the pointer while files are being ingested.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from PySide6.QtCore import QEvent, QRect, QSize, QSortFilterProxyModel, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence, QPalette
@@ -163,7 +164,7 @@ class LibraryPane(QWidget):
     # documents (see /work/coord/scope-api.md). Never emitted for a selection or set_scope().
     scopeChanged = Signal(object)  # noqa: N815 - Qt's naming, as the chat connects it
 
-    def __init__(self, library: LibraryService, parent: QWidget | None = None) -> None:
+    def __init__(self, library: LibraryService, parent: QWidget | None = None, *, collections: Any = None) -> None:
         super().__init__(parent)
         self.library = library
         self.setAccessibleName("Library")
@@ -311,6 +312,12 @@ class LibraryPane(QWidget):
         layout.addWidget(title)
         layout.addLayout(adds)
         layout.addWidget(self.scope_all)
+        self.collections_box = None  # the library's collections (CollectionsService given)
+        if collections is not None:
+            from haiku_desk.views.collections_box import CollectionsBox
+
+            self.collections_box = CollectionsBox(collections, self.selected_document_ids)
+            layout.addWidget(self.collections_box)
         layout.addWidget(self.empty_hint)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.reason)
@@ -350,6 +357,9 @@ class LibraryPane(QWidget):
     def selected_entries(self) -> list[LibraryEntry]:
         rows = self.table.selectionModel().selectedRows()
         return [self.proxy.data(index, ENTRY_ROLE) for index in rows]
+
+    def selected_document_ids(self) -> list[str]:
+        return [e.document_id for e in self.selected_entries() if e.document_id is not None]
 
     def selected_keys(self) -> list[str]:
         return [e.key for e in self.selected_entries()]

@@ -69,7 +69,7 @@ class MainWindow(QMainWindow):
         self._resize_to_default()
         self.setAcceptDrops(True)
 
-        self.library_pane = LibraryPane(services.library)
+        self.library_pane = LibraryPane(services.library, collections=services.collections)
         self.chat_pane = ChatPane(services)
         self.citation_panel = CitationPanel(services.pages, bibliography=services.bibliography)
         self.notification_area = NotificationArea(services.notifications)
@@ -116,10 +116,13 @@ class MainWindow(QMainWindow):
         scope_changed = getattr(self.library_pane, "scopeChanged", None)
         if scope_changed is not None:
             scope_changed.connect(services.chat.set_scope)
-            services.chat.current_changed.connect(
-                lambda _record: self.library_pane.set_scope(services.chat.scope())
-            )
-        services.chat.answer_ready.connect(self._prefetch_cited_pages)
+            services.chat.current_changed.connect(lambda _record: self._show_scope())
+            # a collection's membership, rename or delete changes what the boxes show
+            services.chat.scope_changed.connect(lambda _ids: self._show_scope())
+        box = getattr(self.library_pane, "collections_box", None)
+        if box is not None:
+            box.collectionChosen.connect(services.chat.set_collection_scope)
+        services.chat.answer_ready.connect(self._prefetch_sources)
         self._warmed = False
         self._panes_restored = False  # True when QSettings held the user's pane widths
         self._chat_splitter_state: QByteArray | None = None
@@ -133,6 +136,13 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         if app is not None:
             app.installEventFilter(self)  # drops on any child widget, even ones that take text drops
+
+    def _show_scope(self) -> None:
+        """The library's boxes show the conversation's scope (its collection ticked, if any)."""
+        self.library_pane.set_scope(self.services.chat.scope())
+        box = getattr(self.library_pane, "collections_box", None)
+        if box is not None:
+            box.show_chosen(self.services.chat.scope_collection())
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -354,7 +364,7 @@ class MainWindow(QMainWindow):
             self.splitter.setSizes(sizes)
         self.citation_panel.show_citation(citation)
 
-    def _prefetch_cited_pages(self, _conversation_id: str, turn: Turn) -> None:
+    def _prefetch_sources(self, _conversation_id: str, turn: Turn) -> None:
         """Render an answer's first cited pages now, at the panel's zoom, so a click shows them
         from the cache."""
         zoom = self.citation_panel.render_zoom()

@@ -380,7 +380,8 @@ def snapshot(chat: ChatService) -> tuple:
     """What the model sees of the conversation, in memory and on disk, and its answered turns
     (a stopped question adds a turn marked stopped, nothing else)."""
     record = chat.current
-    saved = json.loads(chat.store.path_of(record.id).read_text())
+    path = chat.store.path_of(record.id)  # an empty new chat is not written until asked in
+    saved = json.loads(path.read_text()) if path.exists() else {"conversation": None}
     return (
         history(record),
         [t.question for t in record.turns if not t.stopped],
@@ -568,3 +569,20 @@ def test_a_conversation_saved_in_format_1_is_read_and_goes_on(qloop, library, ap
     rewritten = json.loads(path.read_text())
     assert rewritten["version"] == 2 and rewritten["messages"] == [] and rewritten["state"] == {}
     assert len(again.current.model_messages()) == 12
+
+
+def test_an_empty_new_chat_is_listed_while_the_app_runs_but_not_kept(qloop, library, app_config):
+    chat, models, _ = make_chat(library, app_config)
+    empty = chat.new_conversation()  # Ctrl+N, then nothing asked
+    chat.set_toggles(evidence_compaction=True)
+    chat.set_scope([])
+    assert [s.id for s in chat.conversations()] == [empty.id]  # listed while the app runs
+    named = chat.new_conversation()
+    chat.rename(named.id, "Ideas")  # the user's own title: kept
+    asked = chat.new_conversation()
+    models.use_model_instance(StreamingScript().play(answer("Hello.")).model)
+    ask_and_wait(qloop, chat, "Hi!")
+
+    relaunched = make_chat(library, app_config)[0]
+    assert {s.id for s in relaunched.conversations()} == {asked.id, named.id}
+    assert not chat.store.path_of(empty.id).exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pdf_factory
 import pytest
+from PySide6.QtWidgets import QApplication
 from qt_helpers import run_until
 
 from haiku.rag.capabilities.state import Citation
@@ -103,3 +104,20 @@ def test_a_document_without_pages_says_so(qloop, library, panel, tmp_path):
     run_until(qloop, lambda: bool(panel.image_label.text()))
     assert "no pages to show" in panel.image_label.text()
     assert panel.current_image is None and "Otters juggle" in panel.snippet.text()
+
+
+def test_an_emptied_panel_has_no_scroll_bars_when_the_window_narrows(qloop, qtbot, library, panel, tmp_path):
+    layout = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, layout.path)
+    shown = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_citation(entry, [Box(1, *layout.block("p_intro").rect)]))
+    run_until(qloop, lambda: bool(shown))
+    panel.follow_conversation(None)  # a new chat (Ctrl+N): the panel goes back to its hint
+    panel.resize(300, 420)  # then the window is made small (a 1024x640 window's panel)
+    qtbot.waitUntil(lambda: panel.scroll.viewport().width() < 300)
+    for _ in range(3):
+        QApplication.processEvents()
+    assert panel.citation is None
+    assert not panel.scroll.horizontalScrollBar().isVisible()
+    assert not panel.scroll.verticalScrollBar().isVisible()

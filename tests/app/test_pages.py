@@ -111,3 +111,29 @@ def test_original_file_comes_back_from_the_store_when_the_source_moved(qloop, li
     finally:
         pages.close()
     assert library.entry(uri_for(layout.path)).state in (DocumentState.TEXT, DocumentState.EMBEDDING, DocumentState.HYBRID)
+
+
+def test_the_app_and_the_library_paint_the_same_highlighted_page(qloop, library, notifications, report):
+    """One renderer: the citation panel's page (PagesService + paint_highlights) and the CLI's
+    ``visualize`` PNG (haiku.rag's render_page) are the same pixels for the same boxes."""
+    import numpy as np
+
+    layout, document_id = report
+    matched = [Box(1, *layout.block("p_intro").rect)]
+    context = [Box(1, *layout.block("p_background").rect)]
+    pages = PagesService(library, notifications)
+    try:
+        render = qloop.run_until_complete(pages.render(document_id, 1, zoom=1.5))
+        image = paint_highlights(render, matched, context)
+    finally:
+        pages.close()
+    (page,) = qloop.run_until_complete(library.client.visualize(document_id, matched, context, dpi=1.5 * 72))
+    library_rgb = page.highlighted_rgb()
+
+    image = image.convertToFormat(image.Format.Format_RGB888)
+    stride = image.bytesPerLine()
+    app_rows = np.frombuffer(image.constBits(), np.uint8, count=stride * image.height())
+    app_rgb = app_rows.reshape(image.height(), stride)[:, : image.width() * 3].reshape(image.height(), image.width(), 3)
+    assert app_rgb.shape == library_rgb.shape
+    assert (app_rgb != np.frombuffer(page.samples, np.uint8).reshape(app_rgb.shape)).any()  # highlighted
+    assert np.array_equal(app_rgb, library_rgb)

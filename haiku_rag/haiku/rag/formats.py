@@ -4,6 +4,26 @@ Hosts (the app's file dialog and hints) derive their lists from here, so a conve
 the registry shows up everywhere without a copied list. Imports nothing heavy.
 """
 
+from __future__ import annotations
+
+from pathlib import Path
+
 from haiku.rag.ingest.formats import document_extensions, extensions_by_kind, supported_extensions
 
-__all__ = ["document_extensions", "extensions_by_kind", "supported_extensions"]
+__all__ = ["content_hash", "document_extensions", "extensions_by_kind", "source_files", "supported_extensions"]
+
+
+def source_files(folder: str | Path) -> list[Path]:
+    """The files below ``folder`` that adding it would consider, sorted (hidden entries and
+    links leaving it skipped; unsupported types listed too, so a report accounts for all)."""
+    from haiku.rag.ingest.pipeline import iter_source_files
+
+    return iter_source_files(Path(folder))
+
+
+def content_hash(data: bytes) -> str:
+    """The hash the library keeps of a file's bytes (``Document.content_hash``): equal means
+    the file is the one that was ingested."""
+    from haiku.rag.ingest.pipeline import content_hash as digest
+
+    return digest(data)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from haiku.rag.answering.options import AnswerMode, AnswerOptions, ModeUsed
     from haiku.rag.answering.run import AnswerStopped, answer, answer_stream, scope_filter
+    from haiku.rag.answering.scripted import ScriptedAnswer, ScriptError
 
 _HOMES = {
     "AGENT_PREAMBLE": "agent",
@@ -55,6 +56,8 @@ _HOMES = {
     "AnswerMode": "options",
     "AnswerOptions": "options",
     "ModeUsed": "options",
+    "ScriptedAnswer": "scripted",
+    "ScriptError": "scripted",
     "AnswerStopped": "run",
     "answer": "run",
     "answer_stream": "run",
@@ -84,6 +87,8 @@ __all__ = [
     "Conversation",
     "ConversationFormatError",
     "ModeUsed",
+    "ScriptError",
+    "ScriptedAnswer",
     "Started",
     "Step",
     "StepKind",

@@ -61,6 +61,16 @@ REFUSED_GONE = "no longer in the knowledge base"
 MAX_REFUSED_LISTED = 20  # ids a refusal names, so a flood of made-up ids stays a short reply
 
 
+def search_tool_name(namespace: str) -> str:
+    """The search tool of the capability with state namespace ``namespace``."""
+    return f"{namespace}_search"
+
+
+def cite_tool_name(namespace: str) -> str:
+    """The cite tool of the capability with state namespace ``namespace``."""
+    return f"{namespace}_cite"
+
+
 @dataclass
 class _RunScope(Generic[StateT]):
     """Everything one run of a capability owns."""
@@ -106,11 +116,11 @@ class EvidenceCapability(AbstractCapability[Any], Generic[StateT]):
 
     @property
     def search_tool_name(self) -> str:
-        return f"{self.namespace}_search"
+        return search_tool_name(self.namespace)
 
     @property
     def cite_tool_name(self) -> str:
-        return f"{self.namespace}_cite"
+        return cite_tool_name(self.namespace)
 
     def evidence_tool_names(self) -> tuple[str, ...]:
         """Tools whose returns are evidence (what compaction rewrites), in the order notices name them."""

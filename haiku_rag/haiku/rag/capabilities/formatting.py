@@ -15,6 +15,7 @@ at ``MAX_RETURN_CHARS``, each cut with a note saying so.
 from __future__ import annotations
 
 import json
+import re
 
 from haiku.rag.store.models import SearchResult
 
@@ -78,6 +79,14 @@ def shown_results(
             f"{max_chars:,} characters. Search with more specific keywords or a smaller limit.]"
         )
     return text, results[: len(blocks)]
+
+
+RESULT_HEADER = re.compile(r"^\[([0-9a-f]{32})\] \[rank \d+ of \d+\]", re.MULTILINE)
+
+
+def result_ids(text: str) -> list[str]:
+    """The chunk ids of the results a search return shows, best first (its headers' ids)."""
+    return RESULT_HEADER.findall(text)
 
 
 def format_for_agent(result: SearchResult, rank: int, total: int) -> str:

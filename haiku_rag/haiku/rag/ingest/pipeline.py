@@ -9,6 +9,7 @@ from typing import Any
 
 from haiku.rag.config import AppConfig
 from haiku.rag.errors import EmptyDocumentError, SourceTooLargeError
+from haiku.rag.ingest.records import NewDocument
 from haiku.rag.mupdf import MUPDF_LOCK, import_pymupdf
 from haiku.rag.operations import (
     CancelToken,
@@ -18,7 +19,6 @@ from haiku.rag.operations import (
     check_cancelled,
     report,
 )
-from haiku.rag.store.documents import NewDocument
 
 
 def content_hash(data: bytes) -> str:

@@ -11,7 +11,7 @@ numbers, so no flip is ever needed.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # docling-core's models are slow to import; keep `import haiku.rag` cheap
     from docling_core.types.doc import DoclingDocument
@@ -78,3 +78,20 @@ class ChunkRecord:
     doc_item_refs: list[str]
     page_numbers: list[int]
     boxes: list[Box]
+
+
+@dataclass(slots=True)
+class NewDocument:
+    """Everything the store needs to write one document version."""
+
+    uri: str
+    title: str | None
+    metadata: dict[str, Any]
+    content_hash: str
+    mime_type: str
+    page_count: int
+    source_bytes: bytes
+    content: str
+    docling_json: str
+    items: list[ItemRecord]
+    chunks: list[ChunkRecord]

@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import uuid
 import zlib
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
 
 from haiku.rag.errors import DocumentNotFoundError, StoreError
-from haiku.rag.ingest.records import Box, ChunkRecord, ItemRecord
+from haiku.rag.ingest.records import Box, ChunkRecord, ItemRecord, NewDocument
 from haiku.rag.store import schema as S
 from haiku.rag.store.engine import Store, new_generation, sql_in, sql_quote
 from haiku.rag.store.models import Chunk, Document
 
+# NewDocument (ingestion's output) is defined in ingest.records, with the records it holds.
 _DOCUMENT_COLUMNS = [f.name for f in S.DOCUMENTS_SCHEMA]
 # metadata keys of a renamed document: the user's title, and the one found in the file
 USER_TITLE = "user_title"
@@ -54,23 +54,6 @@ def chunk_from_row(row: dict[str, Any]) -> Chunk:
         page_numbers=row["page_numbers"] or [],
         boxes=boxes_from_json(row["boxes"]),
     )
-
-
-@dataclass(slots=True)
-class NewDocument:
-    """Everything the store needs to write one document version."""
-
-    uri: str
-    title: str | None
-    metadata: dict[str, Any]
-    content_hash: str
-    mime_type: str
-    page_count: int
-    source_bytes: bytes
-    content: str
-    docling_json: str
-    items: list[ItemRecord]
-    chunks: list[ChunkRecord]
 
 
 # --- reads -------------------------------------------------------------------------------

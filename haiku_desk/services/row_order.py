@@ -1,0 +1,59 @@
+"""The order the library's rows arrived in, kept in ``<library>/haiku-desk/order.json`` so a
+relaunch lists them as the last session did.
+
+The store alone cannot say it: a document's ``created_at`` has one-second resolution (files
+ingested in the same second come back sorted by URI), and a file that failed or was still
+queued at quit has no document at all, so those rows used to come back after every stored
+one. Keys not in the file (documents the CLI added, a library from before this file) follow
+in the store's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+from haiku_desk.services.app_folder import read_json, write_json
+
+ORDER_FILE = "order.json"
+VERSION = 1
+
+T = TypeVar("T")
+
+
+class RowOrder:
+    def __init__(self, folder: Path | None, on_error: Callable[[str], None]) -> None:
+        self._path = folder / ORDER_FILE if folder is not None else None
+        self._on_error = on_error
+        self._saved: list[str] = []
+
+    def load(self) -> list[str]:
+        if self._path is None:
+            return []
+        try:
+            data = read_json(self._path) or {}
+        except (OSError, ValueError) as exc:
+            self._on_error(f"Cannot read the library's row order ({self._path}): {exc}")
+            return []
+        keys = data.get("keys", []) if isinstance(data, dict) else []
+        self._saved = [k for k in keys if isinstance(k, str)]
+        return list(self._saved)
+
+    def save(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        if self._path is None or keys == self._saved:
+            return
+        try:
+            write_json(self._path, {"version": VERSION, "keys": keys})
+        except OSError as exc:
+            self._on_error(f"Cannot save the library's row order ({self._path}): {exc}")
+            return
+        self._saved = keys
+
+    def arrange(self, items: dict[str, T]) -> dict[str, T]:
+        """``items`` (key -> row) in the saved order; keys it does not know keep their order
+        after the known ones."""
+        rank = {key: i for i, key in enumerate(self._saved)}
+        known = sorted((k for k in items if k in rank), key=rank.__getitem__)
+        return {k: items[k] for k in [*known, *(k for k in items if k not in rank)]}
