@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from docling_core.types.doc import DocItem, DocItemLabel, DoclingDocument, PictureItem, TextItem
+from docling_core.types.doc import DocItemLabel, DoclingDocument, PictureItem, TextItem
 
 from haiku.rag.ingest.items import prov_box
 from haiku.rag.ingest.records import Box, ChunkRecord
@@ -43,11 +43,20 @@ CAPTION_GAP = 36.0
 def figure_chunks(doc: DoclingDocument, *, first_order: int) -> list[ChunkRecord]:
     """One chunk per picture of ``doc`` that has a caption, text inside it or sentences
     referring to it, numbered from ``first_order`` on (after the document's own chunks)."""
-    texts = [item for item, _ in doc.iterate_items() if isinstance(item, TextItem)]
-    records: list[ChunkRecord] = []
     pictures = [item for item, _ in doc.iterate_items() if isinstance(item, PictureItem)]
+    records: list[ChunkRecord] = []
+    if not pictures:
+        return records
+    texts = [item for item, _ in doc.iterate_items() if isinstance(item, TextItem)]
+    # each text item's boxes, by page, computed once (a document may have many pictures)
+    placed: dict[int, list[tuple[TextItem, Box]]] = {}
+    for item in texts:
+        for prov in item.prov:
+            box = prov_box(doc, prov, item)
+            placed.setdefault(box.page, []).append((item, box))
     # captions the builder attached to a picture belong to that picture only
     owned = {ref.cref for picture in pictures for ref in picture.captions}
+    mentions = _mentions(texts)
     for picture in pictures:
         if not picture.prov:
             continue
@@ -55,11 +64,11 @@ def figure_chunks(doc: DoclingDocument, *, first_order: int) -> list[ChunkRecord
             caption
             for caption in (ref.resolve(doc) for ref in picture.captions)
             if isinstance(caption, TextItem) and caption.text.strip()
-        ] or _caption_beside(doc, picture, texts, owned)
+        ] or _caption_beside(doc, picture, placed, owned)
         owned.update(caption.self_ref for caption in captions)
         caption_refs = {caption.self_ref for caption in captions}
-        inner = _text_inside(doc, picture, [t for t in texts if t.self_ref not in caption_refs])
-        referring = _referring_sentences(captions, [t for t in texts if t.self_ref not in caption_refs])
+        inner = _text_inside(doc, picture, placed, caption_refs)
+        referring = _referring_sentences(captions, mentions, owned)
         parts = [caption.text.strip() for caption in captions]
         if inner:
             parts.append(inner)
@@ -85,35 +94,40 @@ def figure_chunks(doc: DoclingDocument, *, first_order: int) -> list[ChunkRecord
 
 
 def _caption_beside(
-    doc: DoclingDocument, picture: PictureItem, texts: Sequence[TextItem], owned: set[str]
+    doc: DoclingDocument,
+    picture: PictureItem,
+    placed: dict[int, list[tuple[TextItem, Box]]],
+    owned: set[str],
 ) -> list[TextItem]:
     """The caption the builder did not attach (text printed on the figure came between them
     in reading order): the nearest caption item just below or above the picture on its
     page, overlapping it horizontally and no other picture's."""
-    areas = [prov_box(doc, prov, picture) for prov in picture.prov]
     best: tuple[float, TextItem] | None = None
-    for item in texts:
-        if item.label != DocItemLabel.CAPTION or item.self_ref in owned or not item.text.strip():
-            continue
-        for prov in item.prov:
-            box = prov_box(doc, prov, item)
-            for area in areas:
-                if box.page != area.page or min(box.x1, area.x1) <= max(box.x0, area.x0):
-                    continue
-                gap = box.y0 - area.y1 if box.y0 >= area.y1 else area.y0 - box.y1
-                if 0 <= gap <= CAPTION_GAP and (best is None or gap < best[0]):
-                    best = (gap, item)
+    for area in (prov_box(doc, prov, picture) for prov in picture.prov):
+        for item, box in placed.get(area.page, []):
+            if item.label != DocItemLabel.CAPTION or item.self_ref in owned or not item.text.strip():
+                continue
+            if min(box.x1, area.x1) <= max(box.x0, area.x0):
+                continue
+            gap = box.y0 - area.y1 if box.y0 >= area.y1 else area.y0 - box.y1
+            if 0 <= gap <= CAPTION_GAP and (best is None or gap < best[0]):
+                best = (gap, item)
     return [best[1]] if best else []
 
 
-def _text_inside(doc: DoclingDocument, picture: PictureItem, texts: Sequence[TextItem]) -> str:
+def _text_inside(
+    doc: DoclingDocument,
+    picture: PictureItem,
+    placed: dict[int, list[tuple[TextItem, Box]]],
+    exclude: set[str],
+) -> str:
     """The text items lying (by their centre) within one of the picture's boxes."""
-    areas = [prov_box(doc, prov, picture) for prov in picture.prov]
-    inside: list[str] = []
-    for item in texts:
-        if any(_centre_within(prov_box(doc, prov, item), areas) for prov in item.prov):
-            inside.append(item.text.strip())
-    return " ".join(t for t in inside if t)[:MAX_INNER_CHARS]
+    inside: dict[str, str] = {}
+    for area in (prov_box(doc, prov, picture) for prov in picture.prov):
+        for item, box in placed.get(area.page, []):
+            if item.self_ref not in exclude and _centre_within(box, [area]):
+                inside.setdefault(item.self_ref, item.text.strip())
+    return " ".join(t for t in inside.values() if t)[:MAX_INNER_CHARS]
 
 
 def _centre_within(box: Box, areas: Sequence[Box]) -> bool:
@@ -121,24 +135,33 @@ def _centre_within(box: Box, areas: Sequence[Box]) -> bool:
     return any(a.page == box.page and a.x0 <= x <= a.x1 and a.y0 <= y <= a.y1 for a in areas)
 
 
-def _referring_sentences(captions: Sequence[TextItem], texts: Sequence[DocItem]) -> list[str]:
-    """Body sentences naming the figure by its caption's number ("Figure 3", "Fig. 3")."""
-    numbers = {m.group(2).lower() for c in captions if (m := _FIGURE_NUMBER.match(c.text))}
-    if not numbers:
-        return []
-    alternatives = "|".join(re.escape(n) for n in sorted(numbers))
-    mention = re.compile(
-        rf"\b(?:fig(?:ure)?s?\.?|chart|diagram|graph|plate|illustration)\s*(?:{alternatives})\b",
-        re.IGNORECASE,
-    )
-    found: list[str] = []
+_MENTION = re.compile(
+    r"\b(?:fig(?:ure)?s?\.?|chart|diagram|graph|plate|illustration)\s*([0-9]+[a-z]?)\b",
+    re.IGNORECASE,
+)
+
+
+def _mentions(texts: Sequence[TextItem]) -> dict[str, list[tuple[str, str]]]:
+    """Every body sentence naming a figure number, by that number (lower case), with the
+    ref of its item; one pass over the document whatever its number of pictures."""
+    found: dict[str, list[tuple[str, str]]] = {}
     for item in texts:
-        text = getattr(item, "text", "")
-        if not mention.search(text):
+        if not _MENTION.search(item.text):
             continue
-        for sentence in _SENTENCE_END.split(text):
-            if mention.search(sentence):
-                found.append(sentence.strip())
-                if len(found) == MAX_REFERRING_SENTENCES:
-                    return found
+        for sentence in _SENTENCE_END.split(item.text):
+            for number in {m.group(1).lower() for m in _MENTION.finditer(sentence)}:
+                found.setdefault(number, []).append((item.self_ref, sentence.strip()))
     return found
+
+
+def _referring_sentences(
+    captions: Sequence[TextItem], mentions: dict[str, list[tuple[str, str]]], exclude: set[str]
+) -> list[str]:
+    """Body sentences naming the figure by its caption's number ("Figure 3", "Fig. 3")."""
+    numbers = sorted({m.group(2).lower() for c in captions if (m := _FIGURE_NUMBER.match(c.text))})
+    found: list[str] = []
+    for number in numbers:
+        for ref, sentence in mentions.get(number, []):
+            if ref not in exclude and sentence not in found:
+                found.append(sentence)
+    return found[:MAX_REFERRING_SENTENCES]
