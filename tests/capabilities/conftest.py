@@ -57,8 +57,9 @@ PICTURE_REF = "#/pictures/0"  # the figure on page 2 of the report PDF
 def picture_hits(monkeypatch: pytest.MonkeyPatch) -> str:
     """Search results from the report PDF name its figure as matched evidence.
 
-    The chunker leaves picture items out of chunks, so no real hit names a picture yet; this
-    stands in for that and lets the real rendering and labelling path run against the stored PDF.
+    Every hit on the report PDF names its figure here, so the rendering and labelling path runs
+    on any query; real figure hits (ingest/figures.py) are tested end to end in
+    tests/answering/test_figures_as_evidence.py.
     """
     original = RAGCapability.search_corpus
 

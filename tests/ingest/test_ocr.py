@@ -262,3 +262,66 @@ def test_word_spaces_the_recogniser_left_out_are_put_back_where_the_ink_has_a_ga
     inked = gapped.copy()
     inked[:, 10:38, 4 * scale : 9 * scale : 4] = -1.0  # strokes every 4 px: no wide gap
     assert decode_with_spaces(prediction, inked, characters)[0] == "abc"
+
+
+def test_a_page_scanned_upside_down_is_read_the_right_way_up():
+    image, drawn = _text_image()
+    width, height = PAGE
+    expected = (width - drawn[2], height - drawn[3], width - drawn[0], height - drawn[1])
+    conversion = convert_pdf(_scan_pdf(image.rotate(180)), source="upside-down.pdf")
+    assert PHRASE.lower() in _recognised_text(conversion).lower()
+    boxes = _phrase_boxes(conversion)
+    assert boxes and all(_overlaps(box, expected) for box in boxes)
+
+
+class _Recording:
+    """Wraps one of the real engine's ONNX sessions and records what each call was given
+    (the shape of its input and the thread that made it)."""
+
+    def __init__(self, session):
+        import threading
+
+        self.session, self.calls, self._threading = session, [], threading
+
+    def __call__(self, batch):
+        self.calls.append((batch.shape, self._threading.current_thread().name))
+        return self.session(batch)
+
+
+def _many_lines_scan(lines: int) -> bytes:
+    doc = pymupdf.open()
+    page = doc.new_page(width=360, height=40 + 18 * lines)
+    for i in range(lines):
+        page.insert_text((20, 30 + 18 * i), f"Line {i} of otters and pebbles", fontsize=12, fontname="helv")
+    image = Image.open(io.BytesIO(page.get_pixmap(dpi=DPI).tobytes("png"))).convert("RGB")
+    return _scan_pdf(image)
+
+
+def test_lines_are_recognised_one_per_model_call_on_the_ocr_threads(monkeypatch):
+    """Batches of padded lines cost more CPU than single lines (docs/benchmarks.md, "OCR"),
+    and the two cores are used by two threads each running one line, not by one call."""
+    from haiku.rag.ingest import ocr
+
+    engine = ocr._load_engine()
+    recording = _Recording(engine.text_rec.session)
+    monkeypatch.setattr(engine.text_rec, "session", recording)
+    conversion = convert_pdf(_many_lines_scan(6), source="lines.pdf")
+    assert _recognised_text(conversion).count("of otters and pebbles") == 6
+    assert len(recording.calls) >= 6
+    assert {shape[0] for shape, _ in recording.calls} == {1}
+    if ocr.REC_THREADS > 1:
+        assert all(thread.startswith("haiku-ocr") for _, thread in recording.calls)
+
+
+def test_the_page_orientation_is_voted_on_a_sample_of_its_lines(monkeypatch):
+    """The orientation classifier answers one question per page (which way up), on at most
+    ORIENTATION_SAMPLE lines, not once per line."""
+    from haiku.rag.ingest import ocr
+
+    engine = ocr._load_engine()
+    recording = _Recording(engine.text_cls.infer)
+    monkeypatch.setattr(engine.text_cls, "infer", recording)
+    lines = ocr.ORIENTATION_SAMPLE + 8
+    conversion = convert_pdf(_many_lines_scan(lines), source="lines.pdf")
+    assert _recognised_text(conversion).count("of otters and pebbles") == lines
+    assert 0 < sum(shape[0] for shape, _ in recording.calls) <= ocr.ORIENTATION_SAMPLE

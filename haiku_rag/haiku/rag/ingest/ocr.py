@@ -19,7 +19,7 @@ What we add around the engine:
   unfindable by full-text search. A CTC recogniser emits each character at a column of
   its output; between two characters whose columns enclose a run of blank pixel columns
   wider than a space, a space is put back.
-* **Cancellation** between recognition batches (a page is a few seconds of work).
+* **Cancellation** between recognised lines (a page is a few seconds of work).
 
 ``recognise`` takes an RGB image as a NumPy array (H x W x 3, uint8) and returns
 ``OcrLine`` records whose ``quad`` is in that image's pixel space.
@@ -27,6 +27,7 @@ What we add around the engine:
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,8 +41,18 @@ Point = tuple[float, float]
 MIN_LINE_SCORE = 0.5
 # A page is sideways when this share of its (non-square) detected lines is taller than wide.
 SIDEWAYS_SHARE = 0.6
-# Recognition batch: lines of similar width are padded to the widest of the batch.
-REC_BATCH = 8
+# The page's orientation (upright or upside down) is voted by the orientation classifier
+# on this many of the page's widest lines, not on every line: the page's orientation is one
+# question, and the page is then read the right way up as a whole.
+ORIENTATION_SAMPLE = 12
+# Recognition is one line per model call: measured on a dense page (docs/benchmarks.md,
+# "OCR"), batches of 8 padded lines cost 1.7x the CPU of single lines (the activations of a
+# batch of wide lines no longer fit the cache), so "batching" here only loses.
+REC_BATCH = 1
+# Lines are recognised by this many threads at once, each running the (thread-safe) model
+# single-threaded: on 2 cores that is the cheapest way to use both (one model call on two
+# intra-op threads spends more CPU per line). Set from the CPU count, at most 2.
+REC_THREADS = max(1, min(2, os.cpu_count() or 1))
 # A run of ink-free pixel columns wider than this share of the line height, between two
 # recognised characters, is a word space the model did not spell out (a space is ~0.25 em,
 # the gap between two letters of a word under 0.1 em).
@@ -80,10 +91,13 @@ class OcrUnavailableError(RuntimeError):
 
 _engine: Any = None
 _engine_lock = threading.Lock()
+_pool: Any = None
 
 
 def _load_engine() -> Any:
-    """RapidOCR, built once per process (loading the three models takes ~1 s)."""
+    """RapidOCR, built once per process (loading the three models takes ~1 s) and reused
+    for every page the parse worker reads. Each model runs on one intra-op thread (our
+    threads give the parallelism, see ``REC_THREADS``) and its idle threads do not spin."""
     global _engine
     with _engine_lock:
         if _engine is None:
@@ -93,8 +107,23 @@ def _load_engine() -> Any:
                 raise OcrUnavailableError(
                     "rapidocr-onnxruntime is not installed; OCR is unavailable"
                 ) from exc
-            _engine = RapidOCR(inter_op_num_threads=1, rec_batch_num=REC_BATCH)
+            engine = RapidOCR(
+                intra_op_num_threads=1,
+                inter_op_num_threads=1,
+                rec_batch_num=REC_BATCH,
+            )
+            _engine = engine
         return _engine
+
+
+def _recognition_pool() -> Any:
+    global _pool
+    with _engine_lock:
+        if _pool is None and REC_THREADS > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _pool = ThreadPoolExecutor(REC_THREADS, thread_name_prefix="haiku-ocr")
+        return _pool
 
 
 def engine_available() -> bool:
@@ -106,7 +135,10 @@ def engine_available() -> bool:
 
 
 def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
-    """Recognise the text lines of an RGB image (NumPy H x W x 3, uint8)."""
+    """Recognise the text lines of an RGB image (NumPy H x W x 3, uint8).
+
+    The page's orientation is voted once, on a sample of its lines; the page is then read
+    the right way up as a whole, one line per model call on ``REC_THREADS`` threads."""
     import numpy as np
 
     engine = _load_engine()
@@ -118,22 +150,19 @@ def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
     rotation = 90 if _mostly_tall(boxes) else 0
     upright = _rotate(bgr, rotation)
     if rotation:
+        # Detected again upright, not the sideways boxes turned: the detector, trained on
+        # horizontal lines, finds vertical ones less well (cardinal's sideways pages: CER
+        # 1.8 % detected again, 12-22 % with the turned boxes).
         boxes = _detect(engine, upright)
     check_cancelled(cancel)
-    crops = engine.get_crop_img_list(upright, boxes)
-    crops, orientations, _ = engine.text_cls(crops)
-    flipped = sum(1 for label, _score in orientations if label == "180")
-    if flipped > len(orientations) / 2:
-        # Upside down (in the turned image): read it the other way up, from scratch, so
-        # that crops, boxes and the reading direction all agree.
+    if boxes and _upside_down(engine, upright, boxes):
         rotation = (rotation + 180) % 360
         upright = _rotate(bgr, rotation)
         boxes = _detect(engine, upright)
-        if not boxes:
-            return OcrResult([], rotation)
-        crops = engine.get_crop_img_list(upright, boxes)
-        crops, _, _ = engine.text_cls(crops)
+    if not boxes:
+        return OcrResult([], rotation)
     check_cancelled(cancel)
+    crops = engine.get_crop_img_list(upright, boxes)
     texts = _recognise_lines(engine, crops, cancel)
     direction = _DIRECTION_FOR_ROTATION[rotation]
     lines = []
@@ -149,10 +178,24 @@ def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
 
 
 def _detect(engine: Any, bgr: Any) -> list[Any]:
+    """Detected line quadrilaterals, in reading order. Detection sees the page at the
+    render's full resolution: on a scaled-down copy (longer side 1024 or 1408 px) the
+    detector joins lines across a two-column gap and crops them tighter, and linn's
+    character error rate went from 1.9 % to 19-36 % (docs/benchmarks.md, "OCR")."""
     boxes, _ = engine.text_det(bgr)
     if boxes is None or len(boxes) == 0:
         return []
     return list(engine.sorted_boxes(boxes))
+
+
+def _upside_down(engine: Any, upright: Any, boxes: Sequence[Any]) -> bool:
+    """The orientation classifier's majority vote over the page's widest lines."""
+    widths = [max(_distance(q[0], q[1]), _distance(q[2], q[3])) for q in boxes]
+    widest = sorted(range(len(boxes)), key=lambda i: -widths[i])[:ORIENTATION_SAMPLE]
+    crops = engine.get_crop_img_list(upright, [boxes[i] for i in widest])
+    _, orientations, _ = engine.text_cls(crops)
+    flipped = sum(1 for label, _score in orientations if label == "180")
+    return flipped > len(orientations) / 2
 
 
 def _mostly_tall(boxes: Sequence[Any]) -> bool:
@@ -201,27 +244,31 @@ def _distance(a: Sequence[float], b: Sequence[float]) -> float:
 def _recognise_lines(
     engine: Any, crops: list[Any], cancel: CancelToken | None
 ) -> list[tuple[str, float]]:
-    """RapidOCR's recogniser, batch by batch (cancellable), with our own CTC decoding that
-    restores word spaces."""
-    import numpy as np
-
+    """RapidOCR's recogniser, one line per model call, on ``REC_THREADS`` threads at once
+    (cancellable between lines), with our own CTC decoding that restores word spaces."""
     recogniser = engine.text_rec
     characters = recogniser.postprocess_op.character
     _, rec_height, rec_width = recogniser.rec_image_shape
-    ratios = [crop.shape[1] / max(1, crop.shape[0]) for crop in crops]
-    order = np.argsort(np.array(ratios))
-    results: list[tuple[str, float]] = [("", 0.0)] * len(crops)
-    for start in range(0, len(crops), REC_BATCH):
+    narrowest = rec_width / rec_height
+
+    def read(crop: Any) -> tuple[str, float]:
         check_cancelled(cancel)
-        indices = order[start : start + REC_BATCH]
-        widest = max(rec_width / rec_height, *(ratios[i] for i in indices))
-        batch = np.concatenate(
-            [recogniser.resize_norm_img(crops[i], widest)[np.newaxis] for i in indices]
-        ).astype(np.float32)
-        predictions = recogniser.session(batch)[0]
-        for row, index in enumerate(indices):
-            results[index] = decode_with_spaces(predictions[row], batch[row], characters)
-    return results
+        ratio = crop.shape[1] / max(1, crop.shape[0])
+        line = recogniser.resize_norm_img(crop, max(narrowest, ratio))[None].astype("float32")
+        prediction = recogniser.session(line)[0][0]
+        return decode_with_spaces(prediction, line[0], characters)
+
+    pool = _recognition_pool()
+    if pool is None or len(crops) < 2:
+        return [read(crop) for crop in crops]
+    # Longest lines first, so the two threads finish together.
+    order = sorted(range(len(crops)), key=lambda i: -crops[i].shape[1] / max(1, crops[i].shape[0]))
+    futures = {index: pool.submit(read, crops[index]) for index in order}
+    try:
+        return [futures[index].result() for index in range(len(crops))]
+    finally:
+        for future in futures.values():
+            future.cancel()
 
 
 def decode_with_spaces(

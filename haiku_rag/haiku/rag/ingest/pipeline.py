@@ -54,6 +54,7 @@ def prepare_document(
     """Convert, extract items and chunk one source. Raises ``IngestError`` subclasses."""
     from haiku.rag.ingest.chunker import chunk_document
     from haiku.rag.ingest.converters import convert_source
+    from haiku.rag.ingest.figures import figure_chunks
     from haiku.rag.ingest.items import ItemTexts, extract_items
     from haiku.rag.ingest.pdf import OcrOptions
 
@@ -78,6 +79,8 @@ def prepare_document(
     )
     if not chunks:
         raise EmptyDocumentError(_nothing_to_index(filename, items), source=uri)
+    # Figures as evidence: a chunk per picture with words about it (ingest/figures.py).
+    chunks += figure_chunks(document, first_order=len(chunks))
     check_cancelled(cancel)
 
     meta = dict(metadata or {})
