@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from haiku.rag import collections
 from haiku.rag.collections import Collection
-from haiku.rag.config import AppConfig, load_config, resolve_db_path
+from haiku.rag.config import AppConfig, EmbeddingsConfig, load_config, resolve_db_path
 from haiku.rag.errors import (
     DocumentNotFoundError,
     HaikuRAGError,
@@ -180,24 +180,26 @@ class HaikuRAG:
     def embedder(self) -> Any:
         """The embedder, created on first use (loading a model is not free)."""
         if self._embedder is None:
-            from haiku.rag.embeddings import create_embedder
-
-            cfg = self.config.embeddings
-            base_url = cfg.base_url
-            if cfg.provider == "ollama" and not base_url:
-                base_url = self.config.providers.ollama.base_url
-            api_key = os.environ.get("OPENAI_API_KEY") if cfg.provider == "openai" else None
-            register_secret(api_key)
-            self._embedder = create_embedder(
-                cfg.provider,
-                cfg.model,
-                base_url=base_url,
-                api_key=api_key,
-                vector_dim=cfg.vector_dim,
-                batch_size=cfg.batch_size,
-                threads=cfg.threads,
-            )
+            self._embedder = self._create_embedder(self.config.embeddings)
         return self._embedder
+
+    def _create_embedder(self, cfg: EmbeddingsConfig) -> Any:
+        from haiku.rag.embeddings import create_embedder
+
+        base_url = cfg.base_url
+        if cfg.provider == "ollama" and not base_url:
+            base_url = self.config.providers.ollama.base_url
+        api_key = os.environ.get("OPENAI_API_KEY") if cfg.provider == "openai" else None
+        register_secret(api_key)
+        return create_embedder(
+            cfg.provider,
+            cfg.model,
+            base_url=base_url,
+            api_key=api_key,
+            vector_dim=cfg.vector_dim,
+            batch_size=cfg.batch_size,
+            threads=cfg.threads,
+        )
 
     async def _store_thread(self, func: Any, *args: Any, **kwargs: Any) -> Any:
         """``asyncio.to_thread`` for store work: a store folder deleted or moved while open
@@ -647,10 +649,61 @@ class HaikuRAG:
             return False
         return await self._store_thread(self.store.maintain_indexes, force=force)
 
-    async def rebuild(self, *, progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> int:
-        """Drop every vector and re-embed the library with the configured embedder."""
-        await self._store_thread(self.store.drop_vectors)
-        return await self.embed_pending(progress=progress, cancel=cancel)
+    async def rebuild(
+        self,
+        *,
+        embeddings: EmbeddingsConfig | None = None,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+    ) -> int:
+        """Re-embed every chunk with ``embeddings`` (default: the configured embedder).
+
+        The new vectors are computed first with the store untouched: searches keep using the
+        old vectors meanwhile, and a cancel or a failure (an embedding server gone) leaves the
+        old vectors and the recorded embedder exactly as they were, never a half-rebuilt store.
+        Only when every chunk has its new vector are the vectors replaced (one short write
+        pass), and from then on this client embeds queries with the new embedder
+        (``config.embeddings`` is updated). Returns how many chunks were embedded.
+        """
+        cancel = cancel or CancelToken()
+        return await _run_cancellable(cancel, self._rebuild_sync, embeddings, progress, cancel)
+
+    def _rebuild_sync(
+        self, embeddings: EmbeddingsConfig | None, progress: ProgressCallback | None, cancel: CancelToken
+    ) -> int:
+        import numpy as np
+
+        cfg = embeddings or self.config.embeddings
+        embedder = self.embedder if embeddings is None else self._create_embedder(cfg)
+        snapshot = docs.list_documents(self.store)
+        chunks = docs.chunks_missing_vectors(self.store, snapshot, include_embedded=True)
+        total = len(chunks)
+        computed: list[Any] = []
+        for start in range(0, total, VECTOR_WRITE_BATCH):
+            batch = chunks[start : start + VECTOR_WRITE_BATCH]
+
+            def forward(p: Progress, offset: int = start, source: str = batch[0][0].uri) -> None:
+                report(progress, Progress(Stage.EMBEDDING, source, offset + p.done, total))
+
+            computed.append(embedder.embed_documents([text for _, _, text in batch], progress=forward, cancel=cancel))
+            check_cancelled(cancel)
+        check_cancelled(cancel)
+        identity = embedder.identity
+        # The swap: from here on nothing checks cancellation (a few appends; seconds).
+        self.store.drop_vectors()
+        self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
+        for start, vectors in zip(range(0, total, VECTOR_WRITE_BATCH), computed, strict=True):
+            batch = chunks[start : start + VECTOR_WRITE_BATCH]
+            docs.add_vectors(self.store, [o for o, _, _ in batch], [cid for _, cid, _ in batch], np.asarray(vectors))
+        docs.mark_hybrid(self.store, snapshot)
+        if embeddings is not None and embedder is not self._embedder:
+            # the old embedder is not closed: a search on another thread may still hold it
+            self._embedder = embedder
+            self.config.embeddings = cfg
+        # documents written while the vectors were computed: embed them with the new embedder
+        added = self._embed_pending_sync(None, progress, cancel)
+        self.store.maintain_indexes()
+        return total + added
 
     # --- search ---------------------------------------------------------------------------
 
