@@ -28,7 +28,7 @@ class AppServices:
     notifications: Notifications
     library: LibraryService  # the open library: documents, ingest queue, selection, watch folders
     pages: PagesService  # page renders (QImage) with highlight boxes, cached
-    models: ModelsService  # chat model choice, providers, discovery, keychain
+    models: ModelsService  # chat model, reranker and embedder choice, discovery, keychain
     chat: ChatService  # conversations, agent runs, streaming, toggles, persistence
 
 
@@ -45,6 +45,6 @@ def create_services(db_path: str | os.PathLike[str] | None = None, config: AppCo
     notifications = Notifications()
     library = LibraryService(Path(resolve_db_path(db_path, config)), config, notifications)
     pages = PagesService(library, notifications)
-    models = ModelsService(config, notifications)
+    models = ModelsService(config, notifications, library=library)
     chat = ChatService(library, models, notifications)
     return AppServices(config, notifications, library, pages, models, chat)

@@ -36,6 +36,10 @@ class EmbeddingServer:
     url: str = ""
     failing: set[str] = field(default_factory=set)  # models that answer HTTP 500
     requests: list[str] = field(default_factory=list)  # the model of each request
+    # when set, a request for a model in ``gated`` waits for it (a rebuild held "running")
+    gate: threading.Event | None = None
+    gated: set[str] = field(default_factory=set)
+    waiting: threading.Event = field(default_factory=threading.Event)
 
 
 @pytest.fixture
@@ -47,6 +51,9 @@ def server() -> Iterator[EmbeddingServer]:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             model = body["model"]
             state.requests.append(model)
+            if state.gate is not None and model in state.gated:
+                state.waiting.set()
+                state.gate.wait(60)
             if model in state.failing:
                 return self._send(500, {"error": "model unloaded"})
             data = [{"index": i, "embedding": vector(t, DIMS[model])} for i, t in enumerate(body["input"])]
@@ -68,6 +75,8 @@ def server() -> Iterator[EmbeddingServer]:
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield state
+    if state.gate is not None:
+        state.gate.set()  # a failed test must not leave a request waiting
     httpd.shutdown()
     httpd.server_close()
 

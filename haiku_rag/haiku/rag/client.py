@@ -139,6 +139,7 @@ class HaikuRAG:
         )
         self._embedder: Any = None
         self._reranker: Any = None
+        self._reranker_config: Any = None
         self._embedder_lock = asyncio.Lock()
         if not skip_validation:
             provider, model, dim = self.configured_embedder()
@@ -775,11 +776,19 @@ class HaikuRAG:
 
     @property
     def reranker(self) -> Any:
-        """The configured reranker (``search.rerank``), created on first use; None when off."""
-        if self._reranker is None and self.config.search.rerank.provider != "none":
+        """The configured reranker (``search.rerank``), created on first use and again when
+        that setting changes (the app's settings change it on an open library); None when off."""
+        wanted = self.config.search.rerank
+        if self._reranker is not None and self._reranker_config == wanted:
+            return self._reranker
+        if self._reranker is not None:
+            self._reranker.close()
+            self._reranker = None
+        if wanted.provider != "none":
             from haiku.rag.search.rerank import create_reranker
 
-            self._reranker = create_reranker(self.config.search.rerank)
+            self._reranker = create_reranker(wanted)
+            self._reranker_config = wanted.model_copy()
         return self._reranker
 
     def _has_vectors(self) -> bool:
@@ -878,6 +887,14 @@ class HaikuRAG:
             }
 
         return await self._store_thread(collect)
+
+
+def installed_embedders() -> list[tuple[str, str, int]]:
+    """(provider, model, vector size) of the embedders that run offline from installed
+    packages, for a settings screen; others are reached over HTTP (Ollama, OpenAI-compatible)."""
+    from haiku.rag.embeddings.local import MODEL_NAME, VECTOR_DIM
+
+    return [("local", MODEL_NAME, VECTOR_DIM)]
 
 
 def _add_bibliographic(new: docs.NewDocument, filename: str) -> None:
