@@ -114,12 +114,15 @@ def _describe_settings(client) -> str:
             f"rerank={search.rerank.provider}")
 
 
-def dump_rankings(client, queries: dict[str, str], depth: int, filters: dict[str, str | None] | None = None) -> dict:
+def dump_rankings(
+    client, queries: dict[str, str], depth: int, filters: dict[str, str | None] | None = None,
+    arms: tuple[str, ...] = ("fts", "vector"),
+) -> dict:
     """Per query, the fts and vector chunk rankings (chunk id, document uri, pages)."""
     out = {}
     for qid, text in queries.items():
         entry = {}
-        for arm in ("fts", "vector"):
+        for arm in arms:
             results = client.search_sync(text, depth, arm, (filters or {}).get(qid))
             entry[arm] = [[r.chunk_id, r.document_uri, r.page_numbers] for r in results]
         out[qid] = entry
@@ -137,6 +140,7 @@ async def eval_scifact(clients: dict, data: Path, dump: Path | None, depth: int)
     print(f"settings: {_describe_settings(clients.get('hybrid+rerank', client))}")
     print("| search | nDCG@10 | Recall@100 | nDCG@10 tune half | nDCG@10 held half | queries | s/query |")
     print("|---|---|---|---|---|---|---|")
+    rankings: dict[str, dict] = {}
     for arm in ARMS:
         if arm not in clients:
             print(f"| {arm} | not run: no reranker configured (search.rerank) | | | | | |", flush=True)
@@ -144,8 +148,14 @@ async def eval_scifact(clients: dict, data: Path, dump: Path | None, depth: int)
         ndcgs: dict[str, list[float]] = {"tune": [], "held": []}
         recalls = []
         started = time.perf_counter()
+        # with --dump, a single arm's search goes --dump-depth deep once: its first 100 are
+        # the limit-100 search (same ranking), the rest feeds tune_fusion.py
+        deep = dump is not None and arm in ("fts", "vector")
         for qid, text in queries.items():
-            results = run_arm(clients, arm, text, 100)
+            results = run_arm(clients, arm, text, depth if deep else 100)
+            if deep:
+                rankings.setdefault(qid, {})[arm] = [[r.chunk_id, r.document_uri, r.page_numbers] for r in results]
+                results = results[:100]
             ranked = list(dict.fromkeys(r.document_uri.removeprefix("scifact://") for r in results))
             ndcgs[split_of(qid)].append(ndcg_at_10(ranked, qrels[qid]))
             recalls.append(recall_at(ranked, qrels[qid], 100))
@@ -154,7 +164,6 @@ async def eval_scifact(clients: dict, data: Path, dump: Path | None, depth: int)
         print(f"| {arm} | {sum(every) / len(every):.4f} | {sum(recalls) / len(recalls):.4f} | "
               f"{_mean(ndcgs['tune'])} | {_mean(ndcgs['held'])} | {len(every)} | {per_query:.3f} |", flush=True)
     if dump:
-        rankings = dump_rankings(client, queries, depth)
         dump.write_text(json.dumps({"queries": queries, "qrels": qrels, "rankings": rankings}))
         print(f"wrote {dump}", file=sys.stderr)
 
@@ -201,6 +210,7 @@ async def financebench(clients: dict, data: Path, text_only: bool, dump: Path | 
         n = len(asked)
         print(f"| {arm} | {within / n:.3f} ({within}/{n}) | {across / n:.3f} ({across}/{n}) | {right_filing}/{n} |", flush=True)
     if dump:
+        arms = ("fts",) if text_only else ("fts", "vector")
         qs = {q["financebench_id"]: q["question"] for q in asked}
         within_filter = {q["financebench_id"]: f"id = '{by_name[q['doc_name']].id}'" for q in asked}
         gold = {
@@ -212,8 +222,8 @@ async def financebench(clients: dict, data: Path, text_only: bool, dump: Path | 
         }
         out = {
             "queries": qs, "gold": gold,
-            "within": dump_rankings(client, qs, depth, within_filter),
-            "across": dump_rankings(client, qs, depth),
+            "within": dump_rankings(client, qs, depth, within_filter, arms),
+            "across": dump_rankings(client, qs, depth, arms=arms),
         }
         dump.write_text(json.dumps(out))
         print(f"wrote {dump}", file=sys.stderr)

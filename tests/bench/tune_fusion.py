@@ -84,11 +84,12 @@ def main() -> int:
     scifact = json.loads(args.scifact.read_text())
     fb = json.loads(args.financebench.read_text()) if args.financebench else None
     n_fb = len(fb["within"]) if fb else 0
+    fb_vectors = bool(fb) and all("vector" in arms for arms in fb["within"].values())
 
     for arm in ("fts", "vector"):
         s = summary(scifact_scores(scifact, None, arm))
         line = f"{arm:>8}: SciFact nDCG@10 tune {s['tune']:.4f} held {s['held']:.4f} all {s['all']:.4f} R@100 {s['recall']:.4f}"
-        if fb:
+        if fb and (arm == "fts" or fb_vectors):
             line += f" | FinanceBench within {financebench_hits(fb, None, arm, 'within')}/{n_fb}"
             line += f" across {financebench_hits(fb, None, arm, 'across')}/{n_fb}"
         print(line)
@@ -105,7 +106,7 @@ def main() -> int:
     print("\nsetting (chosen by the tune half) | tune | held | all | R@100 | FB within | FB across")
     for setting, s in rows:
         fb_part = ""
-        if fb:
+        if fb_vectors:
             fb_part = (f" | {financebench_hits(fb, setting, 'hybrid', 'within')}/{n_fb}"
                        f" | {financebench_hits(fb, setting, 'hybrid', 'across')}/{n_fb}")
         print(f"{setting} | {s['tune']:.4f} | {s['held']:.4f} | {s['all']:.4f} | {s['recall']:.4f}{fb_part}")

@@ -690,19 +690,22 @@ class HaikuRAG:
             check_cancelled(cancel)
         check_cancelled(cancel)
         identity = embedder.identity
-        # The swap: from here on nothing checks cancellation (a few appends; seconds).
-        self.store.drop_vectors()
-        self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
-        for start, vectors in zip(range(0, total, VECTOR_WRITE_BATCH), computed, strict=True):
-            batch = chunks[start : start + VECTOR_WRITE_BATCH]
-            docs.add_vectors(self.store, [o for o, _, _ in batch], [cid for _, cid, _ in batch], np.asarray(vectors))
-        docs.mark_hybrid(self.store, snapshot)
-        if embeddings is not None and embedder is not self._embedder:
-            # the old embedder is not closed: a search on another thread may still hold it
-            self._embedder = embedder
-            self.config.embeddings = cfg
-        # documents written while the vectors were computed: embed them with the new embedder
-        added = self._embed_pending_sync(None, progress, cancel)
+        # The swap: from here on nothing checks cancellation (a few appends; seconds). The
+        # store's writer lock is held throughout, so an embedding pass on another thread (the
+        # app's queue) cannot write old-model vectors between the drop and the new table.
+        with self.store._write_lock:
+            self.store.drop_vectors()
+            self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
+            for start, vectors in zip(range(0, total, VECTOR_WRITE_BATCH), computed, strict=True):
+                batch = chunks[start : start + VECTOR_WRITE_BATCH]
+                docs.add_vectors(self.store, [o for o, _, _ in batch], [cid for _, cid, _ in batch], np.asarray(vectors))
+            docs.mark_hybrid(self.store, snapshot)
+            if embeddings is not None and embedder is not self._embedder:
+                # the old embedder is not closed: a search on another thread may still hold it
+                self._embedder = embedder
+                self.config.embeddings = cfg
+            # documents written while the vectors were computed: embedded with the new model
+            added = self._embed_pending_sync(None, progress, None)
         self.store.maintain_indexes()
         return total + added
 
