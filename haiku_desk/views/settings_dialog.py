@@ -318,6 +318,10 @@ class SearchSettings(QWidget):
         self.cancel_rebuild.setAccessibleName("Cancel rebuild")
         self.progress = QProgressBar(self)
         self.progress.setAccessibleName("Rebuild progress")
+        # keeps its room while hidden: showing it must not squeeze the reranker's rows
+        policy = self.progress.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        self.progress.setSizePolicy(policy)
         self.rebuild_status = QLabel(EMBEDDER_HINT, self)
         self.rebuild_status.setAccessibleName("Rebuild status")
         self.rebuild_status.setWordWrap(True)

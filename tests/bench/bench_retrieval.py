@@ -129,7 +129,18 @@ def dump_rankings(
     return out
 
 
-async def eval_scifact(clients: dict, data: Path, dump: Path | None, depth: int) -> None:
+def not_run(arm: str, clients: dict, wanted: set[str], text_only: bool = False) -> str | None:
+    """Why ``arm`` is not measured in this run, or None when it is."""
+    if arm not in wanted:
+        return "not asked for (--arms)"
+    if text_only and arm != "fts":
+        return "text only"
+    if arm not in clients:
+        return "no reranker configured (search.rerank)"
+    return None
+
+
+async def eval_scifact(clients: dict, data: Path, dump: Path | None, depth: int, wanted: set[str]) -> None:
     client = clients["hybrid"]
     qrels = scifact_qrels(data)
     queries = {
@@ -142,8 +153,8 @@ async def eval_scifact(clients: dict, data: Path, dump: Path | None, depth: int)
     print("|---|---|---|---|---|---|---|")
     rankings: dict[str, dict] = {}
     for arm in ARMS:
-        if arm not in clients:
-            print(f"| {arm} | not run: no reranker configured (search.rerank) | | | | | |", flush=True)
+        if reason := not_run(arm, clients, wanted):
+            print(f"| {arm} | not run: {reason} | | | | | |", flush=True)
             continue
         ndcgs: dict[str, list[float]] = {"tune": [], "held": []}
         recalls = []
@@ -172,7 +183,9 @@ def _mean(values: list[float]) -> str:
     return f"{sum(values) / len(values):.4f} ({len(values)})" if values else "-"
 
 
-async def financebench(clients: dict, data: Path, text_only: bool, dump: Path | None, depth: int) -> None:
+async def financebench(
+    clients: dict, data: Path, text_only: bool, dump: Path | None, depth: int, wanted: set[str]
+) -> None:
     client = clients["hybrid"]
     folder = data / "qa_financebench" / "pdfs"
     if not await client.list_documents(limit=1):
@@ -191,10 +204,8 @@ async def financebench(clients: dict, data: Path, text_only: bool, dump: Path | 
     print(f"settings: {_describe_settings(clients.get('hybrid+rerank', client))}")
     print(f"{len(asked)} of {len(questions)} public questions have their filing; one store of {len(documents)} filings")
     print("| search | within the filing | across all filings | right filing in top 5 (across) |\n|---|---|---|---|")
-    run = ["fts"] if text_only else list(clients)
     for arm in ARMS:
-        if arm not in run:
-            reason = "text only" if text_only else "no reranker configured (search.rerank)"
+        if reason := not_run(arm, clients, wanted, text_only):
             print(f"| {arm} | not run: {reason} | | |", flush=True)
             continue
         within = across = right_filing = 0
@@ -239,6 +250,7 @@ async def main() -> int:
     parser.add_argument("--rerank-url", default=None, help="a /rerank server (search.rerank provider http)")
     parser.add_argument("--dump", type=Path, default=None, help="write the arms' chunk rankings for tune_fusion.py")
     parser.add_argument("--dump-depth", type=int, default=400)
+    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ", ".join(ARMS))
     args = parser.parse_args()
     needed = {"scifact": "retrieval_beir_scifact", "financebench": "qa_financebench"}[args.dataset]
     if not (args.data / needed).is_dir():
@@ -258,9 +270,10 @@ async def main() -> int:
     db = args.db or Path(tempfile.mkdtemp()) / f"{args.dataset}.lancedb"
     print(f"load average at start: {os.getloadavg()[0]:.2f}", file=sys.stderr)
     async with HaikuRAG(db, config, create=True) as client:
+        wanted = set(args.arms.split(","))
         clients = {"fts": client, "vector": client, "hybrid": client}
         reranking = None
-        if rerank_config.search.rerank.provider != "none":
+        if rerank_config.search.rerank.provider != "none" and "hybrid+rerank" in wanted:
             if not await client.list_documents(limit=1):
                 print("build the store first (run once without a reranker)", file=sys.stderr)
                 return 1
@@ -269,9 +282,9 @@ async def main() -> int:
         try:
             if args.dataset == "scifact":
                 await build_scifact(client, args.data)
-                await eval_scifact(clients, args.data, args.dump, args.dump_depth)
+                await eval_scifact(clients, args.data, args.dump, args.dump_depth, wanted)
             else:
-                await financebench(clients, args.data, args.text_only, args.dump, args.dump_depth)
+                await financebench(clients, args.data, args.text_only, args.dump, args.dump_depth, wanted)
         finally:
             if reranking is not None:
                 reranking.close()
