@@ -124,7 +124,7 @@ def dump_rankings(
         entry = {}
         for arm in arms:
             results = client.search_sync(text, depth, arm, (filters or {}).get(qid))
-            entry[arm] = [[r.chunk_id, r.document_uri, r.page_numbers] for r in results]
+            entry[arm] = [[r.chunk_id, r.document_uri, r.page_numbers, r.score] for r in results]
         out[qid] = entry
     return out
 
@@ -165,7 +165,7 @@ async def eval_scifact(clients: dict, data: Path, dump: Path | None, depth: int,
         for qid, text in queries.items():
             results = run_arm(clients, arm, text, depth if deep else 100)
             if deep:
-                rankings.setdefault(qid, {})[arm] = [[r.chunk_id, r.document_uri, r.page_numbers] for r in results]
+                rankings.setdefault(qid, {})[arm] = [[r.chunk_id, r.document_uri, r.page_numbers, r.score] for r in results]
                 results = results[:100]
             ranked = list(dict.fromkeys(r.document_uri.removeprefix("scifact://") for r in results))
             ndcgs[split_of(qid)].append(ndcg_at_10(ranked, qrels[qid]))

@@ -39,11 +39,37 @@ def fuse(fts: list, vec: list, *, k: int, fts_weight: float, vector_weight: floa
     return [first[cid] for cid in order[:limit]]
 
 
+def fuse_scores(fts: list, vec: list, *, alpha: float, limit: int, factor: int) -> list:
+    """Score-aware alternative: alpha × vector + (1 − alpha) × BM25, each min-max normalised
+    over its arm's pool (an arm's missing candidate scores 0). Not in search_chunks: compared
+    here to see whether it would beat weighted RRF."""
+    pool = max(limit * factor, 20)
+    combined: dict[str, float] = {}
+    first: dict[str, list] = {}
+    for ranking, weight in ((fts[:pool], 1 - alpha), (vec[:pool], alpha)):
+        if not ranking:
+            continue
+        scores = [h[3] for h in ranking]
+        low, high = min(scores), max(scores)
+        for hit in ranking:
+            norm = (hit[3] - low) / (high - low) if high > low else 1.0
+            combined[hit[0]] = combined.get(hit[0], 0.0) + weight * norm
+            first.setdefault(hit[0], hit)
+    order = sorted(combined, key=lambda cid: -combined[cid])
+    return [first[cid] for cid in order[:limit]]
+
+
+def _hybrid(arms: dict, setting: dict, limit: int) -> list:
+    if "alpha" in setting:
+        return fuse_scores(arms["fts"], arms["vector"], limit=limit, **setting)
+    return fuse(arms["fts"], arms["vector"], limit=limit, **setting)
+
+
 def scifact_scores(dump: dict, setting: dict | None, arm: str = "hybrid") -> dict[str, tuple[float, float]]:
     out = {}
     for qid, arms in dump["rankings"].items():
         if arm == "hybrid":
-            hits = fuse(arms["fts"], arms["vector"], limit=100, **setting)
+            hits = _hybrid(arms, setting, 100)
         else:
             hits = arms[arm][:100]
         ranked = list(dict.fromkeys(h[1].removeprefix("scifact://") for h in hits))
@@ -68,7 +94,7 @@ def financebench_hits(dump: dict, setting: dict | None, arm: str, where: str) ->
     for qid, arms in dump[where].items():
         gold = dump["gold"][qid]
         if arm == "hybrid":
-            top = fuse(arms["fts"], arms["vector"], limit=5, **setting)
+            top = _hybrid(arms, setting, 5)
         else:
             top = arms[arm][:5]
         hits += any(h[1] == gold["uri"] and set(h[2]) & set(gold["pages"]) for h in top)
@@ -100,9 +126,16 @@ def main() -> int:
     ):
         setting = {"k": k, "fts_weight": round(ratio, 2), "vector_weight": 1.0, "factor": factor}
         grid.append((setting, summary(scifact_scores(scifact, setting))))
+    scored = []
+    for alpha, factor in itertools.product((0.3, 0.4, 0.5, 0.6, 0.7), (1, 4)):
+        setting = {"alpha": alpha, "factor": factor}
+        scored.append((setting, summary(scifact_scores(scifact, setting))))
+    scored.sort(key=lambda pair: -pair[1]["tune"])
     grid.sort(key=lambda pair: -pair[1]["tune"])
+
     default = {"k": 60, "fts_weight": 1.0, "vector_weight": 1.0, "factor": 4}
-    rows = [(default, summary(scifact_scores(scifact, default)))] + grid[: args.top]
+    # the best score-aware settings follow, for comparison (not chosen from)
+    rows = [(default, summary(scifact_scores(scifact, default)))] + grid[: args.top] + scored[:3]
     print("\nsetting (chosen by the tune half) | tune | held | all | R@100 | FB within | FB across")
     for setting, s in rows:
         fb_part = ""
