@@ -65,6 +65,8 @@ class ModelSettingsDialog(QDialog):
         self.setWindowTitle("Settings")
         self.setAccessibleName("Model settings")
         self.setMinimumWidth(520)
+        # the Search tab's wrapped hints and the rebuild's progress row need this much height
+        self.setMinimumHeight(500)
 
         self.provider = QComboBox(self)
         self.provider.setAccessibleName("Provider")
@@ -450,11 +452,19 @@ class SearchSettings(QWidget):
         self.progress.setVisible(True)
         self.progress.setRange(0, 0)  # busy until the first report says how many passages
         self.rebuild_status.setText("Rebuilding: searches use the current vectors until it is done.")
+        self._fit()
         # bound methods: Qt drops the connections when the dialog closes before the rebuild ends
         operation.progressed.connect(self._show_progress)
         operation.succeeded.connect(self._show_done)
         operation.cancelled.connect(self._show_cancelled)
         operation.failed.connect(self._show_failed)
+
+    def _fit(self) -> None:
+        # word-wrapped labels whose text changed need the window to grow, or the form's last
+        # rows are clipped (Qt's form layout does not redo height-for-width by itself)
+        window = self.window()
+        if window is not self and window.isVisible():
+            window.adjustSize()
 
     def _show_progress(self, progress: Any) -> None:
         if progress.total:
@@ -481,3 +491,4 @@ class SearchSettings(QWidget):
         self.cancel_rebuild.setEnabled(False)
         self.progress.setVisible(False)
         self.rebuild_status.setText(message or EMBEDDER_HINT)
+        self._fit()

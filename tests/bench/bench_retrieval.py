@@ -140,7 +140,9 @@ def not_run(arm: str, clients: dict, wanted: set[str], text_only: bool = False) 
     return None
 
 
-async def eval_scifact(clients: dict, data: Path, dump: Path | None, depth: int, wanted: set[str]) -> None:
+async def eval_scifact(
+    clients: dict, data: Path, dump: Path | None, depth: int, wanted: set[str], max_queries: int | None = None
+) -> None:
     client = clients["hybrid"]
     qrels = scifact_qrels(data)
     queries = {
@@ -148,6 +150,8 @@ async def eval_scifact(clients: dict, data: Path, dump: Path | None, depth: int,
         for q in map(json.loads, (data / "retrieval_beir_scifact" / "queries.train.jsonl").open())
         if q["_id"] in qrels
     }
+    if max_queries:
+        queries = dict(list(queries.items())[:max_queries])
     print(f"settings: {_describe_settings(clients.get('hybrid+rerank', client))}")
     print("| search | nDCG@10 | Recall@100 | nDCG@10 tune half | nDCG@10 held half | queries | s/query |")
     print("|---|---|---|---|---|---|---|")
@@ -250,6 +254,7 @@ async def main() -> int:
     parser.add_argument("--rerank-url", default=None, help="a /rerank server (search.rerank provider http)")
     parser.add_argument("--dump", type=Path, default=None, help="write the arms' chunk rankings for tune_fusion.py")
     parser.add_argument("--dump-depth", type=int, default=400)
+    parser.add_argument("--max-queries", type=int, default=None, help="scifact: only the first N train queries (a quick look, not the figure)")
     parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ", ".join(ARMS))
     args = parser.parse_args()
     needed = {"scifact": "retrieval_beir_scifact", "financebench": "qa_financebench"}[args.dataset]
@@ -282,7 +287,7 @@ async def main() -> int:
         try:
             if args.dataset == "scifact":
                 await build_scifact(client, args.data)
-                await eval_scifact(clients, args.data, args.dump, args.dump_depth, wanted)
+                await eval_scifact(clients, args.data, args.dump, args.dump_depth, wanted, args.max_queries)
             else:
                 await financebench(clients, args.data, args.text_only, args.dump, args.dump_depth, wanted)
         finally:

@@ -765,6 +765,7 @@ class HaikuRAG:
             vector_weight=fusion.vector_weight,
             fts_pool=fusion.fts_pool,
             vector_pool=fusion.vector_pool,
+            fusion=fusion.method,
             reranker=self._reranker_or_none(),
             rerank_pool=self.config.search.rerank.pool,
         )
