@@ -30,7 +30,7 @@ class AppServices:
     notifications: Notifications
     library: LibraryService  # the open library: documents, ingest queue, selection, watch folders
     pages: PagesService  # page renders (QImage) with highlight boxes, cached
-    models: ModelsService  # chat model choice, providers, discovery, keychain
+    models: ModelsService  # chat model, reranker and embedder choice, discovery, keychain
     chat: ChatService  # conversations, agent runs, streaming, toggles, persistence
     collections: CollectionsService | None = None  # the library's named sets of documents
     bibliography: BibliographyService | None = None  # author–year citations, BibTeX, edits
@@ -50,7 +50,7 @@ def create_services(db_path: str | os.PathLike[str] | None = None, config: AppCo
     notifications = Notifications()
     library = LibraryService(Path(resolve_db_path(db_path, config)), config, notifications)
     pages = PagesService(library, notifications)
-    models = ModelsService(config, notifications)
+    models = ModelsService(config, notifications, library=library)
     from haiku_desk.services.bibliography import BibliographyService
 
     chat = ChatService(library, models, notifications)

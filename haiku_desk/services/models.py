@@ -1,4 +1,6 @@
-"""Chat models: the chosen provider and model, discovery, connection tests, keys in the keychain.
+"""Chat models: the chosen provider and model, discovery, connection tests, keys in the keychain;
+and the search settings chosen beside them: the reranker, and each library's embedder (changing
+it re-embeds the library as an operation: ``rebuild_vectors``).
 
 The choice is kept in a small typed, versioned settings file next to the library
 (``<data_dir>/haiku-desk/settings.json``); it overrides ``qa.model`` from haiku.rag's YAML
@@ -16,13 +18,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ValidationError
 from PySide6.QtCore import QObject, Signal
 
-from haiku.rag.config import AppConfig, ModelConfig
+from haiku.rag.config import AppConfig, EmbeddingsConfig, ModelConfig, RerankConfig
 from haiku.rag.files import write_text_atomic
 from haiku.rag.models import KEYRING_SERVICE, PROVIDERS
 from haiku_desk.services.notifications import Notifications
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
+
+    from haiku_desk.bridge import Operation
+    from haiku_desk.services.library import LibraryService
 
 Provider = Literal["ollama", "openai-compatible", "openai", "anthropic", "google"]
 
@@ -64,9 +69,42 @@ class ChatModelChoice(BaseModel):
     vision: bool = False
 
 
+EmbedderProvider = Literal["local", "ollama", "openai-compatible"]
+EMBEDDER_LABELS: dict[str, str] = {
+    "local": "Built-in, offline",
+    "ollama": "Ollama",
+    "openai-compatible": "OpenAI-compatible endpoint (LM Studio, llama.cpp, vLLM)",
+}
+
+
+class EmbedderChoice(BaseModel):
+    """The embedder a library's vectors come from (its key, if any, is never here)."""
+
+    provider: EmbedderProvider = "local"
+    model: str | None = None  # None: the provider's default (local: all-MiniLM-L6-v2)
+    base_url: str | None = None
+
+    def to_config(self, base: EmbeddingsConfig) -> EmbeddingsConfig:
+        # the vector size is read from the new model's first answer
+        return base.model_copy(
+            update={"provider": self.provider, "model": self.model, "base_url": self.base_url, "vector_dim": None}
+        )
+
+
+class RerankChoice(BaseModel):
+    """Off, or a /rerank endpoint (llama.cpp --reranking, vLLM, an OpenAI-compatible server)."""
+
+    provider: Literal["none", "http"] = "none"
+    base_url: str | None = None
+    model: str | None = None
+
+
 class DesktopSettings(BaseModel):
     version: int = SETTINGS_VERSION
     model: ChatModelChoice | None = None
+    rerank: RerankChoice | None = None
+    # library location -> the embedder its vectors were last rebuilt with from the app
+    embedders: dict[str, EmbedderChoice] = {}
 
 
 class KeychainUnavailable(Exception):
@@ -85,9 +123,16 @@ class ModelsService(QObject):
     """Which chat model answers, and everything needed to connect one."""
 
     model_changed = Signal(object)  # haiku.rag ModelConfig, or None when none is configured
+    rerank_changed = Signal(object)  # RerankChoice
+    embedder_changed = Signal(object)  # EmbedderChoice, after a rebuild finished
 
     def __init__(
-        self, config: AppConfig, notifications: Notifications, parent: QObject | None = None
+        self,
+        config: AppConfig,
+        notifications: Notifications,
+        parent: QObject | None = None,
+        *,
+        library: LibraryService | None = None,
     ) -> None:
         super().__init__(parent)
         self.config = config
@@ -96,6 +141,15 @@ class ModelsService(QObject):
         self.settings = self._read_settings()
         self._instance: Model | None = None
         self._instance_supports_tools = True
+        self.library = library
+        self.rebuild_operation: Operation | None = None
+        if self.settings.rerank is not None:
+            self._apply_rerank(self.settings.rerank)
+        if library is not None:
+            # before the library opens: its client embeds with the embedder it was rebuilt with
+            chosen = self.settings.embedders.get(str(library.db_path))
+            if chosen is not None:
+                config.embeddings = chosen.to_config(config.embeddings)
 
     # --- the choice ---------------------------------------------------------------------
 
@@ -170,6 +224,88 @@ class ModelsService(QObject):
         from haiku.rag.models import get_model
 
         return get_model(model, self.config)
+
+    # --- search: reranker and embedder ----------------------------------------------------
+
+    def rerank_choice(self) -> RerankChoice:
+        rerank = self.config.search.rerank
+        if rerank.provider != "http":
+            return RerankChoice()  # cohere/jina from YAML are not offered here; shown as off
+        return RerankChoice(provider="http", base_url=rerank.base_url, model=rerank.model)
+
+    def choose_reranker(self, choice: RerankChoice) -> None:
+        """Rerank every search from now on (``provider="http"``) or stop reranking."""
+        if choice.provider == "http" and not (choice.base_url or "").strip():
+            raise ValueError("a rerank endpoint needs its URL, e.g. http://localhost:8080/v1")
+        self.settings = self.settings.model_copy(update={"rerank": choice})
+        self._write_settings()
+        self._apply_rerank(choice)
+        self.rerank_changed.emit(choice)
+
+    def _apply_rerank(self, choice: RerankChoice) -> None:
+        # the open library's client reads this on its next search (HaikuRAG.reranker)
+        current = self.config.search.rerank
+        self.config.search.rerank = RerankConfig(
+            provider=choice.provider,
+            base_url=choice.base_url,
+            model=choice.model,
+            pool=current.pool,
+            timeout_seconds=current.timeout_seconds,
+        )
+
+    @staticmethod
+    def installed_embedders() -> list[tuple[str, str, int]]:
+        from haiku.rag.client import installed_embedders
+
+        return installed_embedders()
+
+    def embedder_choice(self) -> EmbedderChoice:
+        """The embedder the open library's vectors come from (as configured)."""
+        cfg = self.config.embeddings
+        provider = cfg.provider if cfg.provider != "openai" else "openai-compatible"
+        return EmbedderChoice(provider=provider, model=cfg.model, base_url=cfg.base_url)  # type: ignore[arg-type]
+
+    @property
+    def rebuilding(self) -> bool:
+        return self.rebuild_operation is not None and self.rebuild_operation.running
+
+    def rebuild_vectors(self, choice: EmbedderChoice) -> Operation:
+        """Re-embed the open library with ``choice``, as an operation (progress, cancel).
+
+        The library stays searchable meanwhile (with its old vectors); cancelling, or an
+        embedding server that fails, keeps the old vectors (``HaikuRAG.rebuild``). The choice
+        is remembered for this library only once the rebuild has finished.
+        """
+        from haiku_desk.bridge import Operation
+
+        if self.library is None:
+            raise RuntimeError("no library is open")
+        if self.rebuilding:
+            raise RuntimeError("the library's vectors are already being rebuilt")
+        if choice.provider != "local" and not (choice.model or "").strip():
+            raise ValueError(f"choose the {EMBEDDER_LABELS[choice.provider]} model to embed with")
+        if choice.provider != "local" and not (choice.base_url or "").strip():
+            raise ValueError("the embedding server's URL is missing")
+        library = self.library
+        embeddings = choice.to_config(self.config.embeddings)
+        key = str(library.db_path)
+
+        async def body(token: Any, report: Any) -> int:
+            client = await library.ensure_open()
+            # a plain coroutine: the worker thread holds no Qt object
+            return await client.rebuild(embeddings=embeddings, progress=report, cancel=token)
+
+        def finished(count: object) -> None:
+            self.config.embeddings = embeddings
+            embedders = {**self.settings.embedders, key: choice}
+            self.settings = self.settings.model_copy(update={"embedders": embedders})
+            self._write_settings()
+            self.embedder_changed.emit(choice)
+
+        operation = Operation("Rebuilding the library's vectors", body, self)
+        operation.succeeded.connect(finished)
+        self.rebuild_operation = operation.start()
+        return operation
 
     # --- settings file ------------------------------------------------------------------
 

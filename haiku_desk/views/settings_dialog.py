@@ -1,4 +1,9 @@
-"""Model settings: provider, server URL, model (discovered from the server), key, tool support.
+"""Settings: the chat model (provider, server URL, model discovered from the server, key, tool
+support) and, on the Search tab, the embedder and the reranker.
+
+Changing the embedder re-embeds the library (``ModelsService.rebuild_vectors``): the tab shows
+its progress and a Cancel button; the library stays searchable meanwhile and a cancel keeps
+the old vectors. The reranker is off or a /rerank endpoint, saved with the dialog.
 
 Keys typed here go only to the OS keychain (through ``ModelsService.store_key``); the dialog
 never writes them anywhere else, and clears the field once stored. Discovery and connection tests
@@ -19,7 +24,9 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QProgressBar,
     QPushButton,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -27,12 +34,15 @@ from PySide6.QtWidgets import (
 from haiku_desk.bridge import Operation
 from haiku_desk.services.models import (
     DEFAULT_BASE_URLS,
+    EMBEDDER_LABELS,
     HOSTED,
     PROVIDER_LABELS,
     ChatModelChoice,
     ConnectionReport,
+    EmbedderChoice,
     KeychainUnavailable,
     ModelsService,
+    RerankChoice,
 )
 
 NO_MODEL = ""
@@ -52,9 +62,11 @@ class ModelSettingsDialog(QDialog):
         self.models = models
         self.operation: Operation | None = None
         self.last_report: ConnectionReport | None = None
-        self.setWindowTitle("Chat model")
+        self.setWindowTitle("Settings")
         self.setAccessibleName("Model settings")
         self.setMinimumWidth(520)
+        # the Search tab's wrapped hints and the rebuild's progress row need this much height
+        self.setMinimumHeight(500)
 
         self.provider = QComboBox(self)
         self.provider.setAccessibleName("Provider")
@@ -98,13 +110,21 @@ class ModelSettingsDialog(QDialog):
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, self
         )
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.hint)
+        chat_tab = QWidget(self)
+        chat_layout = QVBoxLayout(chat_tab)
+        chat_layout.addLayout(form)
+        chat_layout.addWidget(self.hint)
         test_row = QHBoxLayout()
         test_row.addWidget(self.test_button)
         test_row.addWidget(self.status, 1)
-        layout.addLayout(test_row)
+        chat_layout.addLayout(test_row)
+        chat_layout.addStretch(1)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(chat_tab, "Chat model")
+        self.search_tab = SearchSettings(models, self)
+        self.tabs.addTab(self.search_tab, "Search")
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.tabs)
         layout.addWidget(self.buttons)
 
         self.provider.currentIndexChanged.connect(self._provider_changed)
@@ -243,7 +263,13 @@ class ModelSettingsDialog(QDialog):
             self.no_tools.setChecked(True)  # chosen automatically; the user may still change it
 
     def save(self) -> None:
-        """Store a typed key in the keychain (only there), then remember the choice."""
+        """Store a typed key in the keychain (only there), then remember the choices."""
+        try:
+            self.search_tab.save()
+        except ValueError as exc:
+            self.tabs.setCurrentWidget(self.search_tab)
+            self.search_tab.rerank_status.setText(str(exc))
+            return
         provider = self.provider_key
         typed_key = self.key.text().strip()
         if typed_key and provider != NO_MODEL:
@@ -255,3 +281,214 @@ class ModelSettingsDialog(QDialog):
             self.key.clear()
         self.models.choose(self.choice())
         self.accept()
+
+
+RERANK_HINT = (
+    "A reranker reorders the best passages of every search with a cross-encoder served at a "
+    "/rerank endpoint (llama.cpp `llama-server --reranking`, vLLM, an OpenAI-compatible server). "
+    "No reranker runs offline here, so it is off by default."
+)
+EMBEDDER_HINT = (
+    "Changing the embedder re-embeds every passage of this library. Searches keep working "
+    "meanwhile, and Cancel keeps the current vectors."
+)
+
+
+class SearchSettings(QWidget):
+    """The Search tab: this library's embedder (with its rebuild) and the reranker."""
+
+    def __init__(self, models: ModelsService, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.models = models
+        self.setAccessibleName("Search settings")
+
+        self.embedder = QComboBox(self)
+        self.embedder.setAccessibleName("Embedder")
+        for provider, model, dim in models.installed_embedders():
+            # item data "provider/model" for installed models, "provider" for servers
+            self.embedder.addItem(f"{model} ({EMBEDDER_LABELS[provider].lower()}, {dim}-d)", f"{provider}/{model}")
+        for provider in ("ollama", "openai-compatible"):
+            self.embedder.addItem(EMBEDDER_LABELS[provider], provider)
+        self.embedder_url = QLineEdit(self)
+        self.embedder_url.setAccessibleName("Embedding server URL")
+        self.embedder_model = QLineEdit(self)
+        self.embedder_model.setAccessibleName("Embedding model")
+        self.embedder_model.setPlaceholderText("e.g. nomic-embed-text, bge-m3, qwen3-embedding")
+        self.rebuild_button = QPushButton("Rebuild vectors with this embedder", self)
+        self.rebuild_button.setAccessibleName("Rebuild vectors")
+        self.cancel_rebuild = QPushButton("Cancel rebuild", self)
+        self.cancel_rebuild.setAccessibleName("Cancel rebuild")
+        self.progress = QProgressBar(self)
+        self.progress.setAccessibleName("Rebuild progress")
+        # keeps its room while hidden: showing it must not squeeze the reranker's rows
+        policy = self.progress.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        self.progress.setSizePolicy(policy)
+        self.rebuild_status = QLabel(EMBEDDER_HINT, self)
+        self.rebuild_status.setAccessibleName("Rebuild status")
+        self.rebuild_status.setWordWrap(True)
+
+        self.reranker = QComboBox(self)
+        self.reranker.setAccessibleName("Reranker")
+        self.reranker.addItem("Off", "none")
+        self.reranker.addItem("Rerank endpoint (/rerank)", "http")
+        self.rerank_url = QLineEdit(self)
+        self.rerank_url.setAccessibleName("Rerank server URL")
+        self.rerank_url.setPlaceholderText("http://localhost:8080/v1")
+        self.rerank_model = QLineEdit(self)
+        self.rerank_model.setAccessibleName("Rerank model")
+        self.rerank_model.setPlaceholderText("optional, e.g. bge-reranker-v2-m3")
+        self.rerank_status = QLabel(RERANK_HINT, self)
+        self.rerank_status.setAccessibleName("Rerank status")
+        self.rerank_status.setWordWrap(True)
+
+        form = QFormLayout(self)
+        form.addRow("Embedder", self.embedder)
+        form.addRow("Server URL", self.embedder_url)
+        form.addRow("Model", self.embedder_model)
+        rebuild_row = QHBoxLayout()
+        rebuild_row.addWidget(self.rebuild_button)
+        rebuild_row.addWidget(self.cancel_rebuild)
+        form.addRow("", rebuild_row)
+        form.addRow("", self.progress)
+        form.addRow("", self.rebuild_status)
+        form.addRow("Reranker", self.reranker)
+        form.addRow("Server URL", self.rerank_url)
+        form.addRow("Model", self.rerank_model)
+        form.addRow("", self.rerank_status)
+
+        self.embedder.currentIndexChanged.connect(self._embedder_changed)
+        self.reranker.currentIndexChanged.connect(self._reranker_changed)
+        self.rebuild_button.clicked.connect(self.rebuild)
+        self.cancel_rebuild.clicked.connect(self.cancel)
+        self._load()
+
+    def _load(self) -> None:
+        current = self.models.embedder_choice()
+        for i in range(self.embedder.count()):
+            provider, _, model = self.embedder.itemData(i).partition("/")
+            if provider == current.provider and (not model or model == (current.model or model)):
+                self.embedder.setCurrentIndex(i)
+                break
+        self._embedder_changed()
+        if current.provider != "local":
+            self.embedder_url.setText(current.base_url or "")
+            self.embedder_model.setText(current.model or "")
+        rerank = self.models.rerank_choice()
+        self.reranker.setCurrentIndex(max(self.reranker.findData(rerank.provider), 0))
+        self.rerank_url.setText(rerank.base_url or "")
+        self.rerank_model.setText(rerank.model or "")
+        self._reranker_changed()
+        operation = self.models.rebuild_operation
+        if operation is not None and operation.running:
+            self._follow(operation)  # a rebuild started before the dialog was opened
+        else:
+            self._show_idle()
+
+    def _selected_embedder(self) -> tuple[str, str | None]:
+        provider, _, model = (self.embedder.currentData() or "local").partition("/")
+        return provider, model or None
+
+    def _embedder_changed(self) -> None:
+        provider, _ = self._selected_embedder()
+        remote = provider != "local"
+        self.embedder_url.setEnabled(remote)
+        self.embedder_model.setEnabled(remote)
+        if remote and not self.embedder_url.text():
+            self.embedder_url.setText(DEFAULT_BASE_URLS["ollama" if provider == "ollama" else "openai-compatible"])
+        if not remote:
+            self.embedder_url.clear()
+            self.embedder_model.clear()
+
+    def _reranker_changed(self) -> None:
+        on = self.reranker.currentData() == "http"
+        self.rerank_url.setEnabled(on)
+        self.rerank_model.setEnabled(on)
+
+    def embedder_choice(self) -> EmbedderChoice:
+        provider, model = self._selected_embedder()
+        if provider == "local":
+            return EmbedderChoice(provider="local", model=model)
+        return EmbedderChoice(
+            provider=provider,
+            model=self.embedder_model.text().strip() or None,
+            base_url=self.embedder_url.text().strip() or None,
+        )
+
+    def rerank_choice(self) -> RerankChoice:
+        if self.reranker.currentData() != "http":
+            return RerankChoice()
+        return RerankChoice(
+            provider="http",
+            base_url=self.rerank_url.text().strip() or None,
+            model=self.rerank_model.text().strip() or None,
+        )
+
+    def save(self) -> None:
+        """Remember the reranker (raises ValueError with the reason when it is incomplete)."""
+        if self.rerank_choice() != self.models.rerank_choice():
+            self.models.choose_reranker(self.rerank_choice())
+
+    # --- the rebuild ----------------------------------------------------------------------
+
+    def rebuild(self) -> Operation | None:
+        try:
+            operation = self.models.rebuild_vectors(self.embedder_choice())
+        except (ValueError, RuntimeError) as exc:
+            self.rebuild_status.setText(str(exc))
+            return None
+        self._follow(operation)
+        return operation
+
+    def cancel(self) -> None:
+        operation = self.models.rebuild_operation
+        if operation is not None and operation.running:
+            self.rebuild_status.setText("Cancelling… the current vectors are kept.")
+            operation.cancel()
+
+    def _follow(self, operation: Operation) -> None:
+        self.rebuild_button.setEnabled(False)
+        self.cancel_rebuild.setEnabled(True)
+        self.progress.setVisible(True)
+        self.progress.setRange(0, 0)  # busy until the first report says how many passages
+        self.rebuild_status.setText("Rebuilding: searches use the current vectors until it is done.")
+        self._fit()
+        # bound methods: Qt drops the connections when the dialog closes before the rebuild ends
+        operation.progressed.connect(self._show_progress)
+        operation.succeeded.connect(self._show_done)
+        operation.cancelled.connect(self._show_cancelled)
+        operation.failed.connect(self._show_failed)
+
+    def _fit(self) -> None:
+        # word-wrapped labels whose text changed need the window to grow, or the form's last
+        # rows are clipped (Qt's form layout does not redo height-for-width by itself)
+        window = self.window()
+        if window is not self and window.isVisible():
+            window.adjustSize()
+
+    def _show_progress(self, progress: Any) -> None:
+        if progress.total:
+            self.progress.setRange(0, progress.total)
+            self.progress.setValue(progress.done)
+            self.rebuild_status.setText(
+                f"Re-embedding passage {progress.done:,} of {progress.total:,}; searches use the "
+                "current vectors until it is done."
+            )
+
+    def _show_cancelled(self) -> None:
+        self._show_idle("Cancelled: the library keeps its current vectors.")
+
+    def _show_failed(self, exc: object) -> None:
+        self._show_idle(f"The rebuild failed, the current vectors are kept: {exc}")
+
+    def _show_done(self, count: object) -> None:
+        choice = self.models.embedder_choice()
+        name = choice.model or EMBEDDER_LABELS[choice.provider]
+        self._show_idle(f"Done: {count:,} passages re-embedded with {name}.")
+
+    def _show_idle(self, message: str | None = None) -> None:
+        self.rebuild_button.setEnabled(True)
+        self.cancel_rebuild.setEnabled(False)
+        self.progress.setVisible(False)
+        self.rebuild_status.setText(message or EMBEDDER_HINT)
+        self._fit()

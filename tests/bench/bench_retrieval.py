@@ -1,32 +1,48 @@
 """Retrieval quality: SciFact (BEIR, train split) and FinanceBench page hits.
 
-    .venv/bin/python tests/bench/bench_retrieval.py scifact [--data ../shared/data] [--db DIR]
-    .venv/bin/python tests/bench/bench_retrieval.py financebench [--data ../shared/data] [--db DIR]
+    .venv/bin/python tests/bench/bench_retrieval.py scifact [--data DIR] [--db DIR] [--dump FILE]
+    .venv/bin/python tests/bench/bench_retrieval.py financebench [--data DIR] [--db DIR] [--dump FILE]
+
+Data comes from ``--data``, else ``$HAIKU_SHARED_DATA``, else ``../shared/data``; a missing set
+is skipped with one line. Everything goes through the public API (``HaikuRAG``: the batch
+import, ``add_source``, ``embed_pending``, ``search_sync``); search settings come from the usual
+config (``--config FILE`` or ``HAIKU_RAG_SEARCH__...`` variables), so a "before" run is the same
+command with the old values.
 
 SciFact: every abstract becomes a document (title as heading + abstract) through the real
 pipeline (converter, HybridChunker, default embedder); each train query is searched with
 limit 100 and chunk hits are collapsed to documents by best rank. Reports nDCG@10 and
-Recall@100 for full-text, vector and hybrid search.
+Recall@100 per arm, on all train queries and on its two halves (``split_of``: the "tune" half
+is where fusion settings were chosen, the "held" half is only reported).
 
-FinanceBench: the public questions' filings are ingested through ``add_source``; for each
-question, the share whose 0-based evidence page is among the pages of the top-5 hits (searched
-within that question's filing, as a reader with that document open would).
+FinanceBench: the public questions' filings are ingested through ``add_source``; a question
+counts when its 0-based evidence page is among the pages of the top-5 hits, searched within
+that question's filing (a reader with it open) and across the one store of all filings (the
+app's default; a hit counts only from the question's own filing).
 
-``--db`` keeps the built store so a second run skips ingestion.
+Arms: fts, vector, hybrid and hybrid+rerank. The last runs only when a reranker is configured
+(``search.rerank``, e.g. ``--rerank-url http://127.0.0.1:8080/v1``): no installed package ships
+cross-encoder weights offline, so without a server it is reported as not run.
+
+``--db`` keeps the built store so a second run skips ingestion. ``--dump FILE`` writes each
+query's full-text and vector chunk rankings (``--dump-depth`` deep) for ``tune_fusion.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import math
+import os
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+ARMS = ("fts", "vector", "hybrid", "hybrid+rerank")
 
 
 def ndcg_at_10(ranked: list[str], relevant: dict[str, int]) -> float:
@@ -39,6 +55,15 @@ def ndcg_at_10(ranked: list[str], relevant: dict[str, int]) -> float:
 def recall_at(ranked: list[str], relevant: dict[str, int], k: int) -> float:
     hits = {d for d in ranked[:k] if relevant.get(d, 0) > 0}
     return len(hits) / sum(1 for g in relevant.values() if g > 0)
+
+
+def split_of(query_id: str) -> str:
+    """A fixed half of the queries ("tune" or "held"), by a hash of the id: no data peeking."""
+    return "tune" if hashlib.sha256(query_id.encode()).digest()[0] % 2 == 0 else "held"
+
+
+def default_data() -> Path:
+    return Path(os.environ.get("HAIKU_SHARED_DATA") or REPO.parent / "shared" / "data")
 
 
 async def build_scifact(client, data: Path) -> None:
@@ -76,25 +101,96 @@ def scifact_qrels(data: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-async def eval_scifact(client, data: Path) -> None:
+def run_arm(clients: dict, arm: str, query: str, limit: int, filter: str | None = None):
+    """One search of ``arm``: hybrid+rerank is a hybrid search of the reranking client."""
+    return clients[arm].search_sync(query, limit, "hybrid" if arm == "hybrid+rerank" else arm, filter)
+
+
+def _describe_settings(client) -> str:
+    search = client.config.search
+    fusion = search.fusion
+    return (f"rrf_k={search.rrf_k} candidate_factor={search.candidate_factor} fts_weight={fusion.fts_weight} "
+            f"vector_weight={fusion.vector_weight} fts_pool={fusion.fts_pool} vector_pool={fusion.vector_pool} "
+            f"rerank={search.rerank.provider}")
+
+
+def dump_rankings(
+    client, queries: dict[str, str], depth: int, filters: dict[str, str | None] | None = None,
+    arms: tuple[str, ...] = ("fts", "vector"),
+) -> dict:
+    """Per query, the fts and vector chunk rankings (chunk id, document uri, pages)."""
+    out = {}
+    for qid, text in queries.items():
+        entry = {}
+        for arm in arms:
+            results = client.search_sync(text, depth, arm, (filters or {}).get(qid))
+            entry[arm] = [[r.chunk_id, r.document_uri, r.page_numbers, r.score] for r in results]
+        out[qid] = entry
+    return out
+
+
+def not_run(arm: str, clients: dict, wanted: set[str], text_only: bool = False) -> str | None:
+    """Why ``arm`` is not measured in this run, or None when it is."""
+    if arm not in wanted:
+        return "not asked for (--arms)"
+    if text_only and arm != "fts":
+        return "text only"
+    if arm not in clients:
+        return "no reranker configured (search.rerank)"
+    return None
+
+
+async def eval_scifact(
+    clients: dict, data: Path, dump: Path | None, depth: int, wanted: set[str], max_queries: int | None = None
+) -> None:
+    client = clients["hybrid"]
     qrels = scifact_qrels(data)
     queries = {
         q["_id"]: q["text"]
         for q in map(json.loads, (data / "retrieval_beir_scifact" / "queries.train.jsonl").open())
         if q["_id"] in qrels
     }
-    print("| search | nDCG@10 | Recall@100 | queries |\n|---|---|---|---|")
-    for search_type in ("fts", "vector", "hybrid"):
-        ndcgs, recalls = [], []
+    if max_queries:
+        queries = dict(list(queries.items())[:max_queries])
+    print(f"settings: {_describe_settings(clients.get('hybrid+rerank', client))}")
+    print("| search | nDCG@10 | Recall@100 | nDCG@10 tune half | nDCG@10 held half | queries | s/query |")
+    print("|---|---|---|---|---|---|---|")
+    rankings: dict[str, dict] = {}
+    for arm in ARMS:
+        if reason := not_run(arm, clients, wanted):
+            print(f"| {arm} | not run: {reason} | | | | | |", flush=True)
+            continue
+        ndcgs: dict[str, list[float]] = {"tune": [], "held": []}
+        recalls = []
+        started = time.perf_counter()
+        # with --dump, a single arm's search goes --dump-depth deep once: its first 100 are
+        # the limit-100 search (same ranking), the rest feeds tune_fusion.py
+        deep = dump is not None and arm in ("fts", "vector")
         for qid, text in queries.items():
-            results = client.search_sync(text, 100, search_type)
+            results = run_arm(clients, arm, text, depth if deep else 100)
+            if deep:
+                rankings.setdefault(qid, {})[arm] = [[r.chunk_id, r.document_uri, r.page_numbers, r.score] for r in results]
+                results = results[:100]
             ranked = list(dict.fromkeys(r.document_uri.removeprefix("scifact://") for r in results))
-            ndcgs.append(ndcg_at_10(ranked, qrels[qid]))
+            ndcgs[split_of(qid)].append(ndcg_at_10(ranked, qrels[qid]))
             recalls.append(recall_at(ranked, qrels[qid], 100))
-        print(f"| {search_type} | {sum(ndcgs) / len(ndcgs):.4f} | {sum(recalls) / len(recalls):.4f} | {len(ndcgs)} |", flush=True)
+        every = ndcgs["tune"] + ndcgs["held"]
+        per_query = (time.perf_counter() - started) / len(every)
+        print(f"| {arm} | {sum(every) / len(every):.4f} | {sum(recalls) / len(recalls):.4f} | "
+              f"{_mean(ndcgs['tune'])} | {_mean(ndcgs['held'])} | {len(every)} | {per_query:.3f} |", flush=True)
+    if dump:
+        dump.write_text(json.dumps({"queries": queries, "qrels": qrels, "rankings": rankings}))
+        print(f"wrote {dump}", file=sys.stderr)
 
 
-async def financebench(client, data: Path, text_only: bool) -> None:
+def _mean(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.4f} ({len(values)})" if values else "-"
+
+
+async def financebench(
+    clients: dict, data: Path, text_only: bool, dump: Path | None, depth: int, wanted: set[str]
+) -> None:
+    client = clients["hybrid"]
     folder = data / "qa_financebench" / "pdfs"
     if not await client.list_documents(limit=1):
         started = time.perf_counter()
@@ -103,30 +199,63 @@ async def financebench(client, data: Path, text_only: bool) -> None:
         print(f"ingested {len(outcomes) - len(failed)} filings in {time.perf_counter() - started:.0f} s; failed: "
               f"{[(o.source, o.reason) for o in failed]}", file=sys.stderr)
         client.store.optimize()
-    by_name = {Path(d.uri).stem: d for d in await client.list_documents()}
-    questions = [json.loads(line) for line in (data / "qa_financebench" / "questions.public.jsonl").open()]
     if not text_only:
         await client.embed_pending()
-    print("| search | questions | evidence page in top-5 pages |\n|---|---|---|")
-    for search_type in ("fts",) if text_only else ("fts", "vector", "hybrid"):
-        hits = total = 0
-        for q in questions:
-            document = by_name.get(q["doc_name"])
-            if document is None:
-                continue
+    documents = await client.list_documents()
+    by_name = {Path(d.uri).stem: d for d in documents}
+    questions = [json.loads(line) for line in (data / "qa_financebench" / "questions.public.jsonl").open()]
+    asked = [q for q in questions if q["doc_name"] in by_name]
+    print(f"settings: {_describe_settings(clients.get('hybrid+rerank', client))}")
+    print(f"{len(asked)} of {len(questions)} public questions have their filing; one store of {len(documents)} filings")
+    print("| search | within the filing | across all filings | right filing in top 5 (across) |\n|---|---|---|---|")
+    for arm in ARMS:
+        if reason := not_run(arm, clients, wanted, text_only):
+            print(f"| {arm} | not run: {reason} | | |", flush=True)
+            continue
+        within = across = right_filing = 0
+        for q in asked:
+            document = by_name[q["doc_name"]]
             pages = {e["evidence_page_num"] + 1 for e in q["evidence"] if e.get("doc_name", q["doc_name"]) == q["doc_name"]}
-            results = client.search_sync(q["question"], 5, search_type, f"id = '{document.id}'")
-            total += 1
-            hits += any(pages & set(r.page_numbers) for r in results)
-        print(f"| {search_type} | {total} | {hits / total:.3f} ({hits}/{total}) |", flush=True)
+            results = run_arm(clients, arm, q["question"], 5, f"id = '{document.id}'")
+            within += any(pages & set(r.page_numbers) for r in results)
+            results = run_arm(clients, arm, q["question"], 5)
+            own = [r for r in results if r.document_id == document.id]
+            right_filing += bool(own)
+            across += any(pages & set(r.page_numbers) for r in own)
+        n = len(asked)
+        print(f"| {arm} | {within / n:.3f} ({within}/{n}) | {across / n:.3f} ({across}/{n}) | {right_filing}/{n} |", flush=True)
+    if dump:
+        arms = ("fts",) if text_only else ("fts", "vector")
+        qs = {q["financebench_id"]: q["question"] for q in asked}
+        within_filter = {q["financebench_id"]: f"id = '{by_name[q['doc_name']].id}'" for q in asked}
+        gold = {
+            q["financebench_id"]: {
+                "uri": by_name[q["doc_name"]].uri,
+                "pages": sorted({e["evidence_page_num"] + 1 for e in q["evidence"]}),
+            }
+            for q in asked
+        }
+        out = {
+            "queries": qs, "gold": gold,
+            "within": dump_rankings(client, qs, depth, within_filter, arms),
+            "across": dump_rankings(client, qs, depth, arms=arms),
+        }
+        dump.write_text(json.dumps(out))
+        print(f"wrote {dump}", file=sys.stderr)
 
 
 async def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("dataset", choices=["scifact", "financebench"])
-    parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=default_data())
     parser.add_argument("--db", type=Path, default=None)
+    parser.add_argument("--config", type=Path, default=None, help="a haiku.rag.yaml with the search settings")
     parser.add_argument("--text-only", action="store_true", help="financebench: full-text only (no embedding)")
+    parser.add_argument("--rerank-url", default=None, help="a /rerank server (search.rerank provider http)")
+    parser.add_argument("--dump", type=Path, default=None, help="write the arms' chunk rankings for tune_fusion.py")
+    parser.add_argument("--dump-depth", type=int, default=400)
+    parser.add_argument("--max-queries", type=int, default=None, help="scifact: only the first N train queries (a quick look, not the figure)")
+    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated subset of " + ", ".join(ARMS))
     args = parser.parse_args()
     needed = {"scifact": "retrieval_beir_scifact", "financebench": "qa_financebench"}[args.dataset]
     if not (args.data / needed).is_dir():
@@ -135,17 +264,36 @@ async def main() -> int:
     import tempfile
 
     from haiku.rag.client import HaikuRAG
-    from haiku.rag.config import load_config
+    from haiku.rag.config import RerankConfig, load_config
 
-    config = load_config()
+    config = load_config(args.config)
     config.embeddings.threads = 2
+    rerank_config = config.model_copy(deep=True)
+    config.search.rerank = RerankConfig()  # the plain arms never rerank
+    if args.rerank_url:
+        rerank_config.search.rerank = RerankConfig(provider="http", base_url=args.rerank_url)
     db = args.db or Path(tempfile.mkdtemp()) / f"{args.dataset}.lancedb"
+    print(f"load average at start: {os.getloadavg()[0]:.2f}", file=sys.stderr)
     async with HaikuRAG(db, config, create=True) as client:
-        if args.dataset == "scifact":
-            await build_scifact(client, args.data)
-            await eval_scifact(client, args.data)
-        else:
-            await financebench(client, args.data, args.text_only)
+        wanted = set(args.arms.split(","))
+        clients = {"fts": client, "vector": client, "hybrid": client}
+        reranking = None
+        if rerank_config.search.rerank.provider != "none" and "hybrid+rerank" in wanted:
+            if not await client.list_documents(limit=1):
+                print("build the store first (run once without a reranker)", file=sys.stderr)
+                return 1
+            reranking = HaikuRAG(db, rerank_config, read_only=True)
+            clients["hybrid+rerank"] = reranking
+        try:
+            if args.dataset == "scifact":
+                await build_scifact(client, args.data)
+                await eval_scifact(clients, args.data, args.dump, args.dump_depth, wanted, args.max_queries)
+            else:
+                await financebench(clients, args.data, args.text_only, args.dump, args.dump_depth, wanted)
+        finally:
+            if reranking is not None:
+                reranking.close()
+    print(f"load average at end: {os.getloadavg()[0]:.2f}", file=sys.stderr)
     return 0
 
 

@@ -92,3 +92,40 @@ def test_fusion_settings_are_typed_and_default_to_plain_rrf(monkeypatch):
         load_config()
     with pytest.raises(ValueError):
         FusionConfig(fts_weight=-1)
+
+
+def test_score_fusion_keeps_how_far_apart_an_arms_candidates_are():
+    from haiku.rag.search.hybrid import score_fusion
+
+    # full text: a and b nearly tied, c far behind; vectors: c a clear first, b last
+    text = [("a", 12.0), ("b", 11.9), ("c", 2.0)]
+    vectors = [("c", 0.90), ("a", 0.50), ("b", 0.10)]
+    # rank fusion sees only the orders: a (1st, 2nd) wins
+    assert [item for item, _ in reciprocal_rank_fusion([[i for i, _ in text], [i for i, _ in vectors]])][0] == "a"
+    fused = score_fusion([text, vectors], [1.0, 1.0])
+    # a: 1 + 0.5 = 1.5; c: 0 + 1 = 1.0; b: 0.99 + 0 = 0.99
+    assert [item for item, _ in fused] == ["a", "c", "b"]
+    assert fused[0][1] == pytest.approx(1.5) and fused[1][1] == pytest.approx(1.0) and fused[2][1] == pytest.approx(0.99)
+    # the weights scale each arm; weight 0 adds nothing, not even ids; one candidate counts 1
+    assert score_fusion([text, vectors], [0.0, 1.0]) == [("c", 1.0), ("a", 0.5), ("b", 0.0)]
+    assert score_fusion([[("x", 3.0)], []], [1.0, 1.0]) == [("x", 1.0)]
+
+
+def test_hybrid_search_fuses_by_score_by_default(db_path, config):
+    from haiku.rag.client import HaikuRAG
+
+    assert config.search.fusion.method == "score"
+    store, query = _store(db_path)
+    by_score = _ids(search_chunks(store, "quokka island", query_vector=query, limit=6, fusion="score"))
+    by_rank = _ids(search_chunks(store, "quokka island", query_vector=query, limit=6, fusion="rrf"))
+    assert by_score != by_rank, "precondition: the two fusions differ here"
+    store.close()
+    client = HaikuRAG(db_path, config, skip_validation=True)
+    client._embedder = type("Fixed", (), {"embed_query": staticmethod(lambda text: query)})()
+    try:
+        assert _ids(client.search_sync("quokka island", 6)) == by_score
+        config.search.fusion.method = "rrf"
+        assert _ids(client.search_sync("quokka island", 6)) == by_rank
+    finally:
+        client._embedder = None
+        client.close()

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from haiku.rag import collections
 from haiku.rag.collections import Collection
-from haiku.rag.config import AppConfig, load_config, resolve_db_path
+from haiku.rag.config import AppConfig, EmbeddingsConfig, load_config, resolve_db_path
 from haiku.rag.errors import (
     DocumentNotFoundError,
     HaikuRAGError,
@@ -139,6 +139,7 @@ class HaikuRAG:
         )
         self._embedder: Any = None
         self._reranker: Any = None
+        self._reranker_config: Any = None
         self._embedder_lock = asyncio.Lock()
         if not skip_validation:
             provider, model, dim = self.configured_embedder()
@@ -180,24 +181,26 @@ class HaikuRAG:
     def embedder(self) -> Any:
         """The embedder, created on first use (loading a model is not free)."""
         if self._embedder is None:
-            from haiku.rag.embeddings import create_embedder
-
-            cfg = self.config.embeddings
-            base_url = cfg.base_url
-            if cfg.provider == "ollama" and not base_url:
-                base_url = self.config.providers.ollama.base_url
-            api_key = os.environ.get("OPENAI_API_KEY") if cfg.provider == "openai" else None
-            register_secret(api_key)
-            self._embedder = create_embedder(
-                cfg.provider,
-                cfg.model,
-                base_url=base_url,
-                api_key=api_key,
-                vector_dim=cfg.vector_dim,
-                batch_size=cfg.batch_size,
-                threads=cfg.threads,
-            )
+            self._embedder = self._create_embedder(self.config.embeddings)
         return self._embedder
+
+    def _create_embedder(self, cfg: EmbeddingsConfig) -> Any:
+        from haiku.rag.embeddings import create_embedder
+
+        base_url = cfg.base_url
+        if cfg.provider == "ollama" and not base_url:
+            base_url = self.config.providers.ollama.base_url
+        api_key = os.environ.get("OPENAI_API_KEY") if cfg.provider == "openai" else None
+        register_secret(api_key)
+        return create_embedder(
+            cfg.provider,
+            cfg.model,
+            base_url=base_url,
+            api_key=api_key,
+            vector_dim=cfg.vector_dim,
+            batch_size=cfg.batch_size,
+            threads=cfg.threads,
+        )
 
     async def _store_thread(self, func: Any, *args: Any, **kwargs: Any) -> Any:
         """``asyncio.to_thread`` for store work: a store folder deleted or moved while open
@@ -662,10 +665,64 @@ class HaikuRAG:
             return False
         return await self._store_thread(self.store.maintain_indexes, force=force)
 
-    async def rebuild(self, *, progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> int:
-        """Drop every vector and re-embed the library with the configured embedder."""
-        await self._store_thread(self.store.drop_vectors)
-        return await self.embed_pending(progress=progress, cancel=cancel)
+    async def rebuild(
+        self,
+        *,
+        embeddings: EmbeddingsConfig | None = None,
+        progress: ProgressCallback | None = None,
+        cancel: CancelToken | None = None,
+    ) -> int:
+        """Re-embed every chunk with ``embeddings`` (default: the configured embedder).
+
+        The new vectors are computed first with the store untouched: searches keep using the
+        old vectors meanwhile, and a cancel or a failure (an embedding server gone) leaves the
+        old vectors and the recorded embedder exactly as they were, never a half-rebuilt store.
+        Only when every chunk has its new vector are the vectors replaced (one short write
+        pass), and from then on this client embeds queries with the new embedder
+        (``config.embeddings`` is updated). Returns how many chunks were embedded.
+        """
+        cancel = cancel or CancelToken()
+        return await _run_cancellable(cancel, self._rebuild_sync, embeddings, progress, cancel)
+
+    def _rebuild_sync(
+        self, embeddings: EmbeddingsConfig | None, progress: ProgressCallback | None, cancel: CancelToken
+    ) -> int:
+        import numpy as np
+
+        cfg = embeddings or self.config.embeddings
+        embedder = self.embedder if embeddings is None else self._create_embedder(cfg)
+        snapshot = docs.list_documents(self.store)
+        chunks = docs.chunks_missing_vectors(self.store, snapshot, include_embedded=True)
+        total = len(chunks)
+        computed: list[Any] = []
+        for start in range(0, total, VECTOR_WRITE_BATCH):
+            batch = chunks[start : start + VECTOR_WRITE_BATCH]
+
+            def forward(p: Progress, offset: int = start, source: str = batch[0][0].uri) -> None:
+                report(progress, Progress(Stage.EMBEDDING, source, offset + p.done, total))
+
+            computed.append(embedder.embed_documents([text for _, _, text in batch], progress=forward, cancel=cancel))
+            check_cancelled(cancel)
+        check_cancelled(cancel)
+        identity = embedder.identity
+        # The swap: from here on nothing checks cancellation (a few appends; seconds). The
+        # store's writer lock is held throughout, so an embedding pass on another thread (the
+        # app's queue) cannot write old-model vectors between the drop and the new table.
+        with self.store._write_lock:
+            self.store.drop_vectors()
+            self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
+            for start, vectors in zip(range(0, total, VECTOR_WRITE_BATCH), computed, strict=True):
+                batch = chunks[start : start + VECTOR_WRITE_BATCH]
+                docs.add_vectors(self.store, [o for o, _, _ in batch], [cid for _, cid, _ in batch], np.asarray(vectors))
+            docs.mark_hybrid(self.store, snapshot)
+            if embeddings is not None and embedder is not self._embedder:
+                # the old embedder is not closed: a search on another thread may still hold it
+                self._embedder = embedder
+                self.config.embeddings = cfg
+            # documents written while the vectors were computed: embedded with the new model
+            added = self._embed_pending_sync(None, progress, None)
+        self.store.maintain_indexes()
+        return total + added
 
     # --- search ---------------------------------------------------------------------------
 
@@ -723,6 +780,7 @@ class HaikuRAG:
             vector_weight=fusion.vector_weight,
             fts_pool=fusion.fts_pool,
             vector_pool=fusion.vector_pool,
+            fusion=fusion.method,
             reranker=self._reranker_or_none(),
             rerank_pool=self.config.search.rerank.pool,
         )
@@ -737,11 +795,19 @@ class HaikuRAG:
 
     @property
     def reranker(self) -> Any:
-        """The configured reranker (``search.rerank``), created on first use; None when off."""
-        if self._reranker is None and self.config.search.rerank.provider != "none":
+        """The configured reranker (``search.rerank``), created on first use and again when
+        that setting changes (the app's settings change it on an open library); None when off."""
+        wanted = self.config.search.rerank
+        if self._reranker is not None and self._reranker_config == wanted:
+            return self._reranker
+        if self._reranker is not None:
+            self._reranker.close()
+            self._reranker = None
+        if wanted.provider != "none":
             from haiku.rag.search.rerank import create_reranker
 
-            self._reranker = create_reranker(self.config.search.rerank)
+            self._reranker = create_reranker(wanted)
+            self._reranker_config = wanted.model_copy()
         return self._reranker
 
     def _has_vectors(self) -> bool:
@@ -840,6 +906,14 @@ class HaikuRAG:
             }
 
         return await self._store_thread(collect)
+
+
+def installed_embedders() -> list[tuple[str, str, int]]:
+    """(provider, model, vector size) of the embedders that run offline from installed
+    packages, for a settings screen; others are reached over HTTP (Ollama, OpenAI-compatible)."""
+    from haiku.rag.embeddings.local import MODEL_NAME, VECTOR_DIM
+
+    return [("local", MODEL_NAME, VECTOR_DIM)]
 
 
 def _add_bibliographic(new: docs.NewDocument, filename: str, replaces: Document | None = None) -> None:

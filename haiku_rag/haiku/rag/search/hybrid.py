@@ -83,6 +83,25 @@ def vector_hits(
     return search.select(["chunk_id", "document_id", "generation", "_distance"]).limit(limit).to_list()
 
 
+def score_fusion(
+    arms: Sequence[Sequence[tuple[str, float]]], weights: Sequence[float]
+) -> list[tuple[str, float]]:
+    """Fuse (id, score) lists by their scores: each arm's scores are min-max normalised over
+    its own candidates (1 = its best, 0 = its worst; a lone or all-equal candidate counts 1),
+    then summed with the arm's weight (a candidate an arm did not return adds 0 there). Unlike
+    RRF this keeps how far apart an arm's candidates are, not only their order. Ties keep
+    first-seen order."""
+    fused: dict[str, float] = {}
+    for hits, weight in zip(arms, weights, strict=True):
+        if weight == 0 or not hits:
+            continue
+        low = min(score for _, score in hits)
+        spread = max(score for _, score in hits) - low
+        for item, score in hits:
+            fused[item] = fused.get(item, 0.0) + weight * ((score - low) / spread if spread > 0 else 1.0)
+    return sorted(fused.items(), key=lambda pair: -pair[1])
+
+
 def reciprocal_rank_fusion(
     rankings: Sequence[Sequence[str]], k: int = 60, weights: Sequence[float] | None = None
 ) -> list[tuple[str, float]]:
@@ -128,11 +147,12 @@ def search_chunks(
     vector_pool: int | None = None,
     reranker: Reranker | None = None,
     rerank_pool: int = 30,
+    fusion: Literal["rrf", "score"] = "rrf",
 ) -> list[SearchResult]:
     """Ranked chunks as ``SearchResult`` (without context expansion).
 
-    The weights and pools shape hybrid fusion only (see ``reciprocal_rank_fusion``); an arm of
-    weight 0 is not run. With ``reranker``, the best ``max(rerank_pool, limit)`` candidates
+    The weights and pools shape hybrid fusion only (``fusion``: ``reciprocal_rank_fusion`` or
+    ``score_fusion``); an arm of weight 0 is not run. With ``reranker``, the best ``max(rerank_pool, limit)`` candidates
     are reordered by it before the cut to ``limit``.
     """
     if limit <= 0 or not query.strip() or (document_ids is not None and not document_ids):
@@ -165,17 +185,27 @@ def search_chunks(
         # The full-text arm runs on another thread while this one embeds the query (when
         # ``query_vector`` is a callable) and ranks vectors: the two arms take similar time.
         text_future = _arm_pool().submit(fts_hits, store, query, text_pool, document_ids) if fts_weight else None
-        vec_ids: list[str] = []
+        vec_scored: list[tuple[str, float]] = []
         try:
             if query_vector is not None and vector_weight:
                 vector = query_vector() if callable(query_vector) else query_vector
-                vec_ids = [h["chunk_id"] for h in vector_hits(store, vector, vec_pool, document_ids) if current(h)]
+                vec_scored = [
+                    (h["chunk_id"], 1.0 - float(h["_distance"]))
+                    for h in vector_hits(store, vector, vec_pool, document_ids)
+                    if current(h)
+                ]
         finally:
             text_hits = [h for h in text_future.result() if current(h)] if text_future else []
         rows = {h["id"]: h for h in text_hits}
-        scored = reciprocal_rank_fusion(
-            [[h["id"] for h in text_hits], vec_ids], k=rrf_k, weights=[fts_weight, vector_weight]
-        )
+        if fusion == "score":
+            text_scored = [(h["id"], float(h["_score"])) for h in text_hits]
+            scored = score_fusion([text_scored, vec_scored], [fts_weight, vector_weight])
+        else:
+            scored = reciprocal_rank_fusion(
+                [[h["id"] for h in text_hits], [cid for cid, _ in vec_scored]],
+                k=rrf_k,
+                weights=[fts_weight, vector_weight],
+            )
     else:
         raise ValueError(f"unknown search type {search_type!r}; use one of {', '.join(SEARCH_TYPES)}")
 

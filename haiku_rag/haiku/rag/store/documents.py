@@ -430,9 +430,12 @@ def update_document_meta(
 # --- vectors -----------------------------------------------------------------------------
 
 
-def chunks_missing_vectors(store: Store, documents: list[Document]) -> list[tuple[Document, str, str]]:
-    """(owner, chunk id, text to embed) for every chunk of ``documents`` without a vector,
-    in document then chunk order. A few queries in all, however many documents."""
+def chunks_missing_vectors(
+    store: Store, documents: list[Document], *, include_embedded: bool = False
+) -> list[tuple[Document, str, str]]:
+    """(owner, chunk id, text to embed) for every chunk of ``documents`` without a vector
+    (with ``include_embedded``: every chunk, for a rebuild), in document then chunk order.
+    A few queries in all, however many documents."""
     by_generation = {d.generation: d for d in documents}
     rows: list[dict[str, Any]] = []
     have: set[str] = set()
@@ -445,7 +448,7 @@ def chunks_missing_vectors(store: Store, documents: list[Document]) -> list[tupl
             .limit(None)
             .to_list()
         )
-        if store.has_table(S.CHUNK_VECTORS):
+        if store.has_table(S.CHUNK_VECTORS) and not include_embedded:
             found = store.table(S.CHUNK_VECTORS).search().where(sql_in("generation", group)).select(["chunk_id"]).limit(None)
             have.update(found.to_arrow()["chunk_id"].to_pylist())
     rank = {d.generation: i for i, d in enumerate(documents)}
