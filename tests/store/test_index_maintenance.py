@@ -89,3 +89,95 @@ def test_in_memory_vector_search_ranks_exactly_as_lancedb_and_follows_writes(db_
     assert len(store.vector_matrix()) == before + 3
     chunk_id, vector = new[0]
     assert vector_hits(store, vector, 1, None)[0]["chunk_id"] == chunk_id
+
+
+def _exact(store: Store, query: np.ndarray, limit: int) -> list[dict]:
+    """LanceDB's own exhaustive search over the full vectors: the reference ranking."""
+    table = store.table(S.CHUNK_VECTORS)
+    flat = table.search(query).distance_type("cosine").bypass_vector_index()
+    return flat.select(["chunk_id", "_distance"]).limit(limit).to_list()
+
+
+def test_exact_search_serves_every_library_within_the_memory_budget_even_once_indexed(db_path, monkeypatch):
+    from haiku.rag.search.hybrid import vector_hits
+
+    monkeypatch.setattr(engine, "VECTOR_INDEX_MIN_ROWS", 300)
+    store = Store(str(db_path), create=True)
+    _fill(store, 110, np.random.default_rng(3))  # 330 vectors of 16 floats: 21 KB
+    store.maintain_indexes()
+    assert engine.VECTOR_INDEX_NAME in [i.name for i in store.table(S.CHUNK_VECTORS).list_indices()]
+    # the index exists (kept ready for when the library outgrows the budget), but the
+    # vectors fit: searches stay exact
+    assert store.vector_matrix() is not None
+    for query in np.random.default_rng(4).standard_normal((5, 16)).astype(np.float32):
+        ours = vector_hits(store, query, 10, None)
+        theirs = _exact(store, query, 10)
+        assert [h["chunk_id"] for h in ours] == [h["chunk_id"] for h in theirs]
+
+
+def test_beyond_the_budget_searches_use_the_ann_index_within_the_stated_recall(db_path, monkeypatch):
+    from haiku.rag.search.hybrid import vector_hits
+
+    monkeypatch.setattr(engine, "VECTOR_INDEX_MIN_ROWS", 300)
+    store = Store(str(db_path), create=True, exact_search_budget_bytes=330 * 16 * 4 - 1)
+    _fill(store, 110, np.random.default_rng(5))
+    assert store.vector_matrix() is None  # one byte short of the 330 vectors
+    store.maintain_indexes()
+    found = wanted = 0
+    for query in np.random.default_rng(6).standard_normal((20, 16)).astype(np.float32):
+        ours = vector_hits(store, query, 10, None)
+        theirs = _exact(store, query, 10)
+        found += len({h["chunk_id"] for h in ours} & {h["chunk_id"] for h in theirs})
+        wanted += len(theirs)
+        # refined: the ANN's candidates are re-ranked with the full vectors, so the distances
+        # are the exact ones, not the scalar-quantised estimates
+        exact = {h["chunk_id"]: h["_distance"] for h in theirs}
+        for hit in ours:
+            if hit["chunk_id"] in exact:
+                assert abs(hit["_distance"] - exact[hit["chunk_id"]]) < 1e-5
+    assert found / wanted >= 0.95
+
+
+def test_released_caches_are_dropped_and_loaded_again_by_the_next_search(db_path):
+    from haiku.rag.search.hybrid import vector_hits
+
+    store = Store(str(db_path), create=True)
+    kept = _fill(store, 5, np.random.default_rng(7))
+    first = store.vector_matrix()
+    assert first is not None and store.vector_matrix() is first
+    store.current_generations()
+    store.release_caches()
+    assert store._vector_matrix is None and store._generations is None
+    chunk_id, vector = kept[4]
+    assert vector_hits(store, vector, 1, None)[0]["chunk_id"] == chunk_id
+    assert store.vector_matrix() is not first  # loaded again, same content
+    assert len(store.vector_matrix()) == len(first)
+
+
+def test_a_scoped_exact_search_only_returns_the_scopes_documents_and_all_of_their_best(db_path):
+    from haiku.rag.search.hybrid import vector_hits
+
+    store = Store(str(db_path), create=True)
+    _fill(store, 30, np.random.default_rng(8))
+    table = store.table(S.CHUNK_VECTORS)
+    documents = sorted(set(table.to_arrow()["document_id"].to_pylist()))
+    scope = [documents[3], documents[17], "no-such-document"]
+    query = np.random.default_rng(9).standard_normal(16).astype(np.float32)
+    hits = vector_hits(store, query, 10, scope)
+    assert len(hits) == 6 and {h["document_id"] for h in hits} == set(scope[:2])
+    assert vector_hits(store, query, 10, ["no-such-document"]) == []
+
+
+def test_the_exact_search_budget_comes_from_the_configuration(db_path):
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.config import AppConfig
+
+    config = AppConfig()
+    config.search.exact_search_budget_mb = 0
+    client = HaikuRAG(db_path, config, create=True)
+    try:
+        _fill(client.store, 2, np.random.default_rng(10))
+        assert client.store.exact_search_budget_bytes == 0
+        assert client.store.vector_matrix() is None
+    finally:
+        client.close()

@@ -136,6 +136,7 @@ class HaikuRAG:
             storage_options=self.config.lancedb.storage_options,
             read_consistency_interval=self.config.lancedb.read_consistency_interval_seconds,
             region=self.config.lancedb.region,
+            exact_search_budget_bytes=self.config.search.exact_search_budget_mb * 1024 * 1024,
         )
         self._embedder: Any = None
         self._reranker: Any = None

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -41,6 +41,9 @@ from haiku.rag.errors import (
 )
 from haiku.rag.store import schema as S
 
+if TYPE_CHECKING:
+    from haiku.rag.store.vectors import VectorMatrix
+
 _BASE_SCHEMAS = {
     S.DOCUMENTS: S.DOCUMENTS_SCHEMA,
     S.DOCUMENT_BLOBS: S.DOCUMENT_BLOBS_SCHEMA,
@@ -52,8 +55,9 @@ log = logging.getLogger("haiku.rag")
 LOCK_FILE = ".haiku-rag-writer.lock"
 # Index upkeep (``Store.maintain_indexes``): rows the indexes may lag behind before they are
 # folded in (unindexed rows are scanned by every query), the library size from which vectors
-# get an ANN index (below it a flat scan is exact and fast enough), and how long superseded
-# versions stay readable for readers in other processes.
+# get an ANN index (built, and kept caught up, well before the library outgrows the exact
+# in-memory search of store/vectors.py, so searches switch to it without a pause), and how
+# long superseded versions stay readable for readers in other processes.
 UNINDEXED_ROWS_BEFORE_MAINTENANCE = 1_000
 VECTOR_INDEX_MIN_ROWS = 50_000
 VECTOR_INDEX_NAME = "vector_idx"
@@ -117,14 +121,21 @@ class Store:
         storage_options: dict[str, str] | None = None,
         read_consistency_interval: float | None = None,
         region: str | None = None,
+        exact_search_budget_bytes: int | None = None,
     ) -> None:
         import lancedb  # heavy: keep `import haiku.rag` cheap
+
+        from haiku.rag.store.vectors import EXACT_SEARCH_BUDGET_BYTES
 
         self.location = location
         self.read_only = read_only
         self.is_remote = is_remote_uri(location)
         self._write_lock = threading.RLock()
         self._vector_matrix: tuple[int, Any] | None = None
+        # Memory the exact-search matrix may take (store/vectors.py); 0: always LanceDB.
+        self.exact_search_budget_bytes = (
+            EXACT_SEARCH_BUDGET_BYTES if exact_search_budget_bytes is None else exact_search_budget_bytes
+        )
         self._lock_file: Any = None
         self._tables: dict[str, Any] = {}
         self._generations: tuple[int, tuple[dict[str, str], dict[str, tuple[str, str | None, str]]]] | None = None
@@ -437,10 +448,13 @@ class Store:
         self._generations = (version, (generations, labels))
         return generations, labels
 
-    def vector_matrix(self) -> Any:
-        """The vectors in memory for exact search (``search.vectors.VectorMatrix``), cached per
-        version of the vectors table; None when there is no vectors table or the library is
-        at the ANN-index size (searches then use LanceDB's index)."""
+    def vector_matrix(self) -> VectorMatrix | None:
+        """The vectors in memory for exact search (``store.vectors.VectorMatrix``), cached per
+        version of the vectors table; None when there is no vectors table or its vectors do
+        not fit ``exact_search_budget_bytes`` (searches then use LanceDB's ANN index). Exact
+        search wins over the index whenever the matrix fits: it loses no recall."""
+        from haiku.rag.store.vectors import VectorMatrix, fits_exact_budget
+
         table = self._tables.get(S.CHUNK_VECTORS)
         if table is None:
             return None
@@ -448,15 +462,19 @@ class Store:
         cached = self._vector_matrix
         if cached is not None and cached[0] == version:
             return cached[1]
+        self._vector_matrix = None  # the old matrix is not kept alive while the new one loads
+        dim = table.schema.field("vector").type.list_size
         matrix = None
-        if table.count_rows() < VECTOR_INDEX_MIN_ROWS and not any(
-            i.name == VECTOR_INDEX_NAME for i in table.list_indices()
-        ):
-            from haiku.rag.search.vectors import VectorMatrix
-
+        if fits_exact_budget(table.count_rows(), dim, self.exact_search_budget_bytes):
             matrix = VectorMatrix.load(table)
         self._vector_matrix = (version, matrix)
         return matrix
+
+    def release_caches(self) -> None:
+        """Drop what searches keep in memory (the exact-search matrix, the documents
+        snapshot); the next search loads them again. Called when the library is idle."""
+        self._vector_matrix = None
+        self._generations = None
 
     def stale_generations(self, min_age_seconds: float | None = None) -> dict[str, set[str]]:
         """Per content table, generations that no document row points at.
