@@ -181,3 +181,46 @@ def test_the_exact_search_budget_comes_from_the_configuration(db_path):
         assert client.store.vector_matrix() is None
     finally:
         client.close()
+
+
+def _versions(store: Store) -> int:
+    return sum(len(t.list_versions()) for t in store._tables.values())
+
+
+def test_superseded_versions_are_cleaned_up_unless_a_reader_in_another_process_has_the_store_open(db_path, monkeypatch):
+    from datetime import timedelta
+
+    from haiku.rag.store import versions
+
+    monkeypatch.setattr(engine, "KEEP_VERSIONS_WITHOUT_READERS", timedelta(0))
+    store = Store(str(db_path), create=True)
+    rng = np.random.default_rng(11)
+    for n in range(6):  # one document at a time, as a script's create_document loop writes
+        _fill(store, 1, rng, start=n)
+    many = _versions(store)
+
+    reader = Store(str(db_path), read_only=True)  # a reader (another process's read-only open)
+    assert store.readers_present() and store.keep_versions_for() == engine.KEEP_VERSIONS_FOR
+    store.maintain_indexes(force=True)
+    kept = _versions(store)
+    assert kept > many  # nothing superseded was removed (compaction added versions)
+    assert reader.current_generations() == store.current_generations()
+    reader.close()
+
+    assert not store.readers_present()
+    store.maintain_indexes(force=True)
+    assert _versions(store) < many / 2  # superseded versions gone once no reader needs them
+    hits = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=10)
+    assert len(hits) == 6
+
+    # a backup holds a lease for as long as it copies
+    leases: list[bool] = []
+    real_copytree = versions.shutil.copytree
+
+    def copying(*args, **kwargs):
+        leases.append(store.readers_present())
+        return real_copytree(*args, **kwargs)
+
+    monkeypatch.setattr(versions.shutil, "copytree", copying)
+    versions.backup(str(db_path), db_path.parent / "copy.lancedb")
+    assert leases and all(leases) and not store.readers_present()

@@ -62,6 +62,13 @@ UNINDEXED_ROWS_BEFORE_MAINTENANCE = 1_000
 VECTOR_INDEX_MIN_ROWS = 50_000
 VECTOR_INDEX_NAME = "vector_idx"
 KEEP_VERSIONS_FOR = timedelta(hours=1)
+# Without a reader in another process (see ``READERS_FILE``), superseded versions only need to
+# outlive a query already running in this process: they are cleaned up at the next upkeep once
+# this old, so a store written one document at a time stays proportional to its content.
+KEEP_VERSIONS_WITHOUT_READERS = timedelta(minutes=1)
+# Read-only stores and backups hold a shared lock on this file while they are open; the writer
+# probes it before cleaning up versions and keeps them for ``KEEP_VERSIONS_FOR`` while any do.
+READERS_FILE = ".haiku-rag-readers.lock"
 # (table, column) with a BTree index; ``haiku-rag doctor`` checks they exist.
 SCALAR_INDEXES = (
     (S.CHUNKS, "id"),
@@ -174,6 +181,7 @@ class Store:
                 f"{location} is not a haiku.rag store (tables found: {', '.join(sorted(existing))})"
             )
         self._open_tables(existing, missing, create=create)
+        self._reader_lease = reader_lease(location) if read_only and not self.is_remote else None
         try:
             self._check_schema_version()
             self.current_generations()  # reads every documents data file: damage shows now
@@ -554,8 +562,9 @@ class Store:
         once ``UNINDEXED_ROWS_BEFORE_MAINTENANCE`` rows have piled up (or when ``force``);
         create the vector index once the library reaches ``VECTOR_INDEX_MIN_ROWS`` vectors.
 
-        Returns whether anything was done. Versions newer than ``KEEP_VERSIONS_FOR`` are kept,
-        so a reader in another process never loses the version it is reading.
+        Returns whether anything was done. Superseded versions go once older than
+        ``keep_versions_for()``: ``KEEP_VERSIONS_FOR`` while a reader in another process has
+        the store open (it never loses the version it is reading), a minute otherwise.
         """
         if self.read_only:
             return False
@@ -563,8 +572,9 @@ class Store:
             needs_vector_index = self._needs_vector_index()
             if not force and not needs_vector_index and self.unindexed_rows() < UNINDEXED_ROWS_BEFORE_MAINTENANCE:
                 return False
+            keep = self.keep_versions_for()
             for table in self._tables.values():
-                table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
+                table.optimize(cleanup_older_than=keep)
             if needs_vector_index:
                 self._create_vector_index()
             return True
@@ -595,8 +605,57 @@ class Store:
             for table in self._tables.values():
                 table.optimize(cleanup_older_than=timedelta(seconds=0))
 
+    def readers_present(self) -> bool:
+        """Whether a reader in another process (a read-only store, a backup) has this store
+        open: it may be reading a version this writer has superseded."""
+        if self.is_remote:
+            return True  # no lease file on object storage: assume readers
+        return readers_present(self.location)
+
+    def keep_versions_for(self) -> timedelta:
+        """How long superseded versions stay, decided now (the cleanup policy)."""
+        return KEEP_VERSIONS_FOR if self.readers_present() else KEEP_VERSIONS_WITHOUT_READERS
+
     def close(self) -> None:
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+        lease = getattr(self, "_reader_lease", None)
+        if lease is not None:
+            lease.close()
+            self._reader_lease = None
         self._tables.clear()
+
+
+def reader_lease(location: str) -> Any:
+    """A shared lock on the store's readers file, held until the returned file is closed
+    (None when the folder cannot hold one, e.g. a read-only medium: no writer there either)."""
+    import fcntl
+
+    try:
+        handle = open(Path(location) / READERS_FILE, "a+")  # noqa: SIM115 - held while open
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH)  # waits only for a writer's instant probe
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def readers_present(location: str) -> bool:
+    """Whether any process holds a reader lease on the store at ``location``."""
+    import fcntl
+
+    try:
+        handle = open(Path(location) / READERS_FILE, "a+")
+    except OSError:
+        return True  # cannot tell: keep versions
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
