@@ -182,6 +182,8 @@ class Store:
             )
         self._open_tables(existing, missing, create=create)
         self._reader_lease = reader_lease(location) if read_only and not self.is_remote else None
+        if not read_only and not self.is_remote:
+            readers_present(location)  # creates the readers file, so later readers can lease
         try:
             self._check_schema_version()
             self.current_generations()  # reads every documents data file: damage shows now
@@ -628,12 +630,15 @@ class Store:
 
 
 def reader_lease(location: str) -> Any:
-    """A shared lock on the store's readers file, held until the returned file is closed
-    (None when the folder cannot hold one, e.g. a read-only medium: no writer there either)."""
+    """A shared lock on the store's readers file, held until the returned file is closed.
+
+    Readers never create the file (a read-only open changes nothing in the folder); writers
+    create it when they probe (``readers_present``), so None means no writer has run since
+    the store was made by an older version, or a read-only medium: no writer there either."""
     import fcntl
 
     try:
-        handle = open(Path(location) / READERS_FILE, "a+")  # noqa: SIM115 - held while open
+        handle = open(Path(location) / READERS_FILE)  # noqa: SIM115 - held while open
     except OSError:
         return None
     try:
