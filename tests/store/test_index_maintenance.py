@@ -224,3 +224,49 @@ def test_superseded_versions_are_cleaned_up_unless_a_reader_in_another_process_h
     monkeypatch.setattr(versions.shutil, "copytree", copying)
     versions.backup(str(db_path), db_path.parent / "copy.lancedb")
     assert leases and all(leases) and not store.readers_present()
+
+
+def test_after_an_append_only_the_new_vectors_are_read_and_any_other_change_reloads_exactly(db_path, monkeypatch):
+    from haiku.rag.store import vectors
+
+    loads: list[int] = []
+    real_load = vectors.VectorMatrix.load.__func__
+
+    def counted(cls, table):
+        loads.append(1)
+        return real_load(cls, table)
+
+    monkeypatch.setattr(vectors.VectorMatrix, "load", classmethod(counted))
+
+    def same_as_a_fresh_load(matrix) -> None:
+        fresh = real_load(vectors.VectorMatrix, store.table(S.CHUNK_VECTORS))
+        order = np.argsort(matrix.chunk_ids.astype(str))
+        fresh_order = np.argsort(fresh.chunk_ids.astype(str))
+        assert list(matrix.chunk_ids[order]) == list(fresh.chunk_ids[fresh_order])
+        assert np.allclose(matrix.vectors[order], fresh.vectors[fresh_order])
+        ours = [matrix.document_names[c] for c in matrix.document_codes[order]]
+        assert ours == [fresh.document_names[c] for c in fresh.document_codes[fresh_order]]
+
+    store = Store(str(db_path), create=True)
+    rng = np.random.default_rng(12)
+    _fill(store, 4, rng)
+    first = store.vector_matrix()
+    assert len(loads) == 1
+    new = _fill(store, 3, rng, start=100)  # appends (as ingestion writes them)
+    grown = store.vector_matrix()
+    assert len(loads) == 1 and len(grown) == len(first) + 9  # only the new rows were read
+    same_as_a_fresh_load(grown)
+    chunk_id, vector = new[-1]
+    assert grown.nearest(vector, 1, None)[0]["chunk_id"] == chunk_id
+    scoped = grown.nearest(vector, 3, [grown.document_names[-1]])
+    assert {h["document_id"] for h in scoped} == {grown.document_names[-1]}
+
+    doomed = grown.document_names[0]
+    store.table(S.CHUNK_VECTORS).delete(f"document_id = '{doomed}'")  # not an append
+    after_delete = store.vector_matrix()
+    assert len(loads) == 2 and doomed not in after_delete.documents
+    same_as_a_fresh_load(after_delete)
+    store.maintain_indexes(force=True)  # compaction rewrites the fragments
+    compacted = store.vector_matrix()
+    assert len(loads) == 3
+    same_as_a_fresh_load(compacted)

@@ -472,11 +472,16 @@ class Store:
         cached = self._vector_matrix
         if cached is not None and cached[0] == version:
             return cached[1]
-        self._vector_matrix = None  # the old matrix is not kept alive while the new one loads
+        previous = cached[1] if cached is not None else None
+        self._vector_matrix = None
         dim = table.schema.field("vector").type.list_size
         matrix = None
         if fits_exact_budget(table.count_rows(), dim, self.exact_search_budget_bytes):
-            matrix = VectorMatrix.load(table)
+            # after an append (ingestion), only the new rows are read
+            matrix = previous.extended(table) if previous is not None else None
+            if matrix is None:
+                previous = None  # not kept alive while the whole table loads again
+                matrix = VectorMatrix.load(table)
         self._vector_matrix = (version, matrix)
         return matrix
 
