@@ -79,7 +79,7 @@ class AnnParameters:
     MiniLM embeddings; see docs/benchmarks.md).
     """
 
-    nprobes: int = 20
+    nprobes: int = 40
     refine_factor: int | None = 2
     ef: int | None = 64
 
