@@ -245,6 +245,7 @@ class LibraryService(QObject):
         self.db_path = Path(db_path)
         self.app_folder = app_folder(self.db_path, self.config.storage.data_dir)
         self._client: HaikuRAG | None = None
+        self.release_task: asyncio.Future[None] | None = None  # the last idle release (tests await it)
         self._open_task: asyncio.Future[Any] | None = None
         self._entries: dict[str, LibraryEntry] = {}
         self._queue = WorkQueue(self.app_folder, self.notifications.error)
@@ -802,6 +803,14 @@ class LibraryService(QObject):
             if not self._closed:
                 self._emit_overall()
                 self.busy_changed.emit(False)
+                self._release_idle_memory()
+
+    def _release_idle_memory(self) -> None:
+        """The queue drained: give back the embedder session and search caches (issue 16).
+        On a worker thread (trimming a large heap takes a moment); a plain bound method of the
+        client, never of this QObject. A search started meanwhile just loads them again."""
+        if self._client is not None:
+            self.release_task = asyncio.ensure_future(asyncio.to_thread(self._client.release_memory))
 
     async def _run_job(self, job: Job) -> None:
         try:

@@ -141,3 +141,17 @@ def test_a_closed_library_leaves_no_socket_notifier_behind(qloop, library):
     assert library.findChildren(QSocketNotifier)  # the watcher's inotify descriptor
     qloop.run_until_complete(library.aclose())
     assert library.findChildren(QSocketNotifier) == []
+
+
+def test_when_the_queue_drains_the_embedder_session_and_search_caches_are_released(qloop, library, tmp_path, make_pdf):
+    a = make_pdf(tmp_path / "a.pdf", "The marmoset orchestra rehearsed in the glasshouse.")
+    library.add_paths([a])
+    run_until(qloop, lambda: _state(library, a) is DocumentState.HYBRID and not library.busy, SLOW)
+    assert library.release_task is not None
+    qloop.run_until_complete(library.release_task)  # the release runs on a worker thread
+    embedder = library.client._embedder
+    assert embedder is not None and embedder._session is None  # idle: no model session held
+    assert library.client.store._vector_matrix is None
+    hits = qloop.run_until_complete(library.search_passages("marmoset orchestra glasshouse", limit=3))
+    assert hits and hits[0].document_uri == uri_for(a)
+    assert embedder._session is not None  # loaded again by the question's embedding

@@ -1,12 +1,23 @@
-"""Hybrid search latency at 20k and 100k chunks, query embedding included.
+"""Hybrid search latency at 20k, 100k and 1M chunks (query embedding included), and the ANN
+index's recall@10 against exact search.
 
-    .venv/bin/python tests/bench/bench_search.py [--data ../shared/data] [--sizes 20000 100000]
+    .venv/bin/python tests/bench/bench_search.py [--data ../shared/data] [--sizes 20000 100000 1000000]
+    .venv/bin/python tests/bench/bench_search.py --ann 200000 [--vectors-from STORE]
 
 Chunk texts are real sentences from the SciFact corpus (repeated with a varying prefix to
-reach the size); their vectors are random unit vectors, because embedding 100k chunks takes
-hours here and latency does not depend on what the vectors mean. Queries are real SciFact
-queries, each embedded by the real default embedder (never cached: every query is new).
-Reports p50/p95 per search type, median of 3 runs of the query set.
+reach the size). Their vectors derive from real MiniLM embeddings: ``--vectors-from`` names a
+haiku.rag store whose vectors are real (e.g. SciFact built by bench_retrieval.py); without it
+the default embedder embeds ``--real 3000`` SciFact sentences here. Embedding 1M chunks takes
+days on these cores, so each chunk's vector is a mix of two real vectors plus a little noise
+(normalised): it stays in the region of the space real text occupies (random vectors spread
+evenly and understate an index's difficulty as much as they overstate it). Queries are real
+SciFact queries, each embedded by the real default embedder (never cached: every query is
+new). Reports p50/p95 per search type, median of 3 runs of the query set, beside the same
+run's limits: the query embedding alone and the vector arm alone.
+
+``--ann N`` builds only the vectors table (N derived vectors, the store's own ANN index) and
+reports recall@10 of the index against exact search, and its latency, for several probe and
+refine settings: what ``search.hybrid.AnnParameters`` is chosen from.
 """
 
 from __future__ import annotations
@@ -47,13 +58,44 @@ def queries(data: Path, n: int) -> list[str]:
     return [json.loads(line)["text"] for line in path.open()][:n]
 
 
-def build_store(location: Path, texts: list[str], per_document: int = 100) -> None:
+def real_vectors(data: Path, source: Path | None, count: int) -> np.ndarray:
+    """Real MiniLM embeddings: a store's vectors, or SciFact sentences embedded here."""
+    if source is not None:
+        import lancedb
+
+        table = lancedb.connect(str(source)).open_table("chunk_vectors")
+        flat = table.to_arrow()["vector"].combine_chunks()
+        return np.asarray(flat.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(flat), -1)
+    from haiku.rag.embeddings.local import LocalEmbedder
+
+    embedder = LocalEmbedder(threads=2)
+    texts = sentences(data, count)[:count]
+    vectors = embedder.embed_documents(texts)
+    embedder.close()
+    return vectors
+
+
+def derived_vectors(real: np.ndarray, count: int, seed: int = 7, noise: float = 0.3) -> np.ndarray:
+    """``count`` unit vectors, each 0.6 * one real vector + 0.4 * another + Gaussian noise."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((count, real.shape[1]), dtype=np.float32)
+    for start in range(0, count, 50_000):
+        n = min(50_000, count - start)
+        a = real[rng.integers(0, len(real), n)]
+        b = real[rng.integers(0, len(real), n)]
+        block = 0.6 * a + 0.4 * b + rng.standard_normal(a.shape).astype(np.float32) * (noise / np.sqrt(real.shape[1]))
+        block /= np.linalg.norm(block, axis=1, keepdims=True)
+        out[start : start + n] = block
+    return out
+
+
+def build_store(location: Path, texts: list[str], vectors: np.ndarray, per_document: int = 100) -> None:
     from haiku.rag.ingest.records import Box, ChunkRecord, ItemRecord
     from haiku.rag.store import documents as D
     from haiku.rag.store.engine import Store
 
     store = Store(str(location), create=True)
-    rng = np.random.default_rng(7)
+    taken = iter(range(0, len(vectors), per_document))
     batch: list[D.NewDocument] = []
     for start in range(0, len(texts), per_document):
         group = texts[start : start + per_document]
@@ -67,24 +109,23 @@ def build_store(location: Path, texts: list[str], per_document: int = 100) -> No
             )
         )
         if len(batch) == 50:
-            _flush(store, batch, rng)
+            _flush(store, batch, vectors, taken)
     if batch:
-        _flush(store, batch, rng)
+        _flush(store, batch, vectors, taken)
     # What a real library of this size gets from its ingest passes: indexes caught up and, from
     # 50k vectors, the ANN index (Store.maintain_indexes).
     store.maintain_indexes(force=True)
     store.close()
 
 
-def _flush(store, batch, rng) -> None:
+def _flush(store, batch, vectors, taken) -> None:
     from haiku.rag.store import documents as D
 
     written = D.write_documents(store, batch)
     store.ensure_vector_table("local", "all-MiniLM-L6-v2", 384)
     for document, chunk_ids in written:
-        vectors = rng.standard_normal((len(chunk_ids), 384)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        D.add_vectors(store, [document] * len(chunk_ids), chunk_ids, vectors)
+        start = next(taken)
+        D.add_vectors(store, [document] * len(chunk_ids), chunk_ids, vectors[start : start + len(chunk_ids)])
     D.mark_hybrid(store, [document for document, _ in written])
     batch.clear()
 
@@ -101,49 +142,128 @@ def _index_names(location: Path) -> list[str]:
 
 
 def measure(location: Path, query_set: list[str], search_type: str) -> list[float]:
+    """Milliseconds per search; ``embed`` times the query embedding alone (a limit)."""
     from haiku.rag.client import HaikuRAG
     from haiku.rag.config import load_config
 
     config = load_config()
     config.embeddings.threads = 2
     client = HaikuRAG(location, config, read_only=True)
-    client.search_sync("warm up the embedder and the indexes", 10, search_type)  # type: ignore[arg-type]
+    client.search_sync("warm up the embedder and the indexes", 10, "hybrid")
     timings = []
     for q in query_set:
         started = time.perf_counter()
-        client.search_sync(q, 10, search_type)  # type: ignore[arg-type]
+        if search_type == "embed":
+            client.embedder.embed_query(q)
+        else:
+            client.search_sync(q, 10, search_type)  # type: ignore[arg-type]
         timings.append((time.perf_counter() - started) * 1000)
     client.close()
     return timings
 
 
+def _runs(location: Path, data: Path, args: argparse.Namespace, search_type: str) -> tuple[float, float, list[float]]:
+    p50s, p95s = [], []
+    for run in range(args.runs):
+        # new queries every run so the query-embedding cache never helps
+        qs = [f"{q} ({run})" for q in queries(data, args.queries)]
+        t = measure(location, qs, search_type)
+        p50s.append(statistics.median(t))
+        p95s.append(float(np.percentile(t, 95)))
+    return statistics.median(p50s), statistics.median(p95s), p95s
+
+
+def latency(args: argparse.Namespace, real: np.ndarray) -> None:
+    print("| chunks | search | p50 ms | p95 ms | p95 of each run |\n|---|---|---|---|---|")
+    for size in args.sizes:
+        with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+            location = Path(tmp) / "bench.lancedb"
+            started = time.perf_counter()
+            build_store(location, sentences(args.data, size), derived_vectors(real, size))
+            print(f"<!-- built {size} chunks in {time.perf_counter() - started:.0f} s, indexes: "
+                  f"{_index_names(location)} -->", file=sys.stderr, flush=True)
+            for search_type in ("embed", "fts", "vector", "hybrid"):
+                p50, p95, each = _runs(location, args.data, args, search_type)
+                runs = " / ".join(f"{v:.1f}" for v in each)
+                print(f"| {size} | {search_type} | {p50:.1f} | {p95:.1f} | {runs} |", flush=True)
+
+
+def ann(args: argparse.Namespace, real: np.ndarray) -> None:
+    """Recall@10 and latency of the store's ANN index against exact search, per setting."""
+    import pyarrow as pa
+
+    from haiku.rag.embeddings.local import LocalEmbedder
+    from haiku.rag.search.hybrid import AnnParameters, vector_hits
+    from haiku.rag.store import schema as S
+    from haiku.rag.store.engine import Store
+
+    size = args.ann
+    vectors = derived_vectors(real, size)
+    embedder = LocalEmbedder(threads=2)
+    query_vectors = embedder.embed_documents(queries(args.data, args.queries))
+    embedder.close()
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        store = Store(str(Path(tmp) / "ann.lancedb"), create=True, exact_search_budget_bytes=0)
+        table = store.ensure_vector_table("local", "all-MiniLM-L6-v2", 384)
+        started = time.perf_counter()
+        for start in range(0, size, 100_000):
+            block = vectors[start : start + 100_000]
+            ids = [f"c{start + i}" for i in range(len(block))]
+            table.add(pa.table({
+                "chunk_id": ids, "document_id": [f"d{(start + i) // 100}" for i in range(len(block))],
+                "generation": ["g"] * len(block),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(block.ravel()), 384),
+            }, schema=S.chunk_vectors_schema(384)))
+        store._create_vector_index()
+        print(f"<!-- {size} vectors written and indexed in {time.perf_counter() - started:.0f} s -->", file=sys.stderr, flush=True)
+        exact = []
+        for q in query_vectors:
+            scores = vectors @ q
+            exact.append({f"c{i}" for i in np.argpartition(-scores, 10)[:10]})
+        print("| vectors | nprobes | refine | ef | recall@10 | p50 ms | p95 ms |\n|---|---|---|---|---|---|---|")
+        settings = [(p, r, e) for p in args.nprobes for r in args.refine for e in (64,)]
+        for nprobes, refine, ef in settings:
+            params = AnnParameters(nprobes=nprobes, refine_factor=refine or None, ef=ef)
+            vector_hits(store, query_vectors[0], 10, None, params)  # warm the index cache
+            times, found = [], 0
+            for _ in range(args.runs):
+                for q, truth in zip(query_vectors, exact, strict=True):
+                    t0 = time.perf_counter()
+                    hits = vector_hits(store, q, 10, None, params)
+                    times.append((time.perf_counter() - t0) * 1000)
+                    found += len({h["chunk_id"] for h in hits} & truth)
+            recall = found / (10 * len(exact) * args.runs)
+            print(f"| {size} | {nprobes} | {refine} | {ef} | {recall:.3f} | {statistics.median(times):.1f} | "
+                  f"{np.percentile(times, 95):.1f} |", flush=True)
+        store.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000, 1_000_000])
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--vectors-from", type=Path, default=None, help="a store with real vectors")
+    parser.add_argument("--real", type=int, default=3000, help="SciFact sentences to embed when no store is given")
+    parser.add_argument("--ann", type=int, default=0, help="only the ANN recall/latency table, at this size")
+    parser.add_argument("--nprobes", type=int, nargs="+", default=[10, 20, 40])
+    parser.add_argument("--refine", type=int, nargs="+", default=[0, 2, 5])
+    parser.add_argument("--tmp", type=Path, default=None, help="where the temporary stores go")
     args = parser.parse_args()
     if not (args.data / "retrieval_beir_scifact").is_dir():
         print(f"skipped: no SciFact data under {args.data}")
         return 0
-    print("| chunks | search | p50 ms | p95 ms |\n|---|---|---|---|")
-    for size in args.sizes:
-        with tempfile.TemporaryDirectory() as tmp:
-            location = Path(tmp) / "bench.lancedb"
-            started = time.perf_counter()
-            build_store(location, sentences(args.data, size))
-            print(f"<!-- built {size} chunks in {time.perf_counter() - started:.0f} s, indexes: "
-                  f"{_index_names(location)} -->", file=sys.stderr)
-            for search_type in ("fts", "vector", "hybrid"):
-                p50s, p95s = [], []
-                for run in range(args.runs):
-                    # new queries every run so the query-embedding cache never helps
-                    qs = [f"{q} ({run})" for q in queries(args.data, args.queries)]
-                    t = measure(location, qs, search_type)
-                    p50s.append(statistics.median(t))
-                    p95s.append(float(np.percentile(t, 95)))
-                print(f"| {size} | {search_type} | {statistics.median(p50s):.1f} | {statistics.median(p95s):.1f} |", flush=True)
+    if args.vectors_from is not None and not (args.vectors_from / "chunk_vectors.lance").is_dir():
+        print(f"skipped: no vectors in {args.vectors_from}")
+        return 0
+    started = time.perf_counter()
+    real = real_vectors(args.data, args.vectors_from, args.real)
+    print(f"<!-- {len(real)} real vectors in {time.perf_counter() - started:.0f} s -->", file=sys.stderr, flush=True)
+    if args.ann:
+        ann(args, real)
+    else:
+        latency(args, real)
     return 0
 
 

@@ -89,3 +89,184 @@ def test_in_memory_vector_search_ranks_exactly_as_lancedb_and_follows_writes(db_
     assert len(store.vector_matrix()) == before + 3
     chunk_id, vector = new[0]
     assert vector_hits(store, vector, 1, None)[0]["chunk_id"] == chunk_id
+
+
+def _exact(store: Store, query: np.ndarray, limit: int) -> list[dict]:
+    """LanceDB's own exhaustive search over the full vectors: the reference ranking."""
+    table = store.table(S.CHUNK_VECTORS)
+    flat = table.search(query).distance_type("cosine").bypass_vector_index()
+    return flat.select(["chunk_id", "_distance"]).limit(limit).to_list()
+
+
+def test_exact_search_serves_every_library_within_the_memory_budget_even_once_indexed(db_path, monkeypatch):
+    from haiku.rag.search.hybrid import vector_hits
+
+    monkeypatch.setattr(engine, "VECTOR_INDEX_MIN_ROWS", 300)
+    store = Store(str(db_path), create=True)
+    _fill(store, 110, np.random.default_rng(3))  # 330 vectors of 16 floats: 21 KB
+    store.maintain_indexes()
+    assert engine.VECTOR_INDEX_NAME in [i.name for i in store.table(S.CHUNK_VECTORS).list_indices()]
+    # the index exists (kept ready for when the library outgrows the budget), but the
+    # vectors fit: searches stay exact
+    assert store.vector_matrix() is not None
+    for query in np.random.default_rng(4).standard_normal((5, 16)).astype(np.float32):
+        ours = vector_hits(store, query, 10, None)
+        theirs = _exact(store, query, 10)
+        assert [h["chunk_id"] for h in ours] == [h["chunk_id"] for h in theirs]
+
+
+def test_beyond_the_budget_searches_use_the_ann_index_within_the_stated_recall(db_path, monkeypatch):
+    from haiku.rag.search.hybrid import vector_hits
+
+    monkeypatch.setattr(engine, "VECTOR_INDEX_MIN_ROWS", 300)
+    store = Store(str(db_path), create=True, exact_search_budget_bytes=330 * 16 * 4 - 1)
+    _fill(store, 110, np.random.default_rng(5))
+    assert store.vector_matrix() is None  # one byte short of the 330 vectors
+    store.maintain_indexes()
+    found = wanted = 0
+    for query in np.random.default_rng(6).standard_normal((20, 16)).astype(np.float32):
+        ours = vector_hits(store, query, 10, None)
+        theirs = _exact(store, query, 10)
+        found += len({h["chunk_id"] for h in ours} & {h["chunk_id"] for h in theirs})
+        wanted += len(theirs)
+        # refined: the ANN's candidates are re-ranked with the full vectors, so the distances
+        # are the exact ones, not the scalar-quantised estimates
+        exact = {h["chunk_id"]: h["_distance"] for h in theirs}
+        for hit in ours:
+            if hit["chunk_id"] in exact:
+                assert abs(hit["_distance"] - exact[hit["chunk_id"]]) < 1e-5
+    assert found / wanted >= 0.95
+
+
+def test_released_caches_are_dropped_and_loaded_again_by_the_next_search(db_path):
+    from haiku.rag.search.hybrid import vector_hits
+
+    store = Store(str(db_path), create=True)
+    kept = _fill(store, 5, np.random.default_rng(7))
+    first = store.vector_matrix()
+    assert first is not None and store.vector_matrix() is first
+    store.current_generations()
+    store.release_caches()
+    assert store._vector_matrix is None and store._generations is None
+    chunk_id, vector = kept[4]
+    assert vector_hits(store, vector, 1, None)[0]["chunk_id"] == chunk_id
+    assert store.vector_matrix() is not first  # loaded again, same content
+    assert len(store.vector_matrix()) == len(first)
+
+
+def test_a_scoped_exact_search_only_returns_the_scopes_documents_and_all_of_their_best(db_path):
+    from haiku.rag.search.hybrid import vector_hits
+
+    store = Store(str(db_path), create=True)
+    _fill(store, 30, np.random.default_rng(8))
+    table = store.table(S.CHUNK_VECTORS)
+    documents = sorted(set(table.to_arrow()["document_id"].to_pylist()))
+    scope = [documents[3], documents[17], "no-such-document"]
+    query = np.random.default_rng(9).standard_normal(16).astype(np.float32)
+    hits = vector_hits(store, query, 10, scope)
+    assert len(hits) == 6 and {h["document_id"] for h in hits} == set(scope[:2])
+    assert vector_hits(store, query, 10, ["no-such-document"]) == []
+
+
+def test_the_exact_search_budget_comes_from_the_configuration(db_path):
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.config import AppConfig
+
+    config = AppConfig()
+    config.search.exact_search_budget_mb = 0
+    client = HaikuRAG(db_path, config, create=True)
+    try:
+        _fill(client.store, 2, np.random.default_rng(10))
+        assert client.store.exact_search_budget_bytes == 0
+        assert client.store.vector_matrix() is None
+    finally:
+        client.close()
+
+
+def _versions(store: Store) -> int:
+    return sum(len(t.list_versions()) for t in store._tables.values())
+
+
+def test_superseded_versions_are_cleaned_up_unless_a_reader_in_another_process_has_the_store_open(db_path, monkeypatch):
+    from datetime import timedelta
+
+    from haiku.rag.store import versions
+
+    monkeypatch.setattr(engine, "KEEP_VERSIONS_WITHOUT_READERS", timedelta(0))
+    store = Store(str(db_path), create=True)
+    rng = np.random.default_rng(11)
+    for n in range(6):  # one document at a time, as a script's create_document loop writes
+        _fill(store, 1, rng, start=n)
+    many = _versions(store)
+
+    reader = Store(str(db_path), read_only=True)  # a reader (another process's read-only open)
+    assert store.readers_present() and store.keep_versions_for() == engine.KEEP_VERSIONS_FOR
+    store.maintain_indexes(force=True)
+    kept = _versions(store)
+    assert kept > many  # nothing superseded was removed (compaction added versions)
+    assert reader.current_generations() == store.current_generations()
+    reader.close()
+
+    assert not store.readers_present()
+    store.maintain_indexes(force=True)
+    assert _versions(store) < many / 2  # superseded versions gone once no reader needs them
+    hits = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=10)
+    assert len(hits) == 6
+
+    # a backup holds a lease for as long as it copies
+    leases: list[bool] = []
+    real_copytree = versions.shutil.copytree
+
+    def copying(*args, **kwargs):
+        leases.append(store.readers_present())
+        return real_copytree(*args, **kwargs)
+
+    monkeypatch.setattr(versions.shutil, "copytree", copying)
+    versions.backup(str(db_path), db_path.parent / "copy.lancedb")
+    assert leases and all(leases) and not store.readers_present()
+
+
+def test_after_an_append_only_the_new_vectors_are_read_and_any_other_change_reloads_exactly(db_path, monkeypatch):
+    from haiku.rag.store import vectors
+
+    loads: list[int] = []
+    real_load = vectors.VectorMatrix.load.__func__
+
+    def counted(cls, table):
+        loads.append(1)
+        return real_load(cls, table)
+
+    monkeypatch.setattr(vectors.VectorMatrix, "load", classmethod(counted))
+
+    def same_as_a_fresh_load(matrix) -> None:
+        fresh = real_load(vectors.VectorMatrix, store.table(S.CHUNK_VECTORS))
+        order = np.argsort(matrix.chunk_ids.astype(str))
+        fresh_order = np.argsort(fresh.chunk_ids.astype(str))
+        assert list(matrix.chunk_ids[order]) == list(fresh.chunk_ids[fresh_order])
+        assert np.allclose(matrix.vectors[order], fresh.vectors[fresh_order])
+        ours = [matrix.document_names[c] for c in matrix.document_codes[order]]
+        assert ours == [fresh.document_names[c] for c in fresh.document_codes[fresh_order]]
+
+    store = Store(str(db_path), create=True)
+    rng = np.random.default_rng(12)
+    _fill(store, 4, rng)
+    first = store.vector_matrix()
+    assert len(loads) == 1
+    new = _fill(store, 3, rng, start=100)  # appends (as ingestion writes them)
+    grown = store.vector_matrix()
+    assert len(loads) == 1 and len(grown) == len(first) + 9  # only the new rows were read
+    same_as_a_fresh_load(grown)
+    chunk_id, vector = new[-1]
+    assert grown.nearest(vector, 1, None)[0]["chunk_id"] == chunk_id
+    scoped = grown.nearest(vector, 3, [grown.document_names[-1]])
+    assert {h["document_id"] for h in scoped} == {grown.document_names[-1]}
+
+    doomed = grown.document_names[0]
+    store.table(S.CHUNK_VECTORS).delete(f"document_id = '{doomed}'")  # not an append
+    after_delete = store.vector_matrix()
+    assert len(loads) == 2 and doomed not in after_delete.documents
+    same_as_a_fresh_load(after_delete)
+    store.maintain_indexes(force=True)  # compaction rewrites the fragments
+    compacted = store.vector_matrix()
+    assert len(loads) == 3
+    same_as_a_fresh_load(compacted)

@@ -136,6 +136,7 @@ class HaikuRAG:
             storage_options=self.config.lancedb.storage_options,
             read_consistency_interval=self.config.lancedb.read_consistency_interval_seconds,
             region=self.config.lancedb.region,
+            exact_search_budget_bytes=self.config.search.exact_search_budget_mb * 1024 * 1024,
         )
         self._embedder: Any = None
         self._reranker: Any = None
@@ -150,6 +151,18 @@ class HaikuRAG:
 
     async def __aexit__(self, *exc: object) -> None:
         self.close()
+
+    def release_memory(self) -> None:
+        """Give back what ingestion and search hold between uses, once the library is idle:
+        the embedder's model session, the search caches (the exact-search matrix, the
+        documents snapshot) and the heap pages freed by them. Everything is loaded again on
+        next use; nothing stored changes. The app calls this when its work queue drains."""
+        from haiku.rag.memory import return_freed_memory
+
+        if self._embedder is not None:
+            self._embedder.release()
+        self.store.release_caches()
+        return_freed_memory()
 
     def close(self) -> None:
         if self._embedder is not None:

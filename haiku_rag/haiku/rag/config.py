@@ -145,6 +145,9 @@ class SearchConfig(_Section):
     rrf_k: int = Field(default=60, ge=1)
     # How many candidates each arm of a hybrid search contributes before fusion, per result.
     candidate_factor: int = Field(default=4, ge=1, le=100)
+    # Memory (MiB) the vectors may take in memory for exact search; a library whose vectors
+    # need more is searched through LanceDB's ANN index instead (0: always the index).
+    exact_search_budget_mb: int = Field(default=160, ge=0, le=65_536)
     fusion: FusionConfig = Field(default_factory=FusionConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
 

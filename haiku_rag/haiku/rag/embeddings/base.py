@@ -57,6 +57,10 @@ class Embedder(ABC):
     def close(self) -> None:  # noqa: B027 - most embedders hold nothing to release
         """Release sessions or connections; the embedder must not be used afterwards."""
 
+    def release(self) -> None:  # noqa: B027 - most embedders hold nothing worth releasing
+        """Give back memory held between uses (a model session); the embedder stays usable
+        and loads what it needs again on its next use. Called when the library is idle."""
+
 
 def l2_normalised(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length, as float32 (all-zero rows stay zero rather than NaN)."""

@@ -151,6 +151,12 @@ class LocalEmbedder(CachingEmbedder):
         return vectors
 
     def close(self) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Drop the onnxruntime session (the model and its activation arena, ~100+ MB after
+        embedding long chunks) and the tokenizer; the next embedding loads them again (~0.3 s).
+        A batch already running keeps its own references and finishes normally."""
         with self._load_lock:
             self._session = None
             self._tokenizer = None

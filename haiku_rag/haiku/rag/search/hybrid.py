@@ -19,6 +19,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -68,15 +69,43 @@ def fts_hits(store: Store, query: str, limit: int, document_ids: Sequence[str] |
     return search.select([*_CHUNK_COLUMNS, "_score"]).limit(limit).to_list()
 
 
+@dataclass(frozen=True)
+class AnnParameters:
+    """How LanceDB's ANN index is queried beyond the exact-search budget.
+
+    ``nprobes``: IVF partitions searched; ``refine_factor``: candidates re-ranked with the
+    full vectors per result wanted; ``ef``: HNSW candidates inside a partition. The defaults
+    come from ``tests/bench/bench_search.py --ann`` (recall@10 against exact search on real
+    MiniLM embeddings; see docs/benchmarks.md).
+    """
+
+    nprobes: int = 40
+    refine_factor: int | None = 2
+    ef: int | None = 64
+
+
+ANN = AnnParameters()
+
+
 def vector_hits(
-    store: Store, vector: np.ndarray, limit: int, document_ids: Sequence[str] | None
+    store: Store,
+    vector: np.ndarray,
+    limit: int,
+    document_ids: Sequence[str] | None,
+    ann: AnnParameters | None = None,
 ) -> list[dict[str, Any]]:
     if not store.has_table(S.CHUNK_VECTORS):
         return []
     matrix = store.vector_matrix()
-    if matrix is not None:  # below the ANN-index size: exact, in memory (search/vectors.py)
+    if matrix is not None:  # within the exact-search budget: exact, in memory (store/vectors.py)
         return matrix.nearest(vector, limit, document_ids)
+    ann = ann or ANN
     search = store.table(S.CHUNK_VECTORS).search(vector.astype(np.float32)).distance_type("cosine")
+    search = search.nprobes(ann.nprobes)
+    if ann.refine_factor:
+        search = search.refine_factor(ann.refine_factor)
+    if ann.ef:
+        search = search.ef(max(ann.ef, limit))
     clause = _document_clause(document_ids)
     if clause:
         search = search.where(clause, prefilter=True)

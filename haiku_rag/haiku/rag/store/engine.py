@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -41,6 +41,9 @@ from haiku.rag.errors import (
 )
 from haiku.rag.store import schema as S
 
+if TYPE_CHECKING:
+    from haiku.rag.store.vectors import VectorMatrix
+
 _BASE_SCHEMAS = {
     S.DOCUMENTS: S.DOCUMENTS_SCHEMA,
     S.DOCUMENT_BLOBS: S.DOCUMENT_BLOBS_SCHEMA,
@@ -52,12 +55,20 @@ log = logging.getLogger("haiku.rag")
 LOCK_FILE = ".haiku-rag-writer.lock"
 # Index upkeep (``Store.maintain_indexes``): rows the indexes may lag behind before they are
 # folded in (unindexed rows are scanned by every query), the library size from which vectors
-# get an ANN index (below it a flat scan is exact and fast enough), and how long superseded
-# versions stay readable for readers in other processes.
+# get an ANN index (built, and kept caught up, well before the library outgrows the exact
+# in-memory search of store/vectors.py, so searches switch to it without a pause), and how
+# long superseded versions stay readable for readers in other processes.
 UNINDEXED_ROWS_BEFORE_MAINTENANCE = 1_000
 VECTOR_INDEX_MIN_ROWS = 50_000
 VECTOR_INDEX_NAME = "vector_idx"
 KEEP_VERSIONS_FOR = timedelta(hours=1)
+# Without a reader in another process (see ``READERS_FILE``), superseded versions only need to
+# outlive a query already running in this process: they are cleaned up at the next upkeep once
+# this old, so a store written one document at a time stays proportional to its content.
+KEEP_VERSIONS_WITHOUT_READERS = timedelta(minutes=1)
+# Read-only stores and backups hold a shared lock on this file while they are open; the writer
+# probes it before cleaning up versions and keeps them for ``KEEP_VERSIONS_FOR`` while any do.
+READERS_FILE = ".haiku-rag-readers.lock"
 # (table, column) with a BTree index; ``haiku-rag doctor`` checks they exist.
 SCALAR_INDEXES = (
     (S.CHUNKS, "id"),
@@ -117,14 +128,21 @@ class Store:
         storage_options: dict[str, str] | None = None,
         read_consistency_interval: float | None = None,
         region: str | None = None,
+        exact_search_budget_bytes: int | None = None,
     ) -> None:
         import lancedb  # heavy: keep `import haiku.rag` cheap
+
+        from haiku.rag.store.vectors import EXACT_SEARCH_BUDGET_BYTES
 
         self.location = location
         self.read_only = read_only
         self.is_remote = is_remote_uri(location)
         self._write_lock = threading.RLock()
         self._vector_matrix: tuple[int, Any] | None = None
+        # Memory the exact-search matrix may take (store/vectors.py); 0: always LanceDB.
+        self.exact_search_budget_bytes = (
+            EXACT_SEARCH_BUDGET_BYTES if exact_search_budget_bytes is None else exact_search_budget_bytes
+        )
         self._lock_file: Any = None
         self._tables: dict[str, Any] = {}
         self._generations: tuple[int, tuple[dict[str, str], dict[str, tuple[str, str | None, str]]]] | None = None
@@ -163,6 +181,9 @@ class Store:
                 f"{location} is not a haiku.rag store (tables found: {', '.join(sorted(existing))})"
             )
         self._open_tables(existing, missing, create=create)
+        self._reader_lease = reader_lease(location) if read_only and not self.is_remote else None
+        if not read_only and not self.is_remote:
+            readers_present(location)  # creates the readers file, so later readers can lease
         try:
             self._check_schema_version()
             self.current_generations()  # reads every documents data file: damage shows now
@@ -437,10 +458,13 @@ class Store:
         self._generations = (version, (generations, labels))
         return generations, labels
 
-    def vector_matrix(self) -> Any:
-        """The vectors in memory for exact search (``search.vectors.VectorMatrix``), cached per
-        version of the vectors table; None when there is no vectors table or the library is
-        at the ANN-index size (searches then use LanceDB's index)."""
+    def vector_matrix(self) -> VectorMatrix | None:
+        """The vectors in memory for exact search (``store.vectors.VectorMatrix``), cached per
+        version of the vectors table; None when there is no vectors table or its vectors do
+        not fit ``exact_search_budget_bytes`` (searches then use LanceDB's ANN index). Exact
+        search wins over the index whenever the matrix fits: it loses no recall."""
+        from haiku.rag.store.vectors import VectorMatrix, fits_exact_budget
+
         table = self._tables.get(S.CHUNK_VECTORS)
         if table is None:
             return None
@@ -448,15 +472,24 @@ class Store:
         cached = self._vector_matrix
         if cached is not None and cached[0] == version:
             return cached[1]
+        previous = cached[1] if cached is not None else None
+        self._vector_matrix = None
+        dim = table.schema.field("vector").type.list_size
         matrix = None
-        if table.count_rows() < VECTOR_INDEX_MIN_ROWS and not any(
-            i.name == VECTOR_INDEX_NAME for i in table.list_indices()
-        ):
-            from haiku.rag.search.vectors import VectorMatrix
-
-            matrix = VectorMatrix.load(table)
+        if fits_exact_budget(table.count_rows(), dim, self.exact_search_budget_bytes):
+            # after an append (ingestion), only the new rows are read
+            matrix = previous.extended(table) if previous is not None else None
+            if matrix is None:
+                previous = None  # not kept alive while the whole table loads again
+                matrix = VectorMatrix.load(table)
         self._vector_matrix = (version, matrix)
         return matrix
+
+    def release_caches(self) -> None:
+        """Drop what searches keep in memory (the exact-search matrix, the documents
+        snapshot); the next search loads them again. Called when the library is idle."""
+        self._vector_matrix = None
+        self._generations = None
 
     def stale_generations(self, min_age_seconds: float | None = None) -> dict[str, set[str]]:
         """Per content table, generations that no document row points at.
@@ -536,8 +569,9 @@ class Store:
         once ``UNINDEXED_ROWS_BEFORE_MAINTENANCE`` rows have piled up (or when ``force``);
         create the vector index once the library reaches ``VECTOR_INDEX_MIN_ROWS`` vectors.
 
-        Returns whether anything was done. Versions newer than ``KEEP_VERSIONS_FOR`` are kept,
-        so a reader in another process never loses the version it is reading.
+        Returns whether anything was done. Superseded versions go once older than
+        ``keep_versions_for()``: ``KEEP_VERSIONS_FOR`` while a reader in another process has
+        the store open (it never loses the version it is reading), a minute otherwise.
         """
         if self.read_only:
             return False
@@ -545,8 +579,9 @@ class Store:
             needs_vector_index = self._needs_vector_index()
             if not force and not needs_vector_index and self.unindexed_rows() < UNINDEXED_ROWS_BEFORE_MAINTENANCE:
                 return False
+            keep = self.keep_versions_for()
             for table in self._tables.values():
-                table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
+                table.optimize(cleanup_older_than=keep)
             if needs_vector_index:
                 self._create_vector_index()
             return True
@@ -577,8 +612,60 @@ class Store:
             for table in self._tables.values():
                 table.optimize(cleanup_older_than=timedelta(seconds=0))
 
+    def readers_present(self) -> bool:
+        """Whether a reader in another process (a read-only store, a backup) has this store
+        open: it may be reading a version this writer has superseded."""
+        if self.is_remote:
+            return True  # no lease file on object storage: assume readers
+        return readers_present(self.location)
+
+    def keep_versions_for(self) -> timedelta:
+        """How long superseded versions stay, decided now (the cleanup policy)."""
+        return KEEP_VERSIONS_FOR if self.readers_present() else KEEP_VERSIONS_WITHOUT_READERS
+
     def close(self) -> None:
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+        lease = getattr(self, "_reader_lease", None)
+        if lease is not None:
+            lease.close()
+            self._reader_lease = None
         self._tables.clear()
+
+
+def reader_lease(location: str) -> Any:
+    """A shared lock on the store's readers file, held until the returned file is closed.
+
+    Readers never create the file (a read-only open changes nothing in the folder); writers
+    create it when they probe (``readers_present``), so None means no writer has run since
+    the store was made by an older version, or a read-only medium: no writer there either."""
+    import fcntl
+
+    try:
+        handle = open(Path(location) / READERS_FILE)  # noqa: SIM115 - held while open
+    except OSError:
+        return None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH)  # waits only for a writer's instant probe
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def readers_present(location: str) -> bool:
+    """Whether any process holds a reader lease on the store at ``location``."""
+    import fcntl
+
+    try:
+        handle = open(Path(location) / READERS_FILE, "a+")
+    except OSError:
+        return True  # cannot tell: keep versions
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False

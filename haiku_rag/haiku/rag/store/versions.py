@@ -1,6 +1,7 @@
 """Complete versions of a store: finding the last one, rolling back to it, consistent backups.
 
-Every table keeps its earlier versions (LanceDB versioning) for ``KEEP_VERSIONS_FOR``. The
+Every table keeps its earlier versions (LanceDB versioning) for ``KEEP_VERSIONS_FOR`` while a
+reader in another process (a read-only store, a backup) holds a lease, a minute otherwise. The
 tables are written in an order that makes the store consistent at every instant (content
 rows first, the ``documents`` row last, see ``engine``), so the tables *as they were at one
 moment* — each at its newest version committed by then — form a complete store: a cut.
@@ -164,11 +165,18 @@ def backup(location: str, destination: Path) -> Cut:
     folder ``destination``, as it was when the backup started."""
     if destination.exists():
         raise StoreError(f"{destination} already exists; give a new folder for the backup")
-    cut = latest_cut(location)
-    source = Path(location)
-    # Files that vanish while copying (a compaction's cleanup) are not needed by the cut:
-    # versions it needs are newer than any the writer cleans up.
-    shutil.copytree(source, destination, ignore=shutil.ignore_patterns(".haiku-rag-writer.lock"), copy_function=_copy_if_there)
+    from haiku.rag.store.engine import reader_lease
+
+    lease = reader_lease(location)  # the writer keeps every version while the copy runs
+    try:
+        cut = latest_cut(location)
+        source = Path(location)
+        # Files that vanish while copying are not needed by the cut: versions it needs are
+        # newer than any the writer cleans up.
+        shutil.copytree(source, destination, ignore=shutil.ignore_patterns(".haiku-rag-writer.lock", ".haiku-rag-readers.lock"), copy_function=_copy_if_there)
+    finally:
+        if lease is not None:
+            lease.close()
     restore_cut(str(destination), cut, drop_unneeded=True)
     from haiku.rag.store.engine import Store
 
