@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from answering.conftest import streaming
 from capabilities.scripting import ScriptedModel, answer, cite, cite_top, search
 from pydantic_ai import CancellationToken
 from pydantic_ai.messages import ModelResponse, TextPart
 
+from answering.conftest import streaming
 from haiku.rag import answering
 from haiku.rag.answering import (
     Answered,
