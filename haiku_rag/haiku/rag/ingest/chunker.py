@@ -140,7 +140,9 @@ def _units(doc: DoclingDocument) -> Iterable[_Unit]:
 def _joined(texts: Sequence[tuple[DocItem, str]], headings: tuple[str, ...]) -> _Unit | None:
     if not texts:
         return None
-    parts, pieces, start = [], [], 0
+    parts: list[_Part] = []
+    pieces: list[str] = []
+    start = 0
     for item, text in texts:
         if pieces:
             start += 1  # the "\n" between parts
