@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 async def one_drop(files: list[Path], work: Path, ocr: bool) -> dict[str, float]:
     from haiku.rag.client import HaikuRAG
     from haiku.rag.config import load_config
+    from haiku.rag.operations import Progress
 
     config = load_config()
     config.processing.ocr = ocr
@@ -42,7 +43,18 @@ async def one_drop(files: list[Path], work: Path, ocr: bool) -> dict[str, float]
         dropped = time.perf_counter()
         outcomes = [await client.ingest_file(path, embed=False) for path in copies]
         text_at = time.perf_counter() - dropped
-        chunks = await client.embed_pending()
+        print(f"  all {len(copies)} files handled, full-text searchable at {text_at:.1f} s "
+              f"({sum(o.document is not None for o in outcomes)} ingested)", flush=True)
+        last_print = [time.perf_counter()]
+
+        def embedding_progress(p: Progress) -> None:
+            now = time.perf_counter()
+            if p.total and now - last_print[0] >= 30:
+                last_print[0] = now
+                rate = p.done / max(now - dropped - text_at, 1e-9)
+                print(f"  embedding {p.done}/{p.total} at {now - dropped:.0f} s ({rate:.1f} chunks/s)", flush=True)
+
+        chunks = await client.embed_pending(progress=embedding_progress)
         meaning_at = time.perf_counter() - dropped
     return {
         "ingested": sum(o.document is not None for o in outcomes),
