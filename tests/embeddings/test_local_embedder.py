@@ -183,3 +183,19 @@ def test_invalid_local_settings_are_refused() -> None:
         create_embedder("local", batch_size=0)
     with pytest.raises(ValueError, match="threads must be at least 1"):
         create_embedder("local", threads=0)
+
+
+def test_batches_are_shaped_by_padded_tokens_long_texts_few_short_texts_many() -> None:
+    """Long chunks go 4 at a time (1,024 padded tokens), short ones up to 32 at a time; the
+    vectors do not depend on the batch shape."""
+    long_text = " ".join(f"token{i}" for i in range(400))  # truncated to 256 tokens
+    texts = [long_text] * 8 + ["A short sentence about rain."] * 64
+    reports: list[Progress] = []
+    embedder = LocalEmbedder(threads=2)
+    vectors = embedder.embed_documents(texts, progress=reports.append)
+    done = [p.done for p in reports]
+    sizes = [b - a for a, b in zip([0, *done], done, strict=False)]
+    assert sizes == [4, 4, 32, 32]
+    one_by_one = LocalEmbedder(batch_size=1, threads=2).embed_documents([long_text, texts[-1]])
+    assert cosine(vectors[0], one_by_one[0]) > 0.9999
+    assert cosine(vectors[-1], one_by_one[1]) > 0.9999

@@ -18,7 +18,7 @@ from docling_core.types.doc import (
 )
 
 from haiku.rag.embeddings.local import default_tokenizer
-from haiku.rag.ingest.chunker import _item_span_in_chunk, chunk_document
+from haiku.rag.ingest.chunker import chunk_document
 from haiku.rag.ingest.records import Box, ChunkRecord
 
 PAGE = Size(width=612, height=792)
@@ -206,23 +206,3 @@ def test_a_truncating_tokenizer_is_not_trusted_nor_modified() -> None:
     assert max(len(default_tokenizer().encode(c.embed_text).ids) for c in chunks) <= 256
     assert len(chunks_with(chunks, LONG_REF)) >= 2  # true lengths were counted
     assert tokenizer.truncation is not None and tokenizer.truncation["max_length"] == 32
-
-
-ITEM = "alpha beta gamma delta epsilon zeta"
-
-
-@pytest.mark.parametrize(
-    ("chunk", "first", "last", "span"),
-    [
-        ("gamma  delta", True, True, (11, 22)),  # a middle part; whitespace may differ
-        ("epsilon zeta\nnext item", True, False, (23, 35)),  # a tail opening a merged chunk
-        ("previous item\nalpha beta", False, True, (0, 10)),  # a head closing a merged chunk
-        ("prefix alpha beta gamma delta epsilon zeta suffix", False, False, (0, 35)),  # whole
-        ("unrelated text", False, False, None),  # cannot tell: the caller keeps every line
-    ],
-)
-def test_locating_part_of_an_item_in_a_chunk(
-    chunk: str, first: bool, last: bool, span: tuple[int, int] | None
-) -> None:
-    compact = "".join(chunk.split())
-    assert _item_span_in_chunk(ITEM, compact, first=first, last=last) == span

@@ -168,3 +168,43 @@ def test_documents_without_pages_have_no_geometry() -> None:
         ("section_header", 1, [], []),
         ("list_item", 0, [], []),
     ]
+
+
+def test_the_documents_markdown_is_written_from_its_items_unescaped() -> None:
+    from haiku.rag.ingest.items import ItemTexts
+
+    doc = DoclingDocument(name="notes")
+    doc.add_title("Budget notes")
+    doc.add_heading("Costs", level=1)
+    doc.add_text(label=DocItemLabel.TEXT, text="R&D_budget < 5 % of <revenue>")
+    bullets = doc.add_list_group()
+    doc.add_list_item("first point", parent=bullets)
+    doc.add_list_item("second point", parent=bullets)
+    steps = doc.add_list_group()
+    doc.add_list_item("measure", enumerated=True, marker="(a)", parent=steps)
+    doc.add_list_item("report", enumerated=True, parent=steps)
+    doc.add_heading("Deep", level=7)
+    caption = doc.add_text(label=DocItemLabel.CAPTION, text="Figure 1: the trend")
+    picture = doc.add_picture()
+    picture.captions.append(caption.get_ref())
+    cells = [
+        TableCell(text=v, start_row_offset_idx=r, end_row_offset_idx=r + 1,
+                  start_col_offset_idx=c, end_col_offset_idx=c + 1, column_header=r == 0)
+        for r, row in enumerate([["Item", "Cost"], ["Lamps", "12"]])
+        for c, v in enumerate(row)
+    ]
+    doc.add_table(data=TableData(num_rows=2, num_cols=2, table_cells=cells))
+    texts = ItemTexts(doc)
+    table_markdown = texts.text(doc.tables[0])
+    assert "| Lamps" in table_markdown
+    assert texts.document_markdown() == "\n\n".join([
+        "# Budget notes",
+        "## Costs",
+        "R&D_budget < 5 % of <revenue>",  # docling-core's serializer wrote R&amp;D\_budget &lt; 5
+        "- first point\n- second point",
+        "(a) measure\n2. report",
+        "###### Deep",
+        "Figure 1: the trend",  # once, with its picture
+        "<!-- image -->",
+        table_markdown,
+    ])

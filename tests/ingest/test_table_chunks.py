@@ -19,7 +19,7 @@ from docling_core.types.doc import (
 )
 
 from haiku.rag.embeddings.local import default_tokenizer
-from haiku.rag.ingest.chunker import _chunker_classes, chunk_document
+from haiku.rag.ingest.chunker import chunk_document
 from haiku.rag.ingest.table_rows import table_row_lines
 
 PAGE = Size(width=612, height=792)
@@ -116,18 +116,3 @@ def test_chunking_a_table_twice_as_long_costs_about_twice_the_tokenising() -> No
         assert any(f"State {rows - 1}, " in c.text for c in chunks)  # nothing lost at the end
         work[rows] = tokenizer.characters
     assert work[200] < 2.6 * work[100], work
-
-
-def test_token_counts_are_exact_up_to_the_limit_and_over_it_beyond() -> None:
-    _, tokenizer_class, _ = _chunker_classes()
-    tokenizer = default_tokenizer()
-    counter = tokenizer_class(tokenizer=tokenizer, max_tokens=256)
-    short = "Night irrigation lost less water to evaporation. " * 20
-    assert counter.count_tokens(short) == len(tokenizer.encode(short).ids)
-    long = "Night irrigation lost less water to evaporation. " * 2000  # ~100,000 characters
-    assert len(long) > counter.long_text_chars
-    assert 256 < counter.count_tokens(long) <= len(tokenizer.encode(long).ids)
-    # long but sparse (mostly spaces): the head holds too few tokens, so it is counted whole
-    sparse = ("word" + " " * 200) * 100
-    assert len(sparse) > counter.long_text_chars
-    assert counter.count_tokens(sparse) == len(tokenizer.encode(sparse).ids)

@@ -24,9 +24,9 @@ def create_embedder(
 ) -> Embedder:
     """Build an embedder; nothing is loaded or contacted until it is first used.
 
-    ``batch_size`` defaults per provider: texts per request for HTTP providers (32), texts per
-    model run for the local one (8: larger padded batches ran slower on 2 cores, see
-    docs/benchmarks.md). ``threads`` applies to the local embedder only (onnxruntime intra-op
+    ``batch_size`` defaults per provider: texts per request for HTTP providers (32), at most
+    that many texts per model run for the local one (32), which also caps a run at 1,024 padded
+    tokens: 256-token chunks go 4 at a time, the fastest shape on 2 cores (docs/benchmarks.md). ``threads`` applies to the local embedder only (onnxruntime intra-op
     threads; all cores by default). ``provider="openai"`` is the OpenAI-compatible embedder
     pointed at OpenAI, with the key taken from ``OPENAI_API_KEY`` when ``api_key`` is not given.
     """

@@ -1,38 +1,55 @@
-"""DoclingDocument -> ``ChunkRecord``s: docling-core's HybridChunker with the embedder's tokenizer.
+"""DoclingDocument -> ``ChunkRecord``s: our own chunker, counted in the embedder's tokens.
 
-Token counts include [CLS] and [SEP], so a chunk's ``embed_text`` (headings + text) never
-exceeds what the embedder reads (256 tokens for the default model): nothing is silently cut.
+The contract (what the store, search and the citation panel rely on):
 
-Boxes are page-exact: our converters give every text item one provenance entry per line,
-with the line's ``charspan`` in the item's text. When HybridChunker splits a long paragraph,
-each chunk keeps only the lines it actually contains, so a citation highlights those lines and
-not the whole paragraph.
+- a chunk's ``embed_text`` (heading path + text) never exceeds ``max_tokens`` tokens of the
+  embedder's tokenizer, [CLS] and [SEP] included, so nothing is silently cut when embedding;
+- ``headings`` is the section path above the chunk (title, then headings by level);
+- ``doc_item_refs`` / ``labels`` name the document items the chunk holds, in order;
+- ``boxes`` / ``page_numbers`` are page-exact: our converters give every text item one
+  provenance entry per line with the line's ``charspan`` in the item text, and a chunk holding
+  part of a long item keeps only the lines that part overlaps.
 
-Tables enter chunks as one line of ``row, column = value`` triplets per row (``table_rows``),
-so a long table is packed and split by whole rows.
+How: one pass over the body items tracks the heading path; each item's text is tokenised once
+(one batch call for the whole document), and an item over the budget is cut on token offsets,
+preferring a line break (a table row), then a sentence end, then a word boundary. Consecutive
+pieces under the same headings are then packed greedily up to the budget (``merge_peers``),
+joined by newlines. Counts are added up from the per-item encodings, which is exact for the
+default WordPiece tokenizer (it splits on whitespace first); every final chunk is counted
+again as a whole and cut further in the rare case a tokenizer merges across the joins.
 
-docling-core's chunker module imports transformers (seconds), so it is imported on first use.
+Tables are one line of ``row, column = value`` triplets per row (``table_rows``), with their
+captions first, so a long table is packed and cut by whole rows. Pictures contribute their
+captions. Page furniture (running headers and footers) is not chunked.
+
+This replaced docling-core's HybridChunker, whose serializers and pydantic copies were about
+two thirds of parse+chunk time (see docs/benchmarks.md); the chunks it made follow the same
+contract, so stored libraries keep working without a rebuild (see docs/library.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import os
-import re
-from collections.abc import Sequence
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from docling_core.types.doc import DocItem, DoclingDocument, RefItem, TextItem
+from docling_core.types.doc import (
+    DocItem,
+    DoclingDocument,
+    PictureItem,
+    SectionHeaderItem,
+    TableItem,
+    TextItem,
+    TitleItem,
+)
 
 from haiku.rag.ingest.items import prov_box
 from haiku.rag.ingest.records import Box, ChunkRecord
 
 if TYPE_CHECKING:
     import tokenizers
-    from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
-    from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
-    from docling_core.transforms.serializer.base import BaseSerializerProvider
 
 
 def chunk_document(
@@ -45,249 +62,374 @@ def chunk_document(
     """Chunks of at most ``max_tokens`` tokens ([CLS]/[SEP] included), in document order.
 
     ``tokenizer`` defaults to the default embedder's; pass the tokenizer of the embedder in use
-    when it differs, so that limits are counted in that model's tokens.
+    when it differs, so that limits are counted in that model's tokens. It only needs
+    ``encode(text)`` returning an encoding with ``ids`` and ``offsets`` (``tokenizers``'
+    ``Encoding``); its own truncation and padding settings are ignored.
     """
-    chunker = _hybrid_chunker(tokenizer, max_tokens=max_tokens, merge_peers=merge_peers)
-    records: list[ChunkRecord] = []
-    for order, chunk in enumerate(chunker.chunk(dl_doc=doc)):
-        items = _unique_items(doc, chunk.meta.doc_items)
-        boxes = _chunk_boxes(doc, chunk.text, items)
-        records.append(
-            ChunkRecord(
-                order=order,
-                text=chunk.text,
-                embed_text=chunker.contextualize(chunk=chunk),
-                headings=list(chunk.meta.headings or []),
-                labels=[item.label.value for item in items],
-                doc_item_refs=[item.self_ref for item in items],
-                page_numbers=sorted({box.page for box in boxes}),
-                boxes=boxes,
-            )
-        )
+    counter = _TokenCounter(_untruncated(tokenizer))
+    units = list(_units(doc))
+    counter.count_all(units)
+    pieces: list[_Piece] = []
+    for unit in units:
+        pieces.extend(_split_unit(unit, counter, max_tokens))
+    groups = _pack(pieces, counter, max_tokens) if merge_peers else [[piece] for piece in pieces]
+    groups = _fit(groups, counter, max_tokens)
+    records = [_record(doc, order, group) for order, group in enumerate(groups)]
     return _bounded_chars(records, max_tokens * _LONG_TEXT_CHARS_PER_TOKEN)
 
 
-def _hybrid_chunker(
-    tokenizer: tokenizers.Tokenizer | None, *, max_tokens: int, merge_peers: bool
-) -> HybridChunker:
+# ---------------------------------------------------------------------------------------------
+# Units: one per body item (a table with its captions), with its heading path
+
+
+@dataclass(slots=True)
+class _Part:
+    """One item inside a unit: its text's characters ``[start, end)`` in the unit text."""
+
+    item: DocItem
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class _Unit:
+    text: str
+    headings: tuple[str, ...]
+    parts: list[_Part]
+    tokens: int = 0  # without special tokens
+
+
+def _units(doc: DoclingDocument) -> Iterable[_Unit]:
+    from haiku.rag.ingest.table_rows import table_row_lines
+
+    heading_by_level: dict[int, str] = {}
+    headings: tuple[str, ...] = ()
+    captions_of_floats = {
+        ref.cref for item in (*doc.tables, *doc.pictures) for ref in item.captions
+    }
+    for item, _depth in doc.iterate_items():
+        if not isinstance(item, DocItem):
+            continue
+        if isinstance(item, (TitleItem, SectionHeaderItem)):
+            level = item.level if isinstance(item, SectionHeaderItem) else 0
+            heading_by_level[level] = item.text
+            for deeper in [k for k in heading_by_level if k > level]:
+                del heading_by_level[deeper]
+            headings = tuple(heading_by_level[k] for k in sorted(heading_by_level))
+            continue
+        if isinstance(item, (TableItem, PictureItem)):
+            texts: list[tuple[DocItem, str]] = []
+            for ref in item.captions:
+                caption = ref.resolve(doc)
+                if isinstance(caption, TextItem) and caption.text.strip():
+                    texts.append((caption, caption.text))
+            if isinstance(item, TableItem):
+                rows = table_row_lines(item, doc)
+                if rows:
+                    texts.append((item, "\n".join(rows)))
+            unit = _joined(texts, headings)
+            if unit is not None:
+                yield unit
+            continue
+        if isinstance(item, TextItem):
+            if item.self_ref in captions_of_floats or not item.text.strip():
+                continue  # a caption goes with its table or figure
+            yield _Unit(item.text, headings, [_Part(item, 0, len(item.text))])
+
+
+def _joined(texts: Sequence[tuple[DocItem, str]], headings: tuple[str, ...]) -> _Unit | None:
+    if not texts:
+        return None
+    parts: list[_Part] = []
+    pieces: list[str] = []
+    start = 0
+    for item, text in texts:
+        if pieces:
+            start += 1  # the "\n" between parts
+        parts.append(_Part(item, start, start + len(text)))
+        pieces.append(text)
+        start += len(text)
+    return _Unit("\n".join(pieces), headings, parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Token counting
+
+
+class _TokenCounter:
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+        # [CLS] + [SEP] for BERT-style tokenizers: what encode("") adds
+        self.specials = len(tokenizer.encode("").ids)
+        self._heading_cost: dict[tuple[str, ...], int] = {}
+        self.additive = _is_wordpiece(tokenizer)
+
+    def count_all(self, units: list[_Unit]) -> None:
+        """Each unit's token count (special tokens excluded), in one batch call."""
+        counts = self.count_many([unit.text for unit in units])
+        for unit, count in zip(units, counts, strict=True):
+            unit.tokens = count - self.specials
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        """Each token's character span in ``text``, special tokens left out."""
+        encoding = self._tokenizer.encode(text)
+        return [
+            offset
+            for offset, special in zip(encoding.offsets, encoding.special_tokens_mask, strict=True)
+            if not special
+        ]
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` as the embedder sees it, special tokens included."""
+        return len(self._tokenizer.encode(text).ids)
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        """Token counts of many texts, special tokens included."""
+        # encode_batch_fast skips computing offsets: half the time of encode_batch
+        for name in ("encode_batch_fast", "encode_batch"):
+            encode_batch = getattr(self._tokenizer, name, None)
+            if encode_batch is not None:
+                return [len(e.ids) for e in encode_batch(texts)]
+        return [self.count(t) for t in texts]
+
+    def heading_cost(self, headings: tuple[str, ...]) -> int:
+        """Tokens the heading prefix adds to a chunk's ``embed_text`` (specials excluded)."""
+        cost = self._heading_cost.get(headings)
+        if cost is None:
+            cost = self.count(_prefix(headings)) - self.specials if headings else 0
+            self._heading_cost[headings] = cost
+        return cost
+
+
+_WORDPIECE: dict[int, tuple[Any, bool]] = {}
+
+
+def _is_wordpiece(tokenizer: Any) -> bool:
+    """Whether ``tokenizer`` is BERT's WordPiece (per-character normaliser, whitespace and
+    punctuation pre-tokeniser), whose count of texts joined on whitespace is the sum."""
+    known = _WORDPIECE.get(id(tokenizer))
+    if known is not None and known[0] is tokenizer:
+        return known[1]
+    to_str = getattr(tokenizer, "to_str", None)
+    answer = False
+    if to_str is not None:
+        config = json.loads(to_str())
+        answer = (
+            (config.get("model") or {}).get("type") == "WordPiece"
+            and (config.get("pre_tokenizer") or {}).get("type") == "BertPreTokenizer"
+            and (config.get("normalizer") or {}).get("type", "BertNormalizer") == "BertNormalizer"
+        )
+    _WORDPIECE[id(tokenizer)] = (tokenizer, answer)  # kept alive, so the id stays its own
+    return answer
+
+
+def _untruncated(tokenizer: Any) -> Any:
     if tokenizer is None:
         from haiku.rag.embeddings.local import default_tokenizer
 
-        tokenizer = default_tokenizer()
-    elif tokenizer.truncation is not None or tokenizer.padding is not None:
+        return default_tokenizer()
+    if getattr(tokenizer, "truncation", None) is not None or getattr(tokenizer, "padding", None) is not None:
         # a truncating tokenizer would under-count long texts; reconfigure a copy, not the
         # caller's object
         tokenizer = type(tokenizer).from_str(tokenizer.to_str())
         tokenizer.no_truncation()
         tokenizer.no_padding()
-    hybrid_chunker_class, tokenizer_class, serializer_provider_class = _chunker_classes()
-    return hybrid_chunker_class(
-        tokenizer=tokenizer_class(tokenizer=tokenizer, max_tokens=max_tokens),
-        merge_peers=merge_peers,
-        serializer_provider=serializer_provider_class(),
-        # our table lines are self-describing triplets with no header to repeat; an
-        # overlong row is split by tokens rather than into one-column sub-tables
-        omit_header_on_overflow=True,
-    )
+    return tokenizer
 
 
-@functools.cache
-def _chunker_classes() -> tuple[
-    type[HybridChunker], type[BaseTokenizer], type[BaseSerializerProvider]
-]:
-    """HybridChunker, our tokenizer adapter and our serializer provider, defined here so the
-    import stays lazy."""
-    # docling-core's chunker imports transformers: keep it offline (we never load a model
-    # through it) and quiet about the absent PyTorch, which we do not need.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    from docling_core.transforms.chunker.hierarchical_chunker import (
-        ChunkingDocSerializer,
-        ChunkingSerializerProvider,
-    )
-    from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
-    from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
-    from docling_core.transforms.serializer.base import BaseTableSerializer, SerializationResult
-    from docling_core.transforms.serializer.common import create_ser_result
-    from pydantic import ConfigDict
-
-    from haiku.rag.ingest.table_rows import table_row_lines
-
-    class RowTripletTableSerializer(BaseTableSerializer):
-        """A table as one line of triplets per row (see ``table_rows``), caption first."""
-
-        def serialize(
-            self, *, item: Any, doc_serializer: Any, doc: DoclingDocument, **kwargs: Any
-        ) -> SerializationResult:
-            parts = []
-            caption = doc_serializer.serialize_captions(item=item, **kwargs)
-            if caption.text:
-                parts.append(caption)
-            if item.self_ref not in doc_serializer.get_excluded_refs(**kwargs):
-                lines = table_row_lines(item, doc)
-                if lines:
-                    parts.append(create_ser_result(text="\n".join(lines), span_source=item))
-            return create_ser_result(
-                text="\n\n".join(part.text for part in parts), span_source=parts
-            )
-
-        def get_header_and_body_lines(
-            self, *, table_text: str, **kwargs: Any
-        ) -> tuple[list[str], list[str]]:
-            # no header (each triplet names its column); lines keep their newline, as the
-            # line chunker joins them as given
-            return [], [line + "\n" for line in table_text.split("\n") if line.strip()]
-
-    class RowTableChunkingSerializer(ChunkingDocSerializer):
-        table_serializer: BaseTableSerializer = RowTripletTableSerializer()
-
-    class RowTableSerializerProvider(ChunkingSerializerProvider):
-        def get_serializer(self, doc: DoclingDocument) -> RowTableChunkingSerializer:
-            # without validating ``doc`` again (see ``items.markdown_serializer``)
-            return RowTableChunkingSerializer.model_construct(doc=doc)
-
-    class EmbedderTokenizer(BaseTokenizer):
-        """Counts tokens exactly as the embedder sees them: [CLS] and [SEP] included."""
-
-        model_config = ConfigDict(arbitrary_types_allowed=True)
-
-        tokenizer: Any  # tokenizers.Tokenizer, neither truncating nor padding
-        max_tokens: int
-
-        def count_tokens(self, text: str) -> int:
-            """Exact up to ``max_tokens``; above it, possibly a lower bound still over it.
-
-            docling-core compares counts only against limits of at most ``max_tokens``, but
-            re-counts whole oversized texts while splitting them (a table serialised as one
-            70,000-character line cost 11 s on one page). A long text whose head already
-            exceeds the limit is answered from the head, which keeps splitting linear.
-            """
-            if len(text) > self.long_text_chars:
-                head_end = _last_whitespace(text, self.long_text_chars)
-                if head_end > 0:
-                    head_count = len(self.tokenizer.encode(text[:head_end]).ids)
-                    # a head cut on whitespace has no more tokens than the whole text; the
-                    # margin covers tokenizers that merge across the cut
-                    if head_count > self.max_tokens + _HEAD_COUNT_MARGIN:
-                        return head_count
-            return len(self.tokenizer.encode(text).ids)
-
-        @property
-        def long_text_chars(self) -> int:
-            return _LONG_TEXT_CHARS_PER_TOKEN * self.max_tokens
-
-        def get_max_tokens(self) -> int:
-            return self.max_tokens
-
-        def get_tokenizer(self) -> Any:
-            # semchunk (HybridChunker's text splitter) takes a token-counting callable
-            return self.count_tokens
-
-    return HybridChunker, EmbedderTokenizer, RowTableSerializerProvider
+def _prefix(headings: Sequence[str]) -> str:
+    return "".join(heading + "\n" for heading in headings)
 
 
-def _unique_items(doc: DoclingDocument, chunk_items: Sequence[DocItem]) -> list[DocItem]:
-    """The chunk's items resolved in ``doc``, once each, in order.
+def _budget(headings: tuple[str, ...], counter: _TokenCounter, max_tokens: int) -> int:
+    """Tokens left for text under ``headings``; at least a quarter of the limit, so a
+    chunk under an absurdly long heading still holds text (``_fit`` then shortens it)."""
+    return max(max_tokens - counter.specials - counter.heading_cost(headings), max_tokens // 4, 1)
 
-    Resolving matters: the chunker may hand back copies typed as plain ``DocItem`` (no text).
-    """
-    seen: set[str] = set()
-    items: list[DocItem] = []
-    for chunk_item in chunk_items:
-        if chunk_item.self_ref in seen:
+
+# ---------------------------------------------------------------------------------------------
+# Splitting a unit into pieces of at most the budget
+
+
+@dataclass(slots=True)
+class _Piece:
+    unit: _Unit
+    start: int  # characters [start, end) of the unit text
+    end: int
+    tokens: int  # without special tokens
+    exact: bool = True  # cut on whitespace (False: inside a word, its count may change)
+
+    @property
+    def text(self) -> str:
+        return self.unit.text[self.start : self.end]
+
+
+def _split_unit(unit: _Unit, counter: _TokenCounter, max_tokens: int) -> list[_Piece]:
+    text = unit.text
+    if unit.tokens <= 0:
+        return []
+    budget = _budget(unit.headings, counter, max_tokens)
+    if unit.tokens <= budget:
+        start = len(text) - len(text.lstrip())
+        return [_Piece(unit, start, len(text.rstrip()), unit.tokens)]
+    offsets = counter.offsets(text)  # only the units that must be cut need them
+    pieces: list[_Piece] = []
+    first, exact = 0, True
+    while first < len(offsets):
+        last, clean = (len(offsets), True) if len(offsets) - first <= budget else _cut(text, offsets, first, first + budget)
+        # a cut inside a word changes how both sides tokenise
+        pieces.append(_Piece(unit, offsets[first][0], offsets[last - 1][1], last - first, exact and clean))
+        first, exact = last, clean
+    return pieces
+
+
+_SENTENCE_END = frozenset(".!?")
+
+
+def _cut(text: str, offsets: list[tuple[int, int]], first: int, limit: int) -> tuple[int, bool]:
+    """Where to end a piece of tokens ``[first, limit)`` (exclusive, > ``first``): before the
+    last token that opens a line, else after the last sentence end, else before the last token
+    that starts a word; looked for in the second half of the window so pieces stay full.
+    Also says whether the cut is on whitespace (else it falls inside a word)."""
+    low = first + max((limit - first) // 2, 1)
+    word = sentence = line = 0
+    for i in range(limit, low - 1, -1):
+        if i >= len(offsets) or i <= first:
             continue
-        seen.add(chunk_item.self_ref)
-        item = RefItem(cref=chunk_item.self_ref).resolve(doc)
-        items.append(item if isinstance(item, DocItem) else chunk_item)
-    return items
+        start = offsets[i][0]
+        gap = text[offsets[i - 1][1] : start]
+        if not gap or not gap.isspace():
+            continue  # inside a word, or a token glued to the previous one
+        if "\n" in gap:
+            line = i
+            break
+        if not sentence and text[offsets[i - 1][1] - 1] in _SENTENCE_END:
+            sentence = i
+        if not word:
+            word = i
+    best = line or sentence or word
+    return (best, True) if best else (limit, False)
 
 
-def _chunk_boxes(doc: DoclingDocument, chunk_text: str, items: list[DocItem]) -> list[Box]:
-    """The boxes of the item lines this chunk contains (all of an item's lines when unsure)."""
-    chunk_compact = _without_whitespace(chunk_text)
+# ---------------------------------------------------------------------------------------------
+# Packing pieces into chunks
+
+
+def _pack(pieces: list[_Piece], counter: _TokenCounter, max_tokens: int) -> list[list[_Piece]]:
+    """Consecutive pieces under the same headings, greedily, while they fit the budget."""
+    groups: list[list[_Piece]] = []
+    current: list[_Piece] = []
+    used = 0
+    for piece in pieces:
+        if current and current[0].unit.headings == piece.unit.headings:
+            budget = _budget(piece.unit.headings, counter, max_tokens)
+            if used + piece.tokens <= budget:
+                current.append(piece)
+                used += piece.tokens
+                continue
+        if current:
+            groups.append(current)
+        current, used = [piece], piece.tokens
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _fit(groups: list[list[_Piece]], counter: _TokenCounter, max_tokens: int) -> list[list[_Piece]]:
+    """Groups counted as a whole where the sum of their parts' counts may be wrong (any
+    tokenizer but WordPiece, a piece cut inside a word); one over the limit is split until
+    each part fits. WordPiece splits text on whitespace and punctuation before looking words
+    up, so pieces cut on whitespace and joined by newlines count exactly their sum."""
+    counts = [
+        counter.specials + counter.heading_cost(group[0].unit.headings) + sum(p.tokens for p in group)
+        for group in groups
+    ]
+    unsure = [i for i, group in enumerate(groups) if not (counter.additive and all(p.exact for p in group))]
+    for index, count in zip(unsure, counter.count_many([_embed_text(groups[i]) for i in unsure]), strict=True):
+        counts[index] = count
+    fitted: list[list[_Piece]] = []
+    for group, count in zip(groups, counts, strict=True):
+        if count <= max_tokens:
+            fitted.append(group)
+            continue
+        parts = _halves(group, counter, excess=count - max_tokens)
+        if parts is None:
+            fitted.append(group)  # one token under a heading path over the limit: no smaller part
+            continue
+        fitted.extend(_fit(parts, counter, max_tokens))
+    return fitted
+
+
+def _halves(group: list[_Piece], counter: _TokenCounter, *, excess: int) -> list[list[_Piece]] | None:
+    if len(group) > 1:
+        middle = len(group) // 2
+        return [group[:middle], group[middle:]]
+    (piece,) = group
+    unit = piece.unit
+    offsets = [(s + piece.start, e + piece.start) for s, e in counter.offsets(piece.text)]
+    count = len(offsets)
+    if count <= 1:
+        return None
+    keep = count - excess - 1 if count - excess - 1 >= 1 else max(1, count // 2)
+    cut, _clean = _cut(unit.text, offsets, 0, keep) if keep > 1 else (1, False)
+    left = _Piece(unit, offsets[0][0], offsets[cut - 1][1], cut, exact=False)
+    right = _Piece(unit, offsets[cut][0], offsets[-1][1], count - cut, exact=False)
+    return [[left], [right]]
+
+
+def _embed_text(group: list[_Piece]) -> str:
+    return _prefix(group[0].unit.headings) + _group_text(group)
+
+
+def _group_text(group: list[_Piece]) -> str:
+    return "\n".join(piece.text for piece in group)
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+
+
+def _record(doc: DoclingDocument, order: int, group: list[_Piece]) -> ChunkRecord:
+    items: list[DocItem] = []
     boxes: list[Box] = []
-    for index, item in enumerate(items):
-        lines = item.prov
-        if isinstance(item, TextItem) and len(lines) > 1 and chunk_compact:
-            span = _item_span_in_chunk(
-                item.text, chunk_compact, first=index == 0, last=index == len(items) - 1
-            )
-            if span is not None:
-                start, end = span
-                inside = [p for p in lines if p.charspan[0] < end and p.charspan[1] > start]
-                lines = inside or lines
-        boxes.extend(prov_box(doc, prov, item) for prov in lines)
-    return boxes
+    for piece in group:
+        for part in piece.unit.parts:
+            if part.end <= piece.start or part.start >= piece.end:
+                continue
+            if not items or items[-1] is not part.item:
+                items.append(part.item)
+            boxes.extend(_part_boxes(doc, part, piece))
+    text = _group_text(group)
+    headings = list(group[0].unit.headings)
+    return ChunkRecord(
+        order=order,
+        text=text,
+        embed_text=_prefix(headings) + text,
+        headings=headings,
+        labels=[item.label.value for item in items],
+        doc_item_refs=[item.self_ref for item in items],
+        page_numbers=sorted({box.page for box in boxes}),
+        boxes=boxes,
+    )
 
 
-def _item_span_in_chunk(
-    item_text: str, chunk_compact: str, *, first: bool, last: bool
-) -> tuple[int, int] | None:
-    """Which characters ``[start, end)`` of ``item_text`` the chunk holds, or None if unknown.
-
-    Compared without whitespace, because the chunker may re-join split text differently. A
-    split item's part is the whole chunk, or, in a chunk merged from several items, a tail of
-    the item opening the chunk or a head of the item closing it.
-    """
-    item_compact, offsets = _compact_with_offsets(item_text)
-    if not item_compact:
-        return None
-    if item_compact in chunk_compact:
-        return 0, len(item_text)
-    start = item_compact.find(chunk_compact)
-    if start >= 0:
-        end = start + len(chunk_compact)
-    elif first and (tail_start := _longest_suffix_opening(item_compact, chunk_compact)) is not None:
-        start, end = tail_start, len(item_compact)
-    elif last and (head_end := _longest_prefix_closing(item_compact, chunk_compact)) is not None:
-        start, end = 0, head_end
-    else:
-        return None
-    return offsets[start], offsets[end - 1] + 1
+def _part_boxes(doc: DoclingDocument, part: _Part, piece: _Piece) -> list[Box]:
+    """The provenance lines of ``part.item`` that the piece overlaps (all when it holds the
+    whole item, or when the item's lines carry no character spans)."""
+    provs = part.item.prov
+    start, end = piece.start - part.start, piece.end - part.start
+    whole = start <= 0 and end >= part.end - part.start
+    if not whole and len(provs) > 1 and isinstance(part.item, TextItem):
+        inside = [p for p in provs if p.charspan[0] < end and p.charspan[1] > start]
+        provs = inside or provs
+    return [prov_box(doc, prov, part.item) for prov in provs]
 
 
-def _longest_suffix_opening(item: str, chunk: str) -> int | None:
-    """Start of the longest suffix of ``item`` that ``chunk`` starts with."""
-    start = item.find(chunk[0])
-    while start != -1:
-        if chunk.startswith(item[start:]):
-            return start
-        start = item.find(chunk[0], start + 1)
-    return None
-
-
-def _longest_prefix_closing(item: str, chunk: str) -> int | None:
-    """End of the longest prefix of ``item`` that ``chunk`` ends with."""
-    last = item.rfind(chunk[-1])
-    while last != -1:
-        if chunk.endswith(item[: last + 1]):
-            return last + 1
-        last = item.rfind(chunk[-1], 0, last)
-    return None
-
-
-# above this many characters per allowed token, a text is counted from its head first
+# above this many characters per allowed token, a text is too long for its tokens
 _LONG_TEXT_CHARS_PER_TOKEN = 16
-_HEAD_COUNT_MARGIN = 8
-
-
 def _last_whitespace(text: str, before: int) -> int:
     """Index of the last whitespace character in ``text[:before]``, or -1."""
     return max(text.rfind(space, 0, before) for space in (" ", "\n", "\t"))
-
-
-_WHITESPACE = re.compile(r"\s+")
-_NON_SPACE = re.compile(r"\S")
-
-
-def _without_whitespace(text: str) -> str:
-    return _WHITESPACE.sub("", text)
-
-
-def _compact_with_offsets(text: str) -> tuple[str, list[int]]:
-    """``text`` without whitespace, and each remaining character's index in ``text``."""
-    offsets = [match.start() for match in _NON_SPACE.finditer(text)]
-    return "".join(text[i] for i in offsets), offsets
 
 
 def _bounded_chars(records: list[ChunkRecord], max_chars: int) -> list[ChunkRecord]:
