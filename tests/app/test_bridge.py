@@ -130,3 +130,19 @@ def test_a_worker_that_keeps_the_progress_callback_never_holds_the_last_referenc
     late.join()
     qloop.run_until_complete(asyncio.sleep(0.05))
     assert freed_in == [threading.main_thread().name]
+
+
+def test_event_loop_callbacks_keep_nones_reference_count(qloop):
+    """Every asyncio callback on the Qt loop starts and kills a Qt timer; PySide6 6.12.0's
+    killTimer dropped a reference to None each time, so a long session (or a busy ingest)
+    aborted with "Fatal Python error: none_dealloc". On Python 3.12+ None is immortal and its
+    count does not move at all."""
+    import sys
+
+    async def many_callbacks() -> None:
+        for _ in range(2000):
+            await asyncio.sleep(0)
+
+    before = sys.getrefcount(None)
+    qloop.run_until_complete(many_callbacks())
+    assert sys.getrefcount(None) - before > -200  # was -2000 on PySide6 6.12.0
