@@ -10,6 +10,7 @@ Two real failures, no mocks:
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
 import textwrap
@@ -42,7 +43,10 @@ def _big_pdf(path: Path, pages: int = 12) -> Path:
     for n in range(pages):
         page = doc.new_page()
         page.insert_text((72, 72), f"Chapter {n}: the archive of tide tables", fontsize=16)
-        page.insert_image(page.rect, pixmap=pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 160, 160), 0))
+        # Seeded noise: incompressible and different on every page. (An uninitialised Pixmap
+        # held whatever memory it got: sometimes zeros, which compressed to a file too small.)
+        noise = random.Random(n).randbytes(160 * 160 * 3)
+        page.insert_image(page.rect, pixmap=pymupdf.Pixmap(pymupdf.csRGB, 160, 160, noise, 0))
         page.insert_text((72, 700), f"Page {n} lists the soundings of the northern channel.", fontsize=11)
     doc.save(path, deflate=False)
     doc.close()
