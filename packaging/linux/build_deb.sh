@@ -43,7 +43,7 @@ depends="libc6 (>= 2.31), libegl1, libgl1, libfontconfig1, libfreetype6, libdbus
 libx11-6, libx11-xcb1, libxcb1, libxcb-cursor0, libxcb-icccm4, libxcb-image0, libxcb-keysyms1, \
 libxcb-randr0, libxcb-render-util0, libxcb-render0, libxcb-shape0, libxcb-shm0, libxcb-sync1, \
 libxcb-xfixes0, libxcb-xinerama0, libxcb-xkb1, libxkbcommon0, libxkbcommon-x11-0, libxrender1, \
-libwayland-client0, libwayland-cursor0, libwayland-egl1"
+libwayland-client0, libwayland-cursor0, libwayland-egl1, libsm6, libice6"
 cat > "$root/DEBIAN/control" <<CONTROL
 Package: haiku-desk
 Version: $version
