@@ -408,22 +408,20 @@ class ChatService(QObject):
                 yield record
 
     def _collection_renamed(self, old: str, new: str) -> None:
+        self._retarget_collection(old, new)
+
+    def _collection_deleted(self, name: str) -> None:
+        """The collection is gone: its conversations keep searching the documents it held,
+        now shown as documents (the header says so), never silently the whole library."""
+        self._retarget_collection(name, None)
+
+    def _retarget_collection(self, old: str, new: str | None) -> None:
+        """Conversations scoped to collection ``old`` follow it to ``new`` (None: gone)."""
         if self._scope_collection == old:
             self._scope_collection = new
         for record in self._saved_records():
             if record.scope_collection == old:
                 record.scope_collection = new
-                self._save(record)
-        self.scope_changed.emit(self.scope())
-
-    def _collection_deleted(self, name: str) -> None:
-        """The collection is gone: its conversations keep searching the documents it held,
-        now shown as documents (the header says so), never silently the whole library."""
-        if self._scope_collection == name:
-            self._scope_collection = None
-        for record in self._saved_records():
-            if record.scope_collection == name:
-                record.scope_collection = None
                 self._save(record)
         self.scope_changed.emit(self.scope())
 

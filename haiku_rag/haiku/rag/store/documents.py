@@ -361,27 +361,16 @@ def _keep_user_title(new: NewDocument, replaces: Document | None) -> tuple[str |
 def rename_document(store: Store, document_id: str, title: str | None) -> Document:
     """Store the user's own title of a document (kept across re-ingests); None or blank goes
     back to the title found in the file."""
-    title = " ".join((title or "").split()) or None
-    if title is not None and len(title) > MAX_TITLE_CHARS:
-        raise ValueError(f"a title has at most {MAX_TITLE_CHARS} characters (this one has {len(title)})")
+    title = _checked_title(title)
     with store.write_transaction():
         document = get_document(store, document_id)
         metadata = dict(document.metadata)
         if title is None:
-            found = metadata.pop(INGEST_TITLE, None) or document.title
+            new_title = metadata.pop(INGEST_TITLE, None) or document.title
             metadata.pop(USER_TITLE, None)
-            new_title = found
         else:
-            if USER_TITLE not in metadata:
-                metadata[INGEST_TITLE] = document.title
-            metadata[USER_TITLE] = title
-            new_title = title
-        values = {
-            "title": new_title,
-            "metadata": json.dumps(metadata, sort_keys=True, default=str),
-            "updated_at": now_iso(),
-        }
-        store.table(S.DOCUMENTS).update(where=f"id = {sql_quote(document_id)}", values=values)
+            new_title = _give_user_title(metadata, document.title, title)
+        _write_document_row(store, document_id, new_title, metadata)
     return get_document(store, document_id)
 
 
@@ -392,25 +381,41 @@ def update_metadata(
     title (as :func:`rename_document` does), read and written in one transaction: one table
     version of the documents row only, so chunks, vectors and the generation are untouched
     and nothing is re-embedded."""
-    title = " ".join(title.split()) if title else None
-    if title is not None and len(title) > MAX_TITLE_CHARS:
-        raise ValueError(f"a title has at most {MAX_TITLE_CHARS} characters (this one has {len(title)})")
+    title = _checked_title(title)
     with store.write_transaction():
         document = get_document(store, document_id)
         metadata = {**document.metadata, **changes}
         new_title = document.title
         if title is not None and title != document.title:
-            if USER_TITLE not in metadata:
-                metadata[INGEST_TITLE] = document.title
-            metadata[USER_TITLE] = title
-            new_title = title
-        values = {
-            "title": new_title,
-            "metadata": json.dumps(metadata, sort_keys=True, default=str),
-            "updated_at": now_iso(),
-        }
-        store.table(S.DOCUMENTS).update(where=f"id = {sql_quote(document_id)}", values=values)
+            new_title = _give_user_title(metadata, document.title, title)
+        _write_document_row(store, document_id, new_title, metadata)
     return get_document(store, document_id)
+
+
+def _checked_title(title: str | None) -> str | None:
+    """Whitespace collapsed; None when blank. Raises ValueError when too long."""
+    title = " ".join((title or "").split()) or None
+    if title is not None and len(title) > MAX_TITLE_CHARS:
+        raise ValueError(f"a title has at most {MAX_TITLE_CHARS} characters (this one has {len(title)})")
+    return title
+
+
+def _give_user_title(metadata: dict[str, Any], current: str, title: str) -> str:
+    """Record ``title`` as the user's in ``metadata``, keeping the file's own title beside it
+    the first time (for going back to it)."""
+    if USER_TITLE not in metadata:
+        metadata[INGEST_TITLE] = current
+    metadata[USER_TITLE] = title
+    return title
+
+
+def _write_document_row(store: Store, document_id: str, title: str, metadata: dict[str, Any]) -> None:
+    values = {
+        "title": title,
+        "metadata": json.dumps(metadata, sort_keys=True, default=str),
+        "updated_at": now_iso(),
+    }
+    store.table(S.DOCUMENTS).update(where=f"id = {sql_quote(document_id)}", values=values)
 
 
 def update_document_meta(
