@@ -400,7 +400,7 @@ def _checked_title(title: str | None) -> str | None:
     return title
 
 
-def _give_user_title(metadata: dict[str, Any], current: str, title: str) -> str:
+def _give_user_title(metadata: dict[str, Any], current: str | None, title: str) -> str:
     """Record ``title`` as the user's in ``metadata``, keeping the file's own title beside it
     the first time (for going back to it)."""
     if USER_TITLE not in metadata:
@@ -409,7 +409,7 @@ def _give_user_title(metadata: dict[str, Any], current: str, title: str) -> str:
     return title
 
 
-def _write_document_row(store: Store, document_id: str, title: str, metadata: dict[str, Any]) -> None:
+def _write_document_row(store: Store, document_id: str, title: str | None, metadata: dict[str, Any]) -> None:
     values = {
         "title": title,
         "metadata": json.dumps(metadata, sort_keys=True, default=str),
