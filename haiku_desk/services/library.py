@@ -326,6 +326,11 @@ class LibraryService(QObject):
         self._order.save(self._entries)
         assert self._watch is not None
         self._watch.load()
+        # The rows above were made before the watched folders were known: give each its folder
+        # now, not whenever the first rescan happens to reach it.
+        for key, entry in list(self._entries.items()):
+            if entry.watched_folder is None and (folder := self.watch_folder_of(key)) is not None:
+                self._entries[key] = replace(entry, watched_folder=folder)
         self.is_opening = False
         self.opened.emit()
         self._emit_overall()

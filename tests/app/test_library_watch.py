@@ -56,11 +56,14 @@ def test_rescan_picks_up_new_changed_and_removed_files(qloop, library, tmp_path,
     library.close()
     again = LibraryService(db_path, config, notifications)
     opened = []
-    again.opened.connect(lambda: opened.append(True))
+    # Read when `opened` is emitted, before the first rescan could fill it in: the rows come up
+    # with their watched folder (this raced the rescan and failed CI once).
+    again.opened.connect(lambda: opened.append(again.entry(uri_for(added)).watched_folder))
     again.start()
     run_until(qloop, lambda: bool(opened), SLOW)
     try:
         assert again.watched_folders == [str(folder.resolve())]
+        assert opened == [str(folder.resolve())]
         assert again.entry(uri_for(added)).watched_folder == str(folder.resolve())
     finally:
         again.close()
