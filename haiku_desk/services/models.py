@@ -145,11 +145,20 @@ class ModelsService(QObject):
         self.rebuild_operation: Operation | None = None
         if self.settings.rerank is not None:
             self._apply_rerank(self.settings.rerank)
+        # The embedder of a library the app never rebuilt (haiku.rag's configuration), kept to
+        # come back to when switching from a library that was rebuilt with another one.
+        self._configured_embeddings = config.embeddings.model_copy(deep=True)
         if library is not None:
-            # before the library opens: its client embeds with the embedder it was rebuilt with
-            chosen = self.settings.embedders.get(str(library.db_path))
-            if chosen is not None:
-                config.embeddings = chosen.to_config(config.embeddings)
+            self._use_library_embedder(str(library.db_path))
+            # emitted before the next library opens: its client must embed with its own model
+            library.library_changed.connect(self._use_library_embedder)
+
+    def _use_library_embedder(self, db_path: str) -> None:
+        """Embed with the model ``db_path``'s vectors were last rebuilt with from the app, else
+        with the configured one (a library records its embedder and refuses another)."""
+        chosen = self.settings.embedders.get(db_path)
+        base = self._configured_embeddings.model_copy(deep=True)
+        self.config.embeddings = chosen.to_config(base) if chosen is not None else base
 
     # --- the choice ---------------------------------------------------------------------
 

@@ -127,3 +127,34 @@ def test_changing_the_embedder_rebuilds_with_progress_and_cancel_keeps_the_old_v
     assert hits and embedding_server.requests == ["new-model"], "queries are embedded by the new model"
     again = ModelsService(config.model_copy(deep=True), notifications, library=library)
     assert again.config.embeddings.model == "new-model" and again.embedder_choice().base_url == embedding_server.url
+
+
+def test_each_library_keeps_its_own_embedder_when_switching_libraries(
+    qloop, library, config, notifications, tmp_path, make_pdf, embedding_server  # noqa: F811
+):
+    from haiku_desk.services.models import EmbedderChoice
+
+    first_db = library.db_path
+    _ingest(qloop, library, [make_pdf(tmp_path / "a.pdf", "The marmoset orchestra rehearsed in the glasshouse.")])
+    models = ModelsService(config, notifications, library=library)
+    operation = models.rebuild_vectors(
+        EmbedderChoice(provider="openai-compatible", model="new-model", base_url=embedding_server.url)
+    )
+    run_until(qloop, lambda: not operation.running, SLOW)
+    assert operation.error is None and config.embeddings.model == "new-model"
+
+    # Another library, never rebuilt: it embeds with the configured (built-in) model, not the
+    # first library's, which would have recorded the wrong model in it.
+    assert qloop.run_until_complete(library.open_library(tmp_path / "second.lancedb"))
+    second = make_pdf(tmp_path / "b.pdf", "Quarterly tungsten prices rose along the canal.")
+    _ingest(qloop, library, [second])
+    assert library.client.store.embedder_identity["provider"] == "local"
+    assert config.embeddings.provider == "local"
+
+    # and back: the first library opens with the model it was rebuilt with, and searches
+    embedding_server.requests.clear()
+    assert qloop.run_until_complete(library.open_library(first_db))
+    run_until(qloop, lambda: not library.is_opening, SLOW)
+    assert library.client.store.embedder_identity["model"] == "new-model"
+    hits = qloop.run_until_complete(library.search_passages("marmoset orchestra", limit=1))
+    assert hits and embedding_server.requests == ["new-model"]
