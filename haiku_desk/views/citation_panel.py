@@ -88,7 +88,8 @@ class CitationPanel(QWidget):
         self.page_label.setAccessibleName("Page number")
         self.zoom_out_button = button("−", "Zoom out", "Zoom out")
         self.zoom_in_button = button("+", "Zoom in", "Zoom in")
-        self.fit_button = button("Fit width", "Fit width", "Fit the page to the panel width")
+        # "Fit", not "Fit width": the page row must stay whole in a 1024×640 window's panel
+        self.fit_button = button("Fit", "Fit width", "Fit the page to the panel width")
         self.fit_button.setCheckable(True)
         self.fit_button.setChecked(True)
         self.open_button = button("Open original", "Open original", "Open the original file in the system viewer")
@@ -135,6 +136,7 @@ class CitationPanel(QWidget):
         self.nav = QWidget()
         nav = QHBoxLayout(self.nav)
         nav.setContentsMargins(0, 0, 0, 0)
+        nav.setSpacing(2)
         for w in (self.prev_button, self.page_label, self.next_button):
             nav.addWidget(w)
         nav.addStretch(1)
@@ -313,7 +315,7 @@ class CitationPanel(QWidget):
         if cached is not None:  # no round trip through the event loop
             self._display(cached)
             return
-        self.page_label.setText(f"p. {self.page}{f' / {self.page_count}' if self.page_count else ''} …")
+        self.page_label.setText(f"p. {self.page}{f'/{self.page_count}' if self.page_count else ''} …")
         self._request = self.pages.request(document_id, self.page, zoom * dpr)
 
     def _page_ready(self, request_id: int, render: PageRender) -> None:
@@ -363,9 +365,12 @@ class CitationPanel(QWidget):
         self.prev_button.setEnabled(has and self.page > 1)
         self.next_button.setEnabled(has and (not self.page_count or self.page < self.page_count))
         if has:
-            cited = " (cited)" if self.page in self.cited else ""
-            total = f" / {self.page_count}" if self.page_count else ""
+            cited = " · cited" if self.page in self.cited else ""
+            total = f"/{self.page_count}" if self.page_count else ""
             self.page_label.setText(f"p. {self.page}{total}{cited}")
+            self.page_label.setAccessibleDescription(
+                f"page {self.page}" + (f" of {self.page_count}" if self.page_count else "") + (", cited" if cited else "")
+            )
         else:
             self.page_label.setText("")
 
