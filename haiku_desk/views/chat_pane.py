@@ -182,6 +182,17 @@ class HeaderLabel(ElidedLabel):
         return QSize(width, super().sizeHint().height())
 
 
+class ScopeLabel(HeaderLabel):
+    """The header's scope ("· all documents"): in a narrow pane the model name elides first,
+    because what the chat searches is what a researcher must not have to guess."""
+
+    KEPT_WIDTH = 160  # px of the scope kept whole before it elides too
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        width = self.fontMetrics().horizontalAdvance(self.full_text + self.suffix) + 4
+        return QSize(min(width, self.KEPT_WIDTH), super().minimumSizeHint().height())
+
+
 class SourceLabel(QLabel):
     """One source under an answer: the title as a link, elided to one line (the full title in
     the tooltip), the heading path and pages beneath it, then a snippet of the cited text.
@@ -702,7 +713,7 @@ class ChatPane(QWidget):
         # and the scope stays readable beside a long model name.
         self.model_label = HeaderLabel(main)
         self.model_label.setAccessibleName("Chat model")
-        self.scope_label = HeaderLabel(main)
+        self.scope_label = ScopeLabel(main)
         self.scope_label.setAccessibleName("Search scope")
         self.token_meter = QLabel(main)
         self.token_meter.setAccessibleName("Token meter")

@@ -91,6 +91,16 @@ def test_the_window_fits_1024_by_640_with_every_button_whole(qtbot, services):
             assert button.width() >= text + 6, f"{button.text()!r} is squeezed"
 
 
+def test_at_1024_by_640_the_chat_scope_stays_whole_and_a_long_model_name_elides(qtbot, services):
+    window = _window(qtbot, services, SMALLEST_SIZE)
+    chat = window.chat_pane
+    chat.model_label.set_full_text("qwen2.5-coder-32b-instruct-q4_K_M (OpenAI-compatible endpoint)")
+    chat.scope_label.set_full_text("· all documents")
+    _settle()
+    assert chat.scope_label.text() == "· all documents"  # whole
+    assert chat.model_label.is_elided() and chat.model_label.text().endswith("…")
+
+
 def test_the_first_window_fits_the_screen(qtbot, services):
     window = MainWindow(services)
     qtbot.addWidget(window)
