@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from haiku_desk.views.widgets import confirm_delete
+
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 VISIBLE_ROWS = 3  # the list grows to this many rows, then scrolls
 
@@ -263,26 +265,17 @@ class CollectionsBox(QWidget):
         count = found.count if found is not None else 0
         if self.dialog is not None:
             self.dialog.close()
-        dialog = QMessageBox(self)
-        dialog.setIcon(QMessageBox.Icon.Question)
-        dialog.setWindowTitle("Delete collection")
-        dialog.setText(f"Delete the collection “{name}”?")
-        dialog.setInformativeText(
-            f"Its {count} document{'s' if count != 1 else ''} stay in the library; only the collection goes."
-        )
-        delete = dialog.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
-        keep = dialog.addButton(QMessageBox.StandardButton.Cancel)
-        dialog.setDefaultButton(keep)
-        dialog.setEscapeButton(keep)
-        dialog.setAccessibleName("Confirm deleting the collection")
 
-        def done(_result: int) -> None:
-            if dialog.clickedButton() is delete:
-                self.collections.delete(name)
+        def closed() -> None:
             self.dialog = None
-            dialog.deleteLater()
 
-        dialog.finished.connect(done)
-        self.dialog = dialog
-        dialog.open()
-        return dialog
+        self.dialog = confirm_delete(
+            self,
+            title="Delete collection",
+            question=f"Delete the collection “{name}”?",
+            consequence=f"Its {count} document{'s' if count != 1 else ''} stay in the library; only the collection goes.",
+            accessible_name="Confirm deleting the collection",
+            on_delete=lambda: self.collections.delete(name),
+            on_closed=closed,
+        )
+        return self.dialog

@@ -51,7 +51,7 @@ from haiku_desk.models.documents import (
     Scope,
 )
 from haiku_desk.services.library import LibraryEntry, LibraryService
-from haiku_desk.views.widgets import compact_button
+from haiku_desk.views.widgets import compact_button, confirm_delete
 
 EMPTY_HINT = "Drop PDFs or folders anywhere on this window, or use “Add files…”."
 OPENING_HINT = "Opening the library…"
@@ -635,35 +635,26 @@ class LibraryPane(QWidget):
     def confirm_delete(self, keys: list[str]) -> None:
         """Ask before deleting stored documents (rows without a document go at once). Non-
         blocking; the dialog is ``self.delete_dialog`` until answered."""
-        from PySide6.QtWidgets import QMessageBox
-
         entries = [e for e in (self.library.entry(k) for k in keys) if e is not None]
         stored = [e for e in entries if e.document_id is not None]
         if not stored:
             self.library.delete(keys)
             return
         what = f"“{stored[0].name}”" if len(stored) == 1 else f"{len(stored)} documents"
-        dialog = QMessageBox(self)
-        dialog.setIcon(QMessageBox.Icon.Question)
-        dialog.setWindowTitle("Delete from the library")
-        dialog.setText(f"Delete {what} from the library?")
-        dialog.setInformativeText(
-            "Their passages leave the search and their citations stop opening. The files on "
-            "disk are not touched. While the delete waits in the queue, the library's Cancel "
-            "button still keeps them."
-        )
-        delete = dialog.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
-        keep = dialog.addButton(QMessageBox.StandardButton.Cancel)
-        dialog.setDefaultButton(keep)
-        dialog.setEscapeButton(keep)
-        dialog.setAccessibleName("Confirm delete")
 
-        def done(_result: int) -> None:
-            if dialog.clickedButton() is delete:
-                self.library.delete(keys)
+        def closed() -> None:
             self.delete_dialog = None
-            dialog.deleteLater()
 
-        dialog.finished.connect(done)
-        self.delete_dialog = dialog
-        dialog.open()
+        self.delete_dialog = confirm_delete(
+            self,
+            title="Delete from the library",
+            question=f"Delete {what} from the library?",
+            consequence=(
+                "Their passages leave the search and their citations stop opening. The files on "
+                "disk are not touched. While the delete waits in the queue, the library's Cancel "
+                "button still keeps them."
+            ),
+            accessible_name="Confirm delete",
+            on_delete=lambda: self.library.delete(keys),
+            on_closed=closed,
+        )

@@ -1,11 +1,13 @@
-"""Small widgets shared by the panes: a one-line eliding label and compact push buttons."""
+"""Small widgets shared by the panes: a one-line eliding label, compact push buttons and the
+confirmation asked before anything is deleted."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QLabel, QPushButton, QSizePolicy, QStyle, QWidget
+from PySide6.QtWidgets import QLabel, QMessageBox, QPushButton, QSizePolicy, QStyle, QWidget
 
 
 def compact_button(button: QPushButton) -> QPushButton:
@@ -15,6 +17,41 @@ def compact_button(button: QPushButton) -> QPushButton:
     button.setMinimumWidth(button.fontMetrics().horizontalAdvance(button.text()) + padding)
     button.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
     return button
+
+
+def confirm_delete(
+    parent: QWidget,
+    *,
+    title: str,
+    question: str,
+    consequence: str,
+    accessible_name: str,
+    on_delete: Callable[[], None],
+    on_closed: Callable[[], None],
+) -> QMessageBox:
+    """Open (non-blocking) the one kind of delete confirmation: "Delete" beside "Cancel", Cancel
+    the default and Escape, so a stray Enter never deletes. ``on_delete`` runs only when Delete
+    was clicked; ``on_closed`` runs however the dialog closed."""
+    dialog = QMessageBox(parent)
+    dialog.setIcon(QMessageBox.Icon.Question)
+    dialog.setWindowTitle(title)
+    dialog.setText(question)
+    dialog.setInformativeText(consequence)
+    delete = dialog.addButton("Delete", QMessageBox.ButtonRole.DestructiveRole)
+    keep = dialog.addButton(QMessageBox.StandardButton.Cancel)
+    dialog.setDefaultButton(keep)
+    dialog.setEscapeButton(keep)
+    dialog.setAccessibleName(accessible_name)
+
+    def done(_result: int) -> None:
+        if dialog.clickedButton() is delete:
+            on_delete()
+        on_closed()
+        dialog.deleteLater()
+
+    dialog.finished.connect(done)
+    dialog.open()
+    return dialog
 
 
 class ElidedLabel(QLabel):
