@@ -241,18 +241,29 @@ def main() -> int:
                 order = ("baseline", "current") if index % 2 == 0 else ("current", "baseline")
                 for name in order:
                     runs[name].append(text_speed(trees[name], text_files))
-                print(f"  text run {order}: {runs['baseline'][-1]} vs {runs['current'][-1]}", flush=True)
+                print(
+                    f"  text run {order}: {runs['baseline'][-1]} vs {runs['current'][-1]}",
+                    flush=True,
+                )
         summary = {}
         for name, measured in runs.items():
             summary[name] = {
                 "pages": measured[0]["pages"],
-                "pages_per_s": round(statistics.median(m["pages"] / m["wall"] for m in measured), 1),
-                "pages_per_cpu_s": round(statistics.median(m["pages"] / m["cpu"] for m in measured), 1),
+                "pages_per_s": round(
+                    statistics.median(m["pages"] / m["wall"] for m in measured), 1
+                ),
+                "pages_per_cpu_s": round(
+                    statistics.median(m["pages"] / m["cpu"] for m in measured), 1
+                ),
             }
         summary["ratio_cpu"] = round(
             summary["current"]["pages_per_cpu_s"] / summary["baseline"]["pages_per_cpu_s"], 3
         )
-        result["text_pdfs"] = {"files": [p.name for p in text_files], "rev": args.baseline_rev, **summary}
+        result["text_pdfs"] = {
+            "files": [p.name for p in text_files],
+            "rev": args.baseline_rev,
+            **summary,
+        }
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=2))
     if args.json:

@@ -81,6 +81,21 @@ class OcrLine:
         ys = [p[1] for p in self.quad]
         return (min(xs), min(ys), max(xs), max(ys))
 
+    @property
+    def upright_box(self) -> tuple[float, float, float, float]:
+        """The line's own extent (its length along the writing direction, its height
+        across) as an axis-aligned box centred on the line. On an upright line it is
+        ``box``; on a skewed one ``box`` grows by length x sin(skew) and overlaps the lines
+        above and below (a 600 px line skewed 3 degrees: +31 px, more than a line pitch),
+        which merges lines of two columns into one block; this box does not."""
+        p0, p1, p2, p3 = self.quad
+        along = (_distance(p0, p1) + _distance(p3, p2)) / 2
+        across = (_distance(p0, p3) + _distance(p1, p2)) / 2
+        cx = sum(p[0] for p in self.quad) / 4
+        cy = sum(p[1] for p in self.quad) / 4
+        width, height = (along, across) if self.direction[1] == 0 else (across, along)
+        return (cx - width / 2, cy - height / 2, cx + width / 2, cy + height / 2)
+
 
 @dataclass(frozen=True, slots=True)
 class OcrResult:
@@ -98,6 +113,8 @@ class OcrUnavailableError(RuntimeError):
 _engine: Any = None
 _engine_lock = threading.Lock()
 _pool: Any = None
+# Hard-swish blocks rewritten per model ("Det", "Cls", "Rec") when the engine was loaded.
+fused_blocks: dict[str, int] = {}
 
 
 def _load_engine() -> Any:
@@ -118,13 +135,14 @@ def _load_engine() -> Any:
                 inter_op_num_threads=1,
                 rec_batch_num=REC_BATCH,
             )
+            fused_blocks.clear()
             if FUSE_ACTIVATIONS:
-                _use_fused_models(engine)
+                fused_blocks.update(_use_fused_models(engine))
             _engine = engine
         return _engine
 
 
-def _use_fused_models(engine: Any) -> None:
+def _use_fused_models(engine: Any) -> dict[str, int]:
     """Each of the three models' sessions replaced by one of the same model with its
     hard-swish blocks fused (``ocr_graph``: same function, ~1/4 less CPU per line). The
     rewrite is in memory; a model it cannot read keeps RapidOCR's own session."""
@@ -136,7 +154,12 @@ def _use_fused_models(engine: Any) -> None:
     from haiku.rag.ingest.ocr_graph import fuse_activations
 
     config = update_model_path(read_yaml(DEFAULT_CFG_PATH))
-    models = {"Det": engine.text_det.infer, "Cls": engine.text_cls.infer, "Rec": engine.text_rec.session}
+    models = {
+        "Det": engine.text_det.infer,
+        "Cls": engine.text_cls.infer,
+        "Rec": engine.text_rec.session,
+    }
+    fused_counts = {}
     for section, wrapper in models.items():
         path = config[section]["model_path"]
         try:
@@ -153,8 +176,10 @@ def _use_fused_models(engine: Any) -> None:
             wrapper.session = onnxruntime.InferenceSession(
                 fused, sess_options=options, providers=["CPUExecutionProvider"]
             )
+            fused_counts[section] = count
         except Exception:  # the original session still works: slower, not wrong
             logger.warning("OCR model %s kept unfused", path, exc_info=True)
+    return fused_counts
 
 
 def _recognition_pool() -> Any:
@@ -312,9 +337,7 @@ def _recognise_lines(
             future.cancel()
 
 
-def decode_with_spaces(
-    prediction: Any, image: Any, characters: Sequence[str]
-) -> tuple[str, float]:
+def decode_with_spaces(prediction: Any, image: Any, characters: Sequence[str]) -> tuple[str, float]:
     """Greedy CTC decoding of one line (``prediction``: T columns x classes, class 0 the
     blank; ``image``: the normalised line the recogniser saw, C x H x W), with a space put
     back between two characters whose columns are separated by a run of ink-free pixel

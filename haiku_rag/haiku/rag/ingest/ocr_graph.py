@@ -127,7 +127,9 @@ class _Graph:
         self.constants = {
             node.output[0]: node.attribute[0].t
             for node in graph.node
-            if node.op_type == "Constant" and len(node.attribute) == 1 and node.attribute[0].name == "value"
+            if node.op_type == "Constant"
+            and len(node.attribute) == 1
+            and node.attribute[0].name == "value"
         }
         self.outputs = {value.name for value in graph.output}
         self.producer: dict[str, Any] = {}
@@ -195,7 +197,11 @@ class _Graph:
     def fuse_hard_swish(self, clip: Any) -> bool:
         """``x * Clip(x + 3, 0, 6) / 6`` around ``clip``, with the affine scalings and the
         convolution around it when they are there."""
-        if len(clip.input) != 3 or self.scalar(clip.input[1]) != 0.0 or self.scalar(clip.input[2]) != 6.0:
+        if (
+            len(clip.input) != 3
+            or self.scalar(clip.input[1]) != 0.0
+            or self.scalar(clip.input[2]) != 6.0
+        ):
             return False
         add3 = self.producer.get(clip.input[0])
         if add3 is None or add3.op_type != "Add" or len(self.consumers[add3.output[0]]) != 1:
@@ -208,9 +214,15 @@ class _Graph:
         if multiply is None or x not in multiply.input:
             return False
         divide = self.only_consumer(multiply.output[0], "Div")
-        if divide is None or list(divide.input)[0] != multiply.output[0] or self.scalar(divide.input[1]) != 6.0:
+        if (
+            divide is None
+            or list(divide.input)[0] != multiply.output[0]
+            or self.scalar(divide.input[1]) != 6.0
+        ):
             return False
-        if sorted(id(node) for node in self.consumers.get(x, [])) != sorted((id(add3), id(multiply))):
+        if sorted(id(node) for node in self.consumers.get(x, [])) != sorted(
+            (id(add3), id(multiply))
+        ):
             return False
         self.removed.update(id(node) for node in (add3, clip, multiply, divide))
         node_class = self.classes["NodeProto"]
@@ -230,11 +242,15 @@ class _Graph:
                 output=[gate],
                 attribute=[self.float_attribute("alpha", alpha), self.float_attribute("beta", 0.5)],
             ),
-            node_class(name=f"{divide.name}__hard_swish", op_type="Mul", input=[x, gate], output=[out]),
+            node_class(
+                name=f"{divide.name}__hard_swish", op_type="Mul", input=[x, gate], output=[out]
+            ),
         ]
         return True
 
-    def fold_affine_into_convolution(self, x: str) -> Callable[[str], tuple[float, str] | None] | None:
+    def fold_affine_into_convolution(
+        self, x: str
+    ) -> Callable[[str], tuple[float, str] | None] | None:
         """If ``x`` is ``Conv(...) * s1 + b1`` (each link used once), fold ``s1`` and ``b1``
         into the convolution, make ``x`` its output, and return the step that then folds the
         ``* s2`` after the hard-swish (whose output is the argument) the same way."""
@@ -242,13 +258,24 @@ class _Graph:
         if add is None or add.op_type != "Add":
             return None
         scale = next(
-            (self.producer.get(n) for n in add.input if self.producer.get(n) is not None and self.producer[n].op_type == "Mul"),
+            (
+                self.producer.get(n)
+                for n in add.input
+                if self.producer.get(n) is not None and self.producer[n].op_type == "Mul"
+            ),
             None,
         )
         if scale is None or len(self.consumers[scale.output[0]]) != 1:
             return None
         b1 = self.scalar_operand(add, scale.output[0])
-        y = next((n for n in scale.input if self.producer.get(n) is not None and self.producer[n].op_type == "Conv"), None)
+        y = next(
+            (
+                n
+                for n in scale.input
+                if self.producer.get(n) is not None and self.producer[n].op_type == "Conv"
+            ),
+            None,
+        )
         if b1 is None or y is None:
             return None
         s1 = self.scalar_operand(scale, y)
@@ -304,7 +331,12 @@ class _Graph:
         attributes = {a.name: a for a in conv.attribute}
         pads = list(attributes["pads"].ints) if "pads" in attributes else []
         auto_pad = attributes["auto_pad"].s if "auto_pad" in attributes else b"NOTSET"
-        if w.ndim != 4 or w.shape[2:] != (1, 1) or any(pads) or auto_pad not in (b"NOTSET", b"VALID"):
+        if (
+            w.ndim != 4
+            or w.shape[2:] != (1, 1)
+            or any(pads)
+            or auto_pad not in (b"NOTSET", b"VALID")
+        ):
             return
         c = _float_values(bias) if bias is not None else np.zeros(w.shape[0], dtype=np.float32)
         self.set_bias(conv, bias, c + np.float32(b2) * w.sum(axis=(1, 2, 3)))
@@ -349,4 +381,3 @@ def _set_floats(tensor: Any, values: Any) -> None:
     tensor.dims.extend(values.shape)
     del tensor.float_data[:]
     tensor.raw_data = values.tobytes()
-
