@@ -42,7 +42,7 @@ def _message_classes() -> dict[str, Any]:
     with _schema_lock:
         if _schema:
             return _schema
-        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # type: ignore[import-untyped]  # no stubs installed
 
         field = descriptor_pb2.FieldDescriptorProto
         optional, repeated = field.LABEL_OPTIONAL, field.LABEL_REPEATED
@@ -190,6 +190,9 @@ class _Graph:
                     nodes.extend(self.replacement[id(node)])
                 elif id(node) not in self.removed:
                     nodes.append(node)
+            # the scalars folded away leave their Constant nodes unused
+            used = {name for node in nodes for name in node.input} | self.outputs
+            nodes = [n for n in nodes if n.op_type != "Constant" or n.output[0] in used]
             del self.graph.node[:]
             self.graph.node.extend(nodes)
         return count
@@ -358,7 +361,8 @@ class _Graph:
         return self.classes["AttributeProto"](name=name, f=value, type=_FLOAT_ATTRIBUTE)
 
 
-def _float_values(tensor: Any) -> Any | None:
+def _float_values(tensor: Any) -> Any:
+    """The float32 values of ``tensor`` as an array of its shape, or None if it holds another type."""
     import numpy as np
 
     if tensor.data_type != _FLOAT:

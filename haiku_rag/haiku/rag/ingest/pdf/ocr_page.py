@@ -32,7 +32,9 @@ def ocr_page_lines(page: Any, dpi: int, cancel: CancelToken | None = None) -> li
     longest = max(display.width, display.height) * zoom
     if longest > MAX_RENDER_SIDE:
         zoom *= MAX_RENDER_SIDE / longest
-    pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
+    pixmap = page.get_pixmap(
+        matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False
+    )
     image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.h, pixmap.w, pixmap.n)
     result = recognise(image[..., :3], cancel)
     derotation = as_matrix(page.derotation_matrix) if page.rotation else IDENTITY
