@@ -440,3 +440,44 @@ def test_the_engine_runs_the_fused_models():
 
     ocr._load_engine()
     assert set(ocr.fused_blocks) == {"Det", "Cls", "Rec"} and all(ocr.fused_blocks.values())
+
+
+def test_an_ocr_line_box_is_its_own_extent_not_the_bounding_box_of_its_tilted_quad():
+    from haiku.rag.ingest.ocr import OcrLine
+
+    level = OcrLine("a", ((10, 20), (110, 20), (110, 40), (10, 40)), 0.9, (1, 0), 20.0)
+    assert level.upright_box == level.box == (10, 20, 110, 40)
+    angle = math.radians(5)
+    cx, cy = 60.0, 30.0
+    corners = [(-50, -10), (50, -10), (50, 10), (-50, 10)]
+    quad = tuple(
+        (
+            cx + x * math.cos(angle) - y * math.sin(angle),
+            cy + x * math.sin(angle) + y * math.cos(angle),
+        )
+        for x, y in corners
+    )
+    tilted = OcrLine("a", quad, 0.9, (1, 0), 20.0)  # type: ignore[arg-type]
+    assert tilted.upright_box == pytest.approx((10, 20, 110, 40))
+    assert tilted.box[3] - tilted.box[1] > 28  # the bounding box grew by 100 * sin(5 deg)
+    sideways = OcrLine("a", quad, 0.9, (0, 1), 20.0)  # type: ignore[arg-type]
+    assert sideways.upright_box == pytest.approx((50, -20, 70, 80))
+
+
+def test_a_skewed_page_of_two_columns_is_read_column_by_column():
+    """Tilted lines' bounding boxes overlap the lines above and below (a 230 pt line tilted
+    5 degrees: 20 pt taller, more than the 15 pt pitch); used as the lines' boxes, they
+    merged the two columns into one block read across (ocrmypdf__skew.pdf)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=520, height=180)
+    for i in range(1, 9):  # not 0: read as "O"
+        y = 20 + 15 * i
+        page.insert_text((20, y), f"Left column line {i} about otters and pebbles", fontsize=10)
+        page.insert_text((270, y), f"Right column line {i} about kelp and the sea", fontsize=10)
+    image = Image.open(io.BytesIO(page.get_pixmap(dpi=DPI).tobytes("png"))).convert("RGB")
+    skewed = image.rotate(5, expand=False, fillcolor="white", resample=Image.Resampling.BICUBIC)
+    text = _recognised_text(convert_pdf(_scan_pdf(skewed), source="skewed-columns.pdf"))
+    left = [text.find(f"Left column line {i}") for i in range(1, 9)]
+    right = [text.find(f"Right column line {i}") for i in range(1, 9)]
+    assert -1 not in left and -1 not in right
+    assert left == sorted(left) and right == sorted(right) and max(left) < min(right)
