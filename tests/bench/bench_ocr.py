@@ -13,9 +13,11 @@ Reads ``DIR/pdfs_realworld`` (``DIR`` defaults to ``../shared/data`` beside the 
   in total, at each ``--dpi``.
 * Quality: character error rate (Levenshtein distance / reference length, whitespace
   collapsed; also with all whitespace removed, which ignores word-space errors) of
-  ``ocrmypdf__linn.pdf`` against ``groundtruth/ocrmypdf__linn.pdf.reference.txt`` and of
-  ``docling__ocr_test.pdf`` against docling's Tesseract reference. Reading order counts:
-  a page read in another order than the reference's has a higher CER.
+  ``ocrmypdf__linn.pdf`` against ``groundtruth/ocrmypdf__linn.pdf.reference.txt``, of
+  ``docling__ocr_test.pdf`` against docling's Tesseract reference, and page by page of the
+  scans that print the Linn page again: ``ocrmypdf__skew.pdf`` (skewed) and
+  ``ocrmypdf__cardinal.pdf`` (turned 0/90/180/270 degrees), against linn's reference.
+  Reading order counts: a page read in another order than the reference's has a higher CER.
 * Text PDFs, side by side: ``prepare_document`` (convert + items + chunks) over the text
   PDFs with the current code and with the code of ``--baseline-rev`` (extracted with
   ``git archive`` into a temporary folder and run in a subprocess), alternating which goes
@@ -49,6 +51,9 @@ REALWORLD = Path("pdfs_realworld")
 CER_REFERENCES = {
     "ocrmypdf__linn.pdf": "ocrmypdf__linn.pdf.reference.txt",
     "docling__ocr_test.pdf": "docling__ocr_test.pdf.tesseract.md",
+    # the Linn page printed again: skewed, and turned 0/90/180/270 degrees (one per page)
+    "ocrmypdf__skew.pdf": "ocrmypdf__linn.pdf.reference.txt",
+    "ocrmypdf__cardinal.pdf": "ocrmypdf__linn.pdf.reference.txt",
 }
 
 # Run in a subprocess with one code tree on sys.path: converts and chunks the files given,
@@ -93,13 +98,17 @@ def markdown_to_text(text: str) -> str:
     return re.sub(r"^\s*[-*]\s+", "", text, flags=re.MULTILINE)
 
 
-def document_text(document) -> str:  # type: ignore[no-untyped-def]
+def page_texts(document) -> dict[int, str]:  # type: ignore[no-untyped-def]
+    """The document's text page by page, in our reading order."""
     from docling_core.types.doc import ContentLayer
 
     layers = {ContentLayer.BODY, ContentLayer.FURNITURE}
-    return "\n".join(
-        getattr(item, "text", "") for item, _ in document.iterate_items(included_content_layers=layers)
-    )
+    pages: dict[int, list[str]] = {}
+    for item, _ in document.iterate_items(included_content_layers=layers):
+        text = getattr(item, "text", "")
+        if text and getattr(item, "prov", None):
+            pages.setdefault(item.prov[0].page_no, []).append(text)
+    return {page: "\n".join(texts) for page, texts in sorted(pages.items())}
 
 
 def scans_failing_without_ocr(files: Path) -> list[Path]:
@@ -133,9 +142,9 @@ def bench_ocr(scans: list[Path], groundtruth: Path, dpi: int) -> dict:
             ref_text = (groundtruth / reference).read_text(encoding="utf-8")
             if reference.endswith(".md"):
                 ref_text = markdown_to_text(ref_text)
-            text = document_text(conversion.document)
-            row["cer"] = round(cer(ref_text, text), 4)
-            row["cer_no_spaces"] = round(cer(ref_text, text, spaces=False), 4)
+            texts = list(page_texts(conversion.document).values())
+            row["cer"] = [round(cer(ref_text, text), 4) for text in texts]
+            row["cer_no_spaces"] = [round(cer(ref_text, text, spaces=False), 4) for text in texts]
         rows.append(row)
         total_pages += pages
         total_wall += wall
@@ -232,18 +241,29 @@ def main() -> int:
                 order = ("baseline", "current") if index % 2 == 0 else ("current", "baseline")
                 for name in order:
                     runs[name].append(text_speed(trees[name], text_files))
-                print(f"  text run {order}: {runs['baseline'][-1]} vs {runs['current'][-1]}", flush=True)
+                print(
+                    f"  text run {order}: {runs['baseline'][-1]} vs {runs['current'][-1]}",
+                    flush=True,
+                )
         summary = {}
         for name, measured in runs.items():
             summary[name] = {
                 "pages": measured[0]["pages"],
-                "pages_per_s": round(statistics.median(m["pages"] / m["wall"] for m in measured), 1),
-                "pages_per_cpu_s": round(statistics.median(m["pages"] / m["cpu"] for m in measured), 1),
+                "pages_per_s": round(
+                    statistics.median(m["pages"] / m["wall"] for m in measured), 1
+                ),
+                "pages_per_cpu_s": round(
+                    statistics.median(m["pages"] / m["cpu"] for m in measured), 1
+                ),
             }
         summary["ratio_cpu"] = round(
             summary["current"]["pages_per_cpu_s"] / summary["baseline"]["pages_per_cpu_s"], 3
         )
-        result["text_pdfs"] = {"files": [p.name for p in text_files], "rev": args.baseline_rev, **summary}
+        result["text_pdfs"] = {
+            "files": [p.name for p in text_files],
+            "rev": args.baseline_rev,
+            **summary,
+        }
     result["load_after"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result, indent=2))
     if args.json:

@@ -66,7 +66,9 @@ def _overlaps(a, b) -> bool:
     return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
 
 
-def _rotated_box(box, angle_deg: float, center: tuple[float, float]) -> tuple[float, float, float, float]:
+def _rotated_box(
+    box, angle_deg: float, center: tuple[float, float]
+) -> tuple[float, float, float, float]:
     """The bounding box of ``box`` turned counter-clockwise (as seen) about ``center``, in
     y-down coordinates (what Pillow's ``rotate(angle)`` does to the pixels)."""
     angle = math.radians(angle_deg)
@@ -75,7 +77,12 @@ def _rotated_box(box, angle_deg: float, center: tuple[float, float]) -> tuple[fl
     for x in (box[0], box[2]):
         for y in (box[1], box[3]):
             dx, dy = x - cx, y - cy
-            points.append((cx + dx * math.cos(angle) + dy * math.sin(angle), cy - dx * math.sin(angle) + dy * math.cos(angle)))
+            points.append(
+                (
+                    cx + dx * math.cos(angle) + dy * math.sin(angle),
+                    cy - dx * math.sin(angle) + dy * math.cos(angle),
+                )
+            )
     xs, ys = zip(*points, strict=True)
     return (min(xs), min(ys), max(xs), max(ys))
 
@@ -184,7 +191,9 @@ def test_cancelling_stops_recognition():
     from haiku.rag.errors import OperationCancelled
 
     with pytest.raises(OperationCancelled):
-        convert_pdf(_scan_pdf(image), source="scan.pdf", progress=cancel_when_recognising, cancel=token)
+        convert_pdf(
+            _scan_pdf(image), source="scan.pdf", progress=cancel_when_recognising, cancel=token
+        )
 
 
 def test_scans_and_png_files_are_found_by_cli_full_text_search_with_their_boxes(tmp_path, capsys):
@@ -197,12 +206,21 @@ def test_scans_and_png_files_are_found_by_cli_full_text_search_with_their_boxes(
     (folder / "scan.pdf").write_bytes(_scan_pdf(image))
     (folder / "note.png").write_bytes(_png(image))
     db = str(tmp_path / "lib.lancedb")
-    assert main(["--db", db, "add-src", str(folder), "--json", "--progress-json", "--no-embed"]) == 0
+    assert (
+        main(["--db", db, "add-src", str(folder), "--json", "--progress-json", "--no-embed"]) == 0
+    )
     captured = capsys.readouterr()
     records = {Path(r["source"]).name: r for r in json.loads(captured.out)}
-    assert {name: r["status"] for name, r in records.items()} == {"scan.pdf": "ingested", "note.png": "ingested"}
+    assert {name: r["status"] for name, r in records.items()} == {
+        "scan.pdf": "ingested",
+        "note.png": "ingested",
+    }
     progress = [json.loads(line) for line in captured.err.splitlines() if line.startswith("{")]
-    recognising = {(Path(p["source"]).name, p["done"], p["total"]) for p in progress if p["stage"] == "recognising text"}
+    recognising = {
+        (Path(p["source"]).name, p["done"], p["total"])
+        for p in progress
+        if p["stage"] == "recognising text"
+    }
     assert {("scan.pdf", 1, 1), ("note.png", 1, 1)} <= recognising
 
     assert main(["--db", db, "search", "otters juggle pebbles", "--json", "--limit", "5"]) == 0
@@ -292,7 +310,9 @@ def _many_lines_scan(lines: int) -> bytes:
     doc = pymupdf.open()
     page = doc.new_page(width=360, height=40 + 18 * lines)
     for i in range(lines):
-        page.insert_text((20, 30 + 18 * i), f"Line {i} of otters and pebbles", fontsize=12, fontname="helv")
+        page.insert_text(
+            (20, 30 + 18 * i), f"Line {i} of otters and pebbles", fontsize=12, fontname="helv"
+        )
     image = Image.open(io.BytesIO(page.get_pixmap(dpi=DPI).tobytes("png"))).convert("RGB")
     return _scan_pdf(image)
 
@@ -325,3 +345,139 @@ def test_the_page_orientation_is_voted_on_a_sample_of_its_lines(monkeypatch):
     conversion = convert_pdf(_many_lines_scan(lines), source="lines.pdf")
     assert _recognised_text(conversion).count("of otters and pebbles") == lines
     assert 0 < sum(shape[0] for shape, _ in recording.calls) <= ocr.ORIENTATION_SAMPLE
+
+
+def _shipped_model(section: str) -> bytes:
+    from rapidocr_onnxruntime.main import DEFAULT_CFG_PATH
+    from rapidocr_onnxruntime.utils import read_yaml
+    from rapidocr_onnxruntime.utils.parse_parameters import update_model_path
+
+    return Path(update_model_path(read_yaml(DEFAULT_CFG_PATH))[section]["model_path"]).read_bytes()
+
+
+def _session(model: bytes):
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    return onnxruntime.InferenceSession(
+        model, sess_options=options, providers=["CPUExecutionProvider"]
+    )
+
+
+def _op_counts(model: bytes) -> dict[str, int]:
+    from collections import Counter
+
+    from haiku.rag.ingest.ocr_graph import _message_classes
+
+    proto = _message_classes()["ModelProto"]()
+    proto.ParseFromString(model)
+    return dict(Counter(node.op_type for node in proto.graph.node))
+
+
+def test_the_recogniser_with_fused_activations_reads_a_line_as_the_shipped_model_does():
+    """The rewrite (ingest/ocr_graph.py) is algebra, not an approximation: on a real line
+    image the fused recogniser's output matches the shipped model's to float rounding, with
+    every spelled-out hard-swish (Add, Clip, Mul, Div) gone and its affine Mul/Adds folded."""
+    import numpy as np
+
+    from haiku.rag.ingest import ocr
+    from haiku.rag.ingest.ocr_graph import fuse_activations
+
+    shipped = _shipped_model("Rec")
+    fused, count = fuse_activations(shipped)
+    before, after = _op_counts(shipped), _op_counts(fused)
+    assert count == before["Clip"] > 0 and "Clip" not in after
+    assert after["Div"] == before["Div"] - count and after["Constant"] < before["Constant"]
+    assert after["HardSigmoid"] == before.get("HardSigmoid", 0) + count
+    # two scalings and a hard-swish Mul per block before; only the hard-swish Mul remains
+    assert after["Mul"] <= before["Mul"] - 2 * count
+    engine = ocr._load_engine()
+    image, drawn = _text_image()
+    pixels = np.asarray(image)[..., ::-1]
+    top, bottom = int(drawn[1] * DPI / 72) - 4, int(drawn[3] * DPI / 72) + 4
+    left, right = int(drawn[0] * DPI / 72) - 4, int(drawn[2] * DPI / 72) + 4
+    crop = np.ascontiguousarray(pixels[top:bottom, left:right])
+    line = engine.text_rec.resize_norm_img(crop, crop.shape[1] / crop.shape[0])[None].astype(
+        "float32"
+    )
+    expected = _session(shipped).run(None, {"x": line})[0]
+    got = _session(fused).run(None, {"x": line})[0]
+    assert np.abs(got - expected).max() < 1e-3
+    characters = engine.text_rec.postprocess_op.character
+    text, _ = ocr.decode_with_spaces(got[0], line[0], characters)
+    assert text == ocr.decode_with_spaces(expected[0], line[0], characters)[0] == PHRASE
+
+
+@pytest.mark.parametrize("section", ["Det", "Cls"])
+def test_the_detector_and_classifier_are_fused_to_the_same_function(section):
+    import numpy as np
+
+    from haiku.rag.ingest.ocr_graph import fuse_activations
+
+    shipped = _shipped_model(section)
+    fused, count = fuse_activations(shipped)
+    assert count > 0 and "Clip" not in _op_counts(fused)
+    # a real input: the test image for the detector, a line-shaped strip for the classifier
+    image = np.asarray(_text_image()[0], dtype=np.float32) / 127.5 - 1.0
+    height, width = (192, 352) if section == "Det" else (48, 192)
+    batch = np.ascontiguousarray(image[:height, :width].transpose(2, 0, 1)[None])
+    expected = _session(shipped).run(None, {"x": batch})[0]
+    got = _session(fused).run(None, {"x": batch})[0]
+    assert np.abs(got - expected).max() < 1e-3
+
+
+def test_a_fused_model_has_nothing_left_to_fuse_and_other_graphs_pass_unchanged():
+    from haiku.rag.ingest.ocr_graph import fuse_activations
+
+    fused, count = fuse_activations(_shipped_model("Rec"))
+    again, count_again = fuse_activations(fused)
+    assert count > 0 and count_again == 0 and _op_counts(again) == _op_counts(fused)
+
+
+def test_the_engine_runs_the_fused_models():
+    from haiku.rag.ingest import ocr
+
+    ocr._load_engine()
+    assert set(ocr.fused_blocks) == {"Det", "Cls", "Rec"} and all(ocr.fused_blocks.values())
+
+
+def test_an_ocr_line_box_is_its_own_extent_not_the_bounding_box_of_its_tilted_quad():
+    from haiku.rag.ingest.ocr import OcrLine
+
+    level = OcrLine("a", ((10, 20), (110, 20), (110, 40), (10, 40)), 0.9, (1, 0), 20.0)
+    assert level.upright_box == level.box == (10, 20, 110, 40)
+    angle = math.radians(5)
+    cx, cy = 60.0, 30.0
+    corners = [(-50, -10), (50, -10), (50, 10), (-50, 10)]
+    quad = tuple(
+        (
+            cx + x * math.cos(angle) - y * math.sin(angle),
+            cy + x * math.sin(angle) + y * math.cos(angle),
+        )
+        for x, y in corners
+    )
+    tilted = OcrLine("a", quad, 0.9, (1, 0), 20.0)  # type: ignore[arg-type]
+    assert tilted.upright_box == pytest.approx((10, 20, 110, 40))
+    assert tilted.box[3] - tilted.box[1] > 28  # the bounding box grew by 100 * sin(5 deg)
+    sideways = OcrLine("a", quad, 0.9, (0, 1), 20.0)  # type: ignore[arg-type]
+    assert sideways.upright_box == pytest.approx((50, -20, 70, 80))
+
+
+def test_a_skewed_page_of_two_columns_is_read_column_by_column():
+    """Tilted lines' bounding boxes overlap the lines above and below (a 230 pt line tilted
+    5 degrees: 20 pt taller, more than the 15 pt pitch); used as the lines' boxes, they
+    merged the two columns into one block read across (ocrmypdf__skew.pdf)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=520, height=180)
+    for i in range(1, 9):  # not 0: read as "O"
+        y = 20 + 15 * i
+        page.insert_text((20, y), f"Left column line {i} about otters and pebbles", fontsize=10)
+        page.insert_text((270, y), f"Right column line {i} about kelp and the sea", fontsize=10)
+    image = Image.open(io.BytesIO(page.get_pixmap(dpi=DPI).tobytes("png"))).convert("RGB")
+    skewed = image.rotate(5, expand=False, fillcolor="white", resample=Image.Resampling.BICUBIC)
+    text = _recognised_text(convert_pdf(_scan_pdf(skewed), source="skewed-columns.pdf"))
+    left = [text.find(f"Left column line {i}") for i in range(1, 9)]
+    right = [text.find(f"Right column line {i}") for i in range(1, 9)]
+    assert -1 not in left and -1 not in right
+    assert left == sorted(left) and right == sorted(right) and max(left) < min(right)

@@ -32,7 +32,9 @@ def ocr_page_lines(page: Any, dpi: int, cancel: CancelToken | None = None) -> li
     longest = max(display.width, display.height) * zoom
     if longest > MAX_RENDER_SIDE:
         zoom *= MAX_RENDER_SIDE / longest
-    pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
+    pixmap = page.get_pixmap(
+        matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False
+    )
     image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.h, pixmap.w, pixmap.n)
     result = recognise(image[..., :3], cancel)
     derotation = as_matrix(page.derotation_matrix) if page.rotation else IDENTITY
@@ -60,7 +62,7 @@ def lines_from_ocr(
     body = statistics.median(heights) if heights else 0.0
     lines: list[Line] = []
     for line, line_height in zip(ocr_lines, heights, strict=True):
-        x0, y0, x1, y1 = line.box
+        x0, y0, x1, y1 = line.upright_box  # not the skewed quad's bounding box
         box = clamp((x0 * scale_x, y0 * scale_y, x1 * scale_x, y1 * scale_y), width, height)
         # Measured heights of body lines vary by a few percent; one size for all of them
         # keeps a paragraph in one run (runs split where sizes differ), while headings in
