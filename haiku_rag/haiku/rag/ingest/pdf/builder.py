@@ -149,14 +149,10 @@ def _prov(page: Page, box: Bbox, charspan: tuple[int, int]) -> ProvenanceItem:
     x0, y0, x1, y1 = box
     if x0 < 0 or y0 < 0 or x1 > page.width or y1 > page.height:  # rare: skip the clamp's cost
         x0, y0, x1, y1 = clamp(box, page.width, page.height)
-    # Built without validation (one box and one provenance per line: a third of the
-    # validations of a conversion): the fields have their declared types here -- floats, a
-    # tuple of two ints, an int page -- and the built document passes docling-core's own
-    # validation unchanged (tests/ingest/test_pdf_converter.py).
-    return ProvenanceItem.model_construct(
+    # Validated construction: ``model_construct`` (no validation) was measured slower --
+    # pydantic runs it in Python, the validator in Rust (108k calls: 2.6 s vs ~1.7 s).
+    return ProvenanceItem(
         page_no=page.page_no,
-        bbox=BoundingBox.model_construct(
-            l=float(x0), t=float(y0), r=float(x1), b=float(y1), coord_origin=CoordOrigin.TOPLEFT
-        ),
+        bbox=BoundingBox(l=x0, t=y0, r=x1, b=y1, coord_origin=CoordOrigin.TOPLEFT),
         charspan=charspan,
     )
