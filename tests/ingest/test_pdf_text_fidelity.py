@@ -59,7 +59,7 @@ def test_an_identifier_drawn_out_of_order_stays_one_word_in_its_line(order: str)
     data = _identifier_pdf(order)
     with pymupdf.open(stream=data) as doc:  # the mechanism is there: MuPDF splits the line
         lines = [line for b in doc[0].get_text("dict")["blocks"] for line in b.get("lines", [])]
-        assert len(lines) == (3 if order == "stream" else 5 if order == "new_last" else 5)
+        assert len(lines) == (3 if order == "stream" else 5)
     document = convert_pdf(data, source="mupdf-explored.pdf").document
     text = ItemTexts(document).document_markdown()
     expected = "Call fz_new_context" + REST + " " + " ".join(NEXT_LINES)

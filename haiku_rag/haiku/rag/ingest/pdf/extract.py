@@ -142,7 +142,7 @@ def printed_lines(text: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
         row.sort(key=lambda i: entries[i][0]["bbox"][0])
         for left, right in zip(row, row[1:], strict=False):
             lx0, ly0, lx1, ly1 = entries[left][0]["bbox"]
-            rx0, ry0, rx1, ry1 = entries[right][0]["bbox"]
+            rx0, ry0, _rx1, ry1 = entries[right][0]["bbox"]
             taller, shorter = max(ly1 - ly0, ry1 - ry0), min(ly1 - ly0, ry1 - ry0)
             # the line box is ~1.2 em high
             if (
