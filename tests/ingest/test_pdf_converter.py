@@ -229,11 +229,13 @@ def test_the_document_tree_is_consistent_and_passes_docling_validation(report, m
         assert item.self_ref in [child.cref for child in item.parent.resolve(doc).children]
     reachable = {item.self_ref for item, _ in doc.iterate_items(included_content_layers=ALL_LAYERS)}
     assert reachable == {item.self_ref for item in items}
-    dumped = doc.export_to_dict()
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.simplefilter("error")  # provenance is built unvalidated: no serializer warning
+        dumped = doc.export_to_dict()
+        stored = doc.model_dump_json()
         reloaded = DoclingDocument.model_validate(dumped)
     assert reloaded.export_to_dict() == dumped
+    assert DoclingDocument.model_validate_json(stored).export_to_dict() == dumped
 
 
 # --- layouts, rotation ----------------------------------------------------------------------

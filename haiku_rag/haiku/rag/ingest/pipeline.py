@@ -51,7 +51,38 @@ def prepare_document(
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
 ) -> NewDocument:
-    """Convert, extract items and chunk one source. Raises ``IngestError`` subclasses."""
+    """Convert, extract items and chunk one source. Raises ``IngestError`` subclasses.
+
+    Runs with the cyclic garbage collector paused (``cyclic_gc_paused``): the converted
+    document is alive until the end, and each collection in between rescanned it."""
+    from haiku.rag.ingest.gc_pause import cyclic_gc_paused
+
+    with cyclic_gc_paused():
+        return _prepare_document(
+            data,
+            filename=filename,
+            uri=uri,
+            config=config,
+            title=title,
+            metadata=metadata,
+            password=password,
+            progress=progress,
+            cancel=cancel,
+        )
+
+
+def _prepare_document(
+    data: bytes,
+    *,
+    filename: str,
+    uri: str,
+    config: AppConfig,
+    title: str | None,
+    metadata: dict[str, Any] | None,
+    password: str | None,
+    progress: ProgressCallback | None,
+    cancel: CancelToken | None,
+) -> NewDocument:
     from haiku.rag.ingest.chunker import chunk_document
     from haiku.rag.ingest.converters import convert_source
     from haiku.rag.ingest.figures import figure_chunks

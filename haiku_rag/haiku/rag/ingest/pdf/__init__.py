@@ -20,9 +20,6 @@ Coordinates: see ``blocks``.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,6 +33,7 @@ from haiku.rag.errors import (
     PasswordRequiredError,
     WrongPasswordError,
 )
+from haiku.rag.ingest.gc_pause import cyclic_gc_paused
 from haiku.rag.ingest.pdf import layout_model
 from haiku.rag.ingest.pdf.blocks import Line, Page, PageGeometry
 from haiku.rag.ingest.pdf.builder import build_document
@@ -102,33 +100,10 @@ def convert_pdf(
         raise ValueError(f"unknown PDF layout mode {layout!r}: use 'fast' or 'layout'")
     doc = _open(data, source=source, password=password)
     try:
-        with _cyclic_gc_paused():
+        with cyclic_gc_paused():
             return _convert_open_document(doc, source, layout, ocr or OcrOptions(), progress, cancel)
     finally:
         doc.close()
-
-
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector during a conversion.
-
-    A conversion allocates hundreds of thousands of containers (PyMuPDF's text dicts, our
-    line records, docling-core's pydantic items) that form no reference cycles and are
-    freed by reference counting alone; but their number keeps triggering full collections
-    that rescan the whole heap and find nothing. Pausing the collector made ``fast`` mode
-    15-30 % faster on the real-PDF set, with the same peak memory.
-
-    The pause is process-wide: while a conversion runs (seconds), cycles made by other
-    threads wait for the next collection instead of being freed at once. The collector is
-    re-enabled only if it was enabled before; with conversions in several threads it comes
-    back when the one that paused it ends."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _open(data: bytes, *, source: str, password: str | None) -> pymupdf.Document:

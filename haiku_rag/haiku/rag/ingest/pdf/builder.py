@@ -149,6 +149,8 @@ def _prov(page: Page, box: Bbox, charspan: tuple[int, int]) -> ProvenanceItem:
     x0, y0, x1, y1 = box
     if x0 < 0 or y0 < 0 or x1 > page.width or y1 > page.height:  # rare: skip the clamp's cost
         x0, y0, x1, y1 = clamp(box, page.width, page.height)
+    # Validated construction: ``model_construct`` (no validation) was measured slower --
+    # pydantic runs it in Python, the validator in Rust (108k calls: 2.6 s vs ~1.7 s).
     return ProvenanceItem(
         page_no=page.page_no,
         bbox=BoundingBox(l=x0, t=y0, r=x1, b=y1, coord_origin=CoordOrigin.TOPLEFT),

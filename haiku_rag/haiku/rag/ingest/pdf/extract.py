@@ -77,30 +77,133 @@ def extract_lines(
     lines: list[Line] = []
     chars = 0
     rotated = rotation != IDENTITY
+    for raw_line, block_no in printed_lines(text):
+        line = _make_line(raw_line, block_no, rotation if rotated else None)
+        if line is None:
+            continue
+        if chars + len(line.text) > MAX_CHARS_PER_PAGE or len(lines) >= MAX_LINES_PER_PAGE:
+            room = MAX_CHARS_PER_PAGE - chars
+            if room > 0 and len(lines) < MAX_LINES_PER_PAGE:
+                # One enormous line keeps its head: a page whose only text is a 5 MB
+                # line is indexed by what fits, not refused as having no text.
+                line.text = line.text[:room]
+                lines.append(line)
+                chars += len(line.text)
+            warnings.append(
+                f"page {page_no}: text truncated after {len(lines)} lines ({chars} "
+                "characters); the page is abnormally dense"
+            )
+            return lines
+        chars += len(line.text)
+        lines.append(line)
+    return lines
+
+
+# Pieces of one printed line that PyMuPDF extracted as separate lines -- because the PDF
+# draws them out of order (grouped by font, an identifier's parts drawn after the rest of
+# the line) -- are joined again when they share a baseline and abut: within this share of
+# the font size (a word space is ~0.25 em; column gutters and table cells are wider), of
+# similar heights (a different font's box, not a sub- or superscript's).
+FRAGMENT_GAP_EM = 0.3
+FRAGMENT_SIZE_RATIO = 1.25
+
+
+def printed_lines(text: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
+    """PyMuPDF's text lines with their block numbers, in extraction order, with the pieces
+    of one printed line joined into one line (spans left to right).
+
+    Why: MuPDF adds a character to the current line only when it continues it; a PDF that
+    draws ``fz_``, the rest of the line, and then ``new`` yields three lines (the last one
+    in a block of its own), which read "Call fz_ _context to create ..." and "new" at the
+    end of the paragraph. The joined line takes the place and block of its longest piece.
+    Hot path: one dict append per line; only rows holding several lines are compared."""
+    entries: list[tuple[dict[str, Any], int]] = []
+    rows: dict[float, list[int]] = {}
     for block in text["blocks"]:
         if block.get("type", 0) != 0:
             continue
-        block_no = block["number"]
+        number = block["number"]
         for raw_line in block["lines"]:
-            line = _make_line(raw_line, block_no, rotation if rotated else None)
-            if line is None:
-                continue
-            if chars + len(line.text) > MAX_CHARS_PER_PAGE or len(lines) >= MAX_LINES_PER_PAGE:
-                room = MAX_CHARS_PER_PAGE - chars
-                if room > 0 and len(lines) < MAX_LINES_PER_PAGE:
-                    # One enormous line keeps its head: a page whose only text is a 5 MB
-                    # line is indexed by what fits, not refused as having no text.
-                    line.text = line.text[:room]
-                    lines.append(line)
-                    chars += len(line.text)
-                warnings.append(
-                    f"page {page_no}: text truncated after {len(lines)} lines ({chars} "
-                    "characters); the page is abnormally dense"
-                )
-                return lines
-            chars += len(line.text)
-            lines.append(line)
-    return lines
+            direction = raw_line["dir"]
+            if direction[1] == 0 and direction[0] > 0 and raw_line["spans"]:
+                # pieces drawn apart on one printed line share its baseline exactly
+                baseline = round(raw_line["spans"][0]["origin"][1], 1)
+                row = rows.get(baseline)
+                if row is None:
+                    rows[baseline] = [len(entries)]
+                else:
+                    row.append(len(entries))
+            entries.append((raw_line, number))
+    follower: dict[int, int] = {}
+    leader: dict[int, int] = {}
+    for row in rows.values():
+        if len(row) < 2:
+            continue
+        row.sort(key=lambda i: entries[i][0]["bbox"][0])
+        for left, right in zip(row, row[1:], strict=False):
+            lx0, ly0, lx1, ly1 = entries[left][0]["bbox"]
+            rx0, ry0, _rx1, ry1 = entries[right][0]["bbox"]
+            taller, shorter = max(ly1 - ly0, ry1 - ry0), min(ly1 - ly0, ry1 - ry0)
+            # the line box is ~1.2 em high
+            if (
+                abs(rx0 - lx1) <= FRAGMENT_GAP_EM * taller / 1.2
+                and rx0 > lx0
+                and 0 < shorter
+                and taller <= FRAGMENT_SIZE_RATIO * shorter
+                and not (_is_rtl(entries[left][0]) or _is_rtl(entries[right][0]))
+            ):
+                follower[left] = right
+                leader[right] = left
+    if not follower:
+        return entries
+    replaced: dict[int, tuple[dict[str, Any], int] | None] = {}
+    for head in follower:
+        if head in leader:
+            continue
+        chain = [head]
+        while chain[-1] in follower:  # x0 grows along a chain: it ends
+            chain.append(follower[chain[-1]])
+        longest = max(chain, key=lambda i: sum(len(span["text"]) for span in entries[i][0]["spans"]))
+        boxes = [entries[i][0]["bbox"] for i in chain]
+        line = dict(entries[longest][0])
+        line["bbox"] = (
+            min(b[0] for b in boxes), min(b[1] for b in boxes),
+            max(b[2] for b in boxes), max(b[3] for b in boxes),
+        )
+        line["spans"] = _joined_spans([entries[i][0] for i in chain])
+        replaced.update(dict.fromkeys(chain))
+        replaced[longest] = (line, entries[longest][1])
+    kept = (replaced.get(i, entry) for i, entry in enumerate(entries))
+    return [entry for entry in kept if entry is not None]
+
+
+def _joined_spans(pieces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pieces' spans left to right, with a space where two pieces do not touch: pieces
+    of one line that the PDF drew apart abut (0 +/- 0.05 em), while the next word after a
+    space is 0.25 em away and ``_make_line`` would only see gaps wider than that."""
+    spans: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
+    for piece in pieces:
+        first = True
+        for span in piece["spans"]:
+            if first and previous is not None and spans:
+                em = (previous["bbox"][3] - previous["bbox"][1]) / 1.2
+                gap = piece["bbox"][0] - previous["bbox"][2]
+                if gap > 0.1 * em and not spans[-1]["text"].endswith(" ") and not span["text"].startswith(" "):
+                    span = {**span, "text": " " + span["text"]}
+            spans.append(span)
+            first = False
+        previous = piece
+    return spans
+
+
+# Hebrew, Arabic and their presentation forms: right-to-left pieces are not joined left to
+# right (their order on the page is the reverse of their reading order).
+_RTL = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff]")
+
+
+def _is_rtl(raw_line: dict[str, Any]) -> bool:
+    return any(_RTL.search(span["text"]) for span in raw_line["spans"])
 
 
 def _make_line(raw: dict[str, Any], block_no: int, rotation: Matrix | None) -> Line | None:

@@ -117,17 +117,31 @@ def order_blocks(blocks: list[Block]) -> list[Block]:
     off_axis = [b for b in blocks if not _is_on_axis(b)]
     if not axis:
         return off_axis
-    left_edge = min(b.box[0] for b in axis)
-    right_edge = max(b.box[2] for b in axis)
+    # The columns are where the text is: a figure bleeding to the page edge must not move
+    # the middle (it put a right column's left edge left of the middle: read as spanning).
+    text_blocks = [b for b in axis if b.lines] or axis
+    left_edge = min(b.box[0] for b in text_blocks)
+    right_edge = max(b.box[2] for b in text_blocks)
     middle = (left_edge + right_edge) / 2
     slack = 0.02 * (right_edge - left_edge)
 
-    def side(block: Block) -> str:
+    def column_of(block: Block) -> str:
         if block.box[2] <= middle + slack:
             return "left"
         if block.box[0] >= middle - slack:
             return "right"
         return "spanning"
+
+    sides = {id(b): column_of(b) for b in axis}
+    in_columns = [b for b in axis if sides[id(b)] != "spanning"]
+    for block in axis:
+        if sides[id(block)] == "spanning" and _beside_column_text(block, in_columns):
+            # Two figures side by side merged into one wide picture, with column text
+            # running beside it: it sits in a column, it does not cut the page.
+            sides[id(block)] = "left" if block.box[0] < middle - slack else "right"
+
+    def side(block: Block) -> str:
+        return sides[id(block)]
 
     ordered: list[Block] = []
     band: list[Block] = []
@@ -149,6 +163,22 @@ def order_blocks(blocks: list[Block]) -> list[Block]:
             band.append(block)
     flush_band()
     return ordered + sorted(off_axis, key=top_left)
+
+
+def _beside_column_text(block: Block, in_columns: list[Block]) -> bool:
+    """Whether a column's text block runs beside ``block`` (overlapping it vertically by a
+    quarter of its own height, or 10 pt, without lying inside it, as a figure's labels do)."""
+    if block.lines:
+        return False  # text that crosses the gutter is one-column prose or a title
+    x0, y0, x1, y1 = block.box
+    for other in in_columns:
+        ox0, oy0, ox1, oy1 = other.box
+        if not other.lines or (ox0 >= x0 and ox1 <= x1 and oy0 >= y0 and oy1 <= y1):
+            continue
+        overlap = min(y1, oy1) - max(y0, oy0)
+        if overlap > min(10.0, 0.25 * (oy1 - oy0)):
+            return True
+    return False
 
 
 def _is_on_axis(block: Block) -> bool:
