@@ -175,7 +175,11 @@ def test_sources_are_cited_author_year_page_and_copy_citation_copies_the_quoted_
         inner = panel.width() - panel.layout().contentsMargins().left() - panel.layout().contentsMargins().right()
         assert panel.title.width() >= inner - 2
         assert panel.copy_button.geometry().top() >= panel.title.geometry().bottom()
-        # and the page row is whole: the page number and every control, none squeezed or cut
+        # and the page row is whole: the page number and every control, none squeezed or cut,
+        # once the page is drawn (its label reads "p. 2/3 …" until then) and laid out again
+        run_until(qloop, lambda: panel.page_label.text().endswith("cited"), SLOW)
+        for _ in range(3):
+            QApplication.processEvents()
         for widget in (panel.prev_button, panel.page_label, panel.next_button, panel.zoom_out_button,
                        panel.zoom_in_button, panel.fit_button):
             assert panel.nav.rect().contains(widget.geometry()), f"{widget.text()!r} is cut off"
