@@ -104,6 +104,38 @@ def gui_thread_collector() -> GuiThreadCollector | None:
     return _collector
 
 
+def app_event_loop_class() -> type[asyncio.AbstractEventLoop]:
+    """qasync's loop with one repair, used by the app, the self-test and the benches.
+
+    qasync's ``run_until_complete`` processes Qt's pending events once more after its loop
+    stopped, with no running loop registered. An asyncio callback run in that pass (a task's
+    next step, a ``call_soon``) fails with "RuntimeError: no running event loop" at its first
+    ``asyncio.get_running_loop()`` (``asyncio.to_thread``, ``sleep``, ``create_task``). Seen:
+    an ingest job failing as "unexpected error" in bench_app, which drives the loop in slices,
+    and the CJK font task at every quit. Here the loop stays registered through that pass.
+    """
+    import qasync
+
+    class AppEventLoop(qasync.QEventLoop):  # type: ignore[misc, valid-type]
+        _finishing = False
+
+        def _after_run_forever(self) -> None:
+            super()._after_run_forever()
+            if self._finishing:  # qasync's last processEvents follows: keep the loop running
+                asyncio.events._set_running_loop(self)
+
+        def run_until_complete(self, future: Any) -> Any:
+            outer = asyncio.events._get_running_loop()
+            self._finishing = True
+            try:
+                return super().run_until_complete(future)
+            finally:
+                self._finishing = False
+                asyncio.events._set_running_loop(outer)
+
+    return AppEventLoop
+
+
 def install_event_loop(
     app: QApplication, *, loop_factory: Callable[[QApplication], asyncio.AbstractEventLoop] | None = None
 ) -> asyncio.AbstractEventLoop:
@@ -119,9 +151,7 @@ def install_event_loop(
         _collector = GuiThreadCollector(app)
         _collector.start()
     if _installed_loop is None or _installed_loop.is_closed():
-        import qasync
-
-        loop = (loop_factory or qasync.QEventLoop)(app)
+        loop = (loop_factory or app_event_loop_class())(app)
         # Plain Python threads for asyncio.to_thread: qasync's default QThread pool outlives the
         # QApplication at exit and Qt aborts the process ("QThread: Destroyed while thread is
         # still running"); a ThreadPoolExecutor is joined cleanly by the interpreter.

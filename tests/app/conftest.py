@@ -23,9 +23,9 @@ import pytest
 
 
 def _sliced_loop(qapp):
-    import qasync
+    from haiku_desk.bridge import app_event_loop_class
 
-    class SlicedQEventLoop(qasync.QEventLoop):
+    class SlicedQEventLoop(app_event_loop_class()):
         keep_registered = False
 
         def _after_run_forever(self) -> None:

@@ -146,3 +146,49 @@ def test_event_loop_callbacks_keep_nones_reference_count(qloop):
     before = sys.getrefcount(None)
     qloop.run_until_complete(many_callbacks())
     assert sys.getrefcount(None) - before > -200  # was -2000 on PySide6 6.12.0
+
+
+LOOP_SLICES_SCRIPT = r"""
+import asyncio, sys
+from PySide6.QtWidgets import QApplication
+from haiku_desk.bridge import install_event_loop
+
+app = QApplication([])
+loop = install_event_loop(app)
+seen = []  # whether each callback of a call_soon chain found a running loop
+chain = {"on": True}
+
+def link():
+    seen.append(asyncio._get_running_loop() is loop)
+    if chain["on"]:
+        loop.call_soon(link)
+
+async def slice_of_work():
+    await asyncio.sleep(0.01)
+
+loop.call_soon(link)
+for _ in range(20):  # driven in slices, as the self-test and the benches drive it
+    loop.run_until_complete(slice_of_work())
+chain["on"] = False
+loop.run_until_complete(asyncio.sleep(0.01))
+print(len(seen), seen.count(False))
+sys.exit(0 if seen and all(seen) else 1)
+"""
+
+
+def test_a_callback_run_between_slices_of_the_loop_finds_it_running():
+    # qasync processes Qt's events once more after each run_until_complete with no running
+    # loop registered; a task stepping then failed with "no running event loop" (an ingest in
+    # bench_app, the font task at quit). A fresh process: the production loop, not the tests'.
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", LOOP_SLICES_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+    assert result.returncode == 0, (result.stdout, result.stderr[-2000:])
