@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from haiku.rag.search.naming import boost_named, named_documents
-from haiku.rag.search.pages import Candidate, aggregate_pages
+from haiku.rag.search.pages import Candidate, aggregate_pages, page_key
 from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json
 from haiku.rag.store.engine import Store, sql_in
@@ -190,8 +190,8 @@ def search_chunks(
     and every candidate gains ``name_weight`` × how fully its document is named (scores are
     then normalised per arm, as in score fusion). ``page_share`` not None: one result per page,
     pages scored by their best chunk plus that share of the next ones (``pages.aggregate_pages``).
-    With ``reranker``, the best ``max(rerank_pool, limit)`` candidates are reordered by it
-    before the cut to ``limit``.
+    With ``reranker``, the best ``max(rerank_pool, limit)`` chunks are reordered by it before
+    the cut to ``limit`` (and, with ``page_share``, each page keeps its first chunk in that order).
     """
     if limit <= 0 or not query.strip() or (document_ids is not None and not document_ids):
         return []
@@ -270,7 +270,7 @@ def search_chunks(
         if search_type != "hybrid" or fusion != "score":
             scored = score_fusion([scored], [1.0])  # onto score fusion's 0 … 1 scale per arm
         scored = boost_named(scored, document_of, named, name_weight)
-    if grouped:
+    if grouped and reranker is None:
         _fetch_rows(store, rows, [cid for cid, _ in scored], current)
         scored = aggregate_pages(
             [Candidate(cid, score, rows[cid]["document_id"], rows[cid]["page_numbers"] or []) for cid, score in scored if cid in rows],
@@ -280,8 +280,22 @@ def search_chunks(
     _fetch_rows(store, rows, [cid for cid, _ in scored], current)
     candidates = [(rows[cid], score) for cid, score in scored if cid in rows]
     if reranker is not None and len(candidates) > 1:
-        candidates = reranked(reranker, query, candidates, limit)
+        # the reranker sees chunks; pages are taken from its order after (each page once)
+        candidates = reranked(reranker, query, candidates, len(candidates) if grouped else limit)
+        if grouped:
+            candidates = _first_per_page(candidates)
     return to_results(store, candidates[:limit])
+
+
+def _first_per_page(candidates: list[tuple[dict[str, Any], float]]) -> list[tuple[dict[str, Any], float]]:
+    seen: set[tuple[str, int] | str] = set()
+    kept = []
+    for row, score in candidates:
+        key = page_key(Candidate(row["id"], score, row["document_id"], row["page_numbers"] or []))
+        if key not in seen:
+            seen.add(key)
+            kept.append((row, score))
+    return kept
 
 
 def _union(hits: list[dict[str, Any]], more: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
