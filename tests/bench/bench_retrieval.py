@@ -18,7 +18,8 @@ is where fusion settings were chosen, the "held" half is only reported).
 FinanceBench: the public questions' filings are ingested through ``add_source``; a question
 counts when its 0-based evidence page is among the pages of the top-5 hits, searched within
 that question's filing (a reader with it open) and across the one store of all filings (the
-app's default; a hit counts only from the question's own filing).
+app's default; a hit counts only from the question's own filing), also per hash half of the
+questions (``split_of``: settings are chosen on the "tune" half).
 
 Arms: fts, vector, hybrid and hybrid+rerank. The last runs only when a reranker is configured
 (``search.rerank``, e.g. ``--rerank-url http://127.0.0.1:8080/v1``): no installed package ships

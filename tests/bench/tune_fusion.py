@@ -10,6 +10,10 @@ hundreds of settings costs seconds instead of hours of searches. The setting is 
 SciFact train queries of the "tune" half only** (``bench_retrieval.split_of``); the "held" half
 and FinanceBench are only reported beside it, so a choice that fits the tuning queries shows.
 The chosen values are then confirmed through the public API by bench_retrieval.py.
+
+``--levers`` replays, over the FinanceBench dump, page grouping (``search.page_share``) and the
+named-document boost (``search.name_weight``) with the library's own functions, per arm and per
+half of the questions (chosen on the "tune" half, the "held" half only reported).
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ Weighted RRF (``search.fusion``) scales each arm's contribution (weight / (k + r
 each arm's pool; the defaults are plain RRF. With a reranker (``search.rerank``), a pool of
 fused candidates larger than ``limit`` goes to it and only its order is cut to ``limit``; if the
 reranker fails, the fused order is kept and a warning logged.
+
+Two stages follow fusion (``search.name_weight``, ``search.page_share``): documents the query
+names by file name gain a boost and join each arm's pool (``naming.py``), and paged chunks are
+grouped so each page comes back once, scored with its other chunks (``pages.py``).
 """
 
 from __future__ import annotations
@@ -270,7 +274,7 @@ def search_chunks(
         if search_type != "hybrid" or fusion != "score":
             scored = score_fusion([scored], [1.0])  # onto score fusion's 0 … 1 scale per arm
         scored = boost_named(scored, document_of, named, name_weight)
-    if grouped and reranker is None:
+    if page_share is not None and reranker is None:
         _fetch_rows(store, rows, [cid for cid, _ in scored], current)
         scored = aggregate_pages(
             [Candidate(cid, score, rows[cid]["document_id"], rows[cid]["page_numbers"] or []) for cid, score in scored if cid in rows],
