@@ -794,6 +794,8 @@ class HaikuRAG:
             fts_pool=fusion.fts_pool,
             vector_pool=fusion.vector_pool,
             fusion=fusion.method,
+            page_share=self.config.search.page_share,
+            name_weight=self.config.search.name_weight,
             reranker=self._reranker_or_none(),
             rerank_pool=self.config.search.rerank.pool,
         )
