@@ -69,6 +69,14 @@ KEEP_VERSIONS_WITHOUT_READERS = timedelta(minutes=1)
 # Read-only stores and backups hold a shared lock on this file while they are open; the writer
 # probes it before cleaning up versions and keeps them for ``KEEP_VERSIONS_FOR`` while any do.
 READERS_FILE = ".haiku-rag-readers.lock"
+# LanceDB's per-connection caches (lance's defaults: 1 GiB of metadata, 6 GiB of index data).
+# Every table version gets its own manifest and fragment metadata entries, so a store written
+# one document at a time filled the metadata cache by ~0.7 MB per document (RSS 1.5 GB after
+# 500 ``create_document`` calls) although only the latest version is ever read again. A reader
+# needs the current version's metadata (a few MB for a large library) and the index pages its
+# queries touch; past these sizes the least recently used entries are dropped, not kept.
+METADATA_CACHE_BYTES = 32 * 1024 * 1024
+INDEX_CACHE_BYTES = 1024 * 1024 * 1024
 # (table, column) with a BTree index; ``haiku-rag doctor`` checks they exist.
 SCALAR_INDEXES = (
     (S.CHUNKS, "id"),
@@ -144,6 +152,7 @@ class Store:
             EXACT_SEARCH_BUDGET_BYTES if exact_search_budget_bytes is None else exact_search_budget_bytes
         )
         self._lock_file: Any = None
+        self._session: Any = None  # LanceDB's caches (local stores), bounded: see METADATA_CACHE_BYTES
         self._tables: dict[str, Any] = {}
         self._generations: tuple[int, tuple[dict[str, str], dict[str, tuple[str, str | None, str]]]] | None = None
 
@@ -164,12 +173,19 @@ class Store:
             # Local stores are cheap to re-check: always see other handles' writes.
             interval = 0.0
         try:
-            cloud = {"region": region} if region and location.startswith("db://") else {}
+            options: dict[str, Any] = {}
+            if location.startswith("db://"):  # LanceDB Cloud: its caches are server-side
+                options = {"region": region} if region else {}
+            else:
+                self._session = lancedb.Session(
+                    index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+                )
+                options = {"session": self._session}
             self._db = lancedb.connect(
                 location,
                 storage_options=storage_options or None,
                 read_consistency_interval=None if interval is None else timedelta(seconds=interval),
-                **cloud,
+                **options,
             )
             existing = set(self._list_tables())
         except Exception as exc:  # lance raises plain errors for unreadable folders
