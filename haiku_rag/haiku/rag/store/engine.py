@@ -152,6 +152,7 @@ class Store:
             EXACT_SEARCH_BUDGET_BYTES if exact_search_budget_bytes is None else exact_search_budget_bytes
         )
         self._lock_file: Any = None
+        self._settings: tuple[int, dict[str, str]] | None = None  # (table version, key -> JSON)
         self._session: Any = None  # LanceDB's caches (local stores), bounded: see METADATA_CACHE_BYTES
         self._tables: dict[str, Any] = {}
         self._generations: tuple[int, tuple[dict[str, str], dict[str, tuple[str, str | None, str]]]] | None = None
@@ -297,10 +298,16 @@ class Store:
         return name in self._tables
 
     def get_setting(self, key: str) -> Any:
-        rows = (
-            self._tables[S.SETTINGS].search().where(f"key = {sql_quote(key)}").limit(1).to_list()
-        )
-        return json.loads(rows[0]["value"]) if rows else None
+        """A stored setting (None when absent). Every write checks the embedder identity, so
+        the few settings rows are read once per version of their table, not once per call."""
+        table = self._tables[S.SETTINGS]
+        version = table.version
+        cached = self._settings
+        if cached is None or cached[0] != version:
+            rows = table.search().select(["key", "value"]).limit(None).to_list()
+            cached = self._settings = (version, {row["key"]: row["value"] for row in rows})
+        value = cached[1].get(key)
+        return json.loads(value) if value is not None else None
 
     def _put_setting(self, key: str, value: Any) -> None:
         table = self._tables[S.SETTINGS]
