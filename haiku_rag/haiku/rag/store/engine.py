@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -59,6 +60,13 @@ LOCK_FILE = ".haiku-rag-writer.lock"
 # in-memory search of store/vectors.py, so searches switch to it without a pause), and how
 # long superseded versions stay readable for readers in other processes.
 UNINDEXED_ROWS_BEFORE_MAINTENANCE = 1_000
+# Every write appends a fragment (a data file) to each table it touches, and until upkeep
+# compacts them every query opens each one: written one document at a time, 100 fragments made
+# a lookup by URI 10-15x slower (~1.5 ms a fragment) long before 1,000 rows lagged. Upkeep also
+# runs once a table holds this many small fragments; its cost grows with the library (it
+# rewrites the small fragments), so the trigger grows with the square root of the chunk count,
+# where the cost of upkeep per document and that of the fragments it removes balance.
+SMALL_FRAGMENTS_BEFORE_MAINTENANCE = 64
 VECTOR_INDEX_MIN_ROWS = 50_000
 VECTOR_INDEX_NAME = "vector_idx"
 KEEP_VERSIONS_FOR = timedelta(hours=1)
@@ -589,7 +597,8 @@ class Store:
 
     def maintain_indexes(self, *, force: bool = False) -> bool:
         """Fold rows added since the last maintenance into the indexes and compact fragments,
-        once ``UNINDEXED_ROWS_BEFORE_MAINTENANCE`` rows have piled up (or when ``force``);
+        once ``UNINDEXED_ROWS_BEFORE_MAINTENANCE`` rows or ``SMALL_FRAGMENTS_BEFORE_MAINTENANCE``
+        small fragments (more in a large library) have piled up, or when ``force``;
         create the vector index once the library reaches ``VECTOR_INDEX_MIN_ROWS`` vectors.
 
         Returns whether anything was done. Superseded versions go once older than
@@ -600,7 +609,12 @@ class Store:
             return False
         with self._write_lock:
             needs_vector_index = self._needs_vector_index()
-            if not force and not needs_vector_index and self.unindexed_rows() < UNINDEXED_ROWS_BEFORE_MAINTENANCE:
+            if (
+                not force
+                and not needs_vector_index
+                and not self._small_fragments_piled_up()
+                and self.unindexed_rows() < UNINDEXED_ROWS_BEFORE_MAINTENANCE
+            ):
                 return False
             keep = self.keep_versions_for()
             for table in self._tables.values():
@@ -608,6 +622,15 @@ class Store:
             if needs_vector_index:
                 self._create_vector_index()
             return True
+
+    def small_fragments(self) -> int:
+        """The most fragments below lance's compaction target that any table holds."""
+        return max(int(t.stats()["fragment_stats"]["num_small_fragments"]) for t in self._tables.values())
+
+    def _small_fragments_piled_up(self) -> bool:
+        chunks = self._tables.get(S.CHUNKS)
+        rows = chunks.count_rows() if chunks is not None else 0
+        return self.small_fragments() >= max(SMALL_FRAGMENTS_BEFORE_MAINTENANCE, math.isqrt(rows) // 2)
 
     def _needs_vector_index(self) -> bool:
         table = self._tables.get(S.CHUNK_VECTORS)
