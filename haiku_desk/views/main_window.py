@@ -389,8 +389,23 @@ class MainWindow(QMainWindow):
                 # Restored before the chat pane had its real width, the conversation list
                 # may have been squeezed on the way: the user's width again, now.
                 self.chat_pane.splitter.restoreState(self._chat_splitter_state)
-            QTimer.singleShot(WARM_UP_DELAY_MS, self, self.services.pages.warm_up)
+            QTimer.singleShot(WARM_UP_DELAY_MS, self, self._warm_up_renderer_when_useful)
             QTimer.singleShot(WARM_UP_DELAY_MS, self, self._install_fallback_font)
+
+    def _warm_up_renderer_when_useful(self) -> None:
+        """Load the page renderer (PyMuPDF, ~35 MB resident) once the library holds a document
+        a citation could show, not before: an empty library stays light while it waits."""
+        library = self.services.library
+        if any(entry.searchable for entry in library.entries):
+            self.services.pages.warm_up()
+            return
+
+        def on_entry(entry: object) -> None:
+            if getattr(entry, "searchable", False):
+                library.entry_changed.disconnect(on_entry)
+                self.services.pages.warm_up()
+
+        library.entry_changed.connect(on_entry)
 
     def _install_fallback_font(self) -> None:
         """CJK titles and passages draw as text, not boxes (see views/fonts.py)."""

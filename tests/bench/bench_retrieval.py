@@ -18,7 +18,8 @@ is where fusion settings were chosen, the "held" half is only reported).
 FinanceBench: the public questions' filings are ingested through ``add_source``; a question
 counts when its 0-based evidence page is among the pages of the top-5 hits, searched within
 that question's filing (a reader with it open) and across the one store of all filings (the
-app's default; a hit counts only from the question's own filing).
+app's default; a hit counts only from the question's own filing), also per hash half of the
+questions (``split_of``: settings are chosen on the "tune" half).
 
 Arms: fts, vector, hybrid and hybrid+rerank. The last runs only when a reranker is configured
 (``search.rerank``, e.g. ``--rerank-url http://127.0.0.1:8080/v1``): no installed package ships
@@ -111,21 +112,31 @@ def _describe_settings(client) -> str:
     fusion = search.fusion
     return (f"rrf_k={search.rrf_k} candidate_factor={search.candidate_factor} fts_weight={fusion.fts_weight} "
             f"vector_weight={fusion.vector_weight} fts_pool={fusion.fts_pool} vector_pool={fusion.vector_pool} "
-            f"rerank={search.rerank.provider}")
+            f"method={fusion.method} page_share={getattr(search, 'page_share', None)} "
+            f"name_weight={getattr(search, 'name_weight', None)} rerank={search.rerank.provider}")
 
 
 def dump_rankings(
     client, queries: dict[str, str], depth: int, filters: dict[str, str | None] | None = None,
     arms: tuple[str, ...] = ("fts", "vector"),
 ) -> dict:
-    """Per query, the fts and vector chunk rankings (chunk id, document uri, pages)."""
+    """Per query, the fts and vector chunk rankings (chunk id, document uri, pages, score), raw:
+    one result per chunk, no naming boost, whatever the configured search does on top."""
+    search = client.config.search
+    saved = getattr(search, "page_share", None), getattr(search, "name_weight", 0.0)
+    if hasattr(search, "page_share"):
+        search.page_share, search.name_weight = None, 0.0
     out = {}
-    for qid, text in queries.items():
-        entry = {}
-        for arm in arms:
-            results = client.search_sync(text, depth, arm, (filters or {}).get(qid))
-            entry[arm] = [[r.chunk_id, r.document_uri, r.page_numbers, r.score] for r in results]
-        out[qid] = entry
+    try:
+        for qid, text in queries.items():
+            entry = {}
+            for arm in arms:
+                results = client.search_sync(text, depth, arm, (filters or {}).get(qid))
+                entry[arm] = [[r.chunk_id, r.document_uri, r.page_numbers, r.score] for r in results]
+            out[qid] = entry
+    finally:
+        if hasattr(search, "page_share"):
+            search.page_share, search.name_weight = saved
     return out
 
 
@@ -166,6 +177,9 @@ async def eval_scifact(
         # with --dump, a single arm's search goes --dump-depth deep once: its first 100 are
         # the limit-100 search (same ranking), the rest feeds tune_fusion.py
         deep = dump is not None and arm in ("fts", "vector")
+        if deep and (getattr(client.config.search, "page_share", None) is not None or getattr(client.config.search, "name_weight", 0)):
+            print("--dump wants the raw arms: set search.page_share: null and search.name_weight: 0", file=sys.stderr)
+            return
         for qid, text in queries.items():
             results = run_arm(clients, arm, text, depth if deep else 100)
             if deep:
@@ -179,7 +193,8 @@ async def eval_scifact(
         print(f"| {arm} | {sum(every) / len(every):.4f} | {sum(recalls) / len(recalls):.4f} | "
               f"{_mean(ndcgs['tune'])} | {_mean(ndcgs['held'])} | {len(every)} | {per_query:.3f} |", flush=True)
     if dump:
-        dump.write_text(json.dumps({"queries": queries, "qrels": qrels, "rankings": rankings}))
+        documents = {d.uri: d.title for d in await client.list_documents()}
+        dump.write_text(json.dumps({"queries": queries, "qrels": qrels, "rankings": rankings, "documents": documents}))
         print(f"wrote {dump}", file=sys.stderr)
 
 
@@ -207,23 +222,33 @@ async def financebench(
     asked = [q for q in questions if q["doc_name"] in by_name]
     print(f"settings: {_describe_settings(clients.get('hybrid+rerank', client))}")
     print(f"{len(asked)} of {len(questions)} public questions have their filing; one store of {len(documents)} filings")
-    print("| search | within the filing | across all filings | right filing in top 5 (across) |\n|---|---|---|---|")
+    print("| search | within the filing | across all filings | right filing in top 5 (across) "
+          "| within: tune / held half | across: tune / held half |\n|---|---|---|---|---|---|")
     for arm in ARMS:
         if reason := not_run(arm, clients, wanted, text_only):
             print(f"| {arm} | not run: {reason} | | |", flush=True)
             continue
         within = across = right_filing = 0
+        halves: dict[str, list[int]] = {"tune": [0, 0, 0], "held": [0, 0, 0]}  # questions, within, across
         for q in asked:
             document = by_name[q["doc_name"]]
             pages = {e["evidence_page_num"] + 1 for e in q["evidence"] if e.get("doc_name", q["doc_name"]) == q["doc_name"]}
             results = run_arm(clients, arm, q["question"], 5, f"id = '{document.id}'")
-            within += any(pages & set(r.page_numbers) for r in results)
+            hit_within = any(pages & set(r.page_numbers) for r in results)
             results = run_arm(clients, arm, q["question"], 5)
             own = [r for r in results if r.document_id == document.id]
             right_filing += bool(own)
-            across += any(pages & set(r.page_numbers) for r in own)
+            hit_across = any(pages & set(r.page_numbers) for r in own)
+            within += hit_within
+            across += hit_across
+            half = halves[split_of(q["financebench_id"])]
+            half[0] += 1
+            half[1] += hit_within
+            half[2] += hit_across
         n = len(asked)
-        print(f"| {arm} | {within / n:.3f} ({within}/{n}) | {across / n:.3f} ({across}/{n}) | {right_filing}/{n} |", flush=True)
+        tune, held = halves["tune"], halves["held"]
+        print(f"| {arm} | {within / n:.3f} ({within}/{n}) | {across / n:.3f} ({across}/{n}) | {right_filing}/{n} "
+              f"| {tune[1]}/{tune[0]} / {held[1]}/{held[0]} | {tune[2]}/{tune[0]} / {held[2]}/{held[0]} |", flush=True)
     if dump:
         arms = ("fts",) if text_only else ("fts", "vector")
         qs = {q["financebench_id"]: q["question"] for q in asked}
@@ -236,7 +261,7 @@ async def financebench(
             for q in asked
         }
         out = {
-            "queries": qs, "gold": gold,
+            "queries": qs, "gold": gold, "documents": {d.uri: d.title for d in documents},
             "within": dump_rankings(client, qs, depth, within_filter, arms),
             "across": dump_rankings(client, qs, depth, arms=arms),
         }

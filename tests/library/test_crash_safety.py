@@ -54,6 +54,10 @@ CHILD = textwrap.dedent(
             print("go", flush=True)
             if op in ("ingest", "update"):
                 await client.add_source(arg)
+            elif op == "create":  # a script's loop; every third call replaces an earlier text
+                for n in range(int(arg)):
+                    uri = f"note://{n - n % 3 if n % 3 == 2 else n}"
+                    await client.create_document(f"Note {n}: quokkas, glaciers and seed vaults. " * 20, uri=uri)
             else:
                 for document_id in ids:
                     await client.delete_document(document_id)
@@ -63,7 +67,7 @@ CHILD = textwrap.dedent(
     """
 )
 # Upper bound of the random kill delay after "go", per operation (seconds; halved on retry).
-WINDOWS = {"ingest": 4.0, "update": 3.0, "delete": 0.6}
+WINDOWS = {"ingest": 4.0, "update": 3.0, "delete": 0.6, "create": 4.0}
 
 
 def _papers(folder: Path, count: int) -> None:
@@ -144,7 +148,7 @@ def _case(tmp_path: Path, seed: int, op: str) -> dict:
         shutil.copytree(db, backup)
     else:
         backup.mkdir()
-    record = _kill_mid_operation(db, op, str(folder), rng, backup)
+    record = _kill_mid_operation(db, op, "60" if op == "create" else str(folder), rng, backup)
     record["documents_after"] = _assert_whole(db)
     record["seed"] = seed
     if op == "update":
@@ -164,3 +168,12 @@ def test_randomized_sigkill_during_ingest_update_and_delete(tmp_path, seed):
     op = ("ingest", "update", "delete")[seed % 3]
     record = _case(tmp_path, seed, op)
     print("CRASH-CASE " + json.dumps(record))  # collected for docs/reliability.md (-rA)
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize("seed", range(6))
+def test_randomized_sigkill_during_a_create_document_loop(tmp_path, seed):
+    """Each create_document writes its document with its vectors in one transaction: a kill
+    anywhere leaves whole documents only, and doctor passes (vectors included)."""
+    record = _case(tmp_path, 100 + seed, "create")
+    print("CRASH-CASE " + json.dumps(record))

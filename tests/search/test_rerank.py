@@ -84,7 +84,9 @@ def _no_keychain(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _client(db_path, config, url: str, pool: int = 8) -> HaikuRAG:
+    config.search.page_share = None  # the fixture's chunks share one page: rank chunks here
     config.search.rerank = RerankConfig(provider="http", base_url=url, model="bge-reranker", pool=pool)
+    config.search.page_share = None
     client = HaikuRAG(db_path, config, create=True)
     D.write_document(client.store, new_document(paragraphs=PARAGRAPHS))
     return client
@@ -146,6 +148,7 @@ def test_a_misconfigured_reranker_does_not_fail_searches(db_path, config, monkey
     for name in ("COHERE_API_KEY", "CO_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     config.search.rerank = RerankConfig(provider="cohere")
+    config.search.page_share = None
     client = HaikuRAG(db_path, config, create=True)
     D.write_document(client.store, new_document(paragraphs=PARAGRAPHS))
     with caplog.at_level(logging.WARNING, logger="haiku.rag"):
@@ -157,6 +160,7 @@ def test_a_misconfigured_reranker_does_not_fail_searches(db_path, config, monkey
 
 def test_reranking_is_off_by_default_and_sends_nothing(db_path, config, server):
     assert config.search.rerank.provider == "none"
+    config.search.page_share = None
     client = HaikuRAG(db_path, config, create=True)
     D.write_document(client.store, new_document(paragraphs=PARAGRAPHS))
     assert client.reranker is None
@@ -195,3 +199,24 @@ def test_providers_need_what_they_need(monkeypatch) -> None:
     assert jina.url == "https://api.jina.ai/v1/rerank" and jina.model == "jina-reranker-v2-base-multilingual"
     assert SECRET not in jina.description
     jina.close()
+
+
+def test_with_pages_grouped_the_reranker_sees_chunks_and_each_page_comes_once(db_path, config, server, monkeypatch):
+    from search.paged import paged_document
+
+    monkeypatch.setenv("RERANK_API_KEY", SECRET)
+    config.search.rerank = RerankConfig(provider="http", base_url=server.url, model="bge-reranker", pool=8)
+    config.search.page_share = 0.0
+    client = HaikuRAG(db_path, config, create=True)
+    pages = [(1, "quokka quokka quokka quokka first page lead"), (2, "quokka quokka quokka second page"),
+             (1, "quokka golden " + "padding words " * 40), (3, "quokka third page")]
+    D.write_document(client.store, paged_document("file:///tmp/notes.pdf", pages))
+    try:
+        results = client.search_sync("quokka", limit=3)
+        # "golden" is the page-1 chunk full text ranks last; the reranker puts it first, and page
+        # 1's other chunk (full text's best) no longer comes back as a second page-1 result
+        assert [r.page_numbers for r in results] == [[1], [3], [2]]
+        assert "golden" in results[0].content
+        assert len(server.requests[0]["body"]["documents"]) == 4  # chunks, not pages, were sent
+    finally:
+        client.close()

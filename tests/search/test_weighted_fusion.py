@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from search.vector_server import vector_server
 from store.helpers import new_document
 
 from haiku.rag.config import FusionConfig, load_config
@@ -120,12 +121,12 @@ def test_hybrid_search_fuses_by_score_by_default(db_path, config):
     by_rank = _ids(search_chunks(store, "quokka island", query_vector=query, limit=6, fusion="rrf"))
     assert by_score != by_rank, "precondition: the two fusions differ here"
     store.close()
-    client = HaikuRAG(db_path, config, skip_validation=True)
-    client._embedder = type("Fixed", (), {"embed_query": staticmethod(lambda text: query)})()
-    try:
-        assert _ids(client.search_sync("quokka island", 6)) == by_score
-        config.search.fusion.method = "rrf"
-        assert _ids(client.search_sync("quokka island", 6)) == by_rank
-    finally:
-        client._embedder = None
-        client.close()
+    with vector_server(16) as server:
+        server.vectors["quokka island"] = query  # the configured embedder's vector for the query
+        client = HaikuRAG(db_path, server.configure(config), skip_validation=True)
+        try:
+            assert _ids(client.search_sync("quokka island", 6)) == by_score
+            config.search.fusion.method = "rrf"
+            assert _ids(client.search_sync("quokka island", 6)) == by_rank
+        finally:
+            client.close()

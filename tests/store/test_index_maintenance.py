@@ -270,3 +270,44 @@ def test_after_an_append_only_the_new_vectors_are_read_and_any_other_change_relo
     compacted = store.vector_matrix()
     assert len(loads) == 3
     same_as_a_fresh_load(compacted)
+
+
+def test_fragments_of_one_document_writes_are_compacted_before_many_rows_lag(db_path, monkeypatch):
+    """Written one document at a time, each write appends a fragment per table and every lookup
+    opens them all: upkeep runs once enough small fragments pile up, whatever the row lag."""
+    monkeypatch.setattr(engine, "UNINDEXED_ROWS_BEFORE_MAINTENANCE", 10**9)  # only fragments count
+    monkeypatch.setattr(engine, "SMALL_FRAGMENTS_BEFORE_MAINTENANCE", 8)
+    store = Store(str(db_path), create=True)
+    rng = np.random.default_rng(5)
+    for n in range(7):
+        D.write_document(store, new_document(f"file:///tmp/one-{n}.pdf", content_hash=f"o{n}"))
+        assert store.maintain_indexes() is False
+    assert store.small_fragments() == 7
+    _fill(store, 1, rng, start=100)  # the eighth fragment
+    assert store.small_fragments() >= 8
+    assert store.maintain_indexes() is True
+    assert store.small_fragments() <= 1  # compacted
+    assert store.maintain_indexes() is False
+    assert D.find_document_by_uri(store, "file:///tmp/one-3.pdf") is not None
+    assert len(D.list_documents(store)) == 8
+    store.close()
+
+
+def test_the_fragment_trigger_grows_with_the_library(db_path, monkeypatch):
+    monkeypatch.setattr(engine, "UNINDEXED_ROWS_BEFORE_MAINTENANCE", 10**9)
+    monkeypatch.setattr(engine, "SMALL_FRAGMENTS_BEFORE_MAINTENANCE", 2)
+    store = Store(str(db_path), create=True)
+    store.ensure_vector_table("local", "test-model", 16)
+    D.write_documents(  # 300 chunks: the trigger is isqrt(300) // 2 = 8 fragments, not 2
+        store,
+        [new_document(f"file:///tmp/big-{n}.pdf", content_hash=f"b{n}") for n in range(100)],
+    )
+    store.maintain_indexes(force=True)
+    assert store.small_fragments() == 1
+    for n in range(6):
+        D.write_document(store, new_document(f"file:///tmp/one-{n}.pdf", content_hash=f"o{n}"))
+        assert store.maintain_indexes() is False
+    D.write_document(store, new_document("file:///tmp/one-6.pdf", content_hash="o6"))
+    assert store.small_fragments() == 8
+    assert store.maintain_indexes() is True
+    store.close()

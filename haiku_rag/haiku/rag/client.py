@@ -313,17 +313,22 @@ class HaikuRAG:
         format: Literal["md", "plain"] = "md",
         embed: bool = True,
     ) -> Document:
-        """A document from text (Markdown or plain)."""
+        """A document from text (Markdown or plain).
+
+        With ``embed`` the chunks are embedded before anything is written, and the document,
+        its chunks and their vectors are written in one transaction: a loop of these calls
+        costs one table version per table and document, and no read-back of what it wrote.
+        If embedding fails nothing is stored."""
         data = content.encode("utf-8")
         name = "document.md" if format == "md" else "document.txt"
         uri = uri or f"text://{content_hash(data)[:16]}"
-        outcome = await self._store_thread(
-            self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None
-        )
+        ingest = self._ingest_embedded_sync if embed else self._ingest_bytes_sync
+        outcome = await self._store_thread(ingest, data, name, uri, title, metadata, None, None, None)
         if outcome.status == "failed":
             raise IngestError(outcome.reason or "ingest failed", source=uri)
         assert outcome.document is not None
-        if embed:
+        if embed and outcome.document.index_state == "text":
+            # unchanged, but its vectors were never completed (an interrupted earlier pass)
             await self.embed_pending([outcome.document])
             return await self.get_document(outcome.document.id)
         return outcome.document
@@ -577,6 +582,34 @@ class HaikuRAG:
         report(progress, Progress(Stage.DONE, uri, message="searchable (text)"))
         return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
 
+    def _ingest_embedded_sync(
+        self,
+        data: bytes,
+        filename: str,
+        uri: str,
+        title: str | None,
+        metadata: dict[str, Any] | None,
+        password: str | None,
+        progress: ProgressCallback | None,
+        cancel: CancelToken | None,
+    ) -> IngestOutcome:
+        """``_ingest_bytes_sync`` with the vectors computed before the write and written with
+        the document (see ``docs.write_document``)."""
+        prepared = self._parse_sync(data, filename, uri, title, metadata, password, progress, cancel)
+        if isinstance(prepared, IngestOutcome):
+            return prepared
+        new, existing = prepared
+        embedder = self.embedder
+        identity = embedder.identity
+        # Before the embedding: a store built with another model refuses without the work.
+        self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
+        vectors = embedder.embed_documents([chunk.embed_text for chunk in new.chunks], cancel=cancel)
+        check_cancelled(cancel)
+        document, _ = docs.write_document(self.store, new, replaces=existing, vectors=vectors)
+        report(progress, Progress(Stage.DONE, uri, message="searchable (hybrid)"))
+        self.store.maintain_indexes()  # a no-op until enough rows lag the indexes
+        return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
+
     def _parse_sync(
         self,
         data: bytes,
@@ -794,6 +827,8 @@ class HaikuRAG:
             fts_pool=fusion.fts_pool,
             vector_pool=fusion.vector_pool,
             fusion=fusion.method,
+            page_share=self.config.search.page_share,
+            name_weight=self.config.search.name_weight,
             reranker=self._reranker_or_none(),
             rerank_pool=self.config.search.rerank.pool,
         )

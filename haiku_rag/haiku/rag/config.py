@@ -148,6 +148,14 @@ class SearchConfig(_Section):
     # Memory (MiB) the vectors may take in memory for exact search; a library whose vectors
     # need more is searched through LanceDB's ANN index instead (0: always the index).
     exact_search_budget_mb: int = Field(default=160, ge=0, le=65_536)
+    # Paged documents: one result per page, a page scored by its best chunk plus this share of
+    # its next ones, then share² … (haiku.rag.search.pages); None: one result per chunk.
+    # 0 (each page once, by its best chunk) was best on FinanceBench's tune half (docs/benchmarks.md).
+    page_share: float | None = Field(default=0.0, ge=0, le=1)
+    # Documents the query names by file name rank higher by this much × how fully they are
+    # named (haiku.rag.search.naming); 0: off. 1 (a fully named document gains one arm's best)
+    # tied 2 on FinanceBench's tune half; the smaller was kept.
+    name_weight: float = Field(default=1.0, ge=0, le=10)
     fusion: FusionConfig = Field(default_factory=FusionConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
 

@@ -10,6 +10,10 @@ Weighted RRF (``search.fusion``) scales each arm's contribution (weight / (k + r
 each arm's pool; the defaults are plain RRF. With a reranker (``search.rerank``), a pool of
 fused candidates larger than ``limit`` goes to it and only its order is cut to ``limit``; if the
 reranker fails, the fused order is kept and a warning logged.
+
+Two stages follow fusion (``search.name_weight``, ``search.page_share``): documents the query
+names by file name gain a boost and join each arm's pool (``naming.py``), and paged chunks are
+grouped so each page comes back once, scored with its other chunks (``pages.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from haiku.rag.search.naming import boost_named, named_documents
+from haiku.rag.search.pages import Candidate, aggregate_pages, page_key
 from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json
 from haiku.rag.store.engine import Store, sql_in
@@ -177,76 +183,147 @@ def search_chunks(
     reranker: Reranker | None = None,
     rerank_pool: int = 30,
     fusion: Literal["rrf", "score"] = "rrf",
+    page_share: float | None = None,
+    name_weight: float = 0.0,
 ) -> list[SearchResult]:
     """Ranked chunks as ``SearchResult`` (without context expansion).
 
     The weights and pools shape hybrid fusion only (``fusion``: ``reciprocal_rank_fusion`` or
-    ``score_fusion``); an arm of weight 0 is not run. With ``reranker``, the best ``max(rerank_pool, limit)`` candidates
-    are reordered by it before the cut to ``limit``.
+    ``score_fusion``); an arm of weight 0 is not run. ``name_weight`` > 0: documents the query
+    names (``naming.named_documents``) also contribute their own best candidates to each arm,
+    and every candidate gains ``name_weight`` × how fully its document is named (scores are
+    then normalised per arm, as in score fusion). ``page_share`` not None: one result per page,
+    pages scored by their best chunk plus that share of the next ones (``pages.aggregate_pages``).
+    With ``reranker``, the best ``max(rerank_pool, limit)`` chunks are reordered by it before
+    the cut to ``limit`` (and, with ``page_share``, each page keeps its first chunk in that order).
     """
     if limit <= 0 or not query.strip() or (document_ids is not None and not document_ids):
         return []
     live = store.current_generations()
     wanted = max(limit, rerank_pool) if reranker is not None else limit
-    pool = max(limit * candidate_factor, 20) if search_type == "hybrid" else limit * 2
+    grouped = page_share is not None
+    # a page's score needs its other chunks, so grouped single-arm searches look as deep as hybrid
+    pool = max(limit * candidate_factor, 20) if search_type == "hybrid" or grouped else limit * 2
     pool = max(pool, wanted)
     # explicit per-arm pools win, even below the limit: fusion still returns what both give
     text_pool = fts_pool or pool
     vec_pool = vector_pool or pool
+    named = _named(store, query, document_ids) if name_weight > 0 else {}
+    # the named documents' own best candidates join each arm's pool (skipped when they are
+    # most of what is searched: the plain pool already speaks for them)
+    searched = len(document_ids) if document_ids is not None else len(live)
+    named_scope = sorted(named) if named and len(named) * 2 <= searched else None
 
     def current(hit: dict[str, Any]) -> bool:
         # Leftovers of an interrupted write are invisible until recovery removes them.
         return live.get(hit["document_id"]) == hit["generation"]
 
-    rows: dict[str, dict[str, Any]] = {}
-    scored: list[tuple[str, float]]
-    if search_type == "fts":
-        hits = [h for h in fts_hits(store, query, pool, document_ids) if current(h)]
-        rows = {h["id"]: h for h in hits}
-        scored = [(h["id"], float(h["_score"])) for h in hits]
-    elif search_type == "vector":
+    def text_arm(size: int) -> list[dict[str, Any]]:
+        hits = fts_hits(store, query, size, document_ids)
+        if named_scope:
+            hits = _union(hits, fts_hits(store, query, size, named_scope), "id")
+        return [h for h in hits if current(h)]
+
+    def vector_arm(size: int) -> list[dict[str, Any]]:
         if query_vector is None:
             raise ValueError("vector search needs a query vector")
         vector = query_vector() if callable(query_vector) else query_vector
-        hits = [h for h in vector_hits(store, vector, pool, document_ids) if current(h)]
-        scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in hits]
+        hits = vector_hits(store, vector, size, document_ids)
+        if named_scope:
+            hits = _union(hits, vector_hits(store, vector, size, named_scope), "chunk_id")
+        return [h for h in hits if current(h)]
+
+    rows: dict[str, dict[str, Any]] = {}
+    document_of: dict[str, str] = {}
+    scored: list[tuple[str, float]]
+    if search_type == "fts":
+        hits = text_arm(pool)
+        rows = {h["id"]: h for h in hits}
+        scored = [(h["id"], float(h["_score"])) for h in hits]
+    elif search_type == "vector":
+        vec_hits = vector_arm(pool)
+        document_of = {h["chunk_id"]: h["document_id"] for h in vec_hits}
+        scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits]
     elif search_type == "hybrid":
         # The full-text arm runs on another thread while this one embeds the query (when
         # ``query_vector`` is a callable) and ranks vectors: the two arms take similar time.
-        text_future = _arm_pool().submit(fts_hits, store, query, text_pool, document_ids) if fts_weight else None
-        vec_scored: list[tuple[str, float]] = []
+        text_future = _arm_pool().submit(text_arm, text_pool) if fts_weight else None
+        vec_hits = []
         try:
             if query_vector is not None and vector_weight:
-                vector = query_vector() if callable(query_vector) else query_vector
-                vec_scored = [
-                    (h["chunk_id"], 1.0 - float(h["_distance"]))
-                    for h in vector_hits(store, vector, vec_pool, document_ids)
-                    if current(h)
-                ]
+                vec_hits = vector_arm(vec_pool)
         finally:
-            text_hits = [h for h in text_future.result() if current(h)] if text_future else []
+            text_hits = text_future.result() if text_future else []
         rows = {h["id"]: h for h in text_hits}
+        document_of = {h["chunk_id"]: h["document_id"] for h in vec_hits}
+        text_scored = [(h["id"], float(h["_score"])) for h in text_hits]
+        vec_scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits]
         if fusion == "score":
-            text_scored = [(h["id"], float(h["_score"])) for h in text_hits]
             scored = score_fusion([text_scored, vec_scored], [fts_weight, vector_weight])
         else:
             scored = reciprocal_rank_fusion(
-                [[h["id"] for h in text_hits], [cid for cid, _ in vec_scored]],
+                [[cid for cid, _ in text_scored], [cid for cid, _ in vec_scored]],
                 k=rrf_k,
                 weights=[fts_weight, vector_weight],
             )
     else:
         raise ValueError(f"unknown search type {search_type!r}; use one of {', '.join(SEARCH_TYPES)}")
 
+    document_of.update({cid: row["document_id"] for cid, row in rows.items()})
+    if named:
+        if search_type != "hybrid" or fusion != "score":
+            scored = score_fusion([scored], [1.0])  # onto score fusion's 0 … 1 scale per arm
+        scored = boost_named(scored, document_of, named, name_weight)
+    if page_share is not None and reranker is None:
+        _fetch_rows(store, rows, [cid for cid, _ in scored], current)
+        scored = aggregate_pages(
+            [Candidate(cid, score, rows[cid]["document_id"], rows[cid]["page_numbers"] or []) for cid, score in scored if cid in rows],
+            page_share,
+        )
     scored = scored[:wanted]
-    missing = [cid for cid, _ in scored if cid not in rows]
+    _fetch_rows(store, rows, [cid for cid, _ in scored], current)
+    candidates = [(rows[cid], score) for cid, score in scored if cid in rows]
+    if reranker is not None and len(candidates) > 1:
+        # the reranker sees chunks; pages are taken from its order after (each page once)
+        candidates = reranked(reranker, query, candidates, len(candidates) if grouped else limit)
+        if grouped:
+            candidates = _first_per_page(candidates)
+    return to_results(store, candidates[:limit])
+
+
+def _first_per_page(candidates: list[tuple[dict[str, Any], float]]) -> list[tuple[dict[str, Any], float]]:
+    seen: set[tuple[str, int] | str] = set()
+    kept = []
+    for row, score in candidates:
+        key = page_key(Candidate(row["id"], score, row["document_id"], row["page_numbers"] or []))
+        if key not in seen:
+            seen.add(key)
+            kept.append((row, score))
+    return kept
+
+
+def _union(hits: list[dict[str, Any]], more: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """One arm's global and named-scope hits, each id once, best first: both searches score a
+    chunk alike (BM25 over the whole index, cosine), so the union orders like one search."""
+    seen = {hit[key]: hit for hit in hits}
+    merged = hits + [hit for hit in more if hit[key] not in seen]
+    if key == "chunk_id":
+        return sorted(merged, key=lambda h: float(h["_distance"]))
+    return sorted(merged, key=lambda h: -float(h["_score"]))
+
+
+def _fetch_rows(
+    store: Store, rows: dict[str, dict[str, Any]], chunk_ids: Sequence[str], current: Callable[[dict[str, Any]], bool]
+) -> None:
+    """Add the chunk rows of ``chunk_ids`` that ``rows`` lacks (vector-only hits), one query."""
+    missing = [cid for cid in chunk_ids if cid not in rows]
     if missing:
         fetched = store.table(S.CHUNKS).search().where(sql_in("id", set(missing))).select(_CHUNK_COLUMNS).limit(None).to_list()
         rows.update({r["id"]: r for r in fetched if current(r)})
-    candidates = [(rows[cid], score) for cid, score in scored if cid in rows]
-    if reranker is not None and len(candidates) > 1:
-        candidates = reranked(reranker, query, candidates, limit)
-    return to_results(store, candidates[:limit])
+
+
+def _named(store: Store, query: str, document_ids: Sequence[str] | None) -> dict[str, float]:
+    return named_documents(query, store.document_labels(), document_ids)
 
 
 def reranked(

@@ -199,19 +199,28 @@ def item_positions(store: Store, document: Document, refs: list[str]) -> dict[st
 # --- writes ------------------------------------------------------------------------------
 
 
-def write_document(store: Store, new: NewDocument, *, replaces: Document | None = None) -> tuple[Document, list[str]]:
+def write_document(
+    store: Store, new: NewDocument, *, replaces: Document | None = None, vectors: Any = None
+) -> tuple[Document, list[str]]:
     """Create a document, or replace ``replaces`` in place (same id), atomically.
+
+    With ``vectors`` (one row per chunk of ``new``, in order; the vectors table must exist)
+    the chunks' vectors are written in the same transaction and the document is searchable
+    by meaning from its commit: a document written one at a time then costs one version per
+    table, instead of a text-only write followed by a vectors pass that reads it all back.
 
     Returns the stored document and its chunk ids in order. Content rows go first and the
     ``documents`` row last (the commit point); the old generation's rows are deleted after.
     """
     if replaces is None:
-        return write_documents(store, [new])[0]
+        return write_documents(store, [new], vectors=None if vectors is None else [vectors])[0]
     with store.write_transaction():
         # Read again under the write lock: a rename made while this version was parsed counts.
         replaces = _document_or(store, replaces)
-        row, chunk_ids, content = _prepare_rows(new, replaces)
+        row, chunk_ids, content = _prepare_rows(new, replaces, embedded=vectors is not None)
         _add_content(store, *content)
+        if vectors is not None:
+            _add_vectors_of(store, [(row, chunk_ids, vectors)])
         # One atomic update: a crash can never leave the URI with no document row.
         changes = {k: v for k, v in row.items() if k != "id"}
         store.table(S.DOCUMENTS).update(where=f"id = {sql_quote(replaces.id)}", values=changes)
@@ -221,9 +230,13 @@ def write_document(store: Store, new: NewDocument, *, replaces: Document | None 
     return document_from_row(row), chunk_ids
 
 
-def write_documents(store: Store, news: list[NewDocument]) -> list[tuple[Document, list[str]]]:
-    """Create several new documents in one transaction (one append per table)."""
-    prepared = [_prepare_rows(new, None) for new in news]
+def write_documents(
+    store: Store, news: list[NewDocument], *, vectors: list[Any] | None = None
+) -> list[tuple[Document, list[str]]]:
+    """Create several new documents in one transaction (one append per table); with
+    ``vectors`` (per document, one row per chunk) their vectors too (see ``write_document``)."""
+    embedded = vectors is not None
+    prepared = [_prepare_rows(new, None, embedded=embedded) for new in news]
     blobs, items, chunks = [], [], []
     for _, _, (b, i, c) in prepared:
         blobs.append(b)
@@ -231,12 +244,49 @@ def write_documents(store: Store, news: list[NewDocument]) -> list[tuple[Documen
         chunks.append(c)
     with store.write_transaction():
         _add_content(store, pa.concat_tables(blobs), pa.concat_tables(items), pa.concat_tables(chunks))
+        if vectors is not None:
+            _add_vectors_of(store, [(row, ids, v) for (row, ids, _), v in zip(prepared, vectors, strict=True)])
         store.table(S.DOCUMENTS).add(pa.Table.from_pylist([row for row, _, _ in prepared], schema=S.DOCUMENTS_SCHEMA))
     return [(document_from_row(row), chunk_ids) for row, chunk_ids, _ in prepared]
 
 
+def _add_vectors_of(store: Store, documents: list[tuple[dict[str, Any], list[str], Any]]) -> None:
+    """Append the vectors of documents being written: (documents row, chunk ids, vectors)."""
+    import numpy as np
+
+    table = store.table(S.CHUNK_VECTORS)
+    dim = table.schema.field("vector").type.list_size
+    chunk_ids: list[str] = []
+    document_ids: list[str] = []
+    generations: list[str] = []
+    parts = []
+    for row, ids, rows in documents:
+        if not ids:
+            continue
+        rows = np.asarray(rows, dtype=np.float32)
+        if rows.shape != (len(ids), dim):
+            raise ValueError(f"{len(ids)} chunks need {len(ids)} vectors of {dim} values, got shape {rows.shape}")
+        chunk_ids += ids
+        document_ids += [row["id"]] * len(ids)
+        generations += [row["generation"]] * len(ids)
+        parts.append(rows)
+    if not chunk_ids:
+        return
+    flat = np.concatenate(parts).ravel()
+    data = pa.table(
+        {
+            "chunk_id": pa.array(chunk_ids, pa.string()),
+            "document_id": pa.array(document_ids, pa.string()),
+            "generation": pa.array(generations, pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), dim),
+        },
+        schema=table.schema,
+    )
+    table.add(data)
+
+
 def _prepare_rows(
-    new: NewDocument, replaces: Document | None
+    new: NewDocument, replaces: Document | None, *, embedded: bool = False
 ) -> tuple[dict[str, Any], list[str], tuple[pa.Table, pa.Table, pa.Table]]:
     generation = new_generation()
     document_id = replaces.id if replaces else uuid.uuid4().hex
@@ -253,7 +303,7 @@ def _prepare_rows(
         "page_count": new.page_count,
         "size_bytes": len(new.source_bytes),
         "chunk_count": len(new.chunks),
-        "index_state": "text",
+        "index_state": "hybrid" if embedded else "text",
         "generation": generation,
         "created_at": replaces.created_at if replaces else timestamp,
         "updated_at": timestamp,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -59,6 +60,13 @@ LOCK_FILE = ".haiku-rag-writer.lock"
 # in-memory search of store/vectors.py, so searches switch to it without a pause), and how
 # long superseded versions stay readable for readers in other processes.
 UNINDEXED_ROWS_BEFORE_MAINTENANCE = 1_000
+# Every write appends a fragment (a data file) to each table it touches, and until upkeep
+# compacts them every query opens each one: written one document at a time, 100 fragments made
+# a lookup by URI 10-15x slower (~1.5 ms a fragment) long before 1,000 rows lagged. Upkeep also
+# runs once a table holds this many small fragments; its cost grows with the library (it
+# rewrites the small fragments), so the trigger grows with the square root of the chunk count,
+# where the cost of upkeep per document and that of the fragments it removes balance.
+SMALL_FRAGMENTS_BEFORE_MAINTENANCE = 64
 VECTOR_INDEX_MIN_ROWS = 50_000
 VECTOR_INDEX_NAME = "vector_idx"
 KEEP_VERSIONS_FOR = timedelta(hours=1)
@@ -69,6 +77,14 @@ KEEP_VERSIONS_WITHOUT_READERS = timedelta(minutes=1)
 # Read-only stores and backups hold a shared lock on this file while they are open; the writer
 # probes it before cleaning up versions and keeps them for ``KEEP_VERSIONS_FOR`` while any do.
 READERS_FILE = ".haiku-rag-readers.lock"
+# LanceDB's per-connection caches (lance's defaults: 1 GiB of metadata, 6 GiB of index data).
+# Every table version gets its own manifest and fragment metadata entries, so a store written
+# one document at a time filled the metadata cache by ~0.7 MB per document (RSS 1.5 GB after
+# 500 ``create_document`` calls) although only the latest version is ever read again. A reader
+# needs the current version's metadata (a few MB for a large library) and the index pages its
+# queries touch; past these sizes the least recently used entries are dropped, not kept.
+METADATA_CACHE_BYTES = 32 * 1024 * 1024
+INDEX_CACHE_BYTES = 1024 * 1024 * 1024
 # (table, column) with a BTree index; ``haiku-rag doctor`` checks they exist.
 SCALAR_INDEXES = (
     (S.CHUNKS, "id"),
@@ -144,6 +160,8 @@ class Store:
             EXACT_SEARCH_BUDGET_BYTES if exact_search_budget_bytes is None else exact_search_budget_bytes
         )
         self._lock_file: Any = None
+        self._settings: tuple[int, dict[str, str]] | None = None  # (table version, key -> JSON)
+        self._session: Any = None  # LanceDB's caches (local stores), bounded: see METADATA_CACHE_BYTES
         self._tables: dict[str, Any] = {}
         self._generations: tuple[int, tuple[dict[str, str], dict[str, tuple[str, str | None, str]]]] | None = None
 
@@ -164,12 +182,19 @@ class Store:
             # Local stores are cheap to re-check: always see other handles' writes.
             interval = 0.0
         try:
-            cloud = {"region": region} if region and location.startswith("db://") else {}
+            options: dict[str, Any] = {}
+            if location.startswith("db://"):  # LanceDB Cloud: its caches are server-side
+                options = {"region": region} if region else {}
+            else:
+                self._session = lancedb.Session(
+                    index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
+                )
+                options = {"session": self._session}
             self._db = lancedb.connect(
                 location,
                 storage_options=storage_options or None,
                 read_consistency_interval=None if interval is None else timedelta(seconds=interval),
-                **cloud,
+                **options,
             )
             existing = set(self._list_tables())
         except Exception as exc:  # lance raises plain errors for unreadable folders
@@ -281,10 +306,16 @@ class Store:
         return name in self._tables
 
     def get_setting(self, key: str) -> Any:
-        rows = (
-            self._tables[S.SETTINGS].search().where(f"key = {sql_quote(key)}").limit(1).to_list()
-        )
-        return json.loads(rows[0]["value"]) if rows else None
+        """A stored setting (None when absent). Every write checks the embedder identity, so
+        the few settings rows are read once per version of their table, not once per call."""
+        table = self._tables[S.SETTINGS]
+        version = table.version
+        cached = self._settings
+        if cached is None or cached[0] != version:
+            rows = table.search().select(["key", "value"]).limit(None).to_list()
+            cached = self._settings = (version, {row["key"]: row["value"] for row in rows})
+        value = cached[1].get(key)
+        return json.loads(value) if value is not None else None
 
     def _put_setting(self, key: str, value: Any) -> None:
         table = self._tables[S.SETTINGS]
@@ -566,7 +597,8 @@ class Store:
 
     def maintain_indexes(self, *, force: bool = False) -> bool:
         """Fold rows added since the last maintenance into the indexes and compact fragments,
-        once ``UNINDEXED_ROWS_BEFORE_MAINTENANCE`` rows have piled up (or when ``force``);
+        once ``UNINDEXED_ROWS_BEFORE_MAINTENANCE`` rows or ``SMALL_FRAGMENTS_BEFORE_MAINTENANCE``
+        small fragments (more in a large library) have piled up, or when ``force``;
         create the vector index once the library reaches ``VECTOR_INDEX_MIN_ROWS`` vectors.
 
         Returns whether anything was done. Superseded versions go once older than
@@ -577,7 +609,12 @@ class Store:
             return False
         with self._write_lock:
             needs_vector_index = self._needs_vector_index()
-            if not force and not needs_vector_index and self.unindexed_rows() < UNINDEXED_ROWS_BEFORE_MAINTENANCE:
+            if (
+                not force
+                and not needs_vector_index
+                and not self._small_fragments_piled_up()
+                and self.unindexed_rows() < UNINDEXED_ROWS_BEFORE_MAINTENANCE
+            ):
                 return False
             keep = self.keep_versions_for()
             for table in self._tables.values():
@@ -585,6 +622,15 @@ class Store:
             if needs_vector_index:
                 self._create_vector_index()
             return True
+
+    def small_fragments(self) -> int:
+        """The most fragments below lance's compaction target that any table holds."""
+        return max(int(t.stats()["fragment_stats"]["num_small_fragments"]) for t in self._tables.values())
+
+    def _small_fragments_piled_up(self) -> bool:
+        chunks = self._tables.get(S.CHUNKS)
+        rows = chunks.count_rows() if chunks is not None else 0
+        return self.small_fragments() >= max(SMALL_FRAGMENTS_BEFORE_MAINTENANCE, math.isqrt(rows) // 2)
 
     def _needs_vector_index(self) -> bool:
         table = self._tables.get(S.CHUNK_VECTORS)

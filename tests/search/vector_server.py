@@ -1,0 +1,74 @@
+"""A configured, deterministic embedder for search tests: an OpenAI-compatible ``/v1/embeddings``
+server on 127.0.0.1 whose vectors the test chooses (``vectors[text]``), else one derived from a
+hash of the text. The client embeds through its real HTTP embedder; nothing is swapped in."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+MODEL = "fixed-vectors"
+
+
+def hashed_vector(text: str, dim: int) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    return [float(b) - 127.5 for b in (digest * (dim // len(digest) + 1))[:dim]]
+
+
+@dataclass
+class VectorServer:
+    dim: int
+    url: str = ""
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def configure(self, config: Any) -> Any:
+        """``config`` with its embeddings pointed at this server."""
+        config.embeddings.provider = "openai-compatible"
+        config.embeddings.model = MODEL
+        config.embeddings.base_url = self.url
+        config.embeddings.vector_dim = self.dim
+        return config
+
+
+@contextmanager
+def vector_server(dim: int) -> Iterator[VectorServer]:
+    state = VectorServer(dim)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            data = [
+                {
+                    "object": "embedding",
+                    "index": i,
+                    "embedding": [float(x) for x in state.vectors[text]] if text in state.vectors else hashed_vector(text, state.dim),
+                }
+                for i, text in enumerate(body["input"])
+            ]
+            raw = json.dumps({"object": "list", "data": data, "model": body["model"]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
