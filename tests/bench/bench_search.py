@@ -141,12 +141,12 @@ def _index_names(location: Path) -> list[str]:
         store.close()
 
 
-def measure(location: Path, query_set: list[str], search_type: str) -> list[float]:
+def measure(location: Path, query_set: list[str], search_type: str, config_path: Path | None = None) -> list[float]:
     """Milliseconds per search; ``embed`` times the query embedding alone (a limit)."""
     from haiku.rag.client import HaikuRAG
     from haiku.rag.config import load_config
 
-    config = load_config()
+    config = load_config(config_path)
     config.embeddings.threads = 2
     client = HaikuRAG(location, config, read_only=True)
     client.search_sync("warm up the embedder and the indexes", 10, "hybrid")
@@ -162,12 +162,14 @@ def measure(location: Path, query_set: list[str], search_type: str) -> list[floa
     return timings
 
 
-def _runs(location: Path, data: Path, args: argparse.Namespace, search_type: str) -> tuple[float, float, list[float]]:
+def _runs(
+    location: Path, data: Path, args: argparse.Namespace, search_type: str, config_path: Path | None = None
+) -> tuple[float, float, list[float]]:
     p50s, p95s = [], []
     for run in range(args.runs):
         # new queries every run so the query-embedding cache never helps
         qs = [f"{q} ({run})" for q in queries(data, args.queries)]
-        t = measure(location, qs, search_type)
+        t = measure(location, qs, search_type, config_path)
         p50s.append(statistics.median(t))
         p95s.append(float(np.percentile(t, 95)))
     return statistics.median(p50s), statistics.median(p95s), p95s
@@ -186,6 +188,10 @@ def latency(args: argparse.Namespace, real: np.ndarray) -> None:
                 p50, p95, each = _runs(location, args.data, args, search_type)
                 runs = " / ".join(f"{v:.1f}" for v in each)
                 print(f"| {size} | {search_type} | {p50:.1f} | {p95:.1f} | {runs} |", flush=True)
+            if args.baseline_config is not None:  # the same store and queries, other settings
+                p50, p95, each = _runs(location, args.data, args, "hybrid", args.baseline_config)
+                runs = " / ".join(f"{v:.1f}" for v in each)
+                print(f"| {size} | hybrid ({args.baseline_config.name}) | {p50:.1f} | {p95:.1f} | {runs} |", flush=True)
 
 
 def ann(args: argparse.Namespace, real: np.ndarray) -> None:
@@ -250,6 +256,10 @@ def main() -> int:
     parser.add_argument("--nprobes", type=int, nargs="+", default=[10, 20, 40])
     parser.add_argument("--refine", type=int, nargs="+", default=[0, 2, 5])
     parser.add_argument("--tmp", type=Path, default=None, help="where the temporary stores go")
+    parser.add_argument(
+        "--baseline-config", type=Path, default=None,
+        help="a haiku.rag YAML whose hybrid search is also timed on the same store (e.g. search stages off)",
+    )
     args = parser.parse_args()
     if not (args.data / "retrieval_beir_scifact").is_dir():
         print(f"skipped: no SciFact data under {args.data}")
