@@ -101,3 +101,15 @@ def test_redaction_masks_secret_looking_keys(tmp_path):
     config.lancedb.storage_options = {"aws_secret_access_key": "hunter2", "region": "eu"}
     shown = redacted(config)
     assert shown["lancedb"]["storage_options"] == {"aws_secret_access_key": "***", "region": "eu"}
+
+
+def test_page_grouping_can_be_turned_off_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert load_config().search.page_share == 0.0  # on by default
+    monkeypatch.setenv("HAIKU_RAG_SEARCH__PAGE_SHARE", "off")
+    assert load_config().search.page_share is None
+    monkeypatch.setenv("HAIKU_RAG_SEARCH__PAGE_SHARE", "0.5")
+    assert load_config().search.page_share == 0.5
+    monkeypatch.setenv("HAIKU_RAG_SEARCH__PAGE_SHARE", "sometimes")
+    with pytest.raises(ConfigError, match="search.page_share"):
+        load_config()

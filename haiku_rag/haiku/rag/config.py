@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -158,6 +158,14 @@ class SearchConfig(_Section):
     name_weight: float = Field(default=1.0, ge=0, le=10)
     fusion: FusionConfig = Field(default_factory=FusionConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
+
+    @field_validator("page_share", mode="before")
+    @classmethod
+    def _page_share_off(cls, value: Any) -> Any:
+        # YAML can say null; an environment variable is a string: "off" (or "none"/"null") too
+        if isinstance(value, str) and value.strip().lower() in {"off", "none", "null"}:
+            return None
+        return value
 
 
 class ModelConfig(_Section):
