@@ -3,16 +3,14 @@ any failure of it keeps the fused order with a warning, and its key is never log
 
 from __future__ import annotations
 
-import json
 import logging
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from json_server import json_server
 from store.helpers import new_document
 
 from haiku.rag.client import HaikuRAG
@@ -45,36 +43,17 @@ class RerankServer:
 def server() -> Iterator[RerankServer]:
     state = RerankServer()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-            if state.mode == "error":
-                return self._send(500, {"error": "model not loaded"})
-            if state.mode == "malformed":
-                return self._send(200, {"results": [{"index": 999, "relevance_score": 1.0}]})
-            # unsorted and ignoring top_n, as some servers do
-            results = [{"index": i, "relevance_score": score(d, i)} for i, d in enumerate(body["documents"])]
-            self._send(200, {"results": results})
+    def answer(path: str, body: Any, headers: Any) -> tuple[int, Any]:
+        state.requests.append({"path": path, "body": body, "auth": headers.get("Authorization")})
+        if state.mode == "error":
+            return 500, {"error": "model not loaded"}
+        if state.mode == "malformed":
+            return 200, {"results": [{"index": 999, "relevance_score": 1.0}]}
+        # unsorted and ignoring top_n, as some servers do
+        return 200, {"results": [{"index": i, "relevance_score": score(d, i)} for i, d in enumerate(body["documents"])]}
 
-        def _send(self, status: int, payload: Any) -> None:
-            raw = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    with json_server(answer) as state.url:
+        yield state
 
 
 @pytest.fixture(autouse=True)
@@ -86,7 +65,6 @@ def _no_keychain(monkeypatch: pytest.MonkeyPatch) -> None:
 def _client(db_path, config, url: str, pool: int = 8) -> HaikuRAG:
     config.search.page_share = None  # the fixture's chunks share one page: rank chunks here
     config.search.rerank = RerankConfig(provider="http", base_url=url, model="bge-reranker", pool=pool)
-    config.search.page_share = None
     client = HaikuRAG(db_path, config, create=True)
     D.write_document(client.store, new_document(paragraphs=PARAGRAPHS))
     return client

@@ -5,15 +5,13 @@ hash of the text. The client embeds through its real HTTP embedder; nothing is s
 from __future__ import annotations
 
 import hashlib
-import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
+from json_server import json_server
 
 MODEL = "fixed-vectors"
 
@@ -42,33 +40,16 @@ class VectorServer:
 def vector_server(dim: int) -> Iterator[VectorServer]:
     state = VectorServer(dim)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            data = [
-                {
-                    "object": "embedding",
-                    "index": i,
-                    "embedding": [float(x) for x in state.vectors[text]] if text in state.vectors else hashed_vector(text, state.dim),
-                }
-                for i, text in enumerate(body["input"])
-            ]
-            raw = json.dumps({"object": "list", "data": data, "model": body["model"]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+    def answer(path: str, body: Any, headers: Any) -> tuple[int, Any]:
+        data = [
+            {
+                "object": "embedding",
+                "index": i,
+                "embedding": [float(x) for x in state.vectors[text]] if text in state.vectors else hashed_vector(text, state.dim),
+            }
+            for i, text in enumerate(body["input"])
+        ]
+        return 200, {"object": "list", "data": data, "model": body["model"]}
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with json_server(answer) as state.url:
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from json_server import json_server
 from store.helpers import new_document
 
 from haiku.rag.client import HaikuRAG
@@ -46,39 +45,23 @@ class EmbeddingServer:
 def server() -> Iterator[EmbeddingServer]:
     state = EmbeddingServer()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            model = body["model"]
-            state.requests.append(model)
-            if state.gate is not None and model in state.gated:
-                state.waiting.set()
-                state.gate.wait(60)
-            if model in state.failing:
-                return self._send(500, {"error": "model unloaded"})
-            data = [{"index": i, "embedding": vector(t, DIMS[model])} for i, t in enumerate(body["input"])]
-            self._send(200, {"data": data, "model": model})
+    def answer(path: str, body: Any, headers: Any) -> tuple[int, Any]:
+        model = body["model"]
+        state.requests.append(model)
+        if state.gate is not None and model in state.gated:
+            state.waiting.set()
+            state.gate.wait(60)
+        if model in state.failing:
+            return 500, {"error": "model unloaded"}
+        data = [{"index": i, "embedding": vector(t, DIMS[model])} for i, t in enumerate(body["input"])]
+        return 200, {"data": data, "model": model}
 
-        def _send(self, status: int, payload: Any) -> None:
-            raw = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    yield state
-    if state.gate is not None:
-        state.gate.set()  # a failed test must not leave a request waiting
-    httpd.shutdown()
-    httpd.server_close()
+    with json_server(answer) as state.url:
+        try:
+            yield state
+        finally:
+            if state.gate is not None:
+                state.gate.set()  # a failed test must not leave a request waiting
 
 
 def embedder(server: EmbeddingServer, model: str) -> EmbeddingsConfig:
