@@ -69,6 +69,23 @@ def qloop(request, _session_qloop):
     asyncio.events._set_running_loop(None)
 
 
+@pytest.fixture
+def services(qloop, db_path, config):
+    """The app's services over a new library, opened (its documents listed), closed after."""
+    from qt_helpers import run_until
+
+    from haiku_desk.services import create_services
+
+    services = create_services(db_path, config)
+    opened = []
+    services.library.opened.connect(lambda: opened.append(True))
+    services.library.start()
+    run_until(qloop, lambda: bool(opened), 180)
+    yield services
+    qloop.run_until_complete(services.library.aclose())
+    services.pages.close()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     """After the last app test's fixtures are torn down, give garbage collection back to Python."""

@@ -5,28 +5,14 @@ shortcuts page; CJK text draws with the bundled fallback font."""
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QAbstractButton, QApplication
 from qt_helpers import run_until
 
-from haiku_desk.services import create_services
 from haiku_desk.services.library import uri_for
 from haiku_desk.views.main_window import SMALLEST_SIZE, MainWindow
 
 SLOW = 180
-
-
-@pytest.fixture
-def services(qloop, db_path, config):
-    services = create_services(db_path, config)
-    opened = []
-    services.library.opened.connect(lambda: opened.append(True))
-    services.library.start()
-    run_until(qloop, lambda: bool(opened), SLOW)
-    yield services
-    qloop.run_until_complete(services.library.aclose())
-    services.pages.close()
 
 
 def _window(qtbot, services, size=(1440, 900)) -> MainWindow:

@@ -15,23 +15,10 @@ from qt_helpers import run_until
 
 from haiku.rag.capabilities.state import Citation
 from haiku_desk.models.documents import ENTRY_ROLE
-from haiku_desk.services import create_services
 from haiku_desk.services.library import uri_for
 from haiku_desk.views.main_window import DEFAULT_SIZE, MainWindow
 
 SLOW = 180
-
-
-@pytest.fixture
-def services(qloop, db_path, config):
-    services = create_services(db_path, config)
-    opened = []
-    services.library.opened.connect(lambda: opened.append(True))
-    services.library.start()
-    run_until(qloop, lambda: bool(opened), SLOW)
-    yield services
-    qloop.run_until_complete(services.library.aclose())
-    services.pages.close()
 
 
 @pytest.fixture

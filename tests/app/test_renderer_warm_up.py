@@ -7,25 +7,11 @@ from __future__ import annotations
 import asyncio
 
 import pdf_factory
-import pytest
 from qt_helpers import run_until
 
-from haiku_desk.services import create_services
 from haiku_desk.views.main_window import DEFAULT_SIZE, WARM_UP_DELAY_MS, MainWindow
 
 SLOW = 180
-
-
-@pytest.fixture
-def services(qloop, db_path, config):
-    services = create_services(db_path, config)
-    opened = []
-    services.library.opened.connect(lambda: opened.append(True))
-    services.library.start()
-    run_until(qloop, lambda: bool(opened), SLOW)
-    yield services
-    qloop.run_until_complete(services.library.aclose())
-    services.pages.close()
 
 
 def _show(qtbot, services) -> MainWindow:

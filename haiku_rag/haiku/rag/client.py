@@ -322,8 +322,9 @@ class HaikuRAG:
         data = content.encode("utf-8")
         name = "document.md" if format == "md" else "document.txt"
         uri = uri or f"text://{content_hash(data)[:16]}"
-        ingest = self._ingest_embedded_sync if embed else self._ingest_bytes_sync
-        outcome = await self._store_thread(ingest, data, name, uri, title, metadata, None, None, None)
+        outcome = await self._store_thread(
+            self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None, embed
+        )
         if outcome.status == "failed":
             raise IngestError(outcome.reason or "ingest failed", source=uri)
         assert outcome.document is not None
@@ -573,41 +574,26 @@ class HaikuRAG:
         password: str | None,
         progress: ProgressCallback | None,
         cancel: CancelToken | None,
+        embed: bool = False,
     ) -> IngestOutcome:
+        """Parse and write one source. With ``embed`` the vectors are computed before the write
+        and written with the document, in its transaction (see ``docs.write_document``)."""
         prepared = self._parse_sync(data, filename, uri, title, metadata, password, progress, cancel)
         if isinstance(prepared, IngestOutcome):
             return prepared
         new, existing = prepared
-        document, _ = docs.write_document(self.store, new, replaces=existing)
-        report(progress, Progress(Stage.DONE, uri, message="searchable (text)"))
-        return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
-
-    def _ingest_embedded_sync(
-        self,
-        data: bytes,
-        filename: str,
-        uri: str,
-        title: str | None,
-        metadata: dict[str, Any] | None,
-        password: str | None,
-        progress: ProgressCallback | None,
-        cancel: CancelToken | None,
-    ) -> IngestOutcome:
-        """``_ingest_bytes_sync`` with the vectors computed before the write and written with
-        the document (see ``docs.write_document``)."""
-        prepared = self._parse_sync(data, filename, uri, title, metadata, password, progress, cancel)
-        if isinstance(prepared, IngestOutcome):
-            return prepared
-        new, existing = prepared
-        embedder = self.embedder
-        identity = embedder.identity
-        # Before the embedding: a store built with another model refuses without the work.
-        self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
-        vectors = embedder.embed_documents([chunk.embed_text for chunk in new.chunks], cancel=cancel)
-        check_cancelled(cancel)
+        vectors = None
+        if embed:
+            embedder = self.embedder
+            identity = embedder.identity
+            # Before the embedding: a store built with another model refuses without the work.
+            self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
+            vectors = embedder.embed_documents([chunk.embed_text for chunk in new.chunks], cancel=cancel)
+            check_cancelled(cancel)
         document, _ = docs.write_document(self.store, new, replaces=existing, vectors=vectors)
-        report(progress, Progress(Stage.DONE, uri, message="searchable (hybrid)"))
-        self.store.maintain_indexes()  # a no-op until enough rows lag the indexes
+        report(progress, Progress(Stage.DONE, uri, message="searchable (hybrid)" if embed else "searchable (text)"))
+        if embed:
+            self.store.maintain_indexes()  # a no-op until enough rows lag the indexes
         return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
 
     def _parse_sync(

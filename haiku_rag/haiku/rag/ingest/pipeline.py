@@ -9,6 +9,7 @@ from typing import Any
 
 from haiku.rag.config import AppConfig
 from haiku.rag.errors import EmptyDocumentError, SourceTooLargeError
+from haiku.rag.ingest.gc_pause import cyclic_gc_paused
 from haiku.rag.ingest.records import NewDocument
 from haiku.rag.mupdf import MUPDF_LOCK, import_pymupdf
 from haiku.rag.operations import (
@@ -39,6 +40,7 @@ def check_size(path: Path, size: int, config: AppConfig) -> None:
         )
 
 
+@cyclic_gc_paused()
 def prepare_document(
     data: bytes,
     *,
@@ -55,34 +57,6 @@ def prepare_document(
 
     Runs with the cyclic garbage collector paused (``cyclic_gc_paused``): the converted
     document is alive until the end, and each collection in between rescanned it."""
-    from haiku.rag.ingest.gc_pause import cyclic_gc_paused
-
-    with cyclic_gc_paused():
-        return _prepare_document(
-            data,
-            filename=filename,
-            uri=uri,
-            config=config,
-            title=title,
-            metadata=metadata,
-            password=password,
-            progress=progress,
-            cancel=cancel,
-        )
-
-
-def _prepare_document(
-    data: bytes,
-    *,
-    filename: str,
-    uri: str,
-    config: AppConfig,
-    title: str | None,
-    metadata: dict[str, Any] | None,
-    password: str | None,
-    progress: ProgressCallback | None,
-    cancel: CancelToken | None,
-) -> NewDocument:
     from haiku.rag.ingest.chunker import chunk_document
     from haiku.rag.ingest.converters import convert_source
     from haiku.rag.ingest.figures import figure_chunks

@@ -254,8 +254,7 @@ def _add_vectors_of(store: Store, documents: list[tuple[dict[str, Any], list[str
     """Append the vectors of documents being written: (documents row, chunk ids, vectors)."""
     import numpy as np
 
-    table = store.table(S.CHUNK_VECTORS)
-    dim = table.schema.field("vector").type.list_size
+    dim = store.table(S.CHUNK_VECTORS).schema.field("vector").type.list_size
     chunk_ids: list[str] = []
     document_ids: list[str] = []
     generations: list[str] = []
@@ -270,15 +269,22 @@ def _add_vectors_of(store: Store, documents: list[tuple[dict[str, Any], list[str
         document_ids += [row["id"]] * len(ids)
         generations += [row["generation"]] * len(ids)
         parts.append(rows)
-    if not chunk_ids:
-        return
-    flat = np.concatenate(parts).ravel()
+    if chunk_ids:
+        _append_vectors(store, chunk_ids, document_ids, generations, np.concatenate(parts))
+
+
+def _append_vectors(
+    store: Store, chunk_ids: list[str], document_ids: list[str], generations: list[str], vectors: Any
+) -> None:
+    """One append to the vectors table (rows in the order of ``chunk_ids``)."""
+    table = store.table(S.CHUNK_VECTORS)
+    dim = table.schema.field("vector").type.list_size
     data = pa.table(
         {
             "chunk_id": pa.array(chunk_ids, pa.string()),
             "document_id": pa.array(document_ids, pa.string()),
             "generation": pa.array(generations, pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(flat, pa.float32()), dim),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.astype("float32").ravel(), pa.float32()), dim),
         },
         schema=table.schema,
     )
@@ -526,21 +532,8 @@ def get_documents(store: Store, document_ids: list[str]) -> list[Document]:
 
 def add_vectors(store: Store, owners: list[Document], chunk_ids: list[str], vectors: Any) -> None:
     """Append vectors; ``owners[i]`` is the document of ``chunk_ids[i]`` (one write for all)."""
-    table = store.table(S.CHUNK_VECTORS)
-    dim = table.schema.field("vector").type.list_size
-    data = pa.table(
-        {
-            "chunk_id": pa.array(chunk_ids, pa.string()),
-            "document_id": pa.array([d.id for d in owners], pa.string()),
-            "generation": pa.array([d.generation for d in owners], pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(
-                pa.array(vectors.astype("float32").ravel(), pa.float32()), dim
-            ),
-        },
-        schema=table.schema,
-    )
     with store.write_transaction():
-        table.add(data)
+        _append_vectors(store, chunk_ids, [d.id for d in owners], [d.generation for d in owners], vectors)
 
 
 def mark_hybrid(store: Store, documents: list[Document]) -> None:
