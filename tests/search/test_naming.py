@@ -43,7 +43,7 @@ def test_query_terms_split_and_join_words():
     assert "s" not in terms and "the" not in query_terms("the")
 
 
-def test_the_index_of_a_label_mapping_is_reused_until_it_changes():
+def test_a_changed_label_mapping_is_indexed_anew_not_answered_from_the_cached_index():
     first = named_documents("3M FY2018", FILINGS)
     changed = dict(FILINGS) | {"f": ("file:///lib/3M_2019_10K.pdf", None)}
     assert set(first) == {"a", "b"} and "f" in named_documents("3M FY2019", changed)
