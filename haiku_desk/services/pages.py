@@ -139,7 +139,8 @@ class PagesService(QObject):
     # --- rendering ---------------------------------------------------------------------------
 
     @staticmethod
-    def _zoom_key(zoom: float) -> float:
+    def zoom_key(zoom: float) -> float:
+        """The zoom a request for ``zoom`` is rendered and cached at."""
         return round(max(MIN_ZOOM, min(MAX_ZOOM, zoom)), 3)
 
     def _generation(self, document_id: str) -> str:
@@ -148,7 +149,7 @@ class PagesService(QObject):
 
     def cached(self, document_id: str, page: int, zoom: float) -> PageRender | None:
         """The render if it is cached (no waiting: the panel shows it at once)."""
-        key = (document_id, self._generation(document_id), page, self._zoom_key(zoom))
+        key = (document_id, self._generation(document_id), page, self.zoom_key(zoom))
         render = self._cache.get(key)
         if render is not None:
             self._cache.move_to_end(key)
@@ -156,7 +157,7 @@ class PagesService(QObject):
 
     async def render(self, document_id: str, page: int, zoom: float = 1.5) -> PageRender:
         """Page ``page`` (1-based) of a stored document at ``zoom`` pixels per point."""
-        zoom = self._zoom_key(zoom)
+        zoom = self.zoom_key(zoom)
         generation = self._generation(document_id)
         key = (document_id, generation, page, zoom)
         hit = self._cache.get(key)

@@ -63,6 +63,9 @@ class CitationPanel(QWidget):
         self.zoom = DEFAULT_ZOOM
         self.fit_width = True
         self.current_render: PageRender | None = None
+        # Page widths seen so far, (document id, page) -> points: fitting needs the width
+        # before the page is drawn, and pages differ (a scan of a book page, then a poster).
+        self._page_widths: dict[tuple[str, int], float] = {}
         self.current_image: QImage | None = None  # the page as shown, highlights painted
         self._request = 0
         self.open_in_system_viewer = True  # tests turn this off
@@ -291,10 +294,19 @@ class CitationPanel(QWidget):
         reserve = 0 if bar.isVisible() else self.style().pixelMetric(self.style().PixelMetric.PM_ScrollBarExtent)
         return self.scroll.viewport().width() - reserve - 4
 
+    def _page_width(self) -> float:
+        """The shown page's width in points: known once any render of it arrived, else the
+        last page's (documents mostly keep one size), else A4's."""
+        if self.citation is not None:
+            known = self._page_widths.get((self.citation.document_id, self.page))
+            if known is not None:
+                return known
+        return self.current_render.width_pt if self.current_render is not None else 595.0
+
     def _target_zoom(self) -> float:
         if self.fit_width:
             width = self._available_width()
-            page_width = self.current_render.width_pt if self.current_render is not None else 595.0  # A4 until known
+            page_width = self._page_width()
             if width > 50:
                 return max(MIN_ZOOM, min(MAX_ZOOM, width / page_width))
         return self.zoom
@@ -334,6 +346,10 @@ class CitationPanel(QWidget):
 
     def _display(self, render: PageRender) -> None:
         assert self.citation is not None
+        guessed = (render.document_id, render.page) not in self._page_widths
+        self._page_widths[(render.document_id, render.page)] = render.width_pt
+        if guessed and self.fit_width and self._refit_page(render):
+            return
         self.current_render = render
         self.page_count = render.page_count
         image = paint_highlights(render, self.citation.boxes, self.citation.context_boxes)
@@ -344,6 +360,15 @@ class CitationPanel(QWidget):
         self._scroll_to_match(render)
         self._update_controls()
         self.page_shown.emit(render.page)
+
+    def _refit_page(self, render: PageRender) -> bool:
+        """Whether ``render`` was drawn for another page width than its own (the first page of
+        a document of another size than the last one shown) and is asked for again, fitted."""
+        fitted = PagesService.zoom_key(self._target_zoom() * self.devicePixelRatioF())
+        if abs(fitted - render.zoom) <= 0.01 * render.zoom:
+            return False
+        self._render()
+        return True
 
     def _scroll_to_match(self, render: PageRender) -> None:
         assert self.citation is not None

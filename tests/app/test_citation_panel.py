@@ -84,6 +84,33 @@ def test_multi_page_citation_navigation_and_fit_width(qloop, library, panel, tmp
     assert panel.page == 2
 
 
+def test_pages_of_other_sizes_are_fitted_to_the_width_when_first_shown(qloop, library, panel, tmp_path):
+    """Fitting needs a page's width before it is drawn: a book-sized scan (not A4, the guess)
+    and then a wide page of the same document each fill the panel's width at once."""
+    import pymupdf
+
+    path = tmp_path / "sizes.pdf"
+    with pymupdf.open() as doc:
+        narrow = doc.new_page(width=300, height=420)
+        narrow.insert_text((36, 72), "Otters juggle river stones at dusk.", fontsize=11)
+        wide = doc.new_page(width=900, height=400)
+        wide.insert_text((36, 72), "Herons stand still in the shallows.", fontsize=11)
+        doc.save(path)
+    entry = _ingest(qloop, library, path)
+    shown = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_citation(entry, [Box(1, 36, 60, 240, 76)]))
+    run_until(qloop, lambda: bool(shown))
+
+    def fills_width() -> bool:
+        return abs(panel.current_image.deviceIndependentSize().width() - panel._available_width()) <= 2
+
+    assert shown == [1] and fills_width()
+    panel.next_button.click()
+    run_until(qloop, lambda: len(shown) == 2)
+    assert shown[-1] == 2 and fills_width()
+
+
 def test_context_before_the_match_opens_on_the_matched_page(qloop, library, panel, tmp_path):
     layout = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
     entry = _ingest(qloop, library, layout.path)
