@@ -794,6 +794,7 @@ class LibraryService(QObject):
                 if not pending:
                     break
                 self._steps_total += 1
+                self._emit_overall()
                 await self._run_embedding(pending[0])
                 self._steps_done += 1
                 self._emit_overall()
@@ -830,7 +831,10 @@ class LibraryService(QObject):
                 self._emit_overall()
 
     def _emit_overall(self) -> None:
-        self.overall_progress.emit(self._steps_done, self._steps_total)
+        # An embedding is counted as a step when it starts; the files still waiting for theirs
+        # are counted too, so "4 of 4 steps" never shows while vectors are still to come.
+        waiting = len(self._embeddable()) if self._steps_total else 0
+        self.overall_progress.emit(self._steps_done, self._steps_total + waiting)
 
     async def _run_operation(self, key: str, operation: Operation) -> bool:
         """Run one operation to its end; False when it was cancelled."""
