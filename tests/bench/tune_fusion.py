@@ -11,6 +11,9 @@ SciFact train queries of the "tune" half only** (``bench_retrieval.split_of``); 
 and FinanceBench are only reported beside it, so a choice that fits the tuning queries shows.
 The chosen values are then confirmed through the public API by bench_retrieval.py.
 
+``--shares`` replays asymmetric score fusion (``search.fusion.fts_only_share``) over both dumps
+at the library's other defaults, per half of each set (session 8's choice).
+
 ``--levers`` replays, over the FinanceBench dump, page grouping (``search.page_share``) and the
 named-document boost (``search.name_weight``) with the library's own functions, per arm and per
 half of the questions (chosen on the "tune" half, the "held" half only reported).
@@ -110,7 +113,7 @@ def financebench_hits(dump: dict, setting: dict | None, arm: str, where: str) ->
 
 def replay(
     fts: list, vec: list, *, limit: int, factor: int = 4, fts_weight: float = 1.0, vector_weight: float = 1.0,
-    page_share: float | None = None,
+    page_share: float | None = None, fts_only_share: float = 1.0,
     name_weight: float = 0.0, named: dict[str, float] | None = None, scoped: dict[str, list] | None = None,
 ) -> list:
     """The first ``limit`` of search_chunks' score-fusion hybrid order over dumped rankings
@@ -130,7 +133,8 @@ def replay(
             arms[arm] = sorted(arms[arm] + extra, key=lambda h: -h[3])
     hits = {h[0]: h for ranking in arms.values() for h in ranking}
     scored = score_fusion(
-        [[(h[0], h[3]) for h in arms["fts"]], [(h[0], h[3]) for h in arms["vector"]]], [fts_weight, vector_weight]
+        [[(h[0], h[3]) for h in arms["fts"]], [(h[0], h[3]) for h in arms["vector"]]], [fts_weight, vector_weight],
+        alone=[fts_only_share if arms["vector"] else 1.0, 1.0],  # every dumped document has its vectors
     )
     if name_weight and named:
         scored = boost_named(scored, {cid: h[1] for cid, h in hits.items()}, named, name_weight)
@@ -209,13 +213,46 @@ def levers(fb: dict, scifact: dict | None, grid: list[dict]) -> None:
             print(f"| {setting} | {arm} | {w['tune']} | {w['held']} | {a['tune']} | {a['held']} | {w['all']} | {a['all']} | {sci} |")
 
 
+def scifact_replay(scifact: dict, setting: dict) -> dict[str, float]:
+    """SciFact nDCG@10 per half for a ``replay`` setting (limit 100, no pages, no names)."""
+    scores = {}
+    for qid, arms in scifact["rankings"].items():
+        hits = replay(arms["fts"], arms["vector"], limit=100, **setting)
+        ranked = list(dict.fromkeys(h[1].removeprefix("scifact://") for h in hits))
+        scores[qid] = (ndcg_at_10(ranked, scifact["qrels"][qid]), recall_at(ranked, scifact["qrels"][qid], 100))
+    return summary(scores)
+
+
+def shares(fb: dict, scifact: dict, values: list[float]) -> None:
+    """Asymmetric score fusion (``search.fusion.fts_only_share``) on both sets, per half, at the
+    library's other defaults (page_share 0, name_weight 1); chosen where hybrid is at least its
+    better arm on every tune half, the held halves only reported."""
+    defaults = {"page_share": 0.0, "name_weight": 1.0}
+    print("| arm / fts_only_share | FB within tune | held | FB across tune | held | SciFact tune | held | all |")
+    print("|---|---|---|---|---|---|---|---|")
+    for arm in ("fts", "vector"):
+        w, a = fb_levers(fb, arm, "within", defaults), fb_levers(fb, arm, "across", defaults)
+        s = summary(scifact_scores(scifact, None, arm))
+        print(f"| {arm} | {w['tune']} | {w['held']} | {a['tune']} | {a['held']} | {s['tune']:.4f} | {s['held']:.4f} | {s['all']:.4f} |")
+    for share in values:
+        setting = {**defaults, "fts_only_share": share}
+        w, a = fb_levers(fb, "hybrid", "within", setting), fb_levers(fb, "hybrid", "across", setting)
+        s = scifact_replay(scifact, {"fts_only_share": share})
+        print(f"| hybrid {share} | {w['tune']} | {w['held']} | {a['tune']} | {a['held']} | {s['tune']:.4f} | {s['held']:.4f} | {s['all']:.4f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("scifact", type=Path)
     parser.add_argument("--financebench", type=Path, default=None)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--levers", action="store_true", help="FinanceBench: replay page aggregation and named documents")
+    parser.add_argument("--shares", action="store_true", help="both sets: asymmetric score fusion's fts_only_share")
     args = parser.parse_args()
+    if args.shares:
+        fb, scifact = json.loads(args.financebench.read_text()), json.loads(args.scifact.read_text())
+        shares(fb, scifact, [1.0, 0.75, 0.5, 0.45, 0.4, 0.3, 0.25, 0.2, 0.1, 0.0])
+        return 0
     if args.levers:
         fb = json.loads(args.financebench.read_text())
         scifact = json.loads(args.scifact.read_text()) if args.scifact.exists() else None
