@@ -10,9 +10,10 @@ Weighted RRF (``search.fusion``) scales each arm's contribution (weight / (k + r
 each arm's pool. Score fusion (the library's default, ``score_fusion``) sums each arm's min-max
 normalised scores; it is asymmetric: a full-text hit the vector arm did not return keeps only
 ``fts_only_share`` of its score, so BM25 promotes the embedder's candidates fully but its own
-term-matching passages enter only partly (chunks without vectors yet keep their full score). With a reranker (``search.rerank``), a pool of
-fused candidates larger than ``limit`` goes to it and only its order is cut to ``limit``; if the
-reranker fails, the fused order is kept and a warning logged.
+term-matching passages enter only partly (chunks without vectors yet keep their full score).
+With a reranker (``search.rerank``), a pool of fused candidates larger than ``limit`` goes to it
+and only its order is cut to ``limit``; if the reranker fails, the fused order is kept and a
+warning logged.
 
 Two stages follow fusion (``search.name_weight``, ``search.page_share``): documents the query
 names by file name gain a boost and join each arm's pool (``naming.py``), and paged chunks are
@@ -215,11 +216,12 @@ def search_chunks(
 
     The weights and pools shape hybrid fusion only (``fusion``: ``reciprocal_rank_fusion`` or
     ``score_fusion``); an arm of weight 0 is not run. ``fts_only_share`` (score fusion): the
-    share of its score a full-text hit keeps when the vector arm did not return it. ``name_weight`` > 0: documents the query
-    names (``naming.named_documents``) also contribute their own best candidates to each arm,
-    and every candidate gains ``name_weight`` × how fully its document is named (scores are
-    then normalised per arm, as in score fusion). ``page_share`` not None: one result per page,
-    pages scored by their best chunk plus that share of the next ones (``pages.aggregate_pages``).
+    share of its score a full-text hit keeps when the vector arm did not return it.
+    ``name_weight`` > 0: documents the query names (``naming.named_documents``) also contribute
+    their own best candidates to each arm, and every candidate gains ``name_weight`` × how fully
+    its document is named (scores are then normalised per arm, as in score fusion).
+    ``page_share`` not None: one result per page, pages scored by their best chunk plus that
+    share of the next ones (``pages.aggregate_pages``).
     With ``reranker``, the best ``max(rerank_pool, limit)`` chunks are reordered by it before
     the cut to ``limit`` (and, with ``page_share``, each page keeps its first chunk in that order).
     """

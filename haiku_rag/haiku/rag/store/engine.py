@@ -132,13 +132,13 @@ def sql_in(column: str, values: list[str] | set[str]) -> str:
     return f"{column} IN ({', '.join(sql_quote(v) for v in sorted(values))})"
 
 
-
 class _DocumentsSnapshot(NamedTuple):
     """What every search reads from the documents table, cached per version of it."""
 
     generations: dict[str, str]  # document id -> current generation
     labels: dict[str, tuple[str, str | None, str]]  # document id -> (uri, title, metadata JSON)
     text_only: frozenset[str]  # documents whose vectors have not landed yet
+
 
 class Store:
     """An opened haiku.rag store (local folder or object-storage URI)."""
@@ -471,17 +471,17 @@ class Store:
     def current_generations(self) -> dict[str, str]:
         """Document id -> current generation; every search needs it, so it is cached per
         version of the documents table (any write, from any process, makes a new version)."""
-        return self._documents_snapshot()[0]
+        return self._documents_snapshot().generations
 
     def document_labels(self) -> dict[str, tuple[str, str | None, str]]:
         """Document id -> (uri, title, metadata JSON): what a search result names its document
         by, cached like ``current_generations`` so results need no documents query."""
-        return self._documents_snapshot()[1]
+        return self._documents_snapshot().labels
 
     def documents_without_vectors(self) -> frozenset[str]:
         """Ids of the documents whose vectors have not landed yet (index state "text"): hybrid
         search counts their full-text hits whole, as the vector arm could not rank them."""
-        return self._documents_snapshot()[2]
+        return self._documents_snapshot().text_only
 
     def _documents_snapshot(self) -> _DocumentsSnapshot:
         table = self._tables[S.DOCUMENTS]
@@ -499,7 +499,8 @@ class Store:
                 strict=True,
             )
         )
-        text_only = frozenset(i for i, state in zip(ids, rows["index_state"].to_pylist(), strict=True) if state == "text")
+        states = rows["index_state"].to_pylist()
+        text_only = frozenset(i for i, state in zip(ids, states, strict=True) if state == "text")
         snapshot = _DocumentsSnapshot(generations, labels, text_only)
         self._generations = (version, snapshot)
         return snapshot
