@@ -162,6 +162,24 @@ def score_fusion(
     return sorted(fused.items(), key=lambda pair: -pair[1])
 
 
+def _fuse_scores(
+    store: Store,
+    text_scored: list[tuple[str, float]],
+    vec_scored: list[tuple[str, float]],
+    rows: dict[str, dict[str, Any]],
+    weights: tuple[float, float],
+    fts_only_share: float,
+) -> list[tuple[str, float]]:
+    """Score fusion where a full-text hit the vector arm did not return keeps ``fts_only_share``
+    of its score, unless the vector arm could not have returned it (its document has no vectors
+    yet, or the vector arm returned nothing)."""
+    if fts_only_share == 1 or not vec_scored:
+        return score_fusion([text_scored, vec_scored], list(weights))
+    pending = store.documents_without_vectors()
+    whole = {cid for cid, _ in text_scored if rows[cid]["document_id"] in pending} if pending else set()
+    return score_fusion([text_scored, vec_scored], list(weights), alone=[fts_only_share, 1.0], whole=whole)
+
+
 def reciprocal_rank_fusion(
     rankings: Sequence[Sequence[str]], k: int = 60, weights: Sequence[float] | None = None
 ) -> list[tuple[str, float]]:
@@ -317,24 +335,6 @@ def search_chunks(
         if grouped:
             candidates = _first_per_page(candidates)
     return to_results(store, candidates[:limit])
-
-
-def _fuse_scores(
-    store: Store,
-    text_scored: list[tuple[str, float]],
-    vec_scored: list[tuple[str, float]],
-    rows: dict[str, dict[str, Any]],
-    weights: tuple[float, float],
-    fts_only_share: float,
-) -> list[tuple[str, float]]:
-    """Score fusion where a full-text hit the vector arm did not return keeps ``fts_only_share``
-    of its score, unless the vector arm could not have returned it (its document has no vectors
-    yet, or the vector arm returned nothing)."""
-    if fts_only_share == 1 or not vec_scored:
-        return score_fusion([text_scored, vec_scored], list(weights))
-    pending = store.documents_without_vectors()
-    whole = {cid for cid, _ in text_scored if rows[cid]["document_id"] in pending} if pending else set()
-    return score_fusion([text_scored, vec_scored], list(weights), alone=[fts_only_share, 1.0], whole=whole)
 
 
 def _first_per_page(candidates: list[tuple[dict[str, Any], float]]) -> list[tuple[dict[str, Any], float]]:
