@@ -112,7 +112,7 @@ def _describe_settings(client) -> str:
     fusion = search.fusion
     return (f"rrf_k={search.rrf_k} candidate_factor={search.candidate_factor} fts_weight={fusion.fts_weight} "
             f"vector_weight={fusion.vector_weight} fts_pool={fusion.fts_pool} vector_pool={fusion.vector_pool} "
-            f"method={fusion.method} page_share={getattr(search, 'page_share', None)} "
+            f"method={fusion.method} fts_only_share={getattr(fusion, 'fts_only_share', None)} page_share={getattr(search, 'page_share', None)} "
             f"name_weight={getattr(search, 'name_weight', None)} rerank={search.rerank.provider}")
 
 

@@ -11,6 +11,12 @@ SciFact train queries of the "tune" half only** (``bench_retrieval.split_of``); 
 and FinanceBench are only reported beside it, so a choice that fits the tuning queries shows.
 The chosen values are then confirmed through the public API by bench_retrieval.py.
 
+``--alternatives`` replays the other fusions tried beside it (rank fusion, z-scores, per-query
+arm confidence, agreement) the same way.
+
+``--shares`` replays asymmetric score fusion (``search.fusion.fts_only_share``) over both dumps
+at the library's other defaults, per half of each set (session 8's choice).
+
 ``--levers`` replays, over the FinanceBench dump, page grouping (``search.page_share``) and the
 named-document boost (``search.name_weight``) with the library's own functions, per arm and per
 half of the questions (chosen on the "tune" half, the "held" half only reported).
@@ -21,7 +27,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -110,7 +118,7 @@ def financebench_hits(dump: dict, setting: dict | None, arm: str, where: str) ->
 
 def replay(
     fts: list, vec: list, *, limit: int, factor: int = 4, fts_weight: float = 1.0, vector_weight: float = 1.0,
-    page_share: float | None = None,
+    page_share: float | None = None, fts_only_share: float = 1.0, fusion: Callable | None = None,
     name_weight: float = 0.0, named: dict[str, float] | None = None, scoped: dict[str, list] | None = None,
 ) -> list:
     """The first ``limit`` of search_chunks' score-fusion hybrid order over dumped rankings
@@ -129,9 +137,14 @@ def replay(
             extra = [h for h in scoped[arm][:pool] if h[0] not in seen]
             arms[arm] = sorted(arms[arm] + extra, key=lambda h: -h[3])
     hits = {h[0]: h for ranking in arms.values() for h in ranking}
-    scored = score_fusion(
-        [[(h[0], h[3]) for h in arms["fts"]], [(h[0], h[3]) for h in arms["vector"]]], [fts_weight, vector_weight]
-    )
+    pairs = [[(h[0], h[3]) for h in arms["fts"]], [(h[0], h[3]) for h in arms["vector"]]]
+    if fusion is not None:  # an alternative fusion, compared in --alternatives
+        scored = fusion(pairs)
+    else:
+        scored = score_fusion(
+            pairs, [fts_weight, vector_weight],
+            alone=[fts_only_share if arms["vector"] else 1.0, 1.0],  # every dumped document has its vectors
+        )
     if name_weight and named:
         scored = boost_named(scored, {cid: h[1] for cid, h in hits.items()}, named, name_weight)
     if page_share is not None:
@@ -209,13 +222,122 @@ def levers(fb: dict, scifact: dict | None, grid: list[dict]) -> None:
             print(f"| {setting} | {arm} | {w['tune']} | {w['held']} | {a['tune']} | {a['held']} | {w['all']} | {a['all']} | {sci} |")
 
 
+def scifact_replay(scifact: dict, setting: dict) -> dict[str, float]:
+    """SciFact nDCG@10 per half for a ``replay`` setting (limit 100, no pages, no names)."""
+    scores = {}
+    for qid, arms in scifact["rankings"].items():
+        hits = replay(arms["fts"], arms["vector"], limit=100, **setting)
+        ranked = list(dict.fromkeys(h[1].removeprefix("scifact://") for h in hits))
+        scores[qid] = (ndcg_at_10(ranked, scifact["qrels"][qid]), recall_at(ranked, scifact["qrels"][qid], 100))
+    return summary(scores)
+
+
+def shares(fb: dict, scifact: dict, values: list[float]) -> None:
+    """Asymmetric score fusion (``search.fusion.fts_only_share``) on both sets, per half, at the
+    library's other defaults (page_share 0, name_weight 1); chosen where hybrid is at least its
+    better arm on every tune half, the held halves only reported."""
+    defaults = {"page_share": 0.0, "name_weight": 1.0}
+    print("| arm / fts_only_share | FB within tune | held | FB across tune | held | SciFact tune | held | all |")
+    print("|---|---|---|---|---|---|---|---|")
+    for arm in ("fts", "vector"):
+        w, a = fb_levers(fb, arm, "within", defaults), fb_levers(fb, arm, "across", defaults)
+        s = summary(scifact_scores(scifact, None, arm))
+        print(f"| {arm} | {w['tune']} | {w['held']} | {a['tune']} | {a['held']} | {s['tune']:.4f} | {s['held']:.4f} | {s['all']:.4f} |")
+    for share in values:
+        setting = {**defaults, "fts_only_share": share}
+        w, a = fb_levers(fb, "hybrid", "within", setting), fb_levers(fb, "hybrid", "across", setting)
+        s = scifact_replay(scifact, {"fts_only_share": share})
+        print(f"| hybrid {share} | {w['tune']} | {w['held']} | {a['tune']} | {a['held']} | {s['tune']:.4f} | {s['held']:.4f} | {s['all']:.4f} |")
+
+
+def alternative(kind: str, value: float = 0.0) -> Callable:
+    """Fusions tried beside the asymmetric share (session 8), over [fts, vector] (id, score) lists:
+    ``rrf`` (k = value); ``zscore`` (each arm z-normalised, a missing candidate adds the arm's
+    lowest); ``dat-gap`` / ``dat-z`` (per-query arm weights from how peaked the arm's scores are:
+    the top-1's lead over the 2nd relative to the pool's spread, or the top-1's z-score, as in
+    dynamic-alpha fusion); ``agree`` (a candidate only one arm returned, whichever, keeps
+    ``value``); ``vector-only`` (the mirror image: a vector hit full text did not return keeps
+    ``value``)."""
+
+    def minmax(hits: list) -> dict:
+        low, high = min(s for _, s in hits), max(s for _, s in hits)
+        return {c: (s - low) / (high - low) if high > low else 1.0 for c, s in hits}
+
+    def zscore(hits: list) -> dict:
+        mean, sd = statistics.fmean(s for _, s in hits), statistics.pstdev(s for _, s in hits)
+        return {c: (s - mean) / sd if sd else 0.0 for c, s in hits}
+
+    def peak(hits: list) -> float:
+        scores = [s for _, s in hits]
+        if len(scores) < 3 or scores[0] == scores[-1]:
+            return 1.0
+        if kind == "dat-gap":
+            return (scores[0] - scores[1]) / (scores[0] - scores[-1])
+        sd = statistics.pstdev(scores)
+        return (scores[0] - statistics.fmean(scores)) / sd
+
+    def fuse(arms: list) -> list:
+        arms = [hits for hits in arms if hits]
+        if kind == "rrf":
+            fused: dict = {}
+            for hits in arms:
+                for rank, (c, _) in enumerate(hits, 1):
+                    fused[c] = fused.get(c, 0.0) + 1 / (value + rank)
+            return sorted(fused.items(), key=lambda p: -p[1])
+        norms = [zscore(h) if kind == "zscore" else minmax(h) for h in arms]
+        weights = [1.0] * len(arms)
+        if kind.startswith("dat"):
+            peaks = [peak(h) for h in arms]
+            weights = [len(arms) * p / (sum(peaks) or 1.0) for p in peaks]
+        ids = {c for n in norms for c in n}
+        fused = {}
+        for i, (norm, weight) in enumerate(zip(norms, weights, strict=True)):
+            floor = min(norm.values()) if kind == "zscore" else 0.0
+            for c in ids:
+                score = norm.get(c, floor)
+                alone = len(norms) == 2 and c not in norms[1 - i]
+                if alone and (kind == "agree" or (kind == "vector-only" and i == 1)):
+                    score *= value
+                fused[c] = fused.get(c, 0.0) + weight * score
+        return sorted(fused.items(), key=lambda p: -p[1])
+
+    return fuse
+
+
+def alternatives(fb: dict, scifact: dict) -> None:
+    """The other fusions tried, at the library's other defaults, per half of each set."""
+    defaults = {"page_share": 0.0, "name_weight": 1.0}
+    print("| fusion | FB within tune | held | FB across tune | held | SciFact tune | held | all |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind, value in (("rrf", 60), ("rrf", 5), ("zscore", 0), ("dat-gap", 0), ("dat-z", 0),
+                        ("agree", 0.5), ("agree", 0.75), ("vector-only", 0.25), ("vector-only", 0.5)):
+        setting = {**defaults, "fusion": alternative(kind, value)}
+        w, a = fb_levers(fb, "hybrid", "within", setting), fb_levers(fb, "hybrid", "across", setting)
+        s = scifact_replay(scifact, {"fusion": setting["fusion"]})
+        print(f"| {kind} {value} | {w['tune']} | {w['held']} | {a['tune']} | {a['held']} | {s['tune']:.4f} | {s['held']:.4f} | {s['all']:.4f} |")
+    for vector_weight in (1.5, 2.0):
+        setting = {**defaults, "vector_weight": vector_weight}
+        w, a = fb_levers(fb, "hybrid", "within", setting), fb_levers(fb, "hybrid", "across", setting)
+        s = scifact_replay(scifact, {"vector_weight": vector_weight})
+        print(f"| score, vector {vector_weight}:1 | {w['tune']} | {w['held']} | {a['tune']} | {a['held']} | {s['tune']:.4f} | {s['held']:.4f} | {s['all']:.4f} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("scifact", type=Path)
     parser.add_argument("--financebench", type=Path, default=None)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--levers", action="store_true", help="FinanceBench: replay page aggregation and named documents")
+    parser.add_argument("--shares", action="store_true", help="both sets: asymmetric score fusion's fts_only_share")
+    parser.add_argument("--alternatives", action="store_true", help="both sets: the other fusions tried in session 8")
     args = parser.parse_args()
+    if args.alternatives:
+        alternatives(json.loads(args.financebench.read_text()), json.loads(args.scifact.read_text()))
+        return 0
+    if args.shares:
+        fb, scifact = json.loads(args.financebench.read_text()), json.loads(args.scifact.read_text())
+        shares(fb, scifact, [1.0, 0.75, 0.5, 0.45, 0.4, 0.3, 0.25, 0.2, 0.1, 0.0])
+        return 0
     if args.levers:
         fb = json.loads(args.financebench.read_text())
         scifact = json.loads(args.scifact.read_text()) if args.scifact.exists() else None

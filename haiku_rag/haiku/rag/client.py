@@ -813,6 +813,7 @@ class HaikuRAG:
             fts_pool=fusion.fts_pool,
             vector_pool=fusion.vector_pool,
             fusion=fusion.method,
+            fts_only_share=fusion.fts_only_share,
             page_share=self.config.search.page_share,
             name_weight=self.config.search.name_weight,
             reranker=self._reranker_or_none(),

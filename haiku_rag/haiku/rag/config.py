@@ -113,6 +113,13 @@ class FusionConfig(_Section):
     method: Literal["score", "rrf"] = "score"
     fts_weight: float = Field(default=1.0, ge=0, le=100)
     vector_weight: float = Field(default=1.0, ge=0, le=100)
+    # score: a full-text hit the vector arm did not return keeps this share of its score (1:
+    # symmetric). BM25 then promotes the embedder's candidates but its own term-repeating
+    # passages enter only partly. Chosen on the tune halves of FinanceBench and SciFact: every
+    # share from 0 to 0.45 kept hybrid at least its better arm on all of them (identical
+    # figures), 0.5 and above did not on FinanceBench within a filing; 0.25 sits inside that
+    # plateau (docs/benchmarks.md, session 8).
+    fts_only_share: float = Field(default=0.25, ge=0, le=1)
     # Candidates each arm contributes before fusion; None: max(limit × candidate_factor, 20).
     fts_pool: int | None = Field(default=None, ge=1, le=10_000)
     vector_pool: int | None = Field(default=None, ge=1, le=10_000)

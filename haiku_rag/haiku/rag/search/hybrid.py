@@ -7,9 +7,13 @@ before embedding finishes. A document filter is resolved to document ids first a
 inside both arms before their limits, so filtered searches never under-return.
 
 Weighted RRF (``search.fusion``) scales each arm's contribution (weight / (k + rank)) and sets
-each arm's pool; the defaults are plain RRF. With a reranker (``search.rerank``), a pool of
-fused candidates larger than ``limit`` goes to it and only its order is cut to ``limit``; if the
-reranker fails, the fused order is kept and a warning logged.
+each arm's pool. Score fusion (the library's default, ``score_fusion``) sums each arm's min-max
+normalised scores; it is asymmetric: a full-text hit the vector arm did not return keeps only
+``fts_only_share`` of its score, so BM25 promotes the embedder's candidates fully but its own
+term-matching passages enter only partly (chunks without vectors yet keep their full score).
+With a reranker (``search.rerank``), a pool of fused candidates larger than ``limit`` goes to it
+and only its order is cut to ``limit``; if the reranker fails, the fused order is kept and a
+warning logged.
 
 Two stages follow fusion (``search.name_weight``, ``search.page_share``): documents the query
 names by file name gain a boost and join each arm's pool (``naming.py``), and paged chunks are
@@ -22,7 +26,7 @@ import concurrent.futures
 import json
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -119,22 +123,61 @@ def vector_hits(
 
 
 def score_fusion(
-    arms: Sequence[Sequence[tuple[str, float]]], weights: Sequence[float]
+    arms: Sequence[Sequence[tuple[str, float]]],
+    weights: Sequence[float],
+    *,
+    alone: Sequence[float] | None = None,
+    whole: Container[str] = (),
 ) -> list[tuple[str, float]]:
     """Fuse (id, score) lists by their scores: each arm's scores are min-max normalised over
     its own candidates (1 = its best, 0 = its worst; a lone or all-equal candidate counts 1),
     then summed with the arm's weight (a candidate an arm did not return adds 0 there). Unlike
     RRF this keeps how far apart an arm's candidates are, not only their order. Ties keep
-    first-seen order."""
-    fused: dict[str, float] = {}
+    first-seen order.
+
+    ``alone`` (one share per arm, default all 1): a candidate that only this arm returned keeps
+    that share of its weighted score, so an arm can promote the other arm's candidates fully but
+    bring in its own only partly. Ids in ``whole`` keep their full score (candidates the other
+    arm could not have returned)."""
+    if alone is None:
+        alone = [1.0] * len(arms)
+    if not len(weights) == len(alone) == len(arms):
+        raise ValueError(f"{len(arms)} arms, {len(weights)} weights and {len(alone)} shares")
+    returned_by: dict[str, int] = {}
     for hits, weight in zip(arms, weights, strict=True):
+        if weight:
+            for item in {item for item, _ in hits}:
+                returned_by[item] = returned_by.get(item, 0) + 1
+    fused: dict[str, float] = {}
+    for hits, weight, share in zip(arms, weights, alone, strict=True):
         if weight == 0 or not hits:
             continue
         low = min(score for _, score in hits)
         spread = max(score for _, score in hits) - low
         for item, score in hits:
-            fused[item] = fused.get(item, 0.0) + weight * ((score - low) / spread if spread > 0 else 1.0)
+            normalised = (score - low) / spread if spread > 0 else 1.0
+            if returned_by[item] == 1 and item not in whole:
+                normalised *= share
+            fused[item] = fused.get(item, 0.0) + weight * normalised
     return sorted(fused.items(), key=lambda pair: -pair[1])
+
+
+def _fuse_scores(
+    store: Store,
+    text_scored: list[tuple[str, float]],
+    vec_scored: list[tuple[str, float]],
+    rows: dict[str, dict[str, Any]],
+    weights: tuple[float, float],
+    fts_only_share: float,
+) -> list[tuple[str, float]]:
+    """Score fusion where a full-text hit the vector arm did not return keeps ``fts_only_share``
+    of its score, unless the vector arm could not have returned it (its document has no vectors
+    yet, or the vector arm returned nothing)."""
+    if fts_only_share == 1 or not vec_scored:
+        return score_fusion([text_scored, vec_scored], list(weights))
+    pending = store.documents_without_vectors()
+    whole = {cid for cid, _ in text_scored if rows[cid]["document_id"] in pending} if pending else set()
+    return score_fusion([text_scored, vec_scored], list(weights), alone=[fts_only_share, 1.0], whole=whole)
 
 
 def reciprocal_rank_fusion(
@@ -183,17 +226,20 @@ def search_chunks(
     reranker: Reranker | None = None,
     rerank_pool: int = 30,
     fusion: Literal["rrf", "score"] = "rrf",
+    fts_only_share: float = 1.0,
     page_share: float | None = None,
     name_weight: float = 0.0,
 ) -> list[SearchResult]:
     """Ranked chunks as ``SearchResult`` (without context expansion).
 
     The weights and pools shape hybrid fusion only (``fusion``: ``reciprocal_rank_fusion`` or
-    ``score_fusion``); an arm of weight 0 is not run. ``name_weight`` > 0: documents the query
-    names (``naming.named_documents``) also contribute their own best candidates to each arm,
-    and every candidate gains ``name_weight`` × how fully its document is named (scores are
-    then normalised per arm, as in score fusion). ``page_share`` not None: one result per page,
-    pages scored by their best chunk plus that share of the next ones (``pages.aggregate_pages``).
+    ``score_fusion``); an arm of weight 0 is not run. ``fts_only_share`` (score fusion): the
+    share of its score a full-text hit keeps when the vector arm did not return it.
+    ``name_weight`` > 0: documents the query names (``naming.named_documents``) also contribute
+    their own best candidates to each arm, and every candidate gains ``name_weight`` × how fully
+    its document is named (scores are then normalised per arm, as in score fusion).
+    ``page_share`` not None: one result per page, pages scored by their best chunk plus that
+    share of the next ones (``pages.aggregate_pages``).
     With ``reranker``, the best ``max(rerank_pool, limit)`` chunks are reordered by it before
     the cut to ``limit`` (and, with ``page_share``, each page keeps its first chunk in that order).
     """
@@ -259,7 +305,7 @@ def search_chunks(
         text_scored = [(h["id"], float(h["_score"])) for h in text_hits]
         vec_scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits]
         if fusion == "score":
-            scored = score_fusion([text_scored, vec_scored], [fts_weight, vector_weight])
+            scored = _fuse_scores(store, text_scored, vec_scored, rows, (fts_weight, vector_weight), fts_only_share)
         else:
             scored = reciprocal_rank_fusion(
                 [[cid for cid, _ in text_scored], [cid for cid, _ in vec_scored]],

@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pyarrow as pa
 
@@ -132,6 +132,14 @@ def sql_in(column: str, values: list[str] | set[str]) -> str:
     return f"{column} IN ({', '.join(sql_quote(v) for v in sorted(values))})"
 
 
+class _DocumentsSnapshot(NamedTuple):
+    """What every search reads from the documents table, cached per version of it."""
+
+    generations: dict[str, str]  # document id -> current generation
+    labels: dict[str, tuple[str, str | None, str]]  # document id -> (uri, title, metadata JSON)
+    text_only: frozenset[str]  # documents whose vectors have not landed yet
+
+
 class Store:
     """An opened haiku.rag store (local folder or object-storage URI)."""
 
@@ -163,7 +171,7 @@ class Store:
         self._settings: tuple[int, dict[str, str]] | None = None  # (table version, key -> JSON)
         self._session: Any = None  # LanceDB's caches (local stores), bounded: see METADATA_CACHE_BYTES
         self._tables: dict[str, Any] = {}
-        self._generations: tuple[int, tuple[dict[str, str], dict[str, tuple[str, str | None, str]]]] | None = None
+        self._generations: tuple[int, _DocumentsSnapshot] | None = None
 
         if not self.is_remote:
             path = Path(location)
@@ -463,20 +471,25 @@ class Store:
     def current_generations(self) -> dict[str, str]:
         """Document id -> current generation; every search needs it, so it is cached per
         version of the documents table (any write, from any process, makes a new version)."""
-        return self._documents_snapshot()[0]
+        return self._documents_snapshot().generations
 
     def document_labels(self) -> dict[str, tuple[str, str | None, str]]:
         """Document id -> (uri, title, metadata JSON): what a search result names its document
         by, cached like ``current_generations`` so results need no documents query."""
-        return self._documents_snapshot()[1]
+        return self._documents_snapshot().labels
 
-    def _documents_snapshot(self) -> tuple[dict[str, str], dict[str, tuple[str, str | None, str]]]:
+    def documents_without_vectors(self) -> frozenset[str]:
+        """Ids of the documents whose vectors have not landed yet (index state "text"): hybrid
+        search counts their full-text hits whole, as the vector arm could not rank them."""
+        return self._documents_snapshot().text_only
+
+    def _documents_snapshot(self) -> _DocumentsSnapshot:
         table = self._tables[S.DOCUMENTS]
         version = table.version
         cached = self._generations
         if cached is not None and cached[0] == version:
             return cached[1]
-        rows = table.search().select(["id", "generation", "uri", "title", "metadata"]).limit(None).to_arrow()
+        rows = table.search().select(["id", "generation", "uri", "title", "metadata", "index_state"]).limit(None).to_arrow()
         ids = rows["id"].to_pylist()
         generations = dict(zip(ids, rows["generation"].to_pylist(), strict=True))
         labels = dict(
@@ -486,8 +499,11 @@ class Store:
                 strict=True,
             )
         )
-        self._generations = (version, (generations, labels))
-        return generations, labels
+        states = rows["index_state"].to_pylist()
+        text_only = frozenset(i for i, state in zip(ids, states, strict=True) if state == "text")
+        snapshot = _DocumentsSnapshot(generations, labels, text_only)
+        self._generations = (version, snapshot)
+        return snapshot
 
     def vector_matrix(self) -> VectorMatrix | None:
         """The vectors in memory for exact search (``store.vectors.VectorMatrix``), cached per
