@@ -111,7 +111,9 @@ def vector_hits(
     if ann.refine_factor:
         search = search.refine_factor(ann.refine_factor)
     if ann.ef:
-        search = search.ef(max(ann.ef, limit))
+        # HNSW must keep at least the candidates the refine step re-ranks (limit x refine
+        # factor), or LanceDB refuses the query ("ef must be greater than or equal to k")
+        search = search.ef(max(ann.ef, limit * (ann.refine_factor or 1)))
     clause = _document_clause(document_ids)
     if clause:
         search = search.where(clause, prefilter=True)
