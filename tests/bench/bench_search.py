@@ -3,6 +3,11 @@ index's recall@10 against exact search.
 
     .venv/bin/python tests/bench/bench_search.py [--data ../shared/data] [--sizes 20000 100000 1000000]
     .venv/bin/python tests/bench/bench_search.py --ann 200000 [--vectors-from STORE]
+    nice -n 15 .venv/bin/python tests/bench/bench_search.py --sizes 1000000 --tmp DIR --build-only
+
+With ``--tmp DIR`` each size's store is built once (in bulk: ``build_store``) and kept in DIR
+for later runs, with the real embeddings: build them niced outside the heavy lock, then time
+them under it (a 1M store takes ~45 min to build and index on loaded cores).
 
 Chunk texts are real sentences from the SciFact corpus (repeated with a varying prefix to
 reach the size). Their vectors derive from real MiniLM embeddings: ``--vectors-from`` names a
