@@ -232,20 +232,22 @@ def test_after_an_append_only_the_new_vectors_are_read_and_any_other_change_relo
     loads: list[int] = []
     real_load = vectors.VectorMatrix.load.__func__
 
-    def counted(cls, table):
+    def counted(cls, table, chunks=None):
         loads.append(1)
-        return real_load(cls, table)
+        return real_load(cls, table, chunks)
 
     monkeypatch.setattr(vectors.VectorMatrix, "load", classmethod(counted))
 
     def same_as_a_fresh_load(matrix) -> None:
-        fresh = real_load(vectors.VectorMatrix, store.table(S.CHUNK_VECTORS))
+        fresh = real_load(vectors.VectorMatrix, store.table(S.CHUNK_VECTORS), store.table(S.CHUNKS))
         order = np.argsort(matrix.chunk_ids.astype(str))
         fresh_order = np.argsort(fresh.chunk_ids.astype(str))
         assert list(matrix.chunk_ids[order]) == list(fresh.chunk_ids[fresh_order])
         assert np.allclose(matrix.vectors[order], fresh.vectors[fresh_order])
         ours = [matrix.document_names[c] for c in matrix.document_codes[order]]
         assert ours == [fresh.document_names[c] for c in fresh.document_codes[fresh_order]]
+        assert list(matrix.first_pages[order]) == list(fresh.first_pages[fresh_order])
+        assert vectors.PAGE_UNKNOWN not in matrix.first_pages
 
     store = Store(str(db_path), create=True)
     rng = np.random.default_rng(12)

@@ -115,7 +115,9 @@ def vector_hits(
     if ann.refine_factor:
         search = search.refine_factor(ann.refine_factor)
     if ann.ef:
-        search = search.ef(max(ann.ef, limit))
+        # HNSW must keep at least the candidates the refine step re-ranks (limit x refine
+        # factor), or LanceDB refuses the query ("ef must be greater than or equal to k")
+        search = search.ef(max(ann.ef, limit * (ann.refine_factor or 1)))
     clause = _document_clause(document_ids)
     if clause:
         search = search.where(clause, prefilter=True)
@@ -281,6 +283,7 @@ def search_chunks(
 
     rows: dict[str, dict[str, Any]] = {}
     document_of: dict[str, str] = {}
+    page_of: dict[str, int | None] = {}  # vector hits' first pages, where the matrix knows them
     scored: list[tuple[str, float]]
     if search_type == "fts":
         hits = text_arm(pool)
@@ -289,6 +292,7 @@ def search_chunks(
     elif search_type == "vector":
         vec_hits = vector_arm(pool)
         document_of = {h["chunk_id"]: h["document_id"] for h in vec_hits}
+        page_of = _first_pages(vec_hits)
         scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits]
     elif search_type == "hybrid":
         # The full-text arm runs on another thread while this one embeds the query (when
@@ -302,6 +306,7 @@ def search_chunks(
             text_hits = text_future.result() if text_future else []
         rows = {h["id"]: h for h in text_hits}
         document_of = {h["chunk_id"]: h["document_id"] for h in vec_hits}
+        page_of = _first_pages(vec_hits)
         text_scored = [(h["id"], float(h["_score"])) for h in text_hits]
         vec_scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits]
         if fusion == "score":
@@ -321,11 +326,11 @@ def search_chunks(
             scored = score_fusion([scored], [1.0])  # onto score fusion's 0 … 1 scale per arm
         scored = boost_named(scored, document_of, named, name_weight)
     if page_share is not None and reranker is None:
-        _fetch_rows(store, rows, [cid for cid, _ in scored], current)
-        scored = aggregate_pages(
-            [Candidate(cid, score, rows[cid]["document_id"], rows[cid]["page_numbers"] or []) for cid, score in scored if cid in rows],
-            page_share,
-        )
+        # full-text hits carry their rows and exact vector hits their first page: rows are read
+        # only for hits with neither (the ANN's, beyond the exact-search budget)
+        _fetch_rows(store, rows, [cid for cid, _ in scored if cid not in page_of], current)
+        known = [(cid, score) for cid, score in scored if cid in rows or cid in page_of]
+        scored = aggregate_pages([_candidate(cid, s, rows, document_of, page_of) for cid, s in known], page_share)
     scored = scored[:wanted]
     _fetch_rows(store, rows, [cid for cid, _ in scored], current)
     candidates = [(rows[cid], score) for cid, score in scored if cid in rows]
@@ -335,6 +340,21 @@ def search_chunks(
         if grouped:
             candidates = _first_per_page(candidates)
     return to_results(store, candidates[:limit])
+
+
+def _first_pages(vec_hits: list[dict[str, Any]]) -> dict[str, int | None]:
+    return {h["chunk_id"]: h["first_page"] for h in vec_hits if "first_page" in h}
+
+
+def _candidate(
+    cid: str, score: float, rows: dict[str, Any], document_of: dict[str, str], page_of: dict[str, int | None]
+) -> Candidate:
+    """A grouping candidate from its row, or from its vector hit's document and first page
+    (the same page key: ``page_key`` reads only the lowest page)."""
+    if cid in rows:
+        return Candidate(cid, score, rows[cid]["document_id"], rows[cid]["page_numbers"] or [])
+    page = page_of[cid]
+    return Candidate(cid, score, document_of[cid], [] if page is None else [page])
 
 
 def _first_per_page(candidates: list[tuple[dict[str, Any], float]]) -> list[tuple[dict[str, Any], float]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlparse
@@ -69,15 +70,27 @@ class NameIndex:
                 self.postings.setdefault(word, set()).add(doc_id)
         total = len(self.names)
         self.weight = {word: math.log(1 + total / len(ids)) for word, ids in self.postings.items()}
-        # words mixing letters and digits match when all their parts are in the query
-        self.parts = {word: _PART.findall(word) for word in self.postings if len(_PART.findall(word)) > 1}
+        # words mixing letters and digits match when all their parts are in the query; each is
+        # filed under its rarest part, so a query looks only at words one of its terms can
+        # complete (not at every such word: "d0000123"-style names made that O(documents))
+        parts = {word: _PART.findall(word) for word in self.postings}
+        parts = {word: found for word, found in parts.items() if len(found) > 1}
+        seen = Counter(part for found in parts.values() for part in set(found))
+        self.parts: dict[str, list[tuple[str, list[str]]]] = {}
+        for word, found in parts.items():
+            self.parts.setdefault(min(found, key=lambda part: (seen[part], part)), []).append((word, found))
 
     def named(self, query: str, scope: Iterable[str] | None = None, min_coverage: float = 0.3) -> dict[str, float]:
         """The documents ``query`` names (within ``scope``) with how fully it names them: the
         matched share of their name's word weight, ``min_coverage`` … 1."""
         terms = query_terms(query)
         matched = {w for w in terms if w in self.postings}
-        matched |= {w for w, parts in self.parts.items() if all(p in terms for p in parts)}
+        matched |= {
+            word
+            for term in terms
+            for word, parts in self.parts.get(term, ())
+            if all(part in terms for part in parts)
+        }
         # a bare number never names a document by itself
         lettered = {w for w in matched if len(w) > 1 and not w.isdigit()}
         candidates = set().union(*(self.postings[w] for w in lettered)) if lettered else set()

@@ -524,11 +524,13 @@ class Store:
         dim = table.schema.field("vector").type.list_size
         matrix = None
         if fits_exact_budget(table.count_rows(), dim, self.exact_search_budget_bytes):
-            # after an append (ingestion), only the new rows are read
-            matrix = previous.extended(table) if previous is not None else None
+            # after an append (ingestion), only the new rows are read; the chunks table gives
+            # each vector its chunk's first page, for page grouping without a query
+            chunks = self._tables.get(S.CHUNKS)
+            matrix = previous.extended(table, chunks) if previous is not None else None
             if matrix is None:
                 previous = None  # not kept alive while the whole table loads again
-                matrix = VectorMatrix.load(table)
+                matrix = VectorMatrix.load(table, chunks)
         self._vector_matrix = (version, matrix)
         return matrix
 
