@@ -185,7 +185,10 @@ class Store:
     ) -> None:
         import lancedb  # heavy: keep `import haiku.rag` cheap
 
+        from haiku.rag.memory import limit_heap_fragmentation
         from haiku.rag.store.vectors import EXACT_SEARCH_BUDGET_BYTES
+
+        limit_heap_fragmentation()  # LanceDB's buffers otherwise fragment the heap, see there
 
         self.location = location
         self.read_only = read_only
