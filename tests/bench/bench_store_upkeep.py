@@ -1,13 +1,21 @@
-"""The store's share of a ``create_document`` loop, with and without the fragment trigger of
-index upkeep, interleaved in one run so that both see the same load.
+"""The store's share of a ``create_document`` loop, two variants of the store interleaved in
+one run so that both see the same load.
 
-    .venv/bin/python tests/bench/bench_store_upkeep.py [--count 2000] [--window 300] [--tmp DIR]
+    .venv/bin/python tests/bench/bench_store_upkeep.py [--arms A,B] [--count 2000] [--window 300] [--tmp DIR]
 
-Per document, on each of two stores: the lookup by URI, the write of a three-chunk document
-with its (random, 384-d) vectors in one transaction, and the upkeep check: the store calls a
-``create_document`` makes, without parsing and embedding. Store A keeps upkeep to the row-lag
-trigger only (``SMALL_FRAGMENTS_BEFORE_MAINTENANCE`` out of reach), store B has the fragment
-trigger. Reports ms per document over the first and the last ``--window`` documents of each.
+Per document, on each store: the lookup by URI, the write of a three-chunk document with its
+(random, 384-d) vectors in one transaction, and the upkeep check: the store calls a
+``create_document`` makes, without parsing and embedding. Arms:
+
+- ``rows_only``: upkeep on the row-lag trigger only (``SMALL_FRAGMENTS_BEFORE_MAINTENANCE`` out
+  of reach), as before session 7;
+- ``checked``: the fragment trigger too, with session 7's costs: the tables look for versions
+  written elsewhere before every operation and the trigger is read from every table's stats
+  after each write;
+- ``counted``: the store as it is: a writer holding the lock does not look for other versions,
+  and upkeep counts the writes it is told about.
+
+Reports ms per document over the first and the last ``--window`` documents of each.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--window", type=int, default=300)
     parser.add_argument("--tmp", type=Path, default=None)
+    parser.add_argument("--arms", default="checked,counted", help="two or more of rows_only, checked, counted")
     args = parser.parse_args()
 
     import numpy as np
@@ -57,8 +66,16 @@ def main() -> int:
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         stores = {}
-        for name in ("rows_only", "fragments"):
-            stores[name] = engine.Store(str(Path(tmp) / f"{name}.lancedb"), create=True)
+        class Checked(engine.Store):
+            def _pin_tables(self) -> None:  # keep looking for other writers' versions
+                pass
+
+            def note_append(self, *, rows: int, fragments: int = 1) -> None:  # read the stats every time
+                pass
+
+        for name in args.arms.split(","):
+            kind = engine.Store if name == "counted" else Checked
+            stores[name] = kind(str(Path(tmp) / f"{name}.lancedb"), create=True)
             stores[name].ensure_vector_table("bench", "random", 384)
         seconds: dict[str, list[float]] = {name: [] for name in stores}
         upkeeps = {name: 0 for name in stores}

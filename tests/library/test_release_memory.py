@@ -4,6 +4,7 @@ comes back on next use (issue 16, memory): checked on the objects themselves, ne
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
 
 import numpy as np
@@ -54,3 +55,47 @@ def test_release_memory_after_ingesting_gives_back_the_session_and_the_search_ca
 def test_returning_freed_memory_is_harmless_when_nothing_was_freed():
     return_freed_memory()
     return_freed_memory()
+
+
+def test_large_buffers_keep_their_own_mappings_after_a_larger_one_was_freed():
+    """glibc raises its mmap threshold to the largest block freed, after which large buffers
+    come from the heap and fragment it for good (the RSS growth of a create_document loop);
+    ``limit_heap_fragmentation`` fixes the threshold. Run in a fresh process: it is process-wide."""
+    import subprocess
+    import sys
+
+    code = """
+import ctypes, ctypes.util
+from haiku.rag.memory import limit_heap_fragmentation
+
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                              "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+libc.mallinfo2.restype = Info
+
+def mapped(size):
+    before = libc.mallinfo2().hblks
+    block = libc.malloc(size)
+    own = libc.mallinfo2().hblks > before
+    libc.free(block)
+    return own
+
+limited = limit_heap_fragmentation() if sys.argv[1] == "limit" else None
+libc.free(libc.malloc(8 << 20))  # a large block freed: glibc would raise its threshold to 8 MB
+print(limited, mapped(1 << 20), mapped(3 << 20))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+
+    def run(mode: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", "import sys\n" + code, mode], capture_output=True, text=True, timeout=60, env=env
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split()
+
+    assert run("default") == ["None", "False", "False"]  # glibc alone: from the heap from now on
+    assert run("limit") == ["True", "True", "True"]

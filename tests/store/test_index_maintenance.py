@@ -313,3 +313,51 @@ def test_the_fragment_trigger_grows_with_the_library(db_path, monkeypatch):
     assert store.small_fragments() == 8
     assert store.maintain_indexes() is True
     store.close()
+
+
+def test_upkeep_counts_the_writes_it_is_told_about_and_reads_the_tables_again_after_any_other(db_path, monkeypatch):
+    """Between writes that note what they append, the trigger is counted, not read from every
+    table's stats; any other write (here a deletion) makes the next check read them again, and
+    the count fires upkeep exactly where reading would have."""
+    monkeypatch.setattr(engine, "UNINDEXED_ROWS_BEFORE_MAINTENANCE", 10**9)
+    monkeypatch.setattr(engine, "SMALL_FRAGMENTS_BEFORE_MAINTENANCE", 6)
+    reads = []
+    real = Store._read_upkeep_bound
+    monkeypatch.setattr(Store, "_read_upkeep_bound", lambda self: reads.append(1) or real(self))
+    store = Store(str(db_path), create=True)
+    written = []
+    for n in range(4):
+        written.append(D.write_document(store, new_document(f"file:///tmp/c-{n}.pdf", content_hash=f"c{n}"))[0])
+        assert store.maintain_indexes() is False
+        assert store.small_fragments() == n + 1
+    assert len(reads) == 1  # the first check; the three writes after it were counted
+    D.delete_document(store, written[0].id)  # a write that notes nothing: the count is forgotten
+    assert store.maintain_indexes() is False
+    assert len(reads) == 2
+    left = store.small_fragments()  # the deleted document's fragments went with it
+    for n in range(4, 4 + 5 - left):
+        D.write_document(store, new_document(f"file:///tmp/c-{n}.pdf", content_hash=f"c{n}"))
+        assert store.maintain_indexes() is False  # up to 5 small fragments of 6
+    assert store.small_fragments() == 5 and len(reads) == 2
+    D.write_document(store, new_document("file:///tmp/last.pdf", content_hash="last"))
+    assert store.maintain_indexes() is True  # the sixth: due, as a read of the stats says
+    assert len(reads) == 3  # the count said due; the read confirmed it before the rewrite
+    assert store.small_fragments() <= 1
+    assert len(D.list_documents(store)) == 4 + 5 - left
+    store.close()
+
+
+def test_a_failed_write_forgets_the_count(db_path, monkeypatch):
+    monkeypatch.setattr(engine, "UNINDEXED_ROWS_BEFORE_MAINTENANCE", 10**9)
+    store = Store(str(db_path), create=True)
+    D.write_document(store, new_document("file:///tmp/f-0.pdf", content_hash="f0"))
+    store.maintain_indexes()
+    assert store._upkeep_bound is not None
+    try:
+        with store.write_transaction():
+            store.note_append(rows=3)
+            raise ValueError("interrupted")
+    except ValueError:
+        pass
+    assert store._upkeep_bound is None  # rolled back tables are read again at the next check
+    store.close()

@@ -190,3 +190,44 @@ def test_invalid_filter_is_a_clear_error(store):
     with pytest.raises(StoreError, match="invalid filter"):
         D.document_ids_matching(store, "titel = 'x'")
     assert len(D.document_ids_matching(store, "title = 'Report'")) == 1
+
+
+def test_a_writer_holding_the_lock_and_a_reader_in_the_same_process_see_each_write(db_path):
+    """The writer stops looking for versions written elsewhere once it holds the lock (no one
+    else can write); a read-only handle keeps looking and sees every write at once."""
+    from store.helpers import new_document
+
+    from haiku.rag.store import documents as D
+
+    writer = Store(str(db_path), create=True)
+    D.write_document(writer, new_document("file:///tmp/a.pdf", content_hash="a"))
+    reader = Store(str(db_path), read_only=True)
+    assert [d.uri for d in D.list_documents(reader)] == ["file:///tmp/a.pdf"]
+    for n in range(3):
+        D.write_document(writer, new_document(f"file:///tmp/b{n}.pdf", content_hash=f"b{n}"))
+        assert D.find_document_by_uri(reader, f"file:///tmp/b{n}.pdf") is not None
+        assert D.find_document_by_uri(writer, f"file:///tmp/b{n}.pdf") is not None
+    assert len(reader.current_generations()) == len(writer.current_generations()) == 4
+    reader.close()
+    writer.close()
+
+
+def test_restoring_a_version_is_refused_while_a_writer_holds_the_store(db_path):
+    from store.helpers import new_document
+
+    from haiku.rag.errors import StoreLockedError
+    from haiku.rag.store import documents as D
+    from haiku.rag.store.versions import last_complete_cut, restore_cut
+
+    writer = Store(str(db_path), create=True)
+    D.write_document(writer, new_document("file:///tmp/a.pdf", content_hash="a"))
+    cut = last_complete_cut(str(db_path))
+    D.write_document(writer, new_document("file:///tmp/b.pdf", content_hash="b"))
+    with pytest.raises(StoreLockedError, match="being written by pid"):
+        restore_cut(str(db_path), cut)
+    assert len(D.list_documents(writer)) == 2  # nothing moved under the writer
+    writer.close()
+    restore_cut(str(db_path), cut)
+    reopened = Store(str(db_path))
+    assert [d.uri for d in D.list_documents(reopened)] == ["file:///tmp/a.pdf"]
+    reopened.close()

@@ -4,6 +4,8 @@ After ingestion the process's heap holds pages that Python, onnxruntime and Arro
 but the allocators keep for reuse: glibc's malloc arenas (worker threads get their own) and
 Arrow's memory pool. ``return_freed_memory`` asks both to hand them back, so resident memory
 falls to what is still in use. It frees nothing that is referenced and is safe from any thread.
+
+``limit_heap_fragmentation`` keeps large buffers out of the arenas in the first place (see there).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import ctypes
 import ctypes.util
 import functools
 import logging
+import os
 import sys
 
 log = logging.getLogger("haiku.rag")
@@ -38,3 +41,34 @@ def return_freed_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)  # type: ignore[operator]
+
+
+# glibc's mallopt parameter and the size from which allocations get their own mapping: its
+# default, which glibc otherwise raises to the largest block freed so far (up to 32 MB).
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD_BYTES = 128 * 1024
+
+
+@functools.cache
+def limit_heap_fragmentation() -> bool:
+    """Keep allocations from 128 KiB up in their own mappings, returned to the system when freed.
+
+    glibc raises its mmap threshold to the size of each large block freed, so the buffers LanceDB
+    allocates and frees for every write and lookup (manifests, data pages) soon come from the
+    malloc arenas instead, where they fragment the heap for good: written one document at a
+    time, the store's process grew by ~70 KB per document of freed-but-held heap (mallinfo2:
+    138 MB free in the arenas after 1,250 store writes; 11 MB with the threshold fixed, RSS
+    372 vs 304 MB). Setting the threshold turns the adjustment off. Process-wide and once;
+    a ``MALLOC_MMAP_THRESHOLD_`` set in the environment wins (it turns the adjustment off too). Returns whether it was set."""
+    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt  # glibc; musl has none
+    except (OSError, AttributeError):
+        return False
+    # the trim threshold too (glibc raises it with the other): free heap above it goes back
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(
+        mallopt(M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD_BYTES)
+    )

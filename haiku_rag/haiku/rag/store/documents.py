@@ -218,6 +218,8 @@ def write_document(
         # Read again under the write lock: a rename made while this version was parsed counts.
         replaces = _document_or(store, replaces)
         row, chunk_ids, content = _prepare_rows(new, replaces, embedded=vectors is not None)
+        # content appends, and the documents row rewritten by its update: two fragments there
+        store.note_append(rows=max(t.num_rows for t in content), fragments=2)
         _add_content(store, *content)
         if vectors is not None:
             _add_vectors_of(store, [(row, chunk_ids, vectors)])
@@ -243,6 +245,7 @@ def write_documents(
         items.append(i)
         chunks.append(c)
     with store.write_transaction():
+        store.note_append(rows=max(len(news), *(sum(t.num_rows for t in ts) for ts in (blobs, items, chunks))))
         _add_content(store, pa.concat_tables(blobs), pa.concat_tables(items), pa.concat_tables(chunks))
         if vectors is not None:
             _add_vectors_of(store, [(row, ids, v) for (row, ids, _), v in zip(prepared, vectors, strict=True)])

@@ -20,12 +20,13 @@ from __future__ import annotations
 import contextlib
 import shutil
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from haiku.rag.errors import StoreError
+from haiku.rag.errors import StoreError, StoreLockedError
 from haiku.rag.store import schema as S
 
 MAX_MOMENTS_CHECKED = 200  # how far back ``last_complete_cut`` looks
@@ -139,7 +140,38 @@ def latest_cut(location: str) -> Cut:
 def restore_cut(location: str, cut: Cut, *, drop_unneeded: bool = False) -> None:
     """Make ``cut`` the newest version of every table (a new version each: the versions
     after it stay in the history until cleaned up). Tables created after the cut are dropped.
-    With ``drop_unneeded``, every file the cut does not need is deleted (a fresh copy)."""
+    With ``drop_unneeded``, every file the cut does not need is deleted (a fresh copy).
+
+    Refused (``StoreLockedError``) while another handle writes the store: a writer holding
+    the lock does not look for versions made elsewhere (``Store._pin_tables``)."""
+    with _writer_lock(location):
+        _restore_cut(location, cut, drop_unneeded=drop_unneeded)
+
+
+@contextlib.contextmanager
+def _writer_lock(location: str) -> Iterator[None]:
+    """The store's writer lock (``engine.LOCK_FILE``), held for the block; local stores only."""
+    from haiku.rag.config import is_remote_uri
+    from haiku.rag.store.engine import LOCK_FILE
+
+    if is_remote_uri(location):
+        yield
+        return
+    import fcntl
+
+    with open(Path(location) / LOCK_FILE, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise StoreLockedError(
+                f"the store at {location} is being written by {holder}; close it before restoring a version"
+            ) from None
+        yield
+
+
+def _restore_cut(location: str, cut: Cut, *, drop_unneeded: bool) -> None:
     import lancedb
 
     db = lancedb.connect(location)
