@@ -467,6 +467,7 @@ class HaikuRAG:
         progress: ProgressCallback | None,
         cancel: CancelToken,
     ) -> list[IngestOutcome]:
+        from haiku.rag.ingest.isolation import parse_ahead, parse_workers
         from haiku.rag.store.batch import DocumentBatch
 
         total = len(sources) if isinstance(sources, Sized) else 0
@@ -484,12 +485,17 @@ class HaikuRAG:
             if written:
                 self.store.maintain_indexes()  # no-op until enough rows lag the indexes
 
-        for source in sources:
+        def prepare(source: str | os.PathLike[str] | ImportItem) -> tuple[IngestOutcome | tuple[NewDocument, Document | None], float]:
             check_cancelled(cancel)
             started = time.perf_counter()
-            prepared = self._prepare_import(source, progress, cancel)
+            return self._prepare_import(source, progress, cancel), time.perf_counter() - started
+
+        # The next files are parsed (each in its own worker process) while this one is written.
+        for prepared, parse_seconds in parse_ahead(sources, prepare, parse_workers(self.config.processing)):
+            check_cancelled(cancel)
+            write_started = time.perf_counter()
             if isinstance(prepared, IngestOutcome):
-                prepared.seconds = time.perf_counter() - started
+                prepared.seconds = parse_seconds
                 outcomes.append(prepared)
                 finished += 1
                 report(progress, Progress(Stage.DONE, prepared.source, finished, total, prepared.reason or prepared.status))
@@ -504,7 +510,7 @@ class HaikuRAG:
                 report(progress, Progress(Stage.DONE, outcome.source, finished, total, "searchable (text)"))
             else:
                 land(batch.add(len(outcomes) - 1, new))
-            outcome.seconds = time.perf_counter() - started
+            outcome.seconds = parse_seconds + time.perf_counter() - write_started
         land(batch.flush())
         return outcomes
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from docling_core.types.doc import (
     DocItem,
     DoclingDocument,
+    NodeItem,
     PictureItem,
     SectionHeaderItem,
     TableItem,
@@ -45,7 +46,7 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-from haiku.rag.ingest.items import prov_box
+from haiku.rag.ingest.items import prov_box, reading_order
 from haiku.rag.ingest.records import Box, ChunkRecord
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ def chunk_document(
     tokenizer: tokenizers.Tokenizer | None = None,
     max_tokens: int = 256,
     merge_peers: bool = True,
+    ordered: Sequence[NodeItem] | None = None,
 ) -> list[ChunkRecord]:
     """Chunks of at most ``max_tokens`` tokens ([CLS]/[SEP] included), in document order.
 
@@ -67,7 +69,7 @@ def chunk_document(
     ``Encoding``); its own truncation and padding settings are ignored.
     """
     counter = _TokenCounter(_untruncated(tokenizer))
-    units = list(_units(doc))
+    units = list(_units(doc, reading_order(doc) if ordered is None else ordered))
     counter.count_all(units)
     pieces: list[_Piece] = []
     for unit in units:
@@ -99,7 +101,7 @@ class _Unit:
     tokens: int = 0  # without special tokens
 
 
-def _units(doc: DoclingDocument) -> Iterable[_Unit]:
+def _units(doc: DoclingDocument, ordered: Sequence[NodeItem]) -> Iterable[_Unit]:
     from haiku.rag.ingest.table_rows import table_row_lines
 
     heading_by_level: dict[int, str] = {}
@@ -107,7 +109,7 @@ def _units(doc: DoclingDocument) -> Iterable[_Unit]:
     captions_of_floats = {
         ref.cref for item in (*doc.tables, *doc.pictures) for ref in item.captions
     }
-    for item, _depth in doc.iterate_items():
+    for item in ordered:
         if not isinstance(item, DocItem):
             continue
         if isinstance(item, (TitleItem, SectionHeaderItem)):

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from docling_core.types.doc import DocItemLabel, DoclingDocument, PictureItem, TextItem
+from docling_core.types.doc import DocItemLabel, DoclingDocument, NodeItem, PictureItem, TextItem
 
-from haiku.rag.ingest.items import prov_box
+from haiku.rag.ingest.items import prov_box, reading_order
 from haiku.rag.ingest.records import Box, ChunkRecord
 
 # "Figure 3", "Fig. 3", "Fig 3a", "Chart 2", "Diagram 1" at the start of a caption.
@@ -40,14 +40,18 @@ MAX_INNER_CHARS = 1500
 CAPTION_GAP = 36.0
 
 
-def figure_chunks(doc: DoclingDocument, *, first_order: int) -> list[ChunkRecord]:
+def figure_chunks(
+    doc: DoclingDocument, *, first_order: int, ordered: Sequence[NodeItem] | None = None
+) -> list[ChunkRecord]:
     """One chunk per picture of ``doc`` that has a caption, text inside it or sentences
-    referring to it, numbered from ``first_order`` on (after the document's own chunks)."""
-    pictures = [item for item, _ in doc.iterate_items() if isinstance(item, PictureItem)]
+    referring to it, numbered from ``first_order`` on (after the document's own chunks).
+    ``ordered``: ``doc``'s reading order, when the caller has it already."""
+    ordered = reading_order(doc) if ordered is None else ordered
+    pictures = [item for item in ordered if isinstance(item, PictureItem)]
     records: list[ChunkRecord] = []
     if not pictures:
         return records
-    texts = [item for item, _ in doc.iterate_items() if isinstance(item, TextItem)]
+    texts = [item for item in ordered if isinstance(item, TextItem)]
     # each text item's boxes, by page, computed once (a document may have many pictures)
     placed: dict[int, list[tuple[TextItem, Box]]] = {}
     for item in texts:
