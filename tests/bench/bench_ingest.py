@@ -6,8 +6,8 @@ Times what the CLI's ``add-src`` and ``import_documents`` do to parse a batch of
 the store write and the embedding: every PDF of ``pdfs_realworld/files`` that has a text layer
 through ``parse_document`` in the parse worker processes (conversion, item extraction,
 chunking with the embedder's tokenizer, the Markdown content), with the library's own batch
-parallelism (``isolation.parse_ahead`` over ``processing.parse_workers`` workers, when the
-library has it; a library without it parses one file at a time in its one worker, as its
+parallelism (``isolation.parse_ahead`` over ``processing.parse_workers`` workers, largest files
+first, when the library has it; a library without it parses one file at a time in its one worker, as its
 ``add-src`` did). ``--in-process`` times ``prepare_document`` in this process instead, one file
 after the other (the figure of sessions 6-7).
 
@@ -125,14 +125,17 @@ def batch_parser(config: Any, *, in_process: bool) -> tuple[Callable[[list[tuple
     if in_process:
         return (lambda sources: [one(s, prepare_document) for s in sources]), "prepare_document in this process, serial"
     try:
-        from haiku.rag.ingest.isolation import parse_ahead, parse_workers
+        from haiku.rag.ingest.isolation import largest_first, parse_ahead, parse_workers
     except ImportError:
         return (lambda sources: [one(s) for s in sources]), "parse_document, one file at a time in the parse worker"
     workers = parse_workers(config.processing)
-    return (
-        (lambda sources: list(parse_ahead(sources, one, workers))),
-        f"parse_ahead over parse_document, {workers} parse worker processes",
-    )
+
+    def batch(sources: list[tuple[str, bytes]]) -> Parsed:
+        # as import_documents does: largest files first when more than one worker
+        ordered = [source for _i, source in largest_first(sources, lambda s: len(s[1]))] if workers > 1 else sources
+        return list(parse_ahead(ordered, one, workers))
+
+    return batch, f"parse_ahead over parse_document, {workers} parse worker processes, largest files first"
 
 
 def cpu_seconds() -> float:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pdf_factory
 
 from haiku.rag.client import HaikuRAG
-from haiku.rag.ingest.isolation import parse_ahead, parse_workers, shared_pool
+from haiku.rag.ingest.isolation import largest_first, parse_ahead, parse_workers, shared_pool
 from haiku.rag.ingest.pipeline import parse_document, prepare_document
 from haiku.rag.operations import Progress
 
@@ -116,3 +116,12 @@ async def test_a_folder_ingest_in_two_workers_stores_what_one_worker_stores(tmp_
         ("rotated.pdf", "ingested"),
     ]
     assert len(one[1]) == len(paths) and all(one[1].values())
+
+
+def test_a_list_is_scheduled_largest_first_and_a_generator_in_its_order():
+    assert list(largest_first(["a", "ccc", "bb"], len)) == [(1, "ccc"), (2, "bb"), (0, "a")]
+    assert list(largest_first((s for s in ["a", "ccc", "bb"]), len)) == [
+        (0, "a"),
+        (1, "ccc"),
+        (2, "bb"),
+    ]

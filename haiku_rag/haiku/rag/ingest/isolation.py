@@ -47,7 +47,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn, TypeVar
 
@@ -389,8 +389,9 @@ class ParsePool:
     caller always reuses the first worker and a second process exists only while two parses
     overlap. Grows up to the ``workers`` a caller asks for."""
 
-    def __init__(self) -> None:
-        self._workers: list[ParseWorker] = [ParseWorker()]
+    def __init__(self, worker: Callable[[], ParseWorker] = ParseWorker) -> None:
+        self._new_worker = worker
+        self._workers: list[ParseWorker] = [worker()]
         self._busy: set[int] = set()
         self._changed = threading.Condition()
 
@@ -418,7 +419,7 @@ class ParsePool:
         with self._changed:
             while True:
                 while len(self._workers) < workers:
-                    self._workers.append(ParseWorker())
+                    self._workers.append(self._new_worker())
                 idle = [i for i in range(workers) if i not in self._busy]
                 if idle:
                     self._busy.add(idle[0])
@@ -462,6 +463,18 @@ def parse_workers(processing: Any) -> int:
     if processing.parse_isolation == "none":
         return 1
     return max(1, min(processing.parse_workers, os.cpu_count() or 1))
+
+
+def largest_first(sources: Iterable[SourceT], size: Callable[[SourceT], int]) -> Iterable[tuple[int, SourceT]]:
+    """``enumerate(sources)``, largest first when ``sources`` is a sized collection.
+
+    With two workers in order of arrival, a long file that comes last (a 400-page book after
+    thirty papers) is parsed alone while the other worker idles; starting the longest ones
+    first keeps both busy to the end (longest-processing-time-first scheduling). A generator is
+    left in its order (sorting it would read it whole)."""
+    if not isinstance(sources, Sized):
+        return enumerate(sources)
+    return sorted(enumerate(sources), key=lambda pair: -size(pair[1]))
 
 
 def parse_ahead(

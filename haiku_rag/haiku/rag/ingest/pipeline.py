@@ -60,7 +60,7 @@ def prepare_document(
     from haiku.rag.ingest.chunker import chunk_document
     from haiku.rag.ingest.converters import convert_source
     from haiku.rag.ingest.figures import figure_chunks
-    from haiku.rag.ingest.items import ItemTexts, extract_items, reading_order
+    from haiku.rag.ingest.items import ItemBoxes, ItemTexts, extract_items, reading_order
     from haiku.rag.ingest.pdf import OcrOptions
 
     if not data:
@@ -78,18 +78,19 @@ def prepare_document(
     report(progress, Progress(Stage.CHUNKING, uri))
     document = conversion.document
     ordered = reading_order(document)  # docling-core's tree walked once for all four uses
-    texts = ItemTexts(document)
-    items = extract_items(document, texts, ordered)
+    texts, boxes = ItemTexts(document), ItemBoxes(document)  # each made once, used thrice
+    items = extract_items(document, texts, ordered, boxes)
     chunks = chunk_document(
         document,
         max_tokens=config.processing.chunk_size,
         merge_peers=config.processing.merge_peers,
         ordered=ordered,
+        boxes=boxes,
     )
     if not chunks:
         raise EmptyDocumentError(_nothing_to_index(filename, items), source=uri)
     # Figures as evidence: a chunk per picture with words about it (ingest/figures.py).
-    chunks += figure_chunks(document, first_order=len(chunks), ordered=ordered)
+    chunks += figure_chunks(document, first_order=len(chunks), ordered=ordered, boxes=boxes)
     check_cancelled(cancel)
 
     meta = dict(metadata or {})
