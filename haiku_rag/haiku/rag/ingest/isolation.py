@@ -47,7 +47,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sized
+from collections.abc import Callable, Generator, Iterable, Iterator, Sized
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn, TypeVar
 
@@ -479,7 +479,7 @@ def largest_first(sources: Iterable[SourceT], size: Callable[[SourceT], int]) ->
 
 def parse_ahead(
     sources: Iterable[SourceT], parse: Callable[[SourceT], ResultT], workers: int
-) -> Iterator[ResultT]:
+) -> Generator[ResultT, None, None]:
     """``map(parse, sources)`` in order, with up to ``workers`` parses running at once.
 
     A batch's next files are parsed while the caller writes the last one: with ``parse``
