@@ -156,10 +156,13 @@ class HaikuRAG:
     def release_memory(self) -> None:
         """Give back what ingestion and search hold between uses, once the library is idle:
         the embedder's model session, the search caches (the exact-search matrix, the
-        documents snapshot) and the heap pages freed by them. Everything is loaded again on
-        next use; nothing stored changes. The app calls this when its work queue drains."""
+        documents snapshot), the parse workers beyond the first (a batch's second process)
+        and the heap pages freed by them. Everything is loaded again on next use; nothing
+        stored changes. The app calls this when its work queue drains."""
+        from haiku.rag.ingest.isolation import release_extra_workers
         from haiku.rag.memory import return_freed_memory
 
+        release_extra_workers()
         if self._embedder is not None:
             self._embedder.release()
         self.store.release_caches()

@@ -24,8 +24,9 @@ run in one long-lived worker process per Python process:
 The workers form one pool shared by every client in the process (``shared_pool``): a parse
 takes an idle worker, so two parses at once (a batch parsing ahead, ``parse_ahead``) run in two
 processes on two cores, each with all of the above; a single parse only ever uses the first
-worker, started lazily, and the extra workers are stopped when the batch that needed them ends
-(``ParsePool.shrink``), so an idle app holds one worker process.
+worker, started lazily, and the extra workers are stopped when the library goes idle
+(``release_extra_workers``, from ``HaikuRAG.release_memory``), so an idle app holds one worker
+process.
 
 Frozen applications (PyInstaller), where ``sys.executable`` is the application itself, must
 call ``run_worker_if_requested()`` first thing in their entry point: the worker is started as
@@ -486,8 +487,8 @@ def parse_ahead(
     calling ``parse_document``, each runs in its own worker process (``shared_pool``). At most
     ``workers`` + 1 results wait ahead of the caller, so memory stays flat on a long generator.
     Closing the iterator early (an error, a cancellation) lets the parses in flight end (their
-    cancel token and time bound still apply) and starts no others; the extra workers are
-    stopped once the batch is over."""
+    cancel token and time bound still apply) and starts no others. The extra workers stay for
+    the next batch until ``release_extra_workers``."""
     if workers <= 1:
         yield from map(parse, sources)
         return
@@ -507,5 +508,11 @@ def parse_ahead(
         for future in pending:
             future.cancel()
         executor.shutdown(wait=True)
-        if _shared is not None:
-            _shared.shrink(1)
+
+
+def release_extra_workers() -> None:
+    """Stop the idle parse workers beyond the first (``HaikuRAG.release_memory``, when the
+    app's queue drains). Not at the end of each batch: a fresh worker takes seconds to start
+    (imports, tokenizer), and batches come in runs (a drop, then a rescan)."""
+    if _shared is not None:
+        _shared.shrink(1)
