@@ -63,10 +63,11 @@ def chat_library(tmp_path) -> Path:
 
 @pytest.fixture
 def stalling_worker(monkeypatch):
-    """Make the process-wide parse worker a :class:`StallingWorker` for one test."""
+    """Make the process-wide parse workers :class:`StallingWorker`s for one test; yields the
+    first one (the one every parse uses when parses do not overlap)."""
     from haiku.rag.ingest import isolation
 
-    worker = StallingWorker()
-    monkeypatch.setattr(isolation, "_shared", worker)
-    yield worker
-    worker.stop()
+    pool = isolation.ParsePool(StallingWorker)
+    monkeypatch.setattr(isolation, "_shared", pool)
+    yield pool.first
+    pool.stop()

@@ -13,6 +13,7 @@ text-searchable document whose missing vectors ``embed_pending`` completes later
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import functools
 import logging
@@ -155,10 +156,13 @@ class HaikuRAG:
     def release_memory(self) -> None:
         """Give back what ingestion and search hold between uses, once the library is idle:
         the embedder's model session, the search caches (the exact-search matrix, the
-        documents snapshot) and the heap pages freed by them. Everything is loaded again on
-        next use; nothing stored changes. The app calls this when its work queue drains."""
+        documents snapshot), the parse workers beyond the first (a batch's second process)
+        and the heap pages freed by them. Everything is loaded again on next use; nothing
+        stored changes. The app calls this when its work queue drains."""
+        from haiku.rag.ingest.isolation import release_extra_workers
         from haiku.rag.memory import return_freed_memory
 
+        release_extra_workers()
         if self._embedder is not None:
             self._embedder.release()
         self.store.release_caches()
@@ -467,11 +471,12 @@ class HaikuRAG:
         progress: ProgressCallback | None,
         cancel: CancelToken,
     ) -> list[IngestOutcome]:
+        from haiku.rag.ingest.isolation import largest_first, parse_ahead, parse_workers
         from haiku.rag.store.batch import DocumentBatch
 
         total = len(sources) if isinstance(sources, Sized) else 0
         batch = DocumentBatch(self.store)
-        outcomes: list[IngestOutcome] = []
+        outcomes: dict[int, IngestOutcome] = {}  # by position in ``sources``
         finished = 0
 
         def land(written: list[tuple[Any, Document]]) -> None:
@@ -484,29 +489,41 @@ class HaikuRAG:
             if written:
                 self.store.maintain_indexes()  # no-op until enough rows lag the indexes
 
-        for source in sources:
+        def prepare(
+            indexed: tuple[int, str | os.PathLike[str] | ImportItem],
+        ) -> tuple[int, IngestOutcome | tuple[NewDocument, Document | None], float]:
             check_cancelled(cancel)
             started = time.perf_counter()
-            prepared = self._prepare_import(source, progress, cancel)
-            if isinstance(prepared, IngestOutcome):
-                prepared.seconds = time.perf_counter() - started
-                outcomes.append(prepared)
-                finished += 1
-                report(progress, Progress(Stage.DONE, prepared.source, finished, total, prepared.reason or prepared.status))
-                continue
-            new, existing = prepared
-            outcome = IngestOutcome(new.uri, "updated" if existing else "ingested")
-            outcomes.append(outcome)
-            if existing is not None:  # a replacement is one in-place update: written alone
-                land(batch.flush())
-                outcome.document, _ = docs.write_document(self.store, new, replaces=existing)
-                finished += 1
-                report(progress, Progress(Stage.DONE, outcome.source, finished, total, "searchable (text)"))
-            else:
-                land(batch.add(len(outcomes) - 1, new))
-            outcome.seconds = time.perf_counter() - started
+            index, source = indexed
+            return index, self._prepare_import(source, progress, cancel), time.perf_counter() - started
+
+        # The next files are parsed (each in its own worker process) while this one is written;
+        # with more than one worker, the largest files of a list go first (``largest_first``).
+        workers = parse_workers(self.config.processing)
+        order = largest_first(sources, _source_size) if workers > 1 else enumerate(sources)
+        # closing(): an error or a cancellation ends the parses in flight before it propagates
+        with contextlib.closing(parse_ahead(order, prepare, workers)) as parsed:
+            for index, prepared, parse_seconds in parsed:
+                check_cancelled(cancel)
+                write_started = time.perf_counter()
+                if isinstance(prepared, IngestOutcome):
+                    prepared.seconds = parse_seconds
+                    outcomes[index] = prepared
+                    finished += 1
+                    report(progress, Progress(Stage.DONE, prepared.source, finished, total, prepared.reason or prepared.status))
+                    continue
+                new, existing = prepared
+                outcome = outcomes[index] = IngestOutcome(new.uri, "updated" if existing else "ingested")
+                if existing is not None:  # a replacement is one in-place update: written alone
+                    land(batch.flush())
+                    outcome.document, _ = docs.write_document(self.store, new, replaces=existing)
+                    finished += 1
+                    report(progress, Progress(Stage.DONE, outcome.source, finished, total, "searchable (text)"))
+                else:
+                    land(batch.add(index, new))
+                outcome.seconds = parse_seconds + time.perf_counter() - write_started
         land(batch.flush())
-        return outcomes
+        return [outcomes[index] for index in sorted(outcomes)]
 
     def _prepare_import(
         self, source: str | os.PathLike[str] | ImportItem, progress: ProgressCallback | None, cancel: CancelToken
@@ -971,6 +988,16 @@ def _add_bibliographic(new: docs.NewDocument, filename: str, replaces: Document 
         return
     if record is not None:
         new.metadata[METADATA_KEY] = record.to_metadata()
+
+
+def _source_size(source: str | os.PathLike[str] | ImportItem) -> int:
+    """Bytes of a source, to start a batch's largest parses first (0 when unknown)."""
+    if isinstance(source, ImportItem):
+        return len(source.content)
+    try:
+        return os.stat(source).st_size
+    except (OSError, ValueError):
+        return 0
 
 
 def _local_path(source: str | os.PathLike[str]) -> Path:

@@ -88,6 +88,9 @@ class ProcessingConfig(_Section):
     # Parsing runs in a worker process ("process") so a file that hangs or crashes the parser
     # is stopped and reported; "none" parses in the calling thread (no time bound).
     parse_isolation: Literal["process", "none"] = "process"
+    # A batch of files (add-src, import_documents) parses this many files at once, each in
+    # its own worker process (at most one per core); a single file always uses one worker.
+    parse_workers: int = Field(default=2, ge=1, le=16)
     # A file whose parsing makes no progress (a PDF: no new page) for this long is stopped
     # and reported with the "timeout" category.
     parse_timeout_seconds: float = Field(default=120, gt=0)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from docling_core.types.doc import (
     DocItem,
     DoclingDocument,
+    NodeItem,
     PictureItem,
     SectionHeaderItem,
     TableItem,
@@ -45,7 +46,7 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-from haiku.rag.ingest.items import prov_box
+from haiku.rag.ingest.items import ItemBoxes, reading_order
 from haiku.rag.ingest.records import Box, ChunkRecord
 
 if TYPE_CHECKING:
@@ -58,6 +59,8 @@ def chunk_document(
     tokenizer: tokenizers.Tokenizer | None = None,
     max_tokens: int = 256,
     merge_peers: bool = True,
+    ordered: Sequence[NodeItem] | None = None,
+    boxes: ItemBoxes | None = None,
 ) -> list[ChunkRecord]:
     """Chunks of at most ``max_tokens`` tokens ([CLS]/[SEP] included), in document order.
 
@@ -67,14 +70,15 @@ def chunk_document(
     ``Encoding``); its own truncation and padding settings are ignored.
     """
     counter = _TokenCounter(_untruncated(tokenizer))
-    units = list(_units(doc))
+    units = list(_units(doc, reading_order(doc) if ordered is None else ordered))
     counter.count_all(units)
     pieces: list[_Piece] = []
     for unit in units:
         pieces.extend(_split_unit(unit, counter, max_tokens))
     groups = _pack(pieces, counter, max_tokens) if merge_peers else [[piece] for piece in pieces]
     groups = _fit(groups, counter, max_tokens)
-    records = [_record(doc, order, group) for order, group in enumerate(groups)]
+    boxes = boxes or ItemBoxes(doc)
+    records = [_record(boxes, order, group) for order, group in enumerate(groups)]
     return _bounded_chars(records, max_tokens * _LONG_TEXT_CHARS_PER_TOKEN)
 
 
@@ -99,7 +103,7 @@ class _Unit:
     tokens: int = 0  # without special tokens
 
 
-def _units(doc: DoclingDocument) -> Iterable[_Unit]:
+def _units(doc: DoclingDocument, ordered: Sequence[NodeItem]) -> Iterable[_Unit]:
     from haiku.rag.ingest.table_rows import table_row_lines
 
     heading_by_level: dict[int, str] = {}
@@ -107,7 +111,7 @@ def _units(doc: DoclingDocument) -> Iterable[_Unit]:
     captions_of_floats = {
         ref.cref for item in (*doc.tables, *doc.pictures) for ref in item.captions
     }
-    for item, _depth in doc.iterate_items():
+    for item in ordered:
         if not isinstance(item, DocItem):
             continue
         if isinstance(item, (TitleItem, SectionHeaderItem)):
@@ -389,7 +393,7 @@ def _group_text(group: list[_Piece]) -> str:
 # Records
 
 
-def _record(doc: DoclingDocument, order: int, group: list[_Piece]) -> ChunkRecord:
+def _record(item_boxes: ItemBoxes, order: int, group: list[_Piece]) -> ChunkRecord:
     items: list[DocItem] = []
     boxes: list[Box] = []
     for piece in group:
@@ -398,7 +402,7 @@ def _record(doc: DoclingDocument, order: int, group: list[_Piece]) -> ChunkRecor
                 continue
             if not items or items[-1] is not part.item:
                 items.append(part.item)
-            boxes.extend(_part_boxes(doc, part, piece))
+            boxes.extend(_part_boxes(item_boxes, part, piece))
     text = _group_text(group)
     headings = list(group[0].unit.headings)
     return ChunkRecord(
@@ -413,16 +417,17 @@ def _record(doc: DoclingDocument, order: int, group: list[_Piece]) -> ChunkRecor
     )
 
 
-def _part_boxes(doc: DoclingDocument, part: _Part, piece: _Piece) -> list[Box]:
+def _part_boxes(item_boxes: ItemBoxes, part: _Part, piece: _Piece) -> list[Box]:
     """The provenance lines of ``part.item`` that the piece overlaps (all when it holds the
     whole item, or when the item's lines carry no character spans)."""
     provs = part.item.prov
+    boxes = item_boxes.of(part.item)
     start, end = piece.start - part.start, piece.end - part.start
     whole = start <= 0 and end >= part.end - part.start
     if not whole and len(provs) > 1 and isinstance(part.item, TextItem):
-        inside = [p for p in provs if p.charspan[0] < end and p.charspan[1] > start]
-        provs = inside or provs
-    return [prov_box(doc, prov, part.item) for prov in provs]
+        inside = [box for p, box in zip(provs, boxes, strict=True) if p.charspan[0] < end and p.charspan[1] > start]
+        return inside or boxes
+    return boxes
 
 
 # above this many characters per allowed token, a text is too long for its tokens

@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from docling_core.types.doc import DocItemLabel, DoclingDocument, PictureItem, TextItem
+from docling_core.types.doc import DocItemLabel, DoclingDocument, NodeItem, PictureItem, TextItem
 
-from haiku.rag.ingest.items import prov_box
+from haiku.rag.ingest.items import ItemBoxes, prov_box, reading_order
 from haiku.rag.ingest.records import Box, ChunkRecord
 
 # "Figure 3", "Fig. 3", "Fig 3a", "Chart 2", "Diagram 1" at the start of a caption.
@@ -40,19 +40,27 @@ MAX_INNER_CHARS = 1500
 CAPTION_GAP = 36.0
 
 
-def figure_chunks(doc: DoclingDocument, *, first_order: int) -> list[ChunkRecord]:
+def figure_chunks(
+    doc: DoclingDocument,
+    *,
+    first_order: int,
+    ordered: Sequence[NodeItem] | None = None,
+    boxes: ItemBoxes | None = None,
+) -> list[ChunkRecord]:
     """One chunk per picture of ``doc`` that has a caption, text inside it or sentences
-    referring to it, numbered from ``first_order`` on (after the document's own chunks)."""
-    pictures = [item for item, _ in doc.iterate_items() if isinstance(item, PictureItem)]
+    referring to it, numbered from ``first_order`` on (after the document's own chunks).
+    ``ordered``: ``doc``'s reading order, when the caller has it already."""
+    ordered = reading_order(doc) if ordered is None else ordered
+    pictures = [item for item in ordered if isinstance(item, PictureItem)]
     records: list[ChunkRecord] = []
     if not pictures:
         return records
-    texts = [item for item, _ in doc.iterate_items() if isinstance(item, TextItem)]
+    texts = [item for item in ordered if isinstance(item, TextItem)]
     # each text item's boxes, by page, computed once (a document may have many pictures)
     placed: dict[int, list[tuple[TextItem, Box]]] = {}
+    boxes = boxes or ItemBoxes(doc)
     for item in texts:
-        for prov in item.prov:
-            box = prov_box(doc, prov, item)
+        for box in boxes.of(item):
             placed.setdefault(box.page, []).append((item, box))
     # captions the builder attached to a picture belong to that picture only
     owned = {ref.cref for picture in pictures for ref in picture.captions}
@@ -76,8 +84,7 @@ def figure_chunks(doc: DoclingDocument, *, first_order: int) -> list[ChunkRecord
         if not parts:
             continue
         text = "\n".join(parts)
-        boxes = [prov_box(doc, prov, picture) for prov in picture.prov]
-        boxes += [prov_box(doc, prov, caption) for caption in captions for prov in caption.prov]
+        chunk_boxes = [*boxes.of(picture), *(box for caption in captions for box in boxes.of(caption))]
         records.append(
             ChunkRecord(
                 order=first_order + len(records),
@@ -86,8 +93,8 @@ def figure_chunks(doc: DoclingDocument, *, first_order: int) -> list[ChunkRecord
                 headings=[],
                 labels=["picture", *("caption" for _ in captions)],
                 doc_item_refs=[picture.self_ref, *(caption.self_ref for caption in captions)],
-                page_numbers=sorted({box.page for box in boxes}),
-                boxes=boxes,
+                page_numbers=sorted({box.page for box in chunk_boxes}),
+                boxes=chunk_boxes,
             )
         )
     return records

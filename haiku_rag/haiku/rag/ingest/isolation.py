@@ -21,8 +21,12 @@ run in one long-lived worker process per Python process:
   through ``multiprocessing``, so scripts using the library need no ``__main__`` guard; it
   talks over a socket pair and exits when its parent goes away.
 
-The worker is started lazily and shared by every client in the process, under a lock, so
-parses are serialised (one extra process, not one per client).
+The workers form one pool shared by every client in the process (``shared_pool``): a parse
+takes an idle worker, so two parses at once (a batch parsing ahead, ``parse_ahead``) run in two
+processes on two cores, each with all of the above; a single parse only ever uses the first
+worker, started lazily, and the extra workers are stopped when the library goes idle
+(``release_extra_workers``, from ``HaikuRAG.release_memory``), so an idle app holds one worker
+process.
 
 Frozen applications (PyInstaller), where ``sys.executable`` is the application itself, must
 call ``run_worker_if_requested()`` first thing in their entry point: the worker is started as
@@ -32,6 +36,7 @@ call ``run_worker_if_requested()`` first thing in their entry point: the worker 
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import logging
 import os
@@ -43,9 +48,9 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Sized
 from multiprocessing.connection import Connection
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from haiku.rag.errors import (
     IngestError,
@@ -63,6 +68,9 @@ STARTUP_TIMEOUT_SECONDS = 300.0
 POLL_SECONDS = 0.05
 _SAME_BYTES = "__same_bytes__"  # the stored bytes are the input bytes: not sent back
 
+
+SourceT = TypeVar("SourceT")
+ResultT = TypeVar("ResultT")
 
 WORKER_FLAG = "--haiku-rag-parse-worker"
 CANCEL_SIGNAL = signal.SIGUSR1
@@ -377,15 +385,134 @@ def _name(source: str) -> str:
     return source.rsplit("/", 1)[-1] or source
 
 
-_shared: ParseWorker | None = None
+class ParsePool:
+    """Parse workers handed out one parse at a time: the lowest idle one first, so a lone
+    caller always reuses the first worker and a second process exists only while two parses
+    overlap. Grows up to the ``workers`` a caller asks for."""
+
+    def __init__(self, worker: Callable[[], ParseWorker] = ParseWorker) -> None:
+        self._new_worker = worker
+        self._workers: list[ParseWorker] = [worker()]
+        self._busy: set[int] = set()
+        self._changed = threading.Condition()
+
+    @property
+    def first(self) -> ParseWorker:
+        return self._workers[0]
+
+    @property
+    def pids(self) -> list[int]:
+        """The running workers' process ids."""
+        return [pid for pid in (w.pid for w in self._workers) if pid is not None]
+
+    def prepare(self, data: bytes, *, workers: int = 1, **kwargs: Any) -> Any:
+        """``ParseWorker.prepare`` on an idle worker among the first ``workers`` (waiting for
+        one if they are all busy)."""
+        index = self._acquire(max(1, workers))
+        try:
+            return self._workers[index].prepare(data, **kwargs)
+        finally:
+            with self._changed:
+                self._busy.discard(index)
+                self._changed.notify_all()
+
+    def _acquire(self, workers: int) -> int:
+        with self._changed:
+            while True:
+                while len(self._workers) < workers:
+                    self._workers.append(self._new_worker())
+                idle = [i for i in range(workers) if i not in self._busy]
+                if idle:
+                    self._busy.add(idle[0])
+                    return idle[0]
+                self._changed.wait()
+
+    def shrink(self, keep: int = 1) -> None:
+        """Stop the idle workers beyond the first ``keep`` (memory back after a batch)."""
+        with self._changed:
+            extra = [w for i, w in enumerate(self._workers) if i >= keep and i not in self._busy]
+        for worker in extra:
+            worker.stop()
+
+    def stop(self) -> None:
+        for worker in self._workers:
+            worker.stop()
+
+
+_shared: ParsePool | None = None
 _shared_lock = threading.Lock()
 
 
-def shared_worker() -> ParseWorker:
-    """The process-wide parse worker (created on first use; stopped at interpreter exit)."""
+def shared_pool() -> ParsePool:
+    """The process-wide pool of parse workers (created on first use; stopped at interpreter exit)."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = ParseWorker()
+            _shared = ParsePool()
             atexit.register(_shared.stop)
         return _shared
+
+
+def shared_worker() -> ParseWorker:
+    """The pool's first worker: the one every parse uses when parses do not overlap."""
+    return shared_pool().first
+
+
+def parse_workers(processing: Any) -> int:
+    """How many parses may run at once: ``processing.parse_workers``, at most one per core,
+    and one when parsing is not isolated (in-process parses share one interpreter lock)."""
+    if processing.parse_isolation == "none":
+        return 1
+    return max(1, min(processing.parse_workers, os.cpu_count() or 1))
+
+
+def largest_first(sources: Iterable[SourceT], size: Callable[[SourceT], int]) -> Iterable[tuple[int, SourceT]]:
+    """``enumerate(sources)``, largest first when ``sources`` is a sized collection.
+
+    With two workers in order of arrival, a long file that comes last (a 400-page book after
+    thirty papers) is parsed alone while the other worker idles; starting the longest ones
+    first keeps both busy to the end (longest-processing-time-first scheduling). A generator is
+    left in its order (sorting it would read it whole)."""
+    if not isinstance(sources, Sized):
+        return enumerate(sources)
+    return sorted(enumerate(sources), key=lambda pair: -size(pair[1]))
+
+
+def parse_ahead(
+    sources: Iterable[SourceT], parse: Callable[[SourceT], ResultT], workers: int
+) -> Generator[ResultT, None, None]:
+    """``map(parse, sources)`` in order, with up to ``workers`` parses running at once.
+
+    A batch's next files are parsed while the caller writes the last one: with ``parse``
+    calling ``parse_document``, each runs in its own worker process (``shared_pool``). At most
+    ``workers`` + 1 results wait ahead of the caller, so memory stays flat on a long generator.
+    Closing the iterator early (an error, a cancellation) lets the parses in flight end (their
+    cancel token and time bound still apply) and starts no others. The extra workers stay for
+    the next batch until ``release_extra_workers``."""
+    if workers <= 1:
+        yield from map(parse, sources)
+        return
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    pending: collections.deque[Future[ResultT]] = collections.deque()
+    iterator = iter(sources)
+    executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="parse-ahead")
+    try:
+        for source in iterator:
+            pending.append(executor.submit(parse, source))
+            if len(pending) > workers:  # ``workers`` stay in flight while the caller takes one
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+        executor.shutdown(wait=True)
+
+
+def release_extra_workers() -> None:
+    """Stop the idle parse workers beyond the first (``HaikuRAG.release_memory``, when the
+    app's queue drains). Not at the end of each batch: a fresh worker takes seconds to start
+    (imports, tokenizer), and batches come in runs (a drop, then a rescan)."""
+    if _shared is not None:
+        _shared.shrink(1)

@@ -60,7 +60,7 @@ def prepare_document(
     from haiku.rag.ingest.chunker import chunk_document
     from haiku.rag.ingest.converters import convert_source
     from haiku.rag.ingest.figures import figure_chunks
-    from haiku.rag.ingest.items import ItemTexts, extract_items
+    from haiku.rag.ingest.items import ItemBoxes, ItemTexts, extract_items, reading_order
     from haiku.rag.ingest.pdf import OcrOptions
 
     if not data:
@@ -77,15 +77,20 @@ def prepare_document(
     check_cancelled(cancel)
     report(progress, Progress(Stage.CHUNKING, uri))
     document = conversion.document
-    texts = ItemTexts(document)
-    items = extract_items(document, texts)
+    ordered = reading_order(document)  # docling-core's tree walked once for all four uses
+    texts, boxes = ItemTexts(document), ItemBoxes(document)  # each made once, used thrice
+    items = extract_items(document, texts, ordered, boxes)
     chunks = chunk_document(
-        document, max_tokens=config.processing.chunk_size, merge_peers=config.processing.merge_peers
+        document,
+        max_tokens=config.processing.chunk_size,
+        merge_peers=config.processing.merge_peers,
+        ordered=ordered,
+        boxes=boxes,
     )
     if not chunks:
         raise EmptyDocumentError(_nothing_to_index(filename, items), source=uri)
     # Figures as evidence: a chunk per picture with words about it (ingest/figures.py).
-    chunks += figure_chunks(document, first_order=len(chunks))
+    chunks += figure_chunks(document, first_order=len(chunks), ordered=ordered, boxes=boxes)
     check_cancelled(cancel)
 
     meta = dict(metadata or {})
@@ -112,8 +117,10 @@ def prepare_document(
         mime_type=conversion.mime_type,
         page_count=conversion.page_count,
         source_bytes=stored_bytes,
-        content=texts.document_markdown(),
-        docling_json=document.model_dump_json(),
+        content=texts.document_markdown(ordered),
+        # Not stored any more (issue 16): nothing reads it back (chunks, items and boxes are
+        # stored on their own) and dumping it cost ~1/8 of a PDF's parse. Old stores keep theirs.
+        docling_json="",
         items=items,
         chunks=chunks,
     )
@@ -158,10 +165,11 @@ def parse_document(
     }
     if config.processing.parse_isolation == "none" or not data:
         return prepare_document(data, progress=progress, cancel=cancel, **kwargs)
-    from haiku.rag.ingest.isolation import shared_worker
+    from haiku.rag.ingest.isolation import parse_workers, shared_pool
 
-    return shared_worker().prepare(
+    return shared_pool().prepare(
         data,
+        workers=parse_workers(config.processing),
         timeout=config.processing.parse_timeout_seconds,
         progress=progress,
         cancel=cancel,
