@@ -481,3 +481,78 @@ def test_a_skewed_page_of_two_columns_is_read_column_by_column():
     right = [text.find(f"Right column line {i}") for i in range(1, 9)]
     assert -1 not in left and -1 not in right
     assert left == sorted(left) and right == sorted(right) and max(left) < min(right)
+
+
+def test_the_line_input_is_rapidocrs_normalisation_narrowed_by_the_width_scale(monkeypatch):
+    import numpy as np
+
+    from haiku.rag.ingest import ocr
+
+    engine = ocr._load_engine()
+    rng = np.random.default_rng(7)
+    crop = rng.integers(0, 256, size=(23, 400, 3), dtype=np.uint8)
+    monkeypatch.setattr(ocr, "REC_WIDTH_SCALE", 1.0)
+    ours = ocr.line_input(crop, 48, 320)
+    theirs = engine.text_rec.resize_norm_img(crop, crop.shape[1] / crop.shape[0])[None]
+    assert ours.shape == theirs.shape and np.abs(ours - theirs).max() < 1e-5
+    monkeypatch.setattr(ocr, "REC_WIDTH_SCALE", 0.8)
+    narrowed = ocr.line_input(crop, 48, 320)
+    assert narrowed.shape == (1, 3, 48, int(48 * 400 / 23 * 0.8))
+    short = ocr.line_input(crop[:, :40], 48, 320)  # padded with mid-grey to 320 narrowed
+    assert short.shape[3] == 256 and not short[..., 84:].any()
+
+
+def test_the_word_space_gap_shrinks_with_the_line_as_it_was_narrowed():
+    """A gap of 0.18 line heights is a letter gap on a line read at its width, and a word
+    space (0.225 heights before narrowing) on a line narrowed to 0.8."""
+    import numpy as np
+
+    from haiku.rag.ingest.ocr import decode_with_spaces
+
+    characters = ["blank", "a", "b"]
+    height, scale = 48, 8
+    prediction = np.zeros((6, 3), dtype=np.float32)
+    prediction[:, 0] = 1.0
+    prediction[1] = (0, 0.9, 0)
+    prediction[4] = (0, 0, 0.9)
+    image = np.ones((3, height, 6 * scale), dtype=np.float32)
+    gap = int(0.18 * height)  # 8 px of blank columns between the two strokes
+    image[:, 10:38, 8 : 8 + 14] = -1.0
+    image[:, 10:38, 8 + 14 + gap : 40] = -1.0
+    assert decode_with_spaces(prediction, image, characters)[0] == "ab"
+    assert decode_with_spaces(prediction, image, characters, 0.8)[0] == "a b"
+
+
+@pytest.mark.parametrize(
+    "values, expected",
+    [([], 0), ([True], 0), ([False], 1), ([True, False, False, True, False], 2), ([False] * 5, 5)],
+)
+def test_the_longest_ink_free_run(values, expected):
+    import numpy as np
+
+    from haiku.rag.ingest.ocr import _longest_false_run
+
+    assert _longest_false_run(np.array(values, dtype=bool)) == expected
+
+
+def test_each_model_session_is_built_once_with_the_fused_model(monkeypatch):
+    """RapidOCR's constructor builds the sessions; ours replace them there, not after."""
+    import onnxruntime
+
+    from haiku.rag.ingest import ocr
+
+    built = []
+    original = onnxruntime.InferenceSession
+
+    def counting(model, *args, **kwargs):
+        built.append(type(model).__name__)
+        return original(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", counting)
+    monkeypatch.setattr(ocr, "_engine", None)
+    engine = ocr._load_engine()
+    assert built == ["bytes", "bytes", "bytes"]  # det, cls, rec: each once, from fused bytes
+    assert set(ocr.fused_blocks) == {"Det", "Cls", "Rec"}
+    assert (
+        engine.text_det.infer.session.get_session_options().intra_op_num_threads == ocr.DET_THREADS
+    )

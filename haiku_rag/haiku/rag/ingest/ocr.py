@@ -61,9 +61,19 @@ FUSE_ACTIVATIONS = True
 # single-threaded: on 2 cores that is the cheapest way to use both (one model call on two
 # intra-op threads spends more CPU per line). Set from the CPU count, at most 2.
 REC_THREADS = max(1, min(2, os.cpu_count() or 1))
+# Detection runs on two intra-op threads (its one model call per page would otherwise leave
+# the second core idle while the recognition threads wait for its boxes); its pool does not
+# spin, so it gives the cores back to the recognition threads at once.
+DET_THREADS = REC_THREADS
+# Each line is scaled to the recogniser's 48 px height and then narrowed to this share of
+# its width: the recogniser's cost is per pixel of its input. Kept at 1: measured in session 8
+# (docs/pdf-layout.md, "Speed, session 8"), 0.9 saves ~10 % of recognition and raises the
+# skewed scan's CER from 3.3 % to 4.3 %; 0.8 saves ~25 % and gives 8.9 %.
+REC_WIDTH_SCALE = 1.0
 # A run of ink-free pixel columns wider than this share of the line height, between two
 # recognised characters, is a word space the model did not spell out (a space is ~0.25 em,
-# the gap between two letters of a word under 0.1 em).
+# the gap between two letters of a word under 0.1 em). Measured on the line as read before
+# its narrowing (``REC_WIDTH_SCALE``).
 SPACE_GAP = 0.2
 
 
@@ -121,67 +131,76 @@ fused_blocks: dict[str, int] = {}
 
 def _load_engine() -> Any:
     """RapidOCR, built once per process (loading the three models takes ~1 s) and reused
-    for every page the parse worker reads. Each model runs on one intra-op thread (our
-    threads give the parallelism, see ``REC_THREADS``) and its idle threads do not spin."""
+    for every page the parse worker reads. Each model's session is ours (``_build_session``):
+    built once, from the model with its activations fused."""
     global _engine
     with _engine_lock:
         if _engine is None:
             try:
                 from rapidocr_onnxruntime import RapidOCR
+                from rapidocr_onnxruntime.utils import infer_engine
             except ImportError as exc:  # pragma: no cover - the dependency is required
                 raise OcrUnavailableError(
                     "rapidocr-onnxruntime is not installed; OCR is unavailable"
                 ) from exc
-            engine = RapidOCR(
-                intra_op_num_threads=1,
-                inter_op_num_threads=1,
-                rec_batch_num=REC_BATCH,
-            )
             fused_blocks.clear()
-            if FUSE_ACTIVATIONS:
-                fused_blocks.update(_use_fused_models(engine))
+            # RapidOCR builds its sessions in its constructor, from a model path; ours are
+            # built there instead of after it, so no session is built twice (that cost
+            # 0.3 CPU-s and 60 MB of peak RSS per worker).
+            original = infer_engine.InferenceSession
+            infer_engine.InferenceSession = _build_session
+            try:
+                engine = RapidOCR(
+                    intra_op_num_threads=1, inter_op_num_threads=1, rec_batch_num=REC_BATCH
+                )
+            finally:
+                infer_engine.InferenceSession = original
             _engine = engine
         return _engine
 
 
-def _use_fused_models(engine: Any) -> dict[str, int]:
-    """Each of the three models' sessions replaced by one of the same model with its
-    hard-swish blocks fused (``ocr_graph``: same function, ~1/4 less CPU per line). The
-    rewrite is in memory; a model it cannot read keeps RapidOCR's own session."""
+# RapidOCR's model files, by name, and the section of its configuration each belongs to.
+_SECTION_OF_MODEL = {
+    "ch_PP-OCRv4_det_infer.onnx": "Det",
+    "ch_ppocr_mobile_v2.0_cls_infer.onnx": "Cls",
+    "ch_PP-OCRv4_rec_infer.onnx": "Rec",
+}
+
+
+def _build_session(model_path: Any, sess_options: Any = None, providers: Any = None) -> Any:
+    """An onnxruntime session for one of RapidOCR's models, in place of the one RapidOCR
+    would build: the model with its hard-swish blocks fused (``ocr_graph``: same function,
+    ~1/4 less CPU per line; the rewrite is in memory), single-threaded except the detector
+    (``DET_THREADS``), intra-op threads that block instead of spinning. A model the rewrite
+    cannot read is loaded as shipped: slower, not wrong."""
     import onnxruntime
-    from rapidocr_onnxruntime.main import DEFAULT_CFG_PATH
-    from rapidocr_onnxruntime.utils import read_yaml
-    from rapidocr_onnxruntime.utils.parse_parameters import update_model_path
 
     from haiku.rag.ingest.ocr_graph import fuse_activations
 
-    config = update_model_path(read_yaml(DEFAULT_CFG_PATH))
-    models = {
-        "Det": engine.text_det.infer,
-        "Cls": engine.text_cls.infer,
-        "Rec": engine.text_rec.session,
-    }
-    fused_counts = {}
-    for section, wrapper in models.items():
-        path = config[section]["model_path"]
+    section = _SECTION_OF_MODEL.get(os.path.basename(str(model_path)), "")
+    with open(model_path, "rb") as handle:
+        model = handle.read()
+    if FUSE_ACTIVATIONS:
         try:
-            with open(path, "rb") as handle:
-                fused, count = fuse_activations(handle.read())
-            if count == 0:
-                continue
-            options = onnxruntime.SessionOptions()
-            options.log_severity_level = 4
-            options.enable_cpu_mem_arena = False
-            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.intra_op_num_threads = 1
-            options.inter_op_num_threads = 1
-            wrapper.session = onnxruntime.InferenceSession(
-                fused, sess_options=options, providers=["CPUExecutionProvider"]
-            )
-            fused_counts[section] = count
-        except Exception:  # the original session still works: slower, not wrong
-            logger.warning("OCR model %s kept unfused", path, exc_info=True)
-    return fused_counts
+            fused, count = fuse_activations(model)
+        except Exception:
+            logger.warning("OCR model %s kept unfused", model_path, exc_info=True)
+        else:
+            if count:
+                model = fused
+                fused_blocks[section] = count
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 4
+    options.enable_cpu_mem_arena = False
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = DET_THREADS if section == "Det" else 1
+    options.inter_op_num_threads = 1
+    # an idle intra-op thread blocks instead of spinning: the recognition threads need the
+    # core right after the detector's call
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return onnxruntime.InferenceSession(
+        model, sess_options=options, providers=["CPUExecutionProvider"]
+    )
 
 
 def _recognition_pool() -> Any:
@@ -249,7 +268,10 @@ def _detect(engine: Any, bgr: Any) -> list[Any]:
     """Detected line quadrilaterals, in reading order. Detection sees the page at the
     render's full resolution: on a scaled-down copy (longer side 1024 or 1408 px) the
     detector joins lines across a two-column gap and crops them tighter, and linn's
-    character error rate went from 1.9 % to 19-36 % (docs/benchmarks.md, "OCR")."""
+    character error rate went from 1.9 % to 19-36 % (docs/benchmarks.md, "OCR"). Session 8
+    tried 0.75 and 0.85 of the page with the lines still cropped from the full page: linn
+    held (1.85 %, text-map dilation off), but on the skewed scan the detector joined a short
+    line to the next column's line in the same row (CER 37 %)."""
     boxes, _ = engine.text_det(bgr)
     if boxes is None or len(boxes) == 0:
         return []
@@ -317,14 +339,12 @@ def _recognise_lines(
     recogniser = engine.text_rec
     characters = recogniser.postprocess_op.character
     _, rec_height, rec_width = recogniser.rec_image_shape
-    narrowest = rec_width / rec_height
 
     def read(crop: Any) -> tuple[str, float]:
         check_cancelled(cancel)
-        ratio = crop.shape[1] / max(1, crop.shape[0])
-        line = recogniser.resize_norm_img(crop, max(narrowest, ratio))[None].astype("float32")
+        line = line_input(crop, rec_height, rec_width)
         prediction = recogniser.session(line)[0][0]
-        return decode_with_spaces(prediction, line[0], characters)
+        return decode_with_spaces(prediction, line[0], characters, REC_WIDTH_SCALE)
 
     pool = _recognition_pool()
     if pool is None or len(crops) < 2:
@@ -339,12 +359,32 @@ def _recognise_lines(
             future.cancel()
 
 
-def decode_with_spaces(prediction: Any, image: Any, characters: Sequence[str]) -> tuple[str, float]:
+def line_input(crop: Any, height: int, min_width: int) -> Any:
+    """A line crop (BGR, uint8) as the recogniser's input (1 x 3 x ``height`` x W, float32 in
+    [-1, 1]): scaled to ``height`` px high, narrowed by ``REC_WIDTH_SCALE``, and padded on
+    the right (with 0, mid-grey, as RapidOCR pads) to at least ``min_width`` narrowed."""
+    import cv2
+    import numpy as np
+
+    width = max(1, int(height * crop.shape[1] / max(1, crop.shape[0]) * REC_WIDTH_SCALE))
+    padded = max(width, int(min_width * REC_WIDTH_SCALE))
+    scaled = cv2.resize(crop, (width, height), interpolation=cv2.INTER_LINEAR)
+    line = np.zeros((1, 3, height, padded), dtype=np.float32)
+    line[0, :, :, :width] = scaled.transpose(2, 0, 1)
+    line[0, :, :, :width] *= np.float32(1 / 127.5)
+    line[0, :, :, :width] -= np.float32(1.0)
+    return line
+
+
+def decode_with_spaces(
+    prediction: Any, image: Any, characters: Sequence[str], width_scale: float = 1.0
+) -> tuple[str, float]:
     """Greedy CTC decoding of one line (``prediction``: T columns x classes, class 0 the
-    blank; ``image``: the normalised line the recogniser saw, C x H x W), with a space put
-    back between two characters whose columns are separated by a run of ink-free pixel
-    columns wider than ``SPACE_GAP`` of the line height. (Gaps between output columns alone
-    do not tell a space from a wide letter such as "m"; the ink does.)"""
+    blank; ``image``: the normalised line the recogniser saw, C x H x W, narrowed by
+    ``width_scale``), with a space put back between two characters whose columns are
+    separated by a run of ink-free pixel columns wider than ``SPACE_GAP`` of the line height
+    (narrowed as the line was). (Gaps between output columns alone do not tell a space from
+    a wide letter such as "m"; the ink does.)"""
     import numpy as np
 
     best = prediction.argmax(axis=1)
@@ -367,7 +407,7 @@ def decode_with_spaces(prediction: Any, image: Any, characters: Sequence[str]) -
     margin = height // 10  # the crop's top and bottom rows may catch the neighbour lines
     ink = (gray[margin : height - margin] < (low + high) / 2).any(axis=0)
     scale = gray.shape[1] / prediction.shape[0]  # image columns per output column
-    min_gap = SPACE_GAP * height
+    min_gap = SPACE_GAP * height * width_scale
     out = [chars[0]]
     for i in range(1, len(chars)):
         if chars[i - 1] != " " and chars[i] != " ":
@@ -380,8 +420,11 @@ def decode_with_spaces(prediction: Any, image: Any, characters: Sequence[str]) -
 
 
 def _longest_false_run(values: Any) -> int:
-    best = run = 0
-    for value in values.tolist():
-        run = 0 if value else run + 1
-        best = max(best, run)
-    return best
+    """The longest run of False in a 1-D boolean array (vectorised: it runs for every pair
+    of characters of every line, on the recognition threads, which share the GIL)."""
+    import numpy as np
+
+    if values.size == 0:
+        return 0
+    ink_at = np.flatnonzero(np.concatenate(([True], values, [True])))
+    return int((np.diff(ink_at) - 1).max())
