@@ -49,6 +49,7 @@ except ImportError:  # a plain checkout without `pip install -e .`
     sys.path.insert(0, str(REPO_ROOT / "haiku_rag"))
 
 import pymupdf  # noqa: E402
+from bench_ocr import levenshtein as exact_levenshtein  # noqa: E402  (same folder)
 from docling_core.types.doc import ContentLayer  # noqa: E402
 
 from haiku.rag.errors import IngestError  # noqa: E402
@@ -76,19 +77,11 @@ def words(text: str) -> list[str]:
 
 
 def levenshtein(a: str, b: str) -> int:
-    if len(a) < len(b):
-        a, b = b, a
-    if not b:
-        return len(a)
-    if len(a) * len(b) > 4_000_000:  # a huge unaligned stretch: bound it, do not hang
+    """The OCR bench's edit distance, bounded: a huge unaligned stretch counts as all edits
+    instead of hanging."""
+    if len(a) * len(b) > 4_000_000:
         return max(len(a), len(b))
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i]
-        for j, cb in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        previous = current
-    return previous[-1]
+    return exact_levenshtein(a, b)
 
 
 def compare(reference: str, ours: str) -> dict[str, float]:

@@ -40,3 +40,16 @@ def table_counts(store) -> dict[str, int]:
     from haiku.rag.store import schema
 
     return {name: store.table(name).count_rows() for name in schema.TABLES if store.has_table(name)}
+
+
+class FailingAdd:
+    """A table whose ``add`` fails like a full disk; everything else is the real table's."""
+
+    def __init__(self, table):
+        self._table = table
+
+    def __getattr__(self, name):
+        return getattr(self._table, name)
+
+    def add(self, *args, **kwargs):
+        raise OSError("disk full")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from store.helpers import new_document, table_counts
+from store.helpers import FailingAdd, new_document, table_counts
 
 from haiku.rag.errors import StoreWriteError
 from haiku.rag.store import documents as D
@@ -89,16 +89,6 @@ def test_vectors_that_do_not_match_the_chunks_are_refused_and_nothing_is_written
 def test_a_failure_at_the_commit_point_takes_the_vectors_back_too(store, monkeypatch):
     D.write_document(store, new_document(uri="file:///a.pdf"), vectors=_vectors(3, seed=1))
     before = table_counts(store)
-
-    class FailingAdd:
-        def __init__(self, table):
-            self._table = table
-
-        def __getattr__(self, name):
-            return getattr(self._table, name)
-
-        def add(self, *args, **kwargs):
-            raise OSError("disk full")
 
     monkeypatch.setitem(store._tables, schema.DOCUMENTS, FailingAdd(store.table(schema.DOCUMENTS)))
     with pytest.raises(StoreWriteError, match="disk full. Nothing was changed"):

@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from store.helpers import new_document, table_counts
+from store.helpers import FailingAdd, new_document, table_counts
 
 from haiku.rag.errors import (
     DocumentNotFoundError,
@@ -64,16 +64,6 @@ def test_failure_at_the_commit_point_restores_every_table(store, monkeypatch):
     D.write_document(store, new_document(uri="file:///a.pdf"))
     before = table_counts(store)
     versions = {n: store.table(n).version for n in schema.TABLES if store.has_table(n)}
-
-    class FailingAdd:
-        def __init__(self, table):
-            self._table = table
-
-        def __getattr__(self, name):
-            return getattr(self._table, name)
-
-        def add(self, *args, **kwargs):
-            raise OSError("disk full")
 
     monkeypatch.setitem(store._tables, schema.DOCUMENTS, FailingAdd(store.table(schema.DOCUMENTS)))
     with pytest.raises(StoreWriteError, match="disk full. Nothing was changed"):
