@@ -3,7 +3,8 @@ painted strong and its context faint; previous/next page, zoom, fit-width, open 
 
 Its header names the source author–year–page ("[1] Sørensen et al., 2021, p. 4") when the
 document has authors, else by title; Copy citation (Ctrl+Shift+C) copies the quoted passage
-with that citation."""
+with that citation. A document opened from the library (``show_document``) is shown the same
+way, for reading, with nothing highlighted."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from haiku_desk.services.bibliography import BibliographyService
 
 HINT = "Click a citation to see the cited page."
+READ_HINT = "Or double-click a document in the library to read it."
 ZOOM_STEP = 1.25
 DEFAULT_ZOOM = 1.25
 COPY_CITATION_SHORTCUT = "Ctrl+Shift+C"
@@ -55,6 +57,9 @@ class CitationPanel(QWidget):
             bibliography.records_changed.connect(self._records_changed)
         self.setAccessibleName("Citation panel")
         self.citation: Citation | None = None
+        # True while a library document is open for reading (no cited passage): the header is
+        # its title, nothing is highlighted and there is no citation to copy.
+        self.reading = False
         self.conversation_id: str | None = None  # the conversation whose citations it shows
         self._last_shown: dict[str, Citation] = {}  # per conversation: the citation last shown
         self.cited: list[int] = []
@@ -72,9 +77,8 @@ class CitationPanel(QWidget):
 
         self.title = ElidedLabel(HINT)
         self.title.setAccessibleName("Cited document")
-        self.headings = ElidedLabel()
+        self.headings = ElidedLabel(READ_HINT)  # until a citation is shown: the second hint
         self.headings.setAccessibleName("Heading path")
-        self.headings.hide()  # until a citation is shown
 
         def button(text: str, name: str, tip: str, shortcut: str | None = None) -> QToolButton:
             b = QToolButton()
@@ -178,6 +182,8 @@ class CitationPanel(QWidget):
         if conversation_id == self.conversation_id and conversation_id is not None:
             return
         self.conversation_id = conversation_id
+        if self.reading:  # a document opened from the library belongs to no conversation
+            return
         last = self._last_shown.get(conversation_id) if conversation_id else None
         if last is not None:
             self.show_citation(last)
@@ -187,6 +193,7 @@ class CitationPanel(QWidget):
     def clear(self) -> None:
         """Back to the hint: no citation, no page."""
         self.citation = None
+        self.reading = False
         self.cited = []
         self.page = 0
         self.page_count = 0
@@ -195,8 +202,8 @@ class CitationPanel(QWidget):
         self._request = 0
         self.title.setFont(self.font())
         self.title.set_full_text(HINT)
-        self.headings.set_full_text("")
-        self.headings.hide()
+        self.headings.set_full_text(READ_HINT)
+        self.headings.show()
         self.image_label.setPixmap(QPixmap())
         self.image_label.setText("")
         # The label keeps the size of the page it showed (the scroll area does not resize it):
@@ -210,6 +217,7 @@ class CitationPanel(QWidget):
         """Show the first cited page of ``citation`` with its boxes highlighted."""
         if self.conversation_id is not None:
             self._last_shown[self.conversation_id] = citation
+        self.reading = False
         self.citation = citation
         self.cited = cited_pages(citation)
         matched = sorted({b.page for b in citation.boxes})
@@ -226,11 +234,42 @@ class CitationPanel(QWidget):
         self._update_controls()  # Copy citation and Open original work before the page is drawn
         self._render()
 
+    def show_document(self, document_id: str, title: str, page: int = 1) -> None:
+        """Open a library document for reading at ``page``: its pages, nothing highlighted.
+
+        The panel's page machinery works on a citation, so the document is shown through one
+        that cites nothing (no boxes, no passage); ``reading`` keeps it from being worded or
+        copied as a citation.
+        """
+        from haiku.rag.citations import Citation
+
+        self.citation = Citation(
+            index=0, chunk_id="", document_id=document_id, document_uri="", document_title=title, content=""
+        )
+        self.reading = True
+        self.cited = []
+        self.page = max(1, page)
+        self.page_count = 0
+        bold = self.title.font()
+        bold.setBold(True)
+        self.title.setFont(bold)
+        self._name_source()  # its title as edited in the library, else ``title``
+        self.headings.set_full_text("")
+        self.headings.setVisible(True)  # holds the row of Open original
+        self.snippet.setText("")
+        self.snippet_area.hide()
+        self._update_controls()
+        self._render()
+
     def _name_source(self) -> None:
         """The header: author–year–page when the document has authors (its title moves to the
         heading line), else the title and the cited pages."""
         citation = self.citation
         if citation is None:
+            return
+        if self.reading:
+            title = self.bibliography.title(citation.document_id) if self.bibliography else None
+            self.title.set_full_text(title or citation.document_title or "")
             return
         from haiku_desk.citations import has_authors
 
@@ -258,7 +297,7 @@ class CitationPanel(QWidget):
 
         from haiku_desk.citations import quoted_citation
 
-        if self.citation is None:
+        if self.citation is None or self.reading:
             return ""
         if self.bibliography is not None:
             text = self.bibliography.citation_text(self.citation)
@@ -384,9 +423,10 @@ class CitationPanel(QWidget):
         # Until a citation is shown there is nothing to page through: only the hint shows.
         self.nav.setVisible(has)
         self.open_button.setVisible(has)
-        self.copy_button.setVisible(has)
+        self.copy_button.setVisible(has and not self.reading)
         for b in (self.zoom_in_button, self.zoom_out_button, self.fit_button, self.open_button, self.copy_button):
             b.setEnabled(has)
+        self.copy_button.setEnabled(has and not self.reading)
         self.prev_button.setEnabled(has and self.page > 1)
         self.next_button.setEnabled(has and (not self.page_count or self.page < self.page_count))
         if has:

@@ -25,6 +25,7 @@ WIDGET_KEYS = (
     ("Tab / Shift+Tab", "Next / previous control; the documents table is one stop"),
     ("↑ ↓", "Move between documents in the table"),
     ("Space", "Tick or untick the current document for the chat's scope"),
+    ("Enter", "Read the current document in the citation panel (or double-click it)"),
     ("F2", "Rename the selected document (in the library)"),
 )
 

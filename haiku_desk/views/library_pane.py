@@ -163,6 +163,9 @@ class LibraryPane(QWidget):
     # What the chat searches, as the user ticked it: a tuple of document ids, None for all
     # documents (see /work/coord/scope-api.md). Never emitted for a selection or set_scope().
     scopeChanged = Signal(object)  # noqa: N815 - Qt's naming, as the chat connects it
+    # A document to read: (document id, its name), on a double click, Enter or Open in the
+    # row's menu; the main window shows its pages in the citation panel.
+    document_opened = Signal(str, str)
 
     def __init__(self, library: LibraryService, parent: QWidget | None = None, *, collections: Any = None) -> None:
         super().__init__(parent)
@@ -237,7 +240,8 @@ class LibraryPane(QWidget):
         header.setSectionResizeMode(STATE, QHeaderView.ResizeMode.Fixed)
         header.setMinimumSectionSize(24)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
-        self.table.doubleClicked.connect(self._activated)
+        # activated: a double click, or Enter on the selected row (the keyboard's way in)
+        self.table.activated.connect(self._activated)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.viewport().installEventFilter(self)
@@ -466,6 +470,11 @@ class LibraryPane(QWidget):
             return
         menu = QMenu(self.table)
         menu.setAccessibleName("Document actions")
+        index = self.table.indexAt(pos)
+        entry = self.proxy.data(index, ENTRY_ROLE)
+        if entry is not None and entry.document_id and entry.page_count > 0:
+            menu.addAction("Open", lambda: self._activated(index))
+            menu.addSeparator()
         menu.addAction(self.rename_action)
         menu.addActions(self.extra_actions)
         menu.addSeparator()
@@ -513,8 +522,12 @@ class LibraryPane(QWidget):
 
     def _activated(self, index) -> None:  # type: ignore[no-untyped-def]
         entry = self.proxy.data(index, ENTRY_ROLE)
-        if entry is not None and entry.needs_password:
+        if entry is None:
+            return
+        if entry.needs_password:
             self.prompt_password(entry.key)
+        elif entry.document_id and entry.page_count > 0:
+            self.document_opened.emit(entry.document_id, entry.name)
 
     # --- adding -------------------------------------------------------------------------------
 

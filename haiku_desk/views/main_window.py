@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
 
         self.library_menu = LibraryMenu(self)  # File › New/Open/Recent library, Help › Open log folder
         self.chat_pane.citation_activated.connect(self.show_citation)
+        self.library_pane.document_opened.connect(self.show_document)
         self.chat_pane.command_requested.connect(self._run_chat_command)
         services.chat.current_changed.connect(self.citation_panel.follow_conversation)
         self.citation_panel.follow_conversation(services.chat.current)
@@ -355,6 +356,10 @@ class MainWindow(QMainWindow):
             self.open_model_settings()
 
     def show_citation(self, citation: Citation) -> None:
+        self._reveal_citation_panel()
+        self.citation_panel.show_citation(citation)
+
+    def _reveal_citation_panel(self) -> None:
         if not self.pane_visible("citations"):
             self.set_pane_visible("citations", True)
         sizes = self.splitter.sizes()
@@ -362,7 +367,11 @@ class MainWindow(QMainWindow):
             sizes[2] = max(360, sum(sizes) // 3)
             sizes[1] = max(200, sizes[1] - sizes[2])
             self.splitter.setSizes(sizes)
-        self.citation_panel.show_citation(citation)
+
+    def show_document(self, document_id: str, title: str) -> None:
+        """A library document opened for reading, from its first page, in the citation panel."""
+        self._reveal_citation_panel()
+        self.citation_panel.show_document(document_id, title)
 
     def _prefetch_sources(self, _conversation_id: str, turn: Turn) -> None:
         """Render an answer's first cited pages now, at the panel's zoom, so a click shows them

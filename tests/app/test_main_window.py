@@ -224,6 +224,7 @@ def test_the_citation_panel_follows_the_conversation_shown(qloop, window):
     pane.new_chat_action.trigger()  # Ctrl+N: a new conversation has nothing cited yet
     assert panel.citation is None and not panel.nav.isVisible()
     assert panel.title.full_text == "Click a citation to see the cited page."
+    assert panel.headings.full_text == "Or double-click a document in the library to read it."
     assert not panel.snippet_area.isVisible()
 
     chat.open_conversation(first.id)  # back: its page comes back
@@ -315,3 +316,47 @@ def test_the_users_conversation_list_width_wins_over_the_default(qtbot, services
     second.show()
     qtbot.waitExposed(second)
     assert second.chat_pane.splitter.sizes()[0] == 260  # the default is narrower
+
+
+def test_a_library_document_opens_for_reading_from_the_keyboard_and_a_citation_takes_over(qloop, qtbot, window, tmp_path):
+    """Enter on a library row (what a double click also does) shows the document's first page
+    in the citation panel: its title, page navigation, nothing highlighted and no citation to
+    copy. Switching conversation keeps it; a clicked citation replaces it."""
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    assert drop(window, [report.path])
+    library = window.services.library
+    run_until(qloop, lambda: (e := library.entry(uri_for(report.path))) is not None and e.searchable, SLOW)
+    entry = library.entry(uri_for(report.path))
+    window.set_pane_visible("citations", False)  # opening must bring the panel back
+
+    table = window.library_pane.table
+    row = next(r for r in range(window.library_pane.proxy.rowCount()) if window.library_pane.proxy.index(r, 0).data(ENTRY_ROLE).key == entry.key)
+    table.setFocus()
+    table.setCurrentIndex(window.library_pane.proxy.index(row, 0))
+    panel = window.citation_panel
+    shown = []
+    panel.page_shown.connect(shown.append)
+    qtbot.keyClick(table, Qt.Key.Key_Return)
+    run_until(qloop, lambda: bool(shown))
+    assert window.pane_visible("citations") and window.splitter.sizes()[2] > 0
+    assert shown == [1] and panel.reading and panel.citation.document_id == entry.document_id
+    assert panel.title.full_text == entry.name and panel.page_label.text() == "p. 1/3"
+    assert not panel.copy_button.isVisible() and panel.open_button.isVisible() and not panel.snippet_area.isVisible()
+    assert panel.copy_citation() == ""
+    # nothing is highlighted: the page shown is the plain render, pixel for pixel
+    plain = panel.current_render.image
+    assert panel.current_image.size() == plain.size()
+    assert panel.current_image.constBits().tobytes() == plain.constBits().tobytes()
+    panel.next_button.click()
+    run_until(qloop, lambda: len(shown) == 2)
+    assert shown[-1] == 2 and panel.page_label.text() == "p. 2/3"
+
+    # another conversation: the document stays open (it belongs to none)
+    window.services.chat.new_conversation()
+    assert panel.reading and panel.citation.document_id == entry.document_id
+
+    hits = qloop.run_until_complete(library.search_passages("kerosene shortage night convoys", limit=1))
+    window.chat_pane.citation_activated.emit(Citation.from_result(1, hits[0].chunk_id, hits[0]))
+    run_until(qloop, lambda: len(shown) == 3)
+    assert not panel.reading and "[1]" in panel.title.text() and panel.copy_button.isVisible()
+    assert panel.page_label.text().endswith("· cited")
