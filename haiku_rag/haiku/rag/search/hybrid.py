@@ -38,6 +38,7 @@ from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json
 from haiku.rag.store.engine import Store, sql_in
 from haiku.rag.store.models import SearchResult
+from haiku.rag.store.vectors import NO_PAGE, PAGE_UNKNOWN
 
 if TYPE_CHECKING:
     from haiku.rag.search.rerank import Reranker
@@ -121,7 +122,13 @@ def vector_hits(
     clause = _document_clause(document_ids)
     if clause:
         search = search.where(clause, prefilter=True)
-    return search.select(["chunk_id", "document_id", "generation", "_distance"]).limit(limit).to_list()
+    hits = search.select(["chunk_id", "document_id", "generation", "_distance"]).limit(limit).to_list()
+    pages = store.page_map()  # each chunk's first page, once the store has read them
+    if pages is not None:
+        for hit, page in zip(hits, pages.first_pages([h["chunk_id"] for h in hits]), strict=True):
+            if page != PAGE_UNKNOWN:
+                hit["first_page"] = None if page == NO_PAGE else page
+    return hits
 
 
 def score_fusion(

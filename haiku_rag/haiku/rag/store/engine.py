@@ -95,6 +95,8 @@ INDEX_CACHE_BYTES = 1024 * 1024 * 1024
 PREWARM_CACHE_SHARE = 0.75
 PREWARM_BYTES_PER_VECTOR_BEYOND_DIM = 160
 FTS_INDEX_NAME = "content_fts_idx"
+# What the page map (``Store.page_map``) may take per chunk, to decide before reading it.
+PAGE_MAP_BYTES_PER_CHUNK = 40
 # (table, column) with a BTree index; ``haiku-rag doctor`` checks they exist.
 SCALAR_INDEXES = (
     (S.CHUNKS, "id"),
@@ -228,6 +230,7 @@ class Store:
         self._transaction_depth = 0
         self._warm = threading.Event()  # set once no prewarm is running (see ``prewarm``)
         self._warm.set()
+        self._page_map: Any = None  # store.vectors.PageMap, loaded by ``prewarm``
 
         if not self.is_remote:
             path = Path(location)
@@ -628,40 +631,48 @@ class Store:
         return matrix
 
     def prewarm(self) -> bool:
-        """Load the search indexes into LanceDB's index cache on a background thread, when
-        vector searches use the ANN index (the vectors exceed the exact-search budget) and the
-        index fits ``PREWARM_CACHE_SHARE`` of the cache; returns whether it started.
+        """Beyond the exact-search budget (vector searches go through LanceDB), load on a
+        background thread what those searches read: the ANN and full-text indexes into LanceDB's
+        index cache, when the vector index fits ``PREWARM_CACHE_SHARE`` of it, and each chunk's
+        first page by id (``page_map``). Returns whether it started.
 
-        Without it every search of a fresh handle reads the partitions it probes that no search
-        read before, so the first tens of searches after opening a large library were 2-3x
-        slower than later ones. Searches never wait for it (``wait_warm`` does, for benchmarks
-        and tests); it is started again after upkeep rebuilt the indexes."""
-        from haiku.rag.store.vectors import fits_exact_budget
+        Without it every search of a fresh handle read the index partitions it probed that no
+        search had read before, so the first tens of searches after opening a large library
+        were 2-3x slower than later ones; and page grouping read the rows of every pooled ANN
+        hit. Searches never wait for it (``wait_warm`` does, for benchmarks and tests); upkeep
+        starts it again once it has rebuilt the indexes.
+        """
+        from haiku.rag.store.vectors import PAGE_MAP_BUDGET_BYTES, fits_exact_budget
 
         table = self._tables.get(S.CHUNK_VECTORS)
+        chunks = self._tables.get(S.CHUNKS)
         if table is None or not self._warm.is_set():
             return False
+        jobs = []
         try:
             rows = table.count_rows()
             dim = table.schema.field("vector").type.list_size
             if fits_exact_budget(rows, dim, self.exact_search_budget_bytes):
-                return False  # exact in-memory search: the index is not read
-            if rows * (dim + PREWARM_BYTES_PER_VECTOR_BEYOND_DIM) > PREWARM_CACHE_SHARE * INDEX_CACHE_BYTES:
-                return False  # would evict itself: queries load what they touch
-            if VECTOR_INDEX_NAME not in {i.name for i in table.list_indices()}:
-                return False
+                return False  # exact in-memory search: neither is read
+            fits_cache = rows * (dim + PREWARM_BYTES_PER_VECTOR_BEYOND_DIM) <= PREWARM_CACHE_SHARE * INDEX_CACHE_BYTES
+            if fits_cache and VECTOR_INDEX_NAME in {i.name for i in table.list_indices()}:
+                jobs.append((table, VECTOR_INDEX_NAME))
+                if chunks is not None:
+                    jobs.append((chunks, FTS_INDEX_NAME))
+            if chunks is not None and chunks.count_rows() * PAGE_MAP_BYTES_PER_CHUNK > PAGE_MAP_BUDGET_BYTES:
+                chunks = None
         except Exception as exc:  # a damaged table shows in the search itself
-            log.debug("no index prewarm: %s", _short(exc))
+            log.debug("no prewarm: %s", _short(exc))
             return False
-        jobs = [(table, VECTOR_INDEX_NAME)]
-        chunks = self._tables.get(S.CHUNKS)
-        if chunks is not None:
-            jobs.append((chunks, FTS_INDEX_NAME))
+        if not jobs and chunks is None:
+            return False
         self._warm.clear()
-        threading.Thread(target=self._prewarm, args=(jobs,), name="haiku-rag-prewarm", daemon=True).start()
+        threading.Thread(target=self._prewarm, args=(jobs, chunks), name="haiku-rag-prewarm", daemon=True).start()
         return True
 
-    def _prewarm(self, jobs: list[tuple[Any, str]]) -> None:
+    def _prewarm(self, jobs: list[tuple[Any, str]], chunks: Any) -> None:
+        from haiku.rag.store.vectors import PageMap
+
         try:
             for table, name in jobs:
                 started = time.perf_counter()
@@ -671,8 +682,18 @@ class Store:
                     log.debug("index prewarm of %s skipped: %s", name, _short(exc))
                 else:
                     log.debug("index %s prewarmed in %.2f s", name, time.perf_counter() - started)
+            if chunks is not None:
+                try:
+                    self._page_map = PageMap.load(chunks)
+                except Exception as exc:  # searches read the hits' rows instead
+                    log.debug("no page map: %s", _short(exc))
         finally:
             self._warm.set()
+
+    def page_map(self) -> Any:
+        """Each chunk's first page by id (``store.vectors.PageMap``), once ``prewarm`` has read
+        it; None before, and within the exact-search budget (the matrix carries the pages)."""
+        return self._page_map
 
     def wait_warm(self, timeout: float | None = None) -> bool:
         """Wait for a running ``prewarm``; whether none is running any more."""
@@ -842,6 +863,7 @@ class Store:
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+        self._page_map = None
         lease = getattr(self, "_reader_lease", None)
         if lease is not None:
             lease.close()
