@@ -334,7 +334,8 @@ def search_chunks(
         scored = boost_named(scored, document_of, named, name_weight)
     if page_share is not None and reranker is None:
         # full-text hits carry their rows and exact vector hits their first page: rows are read
-        # only for hits with neither (the ANN's, beyond the exact-search budget)
+        # only for hits with neither (beyond the exact-search budget, the ANN's whose chunks the
+        # store's page map does not hold yet: see store/vectors.PageMap)
         _fetch_rows(store, rows, [cid for cid, _ in scored if cid not in page_of], current)
         known = [(cid, score) for cid, score in scored if cid in rows or cid in page_of]
         scored = aggregate_pages([_candidate(cid, s, rows, document_of, page_of) for cid, s in known], page_share)

@@ -6,7 +6,8 @@ memory budget (``EXACT_SEARCH_BUDGET_BYTES``: 160 MB, ~104k vectors of 384 float
 matrix-vector product ranks them exactly: ~5 ms at 20k, ~12–17 ms at 100k on these cores.
 The matrix is loaded on the first vector search, reloaded when the table's version changes
 (any write, from any process) and dropped by ``Store.release_caches`` when the library is
-idle. Beyond the budget, searches go to LanceDB's ANN index.
+idle. Beyond the budget, searches go to LanceDB's ANN index, and ``PageMap`` gives its hits
+their chunks' first pages.
 
 Beside each vector the matrix keeps its chunk's first page (read from the chunks table when
 the matrix loads): page grouping (``search/pages.py``) needs every pooled candidate's page, and
