@@ -178,3 +178,40 @@ def test_grouped_hybrid_searches_through_the_ann_index_find_what_exact_search_fi
         results = search_chunks(beyond, "quokka", query_vector=vector, limit=10, page_share=0.0)
         keys = [(r.document_id, min(r.page_numbers)) if r.page_numbers else r.chunk_id for r in results]
         assert len(results) == 10 and len(set(keys)) == 10  # each page once
+
+
+def test_beyond_the_budget_the_page_map_gives_ann_hits_their_pages_and_ranks_as_reading_rows(db_path, fetched):
+    """Beyond the budget the store reads each chunk's first page by id once (in the background,
+    ``Store.prewarm``): vector hits from LanceDB carry their pages, grouping reads rows only for
+    the results, and results equal the exact path's. Chunks written after the map was read are
+    not in it: their rows are read, as before, and results stay equal."""
+    from haiku.rag.store.vectors import PageMap
+
+    store = Store(str(db_path), create=True)
+    rng = np.random.default_rng(7)
+    _write(store, rng, 0, 9)
+    queries = rng.standard_normal((6, DIM)).astype(np.float32)
+    exact = _searches(store, queries)
+    store.close()
+
+    beyond = Store(str(db_path), exact_search_budget_bytes=0)
+    assert beyond.vector_matrix() is None and beyond.wait_warm(60)
+    pages = beyond.page_map()
+    assert isinstance(pages, PageMap)
+    rows = beyond.table(S.CHUNKS).search().select(["id", "page_numbers"]).limit(None).to_list()
+    assert pages.first_pages([r["id"] for r in rows]) == [min(r["page_numbers"]) if r["page_numbers"] else NO_PAGE for r in rows]
+    assert pages.first_pages(["no-such-chunk", "x" * 200, ""]) == [PAGE_UNKNOWN] * 3
+    fetched.clear()
+    found = _searches(beyond, queries)
+    assert [[(c, p) for c, _, p in f] for f in found] == [[(c, p) for c, _, p in f] for f in exact]
+    for ours, theirs in zip(found, exact, strict=True):  # LanceDB's float32 cosine vs ours
+        assert np.allclose([s for _, s, _ in ours], [s for _, s, _ in theirs], atol=1e-5)
+    assert set(fetched) <= {cid for f in found for cid, _, _ in f}  # rows read only for the results
+
+    _write(beyond, np.random.default_rng(8), 9, 3)  # after the map was read: not in it
+    assert beyond.page_map() is pages
+    more = rng.standard_normal((4, DIM)).astype(np.float32)
+    late = _searches(beyond, more)
+    beyond.close()
+    within = Store(str(db_path))
+    assert [[(c, p) for c, _, p in f] for f in late] == [[(c, p) for c, _, p in f] for f in _searches(within, more)]

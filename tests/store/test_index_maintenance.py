@@ -361,3 +361,38 @@ def test_a_failed_write_forgets_the_count(db_path, monkeypatch):
         pass
     assert store._upkeep_bound is None  # rolled back tables are read again at the next check
     store.close()
+
+
+def test_beyond_the_budget_an_opened_store_loads_its_indexes_in_the_background(db_path, monkeypatch):
+    """Searches through the ANN index of a fresh handle read the partitions they probe into
+    LanceDB's index cache; opening such a store loads them beforehand (a thread), and searches
+    find the same either way. Within the budget (exact search in memory) nothing is loaded, nor
+    is an index too large for its share of the cache (it would evict itself)."""
+    from haiku.rag.search.hybrid import vector_hits
+
+    monkeypatch.setattr(engine, "VECTOR_INDEX_MIN_ROWS", 300)
+    store = Store(str(db_path), create=True)
+    _fill(store, 110, np.random.default_rng(11))  # 330 vectors of 16
+    store.maintain_indexes()
+    assert store.wait_warm(60)
+    queries = np.random.default_rng(12).standard_normal((5, 16)).astype(np.float32)
+    store.close()
+
+    within = Store(str(db_path), read_only=True)
+    assert within.prewarm() is False and within.wait_warm(0)
+    opened = within._session.size_bytes  # what an open alone caches (metadata)
+    within.close()
+
+    warm = Store(str(db_path), read_only=True, exact_search_budget_bytes=0)
+    assert warm.wait_warm(60)
+    warmed = warm._session.size_bytes  # the index's parts, before any search
+    assert warmed > opened + 10_000
+    warm_found = [[h["chunk_id"] for h in vector_hits(warm, q, 10, None)] for q in queries]
+    warm.close()
+
+    monkeypatch.setattr(engine, "INDEX_CACHE_BYTES", 330 * (16 + engine.PREWARM_BYTES_PER_VECTOR_BEYOND_DIM))
+    cold = Store(str(db_path), read_only=True, exact_search_budget_bytes=0)
+    assert cold.wait_warm(60)  # only the page map was read (store/vectors.py PageMap)
+    assert cold.page_map() is not None and cold._session.size_bytes < warmed
+    assert [[h["chunk_id"] for h in vector_hits(cold, q, 10, None)] for q in queries] == warm_found
+    cold.close()

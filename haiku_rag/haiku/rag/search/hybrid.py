@@ -38,6 +38,7 @@ from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json
 from haiku.rag.store.engine import Store, sql_in
 from haiku.rag.store.models import SearchResult
+from haiku.rag.store.vectors import NO_PAGE, PAGE_UNKNOWN
 
 if TYPE_CHECKING:
     from haiku.rag.search.rerank import Reranker
@@ -121,7 +122,13 @@ def vector_hits(
     clause = _document_clause(document_ids)
     if clause:
         search = search.where(clause, prefilter=True)
-    return search.select(["chunk_id", "document_id", "generation", "_distance"]).limit(limit).to_list()
+    hits = search.select(["chunk_id", "document_id", "generation", "_distance"]).limit(limit).to_list()
+    pages = store.page_map()  # each chunk's first page, once the store has read them
+    if pages is not None:
+        for hit, page in zip(hits, pages.first_pages([h["chunk_id"] for h in hits]), strict=True):
+            if page != PAGE_UNKNOWN:
+                hit["first_page"] = None if page == NO_PAGE else page
+    return hits
 
 
 def score_fusion(
@@ -327,7 +334,8 @@ def search_chunks(
         scored = boost_named(scored, document_of, named, name_weight)
     if page_share is not None and reranker is None:
         # full-text hits carry their rows and exact vector hits their first page: rows are read
-        # only for hits with neither (the ANN's, beyond the exact-search budget)
+        # only for hits with neither (beyond the exact-search budget, the ANN's whose chunks the
+        # store's page map does not hold yet: see store/vectors.PageMap)
         _fetch_rows(store, rows, [cid for cid, _ in scored if cid not in page_of], current)
         known = [(cid, score) for cid, score in scored if cid in rows or cid in page_of]
         scored = aggregate_pages([_candidate(cid, s, rows, document_of, page_of) for cid, s in known], page_share)

@@ -86,6 +86,17 @@ READERS_FILE = ".haiku-rag-readers.lock"
 # queries touch; past these sizes the least recently used entries are dropped, not kept.
 METADATA_CACHE_BYTES = 32 * 1024 * 1024
 INDEX_CACHE_BYTES = 1024 * 1024 * 1024
+# Beyond the exact-search budget, searches go through the ANN and full-text indexes, whose parts
+# lance reads into the index cache on first touch: a fresh handle's first searches at 1M chunks
+# read ~40 of the 244 IVF partitions each (p95 of the first 60 hybrid searches 290 ms against
+# 76-94 ms once warm, same process, session 9). Opening such a store loads them in the
+# background (``Store.prewarm``) when the whole index fits this share of the cache; what one
+# vector costs there (IVF-HNSW-SQ: a byte per dimension plus the graph, ~520 bytes at 384).
+PREWARM_CACHE_SHARE = 0.75
+PREWARM_BYTES_PER_VECTOR_BEYOND_DIM = 160
+FTS_INDEX_NAME = "content_fts_idx"
+# What the page map (``Store.page_map``) may take per chunk, to decide before reading it.
+PAGE_MAP_BYTES_PER_CHUNK = 40
 # (table, column) with a BTree index; ``haiku-rag doctor`` checks they exist.
 SCALAR_INDEXES = (
     (S.CHUNKS, "id"),
@@ -217,6 +228,9 @@ class Store:
         self._upkeep_bound: UpkeepBound | None = None
         self._noted: tuple[int, int] | None = None  # what the running transaction appends
         self._transaction_depth = 0
+        self._warm = threading.Event()  # set once no prewarm is running (see ``prewarm``)
+        self._warm.set()
+        self._page_map: Any = None  # store.vectors.PageMap, loaded by ``prewarm``
 
         if not self.is_remote:
             path = Path(location)
@@ -273,6 +287,7 @@ class Store:
                     log.warning("could not remove leftovers of interrupted writes: %s", exc)
         except (OSError, RuntimeError, ValueError) as exc:  # lance: unreadable data files
             raise self.damaged(exc) from exc
+        self.prewarm()
 
     def damaged(self, exc: BaseException) -> StoreDamagedError:
         """The error for a store whose files cannot be read (nothing is written to it)."""
@@ -615,6 +630,75 @@ class Store:
         self._vector_matrix = (version, matrix)
         return matrix
 
+    def prewarm(self) -> bool:
+        """Beyond the exact-search budget (vector searches go through LanceDB), load on a
+        background thread what those searches read: the ANN and full-text indexes into LanceDB's
+        index cache, when the vector index fits ``PREWARM_CACHE_SHARE`` of it, and each chunk's
+        first page by id (``page_map``). Returns whether it started.
+
+        Without it every search of a fresh handle read the index partitions it probed that no
+        search had read before, so the first tens of searches after opening a large library
+        were 2-3x slower than later ones; and page grouping read the rows of every pooled ANN
+        hit. Searches never wait for it (``wait_warm`` does, for benchmarks and tests); upkeep
+        starts it again once it has rebuilt the indexes.
+        """
+        from haiku.rag.store.vectors import PAGE_MAP_BUDGET_BYTES, fits_exact_budget
+
+        table = self._tables.get(S.CHUNK_VECTORS)
+        chunks = self._tables.get(S.CHUNKS)
+        if table is None or not self._warm.is_set():
+            return False
+        jobs = []
+        try:
+            rows = table.count_rows()
+            dim = table.schema.field("vector").type.list_size
+            if fits_exact_budget(rows, dim, self.exact_search_budget_bytes):
+                return False  # exact in-memory search: neither is read
+            fits_cache = rows * (dim + PREWARM_BYTES_PER_VECTOR_BEYOND_DIM) <= PREWARM_CACHE_SHARE * INDEX_CACHE_BYTES
+            if fits_cache and VECTOR_INDEX_NAME in {i.name for i in table.list_indices()}:
+                jobs.append((table, VECTOR_INDEX_NAME))
+                if chunks is not None:
+                    jobs.append((chunks, FTS_INDEX_NAME))
+            if chunks is not None and chunks.count_rows() * PAGE_MAP_BYTES_PER_CHUNK > PAGE_MAP_BUDGET_BYTES:
+                chunks = None
+        except Exception as exc:  # a damaged table shows in the search itself
+            log.debug("no prewarm: %s", _short(exc))
+            return False
+        if not jobs and chunks is None:
+            return False
+        self._warm.clear()
+        threading.Thread(target=self._prewarm, args=(jobs, chunks), name="haiku-rag-prewarm", daemon=True).start()
+        return True
+
+    def _prewarm(self, jobs: list[tuple[Any, str]], chunks: Any) -> None:
+        from haiku.rag.store.vectors import PageMap
+
+        try:
+            for table, name in jobs:
+                started = time.perf_counter()
+                try:
+                    table.prewarm_index(name)
+                except Exception as exc:  # an index being rebuilt, a closed store: searches load it
+                    log.debug("index prewarm of %s skipped: %s", name, _short(exc))
+                else:
+                    log.debug("index %s prewarmed in %.2f s", name, time.perf_counter() - started)
+            if chunks is not None:
+                try:
+                    self._page_map = PageMap.load(chunks)
+                except Exception as exc:  # searches read the hits' rows instead
+                    log.debug("no page map: %s", _short(exc))
+        finally:
+            self._warm.set()
+
+    def page_map(self) -> Any:
+        """Each chunk's first page by id (``store.vectors.PageMap``), once ``prewarm`` has read
+        it; None before, and within the exact-search budget (the matrix carries the pages)."""
+        return self._page_map
+
+    def wait_warm(self, timeout: float | None = None) -> bool:
+        """Wait for a running ``prewarm``; whether none is running any more."""
+        return self._warm.wait(timeout)
+
     def release_caches(self) -> None:
         """Drop what searches keep in memory (the exact-search matrix, the documents
         snapshot); the next search loads them again. Called when the library is idle."""
@@ -723,6 +807,7 @@ class Store:
                 table.optimize(cleanup_older_than=keep)
             if bound.vector_rows_left <= 0:
                 self._create_vector_index()
+            self.prewarm()  # the rebuilt index parts are not in the cache yet
             return True
 
     def _read_upkeep_bound(self) -> UpkeepBound:
@@ -778,6 +863,7 @@ class Store:
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+        self._page_map = None
         lease = getattr(self, "_reader_lease", None)
         if lease is not None:
             lease.close()

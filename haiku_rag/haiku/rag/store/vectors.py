@@ -6,7 +6,8 @@ memory budget (``EXACT_SEARCH_BUDGET_BYTES``: 160 MB, ~104k vectors of 384 float
 matrix-vector product ranks them exactly: ~5 ms at 20k, ~12–17 ms at 100k on these cores.
 The matrix is loaded on the first vector search, reloaded when the table's version changes
 (any write, from any process) and dropped by ``Store.release_caches`` when the library is
-idle. Beyond the budget, searches go to LanceDB's ANN index.
+idle. Beyond the budget, searches go to LanceDB's ANN index, and ``PageMap`` gives its hits
+their chunks' first pages.
 
 Beside each vector the matrix keeps its chunk's first page (read from the chunks table when
 the matrix loads): page grouping (``search/pages.py``) needs every pooled candidate's page, and
@@ -199,8 +200,19 @@ def _first_pages(chunks: Any, chunk_ids: Any, document_ids: Any) -> np.ndarray:
     if len(documents) <= _DOCUMENTS_FILTERED:  # an append's few documents: read only theirs
         query = query.where(sql_in("document_id", set(documents.to_pylist())))
     rows = query.select(["id", "page_numbers"]).limit(None).to_arrow()
-    lists = rows["page_numbers"].combine_chunks()
-    lowest = np.full(rows.num_rows, NO_PAGE, dtype=np.int32)
+    lowest = _lowest_pages(rows["page_numbers"].combine_chunks())
+    where = pc.fill_null(pc.index_in(chunk_ids, value_set=rows["id"].combine_chunks()), -1)
+    where = where.to_numpy(zero_copy_only=False) if isinstance(where, pa.Array) else where.combine_chunks().to_numpy()
+    found = where >= 0
+    pages[found] = lowest[where[found]]
+    return pages
+
+
+def _lowest_pages(lists: Any) -> np.ndarray:
+    """The lowest page of each list of an Arrow list array (NO_PAGE for empty or null), int32."""
+    import pyarrow.compute as pc
+
+    lowest = np.full(len(lists), NO_PAGE, dtype=np.int32)
     values = pc.list_flatten(lists)  # null lists hold no values
     parents = pc.list_parent_indices(lists)
     valid = pc.is_valid(values)
@@ -209,11 +221,56 @@ def _first_pages(chunks: Any, chunk_ids: Any, document_ids: Any) -> np.ndarray:
     if len(values):
         starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])  # one run per list
         lowest[parents[starts]] = np.minimum.reduceat(values, starts)
-    where = pc.fill_null(pc.index_in(chunk_ids, value_set=rows["id"].combine_chunks()), -1)
-    where = where.to_numpy(zero_copy_only=False) if isinstance(where, pa.Array) else where.combine_chunks().to_numpy()
-    found = where >= 0
-    pages[found] = lowest[where[found]]
-    return pages
+    return lowest
+
+
+# Beyond the budget a chunk id and its first page take this much at most (~40 bytes a chunk
+# with uuid-hex ids: 40 MB at 1M chunks); a larger library reads its ANN hits' rows instead.
+PAGE_MAP_BUDGET_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PageMap:
+    """Each chunk's first page by chunk id, for vector hits beyond the exact-search budget.
+
+    There the ANN index returns chunk ids without pages, and page grouping read the chunk rows
+    of every pooled hit (~40 for a hybrid search of limit 10: a B-tree lookup and random reads
+    in a 1M-row table) in one more query per search. The map is read once (``Store.prewarm``,
+    in the background) from the chunks table's ids and pages; a chunk's pages never change under
+    its id and ids are never reused, so a found id's page is right for as long as its vector
+    is. Chunks written after the read are not in it: their rows are read as before.
+    """
+
+    ids: np.ndarray  # sorted chunk ids, as fixed-width bytes
+    pages: np.ndarray  # int32 per id: its lowest page, or NO_PAGE
+
+    @classmethod
+    def load(cls, chunks: Any) -> PageMap:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = chunks.search().select(["id", "page_numbers"]).limit(None).to_arrow()
+        ids = pc.cast(rows["id"].combine_chunks(), pa.binary()).to_numpy(zero_copy_only=False).astype(np.bytes_)
+        pages = _lowest_pages(rows["page_numbers"].combine_chunks())
+        order = np.argsort(ids, kind="stable")
+        return cls(ids=ids[order], pages=pages[order])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.pages.nbytes)
+
+    def first_pages(self, chunk_ids: list[str]) -> list[int]:
+        """The lowest page of each of ``chunk_ids`` (NO_PAGE: none; PAGE_UNKNOWN: not in the map)."""
+        if not chunk_ids or not len(self.ids):
+            return [PAGE_UNKNOWN] * len(chunk_ids)
+        width = self.ids.dtype.itemsize
+        keys = [c.encode() for c in chunk_ids]
+        # an id longer than the map's widest cannot be in it (and would compare truncated)
+        fits = np.asarray([len(k) <= width for k in keys])
+        wanted = np.asarray([k if f else b"" for k, f in zip(keys, fits, strict=True)], dtype=self.ids.dtype)
+        at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
+        found = fits & (self.ids[at] == wanted)
+        return [int(self.pages[i]) if ok else PAGE_UNKNOWN for i, ok in zip(at, found, strict=True)]
 
 
 # Up to this many documents, a load reads only their chunk rows; beyond, the whole table.
