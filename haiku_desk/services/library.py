@@ -184,6 +184,7 @@ def _open_client(db_path: Path | str, config: AppConfig) -> HaikuRAG:
     except BaseException:
         client.close()
         raise
+    client.warm_up_search()  # a large library's indexes load while the user types
     return client
 
 

@@ -195,7 +195,8 @@ def test_beyond_the_budget_the_page_map_gives_ann_hits_their_pages_and_ranks_as_
     store.close()
 
     beyond = Store(str(db_path), exact_search_budget_bytes=0)
-    assert beyond.vector_matrix() is None and beyond.wait_warm(60)
+    assert beyond.vector_matrix() is None and beyond.page_map() is None  # nothing until asked
+    assert beyond.prewarm() is True and beyond.wait_warm(60)
     pages = beyond.page_map()
     assert isinstance(pages, PageMap)
     rows = beyond.table(S.CHUNKS).search().select(["id", "page_numbers"]).limit(None).to_list()

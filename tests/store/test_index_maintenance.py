@@ -374,7 +374,7 @@ def test_beyond_the_budget_an_opened_store_loads_its_indexes_in_the_background(d
     store = Store(str(db_path), create=True)
     _fill(store, 110, np.random.default_rng(11))  # 330 vectors of 16
     store.maintain_indexes()
-    assert store.wait_warm(60)
+    assert not store.serves_searches and store.wait_warm(0)  # a writing handle warms nothing
     queries = np.random.default_rng(12).standard_normal((5, 16)).astype(np.float32)
     store.close()
 
@@ -384,7 +384,8 @@ def test_beyond_the_budget_an_opened_store_loads_its_indexes_in_the_background(d
     within.close()
 
     warm = Store(str(db_path), read_only=True, exact_search_budget_bytes=0)
-    assert warm.wait_warm(60)
+    assert warm.wait_warm(0) and warm._session.size_bytes == opened  # nothing until asked
+    assert warm.prewarm() is True and warm.wait_warm(60)
     warmed = warm._session.size_bytes  # the index's parts, before any search
     assert warmed > opened + 10_000
     warm_found = [[h["chunk_id"] for h in vector_hits(warm, q, 10, None)] for q in queries]
@@ -392,7 +393,13 @@ def test_beyond_the_budget_an_opened_store_loads_its_indexes_in_the_background(d
 
     monkeypatch.setattr(engine, "INDEX_CACHE_BYTES", 330 * (16 + engine.PREWARM_BYTES_PER_VECTOR_BEYOND_DIM))
     cold = Store(str(db_path), read_only=True, exact_search_budget_bytes=0)
-    assert cold.wait_warm(60)  # only the page map was read (store/vectors.py PageMap)
+    assert cold.prewarm() is True and cold.wait_warm(60)  # only the page map was read (store/vectors.py PageMap)
     assert cold.page_map() is not None and cold._session.size_bytes < warmed
     assert [[h["chunk_id"] for h in vector_hits(cold, q, 10, None)] for q in queries] == warm_found
     cold.close()
+
+    # a handle nobody warmed: its first search through the index starts the prewarm
+    first = Store(str(db_path), read_only=True, exact_search_budget_bytes=0)
+    assert [h["chunk_id"] for h in vector_hits(first, queries[0], 10, None)] == warm_found[0]
+    assert first.serves_searches and first.wait_warm(60) and first.page_map() is not None
+    first.close()

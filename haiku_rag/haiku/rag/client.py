@@ -168,6 +168,14 @@ class HaikuRAG:
         self.store.release_caches()
         return_freed_memory()
 
+    def warm_up_search(self) -> bool:
+        """Say that searches are coming (a host with a chat, once the library is open): a
+        library beyond the exact-search budget then loads its ANN and full-text indexes and
+        its chunks' pages in the background (``Store.prewarm``), so the first questions do not
+        read them. Without this the first search through the index starts it. Returns whether
+        anything started; never blocks on it."""
+        return self.store.prewarm()
+
     def close(self) -> None:
         if self._embedder is not None:
             self._embedder.close()

@@ -123,6 +123,8 @@ def vector_hits(
     if clause:
         search = search.where(clause, prefilter=True)
     hits = search.select(["chunk_id", "document_id", "generation", "_distance"]).limit(limit).to_list()
+    if not store.serves_searches:
+        store.prewarm()  # the first search through the index: the next ones find it cached
     pages = store.page_map()  # each chunk's first page, once the store has read them
     if pages is not None:
         for hit, page in zip(hits, pages.first_pages([h["chunk_id"] for h in hits]), strict=True):

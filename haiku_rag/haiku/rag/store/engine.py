@@ -231,6 +231,10 @@ class Store:
         self._warm = threading.Event()  # set once no prewarm is running (see ``prewarm``)
         self._warm.set()
         self._page_map: Any = None  # store.vectors.PageMap, loaded by ``prewarm``
+        # True once something asked for ``prewarm``: this handle serves searches, so upkeep warms
+        # the rebuilt indexes again. A handle that only writes (a CLI add, a script's loop)
+        # never pays for it.
+        self._serves_searches = False
 
         if not self.is_remote:
             path = Path(location)
@@ -287,7 +291,6 @@ class Store:
                     log.warning("could not remove leftovers of interrupted writes: %s", exc)
         except (OSError, RuntimeError, ValueError) as exc:  # lance: unreadable data files
             raise self.damaged(exc) from exc
-        self.prewarm()
 
     def damaged(self, exc: BaseException) -> StoreDamagedError:
         """The error for a store whose files cannot be read (nothing is written to it)."""
@@ -639,11 +642,14 @@ class Store:
         Without it every search of a fresh handle read the index partitions it probed that no
         search had read before, so the first tens of searches after opening a large library
         were 2-3x slower than later ones; and page grouping read the rows of every pooled ANN
-        hit. Searches never wait for it (``wait_warm`` does, for benchmarks and tests); upkeep
-        starts it again once it has rebuilt the indexes.
+        hit. Searches never wait for it (``wait_warm`` does, for benchmarks and tests). Started
+        by ``HaikuRAG.warm_up_search`` (the app, once a library is open, before the first
+        question) or by the first search through the ANN index; from then on upkeep starts it
+        again once it has rebuilt the indexes. A handle that never searches never starts it.
         """
         from haiku.rag.store.vectors import PAGE_MAP_BUDGET_BYTES, fits_exact_budget
 
+        self._serves_searches = True
         table = self._tables.get(S.CHUNK_VECTORS)
         chunks = self._tables.get(S.CHUNKS)
         if table is None or not self._warm.is_set():
@@ -689,6 +695,11 @@ class Store:
                     log.debug("no page map: %s", _short(exc))
         finally:
             self._warm.set()
+
+    @property
+    def serves_searches(self) -> bool:
+        """Whether ``prewarm`` was asked for on this handle (see there)."""
+        return self._serves_searches
 
     def page_map(self) -> Any:
         """Each chunk's first page by id (``store.vectors.PageMap``), once ``prewarm`` has read
@@ -807,7 +818,8 @@ class Store:
                 table.optimize(cleanup_older_than=keep)
             if bound.vector_rows_left <= 0:
                 self._create_vector_index()
-            self.prewarm()  # the rebuilt index parts are not in the cache yet
+            if self._serves_searches:
+                self.prewarm()  # the rebuilt index parts are not in the cache yet
             return True
 
     def _read_upkeep_bound(self) -> UpkeepBound:
