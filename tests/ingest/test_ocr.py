@@ -117,7 +117,14 @@ def test_a_scanned_page_is_recognised_with_its_boxes_where_the_text_was_drawn():
 
 
 @pytest.mark.parametrize("turn", [90, 270])
-def test_a_page_scanned_sideways_is_read_upright(turn):
+def test_a_page_scanned_sideways_is_read_upright(turn, monkeypatch):
+    """... and detected twice: sideways, then at the quarter turn the orientation classifier
+    voted on the sideways lines (not upright at 90 first and again at 270)."""
+    from haiku.rag.ingest import ocr
+
+    engine = ocr._load_engine()
+    detections = _Recording(engine.text_det.infer)
+    monkeypatch.setattr(engine.text_det, "infer", detections)
     image, drawn = _text_image()
     # Pillow turns counter-clockwise; a box (x0, y0, x1, y1) of a W-wide image lands at
     # (y0, W - x1, y1, W - x0) after 90 degrees, and at (H - y1, x0, H - y0, x1) after 270.
@@ -131,6 +138,7 @@ def test_a_page_scanned_sideways_is_read_upright(turn):
     assert PHRASE.lower() in _recognised_text(conversion).lower()
     boxes = _phrase_boxes(conversion)
     assert boxes and all(_overlaps(box, expected) for box in boxes)
+    assert len(detections.calls) == 2
 
 
 def test_a_page_with_a_rotate_entry_gets_boxes_in_display_space():
