@@ -479,28 +479,37 @@ def largest_first(sources: Iterable[SourceT], size: Callable[[SourceT], int]) ->
 
 
 def parse_ahead(
-    sources: Iterable[SourceT], parse: Callable[[SourceT], ResultT], workers: int
+    sources: Iterable[SourceT],
+    parse: Callable[[SourceT], ResultT],
+    workers: int,
+    *,
+    window: int | None = None,
 ) -> Generator[ResultT, None, None]:
     """``map(parse, sources)`` in order, with up to ``workers`` parses running at once.
 
     A batch's next files are parsed while the caller writes the last one: with ``parse``
     calling ``parse_document``, each runs in its own worker process (``shared_pool``). At most
-    ``workers`` + 1 results wait ahead of the caller, so memory stays flat on a long generator.
-    Closing the iterator early (an error, a cancellation) lets the parses in flight end (their
-    cancel token and time bound still apply) and starts no others. The extra workers stay for
-    the next batch until ``release_extra_workers``."""
+    ``window`` parses (default ``4 * workers``) are submitted ahead of the caller, running,
+    queued or done and waiting to be yielded in order, so memory stays flat on a long
+    generator. The window is wider than the workers so that a long file at the head does not
+    idle the other workers: they go on with the files behind it (session 8 held only
+    ``workers + 1``, and a 400-page file left the second worker waiting for it). Closing the
+    iterator early (an error, a cancellation) lets the parses in flight end (their cancel
+    token and time bound still apply) and starts no others. The extra workers stay for the
+    next batch until ``release_extra_workers``."""
     if workers <= 1:
         yield from map(parse, sources)
         return
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    window = max(window or 4 * workers, workers + 1)
     pending: collections.deque[Future[ResultT]] = collections.deque()
-    iterator = iter(sources)
     executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="parse-ahead")
     try:
-        for source in iterator:
+        for source in sources:
             pending.append(executor.submit(parse, source))
-            if len(pending) > workers:  # ``workers`` stay in flight while the caller takes one
+            # in order: the head as soon as it is done, and always when the window is full
+            while pending and (len(pending) >= window or pending[0].done()):
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()
