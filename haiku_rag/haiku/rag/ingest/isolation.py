@@ -59,6 +59,7 @@ from haiku.rag.errors import (
     ParserFailedError,
     SourceTooLargeError,
 )
+from haiku.rag.ingest.gc_pause import cyclic_gc_paused
 from haiku.rag.operations import CancelToken, Progress, ProgressCallback, report
 
 log = logging.getLogger("haiku.rag")
@@ -120,7 +121,10 @@ def _worker_main(fd: int) -> None:
         except BaseException as exc:
             message = _failure_message(exc, payload.get("uri") or payload.get("filename"), limit_mb)
         try:
-            conn.send(message)
+            # Pickling a long document's records allocates a tuple per box: with the collector
+            # running, its collections rescanned the worker's whole heap again and again.
+            with cyclic_gc_paused():
+                conn.send(message)
         except (EOFError, OSError):
             return
 
@@ -339,7 +343,11 @@ class ParseWorker:
                 )
             try:
                 ready = self._conn.poll(POLL_SECONDS)
-                message = self._conn.recv() if ready else None
+                # Unpickling a parsed document makes ~100k objects; with the collector
+                # running, it rescanned this process's heap (LanceDB, the app) many times:
+                # 3x the time of the unpickling itself on the real PDFs (docs/benchmarks.md).
+                with cyclic_gc_paused():
+                    message = self._conn.recv() if ready else None
             except (EOFError, OSError):
                 message = None
                 ready = True

@@ -28,6 +28,12 @@ class Box:
     def to_dict(self) -> dict[str, float | int]:
         return {"page": self.page, "x0": self.x0, "y0": self.y0, "x1": self.x1, "y1": self.y1}
 
+    def __reduce__(self) -> tuple[type[Box], tuple[int, float, float, float, float]]:
+        # A parsed document crosses from the parse worker pickled, with ~50 boxes a page: the
+        # frozen dataclass's own __getstate__/__setstate__ run in Python per box, its
+        # constructor from a tuple is ~1.5x faster both ways.
+        return (Box, (self.page, self.x0, self.y0, self.x1, self.y1))
+
     @classmethod
     def from_dict(cls, d: dict) -> Box:
         return cls(int(d["page"]), float(d["x0"]), float(d["y0"]), float(d["x1"]), float(d["y1"]))
