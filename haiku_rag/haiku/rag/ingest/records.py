@@ -56,6 +56,10 @@ class Conversion:
     # stored wrapped as a one-page PDF, so that its page renders like any PDF page).
     stored_bytes: bytes | None = None
     warnings: list[str] = field(default_factory=list)
+    # Each item's provenance boxes by ``self_ref`` (one per ``item.prov``), when the converter
+    # made them while building the document (the PDF converter): ``items.ItemBoxes`` starts
+    # from them instead of reading every provenance back (~50k boxes for 1,144 pages).
+    item_boxes: dict[str, list[Box]] | None = None
 
 
 @dataclass(slots=True)
