@@ -344,8 +344,10 @@ class ParseWorker:
             try:
                 ready = self._conn.poll(POLL_SECONDS)
                 # Unpickling a parsed document makes ~100k objects; with the collector
-                # running, it rescanned this process's heap (LanceDB, the app) many times:
-                # 3x the time of the unpickling itself on the real PDFs (docs/benchmarks.md).
+                # running, their number set off full collections that rescanned this
+                # process's heap (LanceDB, the app, the results before it) during each one:
+                # 2-3 full collections per pass over the real PDFs, 0-1 paused (the one left
+                # comes at the next allocation after the pause; docs/benchmarks.md).
                 with cyclic_gc_paused():
                     message = self._conn.recv() if ready else None
             except (EOFError, OSError):
