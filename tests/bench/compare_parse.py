@@ -5,7 +5,7 @@
     .venv/bin/python tests/bench/compare_parse.py diff before.pickle after.pickle
 
 ``save`` runs ``prepare_document`` (OCR off, as ``bench_ingest.py``) on every PDF of
-``pdfs_realworld/files`` and keeps, per file, everything the store receives from it: the
+``pdfs_realworld/files`` (``--set pdfs_adversarial``: the damaged and odd files) and keeps, per file, everything the store receives from it: the
 chunks (text, embed text, headings, labels, item refs, pages, boxes), the item records,
 the Markdown content, title, page count, metadata, or the error. ``diff`` lists every
 difference, file by file. Data folder: ``--data``, else ``$HAIKU_SHARED_DATA``, else
@@ -83,6 +83,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     default_data = Path(os.environ.get("HAIKU_SHARED_DATA") or REPO.parent / "shared" / "data")
     parser.add_argument("--data", type=Path, default=default_data)
+    parser.add_argument("--set", default="pdfs_realworld", help="the data set's folder (pdfs_adversarial: edge cases)")
     sub = parser.add_subparsers(dest="command", required=True)
     save = sub.add_parser("save")
     save.add_argument("out", type=Path)
@@ -91,7 +92,7 @@ def main() -> int:
     compare.add_argument("after", type=Path)
     args = parser.parse_args()
     if args.command == "save":
-        folder = args.data / "pdfs_realworld" / "files"
+        folder = args.data / args.set / "files"
         if not folder.is_dir():
             print(f"skipped: no real PDFs under {folder}")
             return 0
