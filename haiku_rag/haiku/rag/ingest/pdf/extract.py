@@ -217,10 +217,10 @@ def _make_line(raw: dict[str, Any], block_no: int, rotation: Matrix | None) -> L
         line_text = " ".join(span["text"].split())
         if not line_text:
             return None
-        bold = bool(span["flags"] & BOLD_FLAG)
-        if not bold:
+        is_bold = bool(span["flags"] & BOLD_FLAG)
+        if not is_bold:
             font_bold = _BOLD_FONT_NAMES.get(span["font"])
-            bold = _learn_font_name(span["font"]) if font_bold is None else font_bold
+            is_bold = _learn_font_name(span["font"]) if font_bold is None else font_bold
         box = tuple(raw["bbox"])
         return Line(
             text=line_text,
@@ -228,7 +228,7 @@ def _make_line(raw: dict[str, Any], block_no: int, rotation: Matrix | None) -> L
             unrotated=box,
             display=box if rotation is None else transform(box, rotation),
             size=span["size"],
-            bold=bold,
+            bold=is_bold,
             source_block=block_no,
             direction=(1, 0) if horizontal else _axis_direction(dx, dy),
         )
