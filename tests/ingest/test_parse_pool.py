@@ -133,3 +133,42 @@ def test_a_list_is_scheduled_largest_first_and_a_generator_in_its_order():
         (1, "ccc"),
         (2, "bb"),
     ]
+
+
+def test_a_long_parse_at_the_head_does_not_hold_up_the_files_behind_it():
+    """The second worker goes on with the files behind a long one (here: the first parse
+    waits until four later ones are done), and results still come in the order given."""
+    later_done = threading.Semaphore(0)
+    finished: list[int] = []
+
+    def parse(i: int) -> int:
+        if i == 0:
+            for _ in range(4):  # four files behind it parse while it is still running
+                assert later_done.acquire(timeout=30), "the files behind the head were not parsed"
+        else:
+            later_done.release()
+        finished.append(i)
+        return i * 10
+
+    assert list(parse_ahead(range(6), parse, 2)) == [0, 10, 20, 30, 40, 50]
+    assert finished[:4] == [1, 2, 3, 4]
+
+
+def test_parse_ahead_holds_at_most_its_window():
+    """No more than ``window`` parses are submitted ahead of a caller that does not take them."""
+    started: list[int] = []
+    gate = threading.Event()
+
+    def parse(i: int) -> int:
+        started.append(i)
+        if i == 0:
+            gate.wait(timeout=30)
+        return i
+
+    results = parse_ahead(range(20), parse, 2, window=5)
+    first = threading.Timer(1.0, gate.set)
+    first.start()
+    assert next(results) == 0
+    assert max(started) <= 4  # 0 (the head) and 1-4 behind it, nothing further
+    assert list(results) == list(range(1, 20))
+    first.cancel()

@@ -238,6 +238,27 @@ def test_the_document_tree_is_consistent_and_passes_docling_validation(report, m
     assert DoclingDocument.model_validate_json(stored).export_to_dict() == dumped
 
 
+def test_the_boxes_made_while_building_are_the_items_provenance(tmp_path: Path, report):
+    """``Conversion.item_boxes`` (the builder's boxes, which the item records and chunks use)
+    hold exactly what ``prov_box`` reads back from every item's provenance, on an upright
+    report, a rotated page and text clamped to the page edge."""
+    from haiku.rag.ingest.items import prov_box
+
+    conversions = [report[1], _convert(make_rotated_pdf(tmp_path / "rotated.pdf", rotation=90))]
+    with pymupdf.open() as pdf:
+        page = pdf.new_page(width=600, height=800)
+        page.insert_text((400, 300), "Wide words run past the right edge", fontsize=40)
+        page.set_cropbox(pymupdf.Rect(0, 0, 560, 780))
+        conversions.append(convert_pdf(pdf.tobytes(), source="overflow.pdf"))
+    for conversion in conversions:
+        doc = conversion.document
+        items = [*doc.texts, *doc.tables, *doc.pictures]
+        assert conversion.item_boxes is not None
+        assert set(conversion.item_boxes) == {item.self_ref for item in items}
+        for item in items:
+            assert conversion.item_boxes[item.self_ref] == [prov_box(doc, p, item) for p in item.prov]
+
+
 # --- layouts, rotation ----------------------------------------------------------------------
 
 

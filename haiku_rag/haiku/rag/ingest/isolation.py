@@ -59,6 +59,7 @@ from haiku.rag.errors import (
     ParserFailedError,
     SourceTooLargeError,
 )
+from haiku.rag.ingest.gc_pause import cyclic_gc_paused
 from haiku.rag.operations import CancelToken, Progress, ProgressCallback, report
 
 log = logging.getLogger("haiku.rag")
@@ -120,7 +121,10 @@ def _worker_main(fd: int) -> None:
         except BaseException as exc:
             message = _failure_message(exc, payload.get("uri") or payload.get("filename"), limit_mb)
         try:
-            conn.send(message)
+            # Pickling a long document's records allocates a tuple per box: with the collector
+            # running, its collections rescanned the worker's whole heap again and again.
+            with cyclic_gc_paused():
+                conn.send(message)
         except (EOFError, OSError):
             return
 
@@ -339,7 +343,13 @@ class ParseWorker:
                 )
             try:
                 ready = self._conn.poll(POLL_SECONDS)
-                message = self._conn.recv() if ready else None
+                # Unpickling a parsed document makes ~100k objects; with the collector
+                # running, their number set off full collections that rescanned this
+                # process's heap (LanceDB, the app, the results before it) during each one:
+                # 2-3 full collections per pass over the real PDFs, 0-1 paused (the one left
+                # comes at the next allocation after the pause; docs/benchmarks.md).
+                with cyclic_gc_paused():
+                    message = self._conn.recv() if ready else None
             except (EOFError, OSError):
                 message = None
                 ready = True
@@ -479,28 +489,37 @@ def largest_first(sources: Iterable[SourceT], size: Callable[[SourceT], int]) ->
 
 
 def parse_ahead(
-    sources: Iterable[SourceT], parse: Callable[[SourceT], ResultT], workers: int
+    sources: Iterable[SourceT],
+    parse: Callable[[SourceT], ResultT],
+    workers: int,
+    *,
+    window: int | None = None,
 ) -> Generator[ResultT, None, None]:
     """``map(parse, sources)`` in order, with up to ``workers`` parses running at once.
 
     A batch's next files are parsed while the caller writes the last one: with ``parse``
     calling ``parse_document``, each runs in its own worker process (``shared_pool``). At most
-    ``workers`` + 1 results wait ahead of the caller, so memory stays flat on a long generator.
-    Closing the iterator early (an error, a cancellation) lets the parses in flight end (their
-    cancel token and time bound still apply) and starts no others. The extra workers stay for
-    the next batch until ``release_extra_workers``."""
+    ``window`` parses (default ``4 * workers``) are submitted ahead of the caller, running,
+    queued or done and waiting to be yielded in order, so memory stays flat on a long
+    generator. The window is wider than the workers so that a long file at the head does not
+    idle the other workers: they go on with the files behind it (session 8 held only
+    ``workers + 1``, and a 400-page file left the second worker waiting for it). Closing the
+    iterator early (an error, a cancellation) lets the parses in flight end (their cancel
+    token and time bound still apply) and starts no others. The extra workers stay for the
+    next batch until ``release_extra_workers``."""
     if workers <= 1:
         yield from map(parse, sources)
         return
     from concurrent.futures import Future, ThreadPoolExecutor
 
+    window = max(window or 4 * workers, workers + 1)
     pending: collections.deque[Future[ResultT]] = collections.deque()
-    iterator = iter(sources)
     executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="parse-ahead")
     try:
-        for source in iterator:
+        for source in sources:
             pending.append(executor.submit(parse, source))
-            if len(pending) > workers:  # ``workers`` stay in flight while the caller takes one
+            # in order: the head as soon as it is done, and always when the window is full
+            while pending and (len(pending) >= window or pending[0].done()):
                 yield pending.popleft().result()
         while pending:
             yield pending.popleft().result()

@@ -36,9 +36,11 @@ class ItemBoxes:
     document: the item records, the chunks and the figure chunks all need them (~145k calls
     for the 1,144 real-PDF pages before, ~54k after). The lists are shared: do not mutate."""
 
-    def __init__(self, doc: DoclingDocument) -> None:
+    def __init__(self, doc: DoclingDocument, known: dict[str, list[Box]] | None = None) -> None:
+        """``known``: boxes the converter already made (``Conversion.item_boxes``), taken
+        as they are (not copied)."""
         self._doc = doc
-        self._boxes: dict[str, list[Box]] = {}
+        self._boxes: dict[str, list[Box]] = {} if known is None else known
 
     def of(self, item: DocItem) -> list[Box]:
         boxes = self._boxes.get(item.self_ref)

@@ -78,7 +78,8 @@ def prepare_document(
     report(progress, Progress(Stage.CHUNKING, uri))
     document = conversion.document
     ordered = reading_order(document)  # docling-core's tree walked once for all four uses
-    texts, boxes = ItemTexts(document), ItemBoxes(document)  # each made once, used thrice
+    # each made once, used thrice; the PDF converter's boxes are already made
+    texts, boxes = ItemTexts(document), ItemBoxes(document, conversion.item_boxes)
     items = extract_items(document, texts, ordered, boxes)
     chunks = chunk_document(
         document,

@@ -28,6 +28,12 @@ class Box:
     def to_dict(self) -> dict[str, float | int]:
         return {"page": self.page, "x0": self.x0, "y0": self.y0, "x1": self.x1, "y1": self.y1}
 
+    def __reduce__(self) -> tuple[type[Box], tuple[int, float, float, float, float]]:
+        # A parsed document crosses from the parse worker pickled, with ~50 boxes a page: the
+        # frozen dataclass's own __getstate__/__setstate__ run in Python per box, its
+        # constructor from a tuple is ~1.5x faster both ways.
+        return (Box, (self.page, self.x0, self.y0, self.x1, self.y1))
+
     @classmethod
     def from_dict(cls, d: dict) -> Box:
         return cls(int(d["page"]), float(d["x0"]), float(d["y0"]), float(d["x1"]), float(d["y1"]))
@@ -50,6 +56,10 @@ class Conversion:
     # stored wrapped as a one-page PDF, so that its page renders like any PDF page).
     stored_bytes: bytes | None = None
     warnings: list[str] = field(default_factory=list)
+    # Each item's provenance boxes by ``self_ref`` (one per ``item.prov``), when the converter
+    # made them while building the document (the PDF converter): ``items.ItemBoxes`` starts
+    # from them instead of reading every provenance back (~50k boxes for 1,144 pages).
+    item_boxes: dict[str, list[Box]] | None = None
 
 
 @dataclass(slots=True)

@@ -57,7 +57,7 @@ from haiku.rag.ingest.pdf.page_blocks import order_blocks, picture_blocks, runs
 from haiku.rag.ingest.pdf.structure import classify_styles, mark_running_furniture
 from haiku.rag.ingest.pdf.tables import ruled_tables
 from haiku.rag.ingest.pdf.title import find_title
-from haiku.rag.ingest.records import Conversion
+from haiku.rag.ingest.records import Box, Conversion
 from haiku.rag.operations import CancelToken, Progress, ProgressCallback, Stage, check_cancelled
 from haiku.rag.operations import report as report_progress
 
@@ -185,9 +185,11 @@ def _convert_open_document(
 
     mark_running_furniture(pages)
     classify_styles(pages)
-    document = build_document(pages, name=source)
+    item_boxes: dict[str, list[Box]] = {}
+    document = build_document(pages, name=source, boxes=item_boxes)
     return Conversion(
         document=document,
+        item_boxes=item_boxes,
         mime_type=PDF_MIME_TYPE,
         page_count=page_count,
         title=find_title(doc.metadata or {}, pages, source),

@@ -211,11 +211,32 @@ def _make_line(raw: dict[str, Any], block_no: int, rotation: Matrix | None) -> L
     thousands of calls per long document): plain loops, no helper calls per span."""
     dx, dy = raw["dir"]
     horizontal = dy == 0 and dx > 0
+    spans = raw["spans"]
+    if len(spans) == 1:  # two lines in three on the real PDFs: no gaps, one style
+        span = spans[0]
+        line_text = " ".join(span["text"].split())
+        if not line_text:
+            return None
+        is_bold = bool(span["flags"] & BOLD_FLAG)
+        if not is_bold:
+            font_bold = _BOLD_FONT_NAMES.get(span["font"])
+            is_bold = _learn_font_name(span["font"]) if font_bold is None else font_bold
+        box = tuple(raw["bbox"])
+        return Line(
+            text=line_text,
+            box=box,
+            unrotated=box,
+            display=box if rotation is None else transform(box, rotation),
+            size=span["size"],
+            bold=is_bold,
+            source_block=block_no,
+            direction=(1, 0) if horizontal else _axis_direction(dx, dy),
+        )
     parts: list[str] = []
     previous_box = None
     size = 0.0
     longest = bold_chars = total_chars = 0
-    for span in raw["spans"]:
+    for span in spans:
         span_text = span["text"]
         if not span_text:
             continue
