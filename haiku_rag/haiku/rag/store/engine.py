@@ -203,12 +203,13 @@ class Store:
         region: str | None = None,
         exact_search_budget_bytes: int | None = None,
     ) -> None:
-        import lancedb  # heavy: keep `import haiku.rag` cheap
-
         from haiku.rag.memory import limit_heap_fragmentation
-        from haiku.rag.store.vectors import EXACT_SEARCH_BUDGET_BYTES
 
         limit_heap_fragmentation()  # LanceDB's buffers otherwise fragment the heap, see there
+
+        import lancedb  # heavy: keep `import haiku.rag` cheap; after the above: its threads start
+
+        from haiku.rag.store.vectors import EXACT_SEARCH_BUDGET_BYTES
 
         self.location = location
         self.read_only = read_only
@@ -787,7 +788,7 @@ class Store:
         age = keep
         if len(history) > KEEP_RECENT_VERSIONS:
             cutoff = history[-KEEP_RECENT_VERSIONS][1] - VERSION_CLEANUP_MARGIN_SECONDS
-            age = min(age, timedelta(seconds=max(0.0, now - cutoff)))
+            age = min(age, timedelta(seconds=max(0.001, now - cutoff)))
         held_since = self._oldest_read()
         if held_since is not None and history:
             # the version current when the read began, and the one before: a commit made just
