@@ -227,11 +227,22 @@ class HaikuRAG:
             threads=cfg.threads,
         )
 
+    def _reading(self, func: Any) -> Any:
+        """``func`` marked as a read in this process while it runs (``Store.reading``): upkeep
+        keeps the table versions it may be reading, whatever this process writes meanwhile."""
+        store = self.store
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            with store.reading():
+                return func(*args, **kwargs)
+
+        return run
+
     async def _store_thread(self, func: Any, *args: Any, **kwargs: Any) -> Any:
         """``asyncio.to_thread`` for store work: a store folder deleted or moved while open
         becomes a ``StoreNotFoundError`` that says so, not lance's internal "Not found"."""
         try:
-            return await asyncio.to_thread(func, *args, **kwargs)
+            return await asyncio.to_thread(self._reading(func), *args, **kwargs)
         except (OSError, RuntimeError, ValueError) as exc:
             if isinstance(exc, HaikuRAGError) or self.store.is_remote or Path(self.location).is_dir():
                 raise
@@ -298,7 +309,7 @@ class HaikuRAG:
     async def rename_document(self, document_id: str, title: str | None) -> Document:
         """Give a document the user's own title, kept across re-ingests (``metadata``'s
         ``user_title``); ``None`` or "" goes back to the title found in the file."""
-        return await asyncio.to_thread(docs.rename_document, self.store, document_id, title)
+        return await asyncio.to_thread(self._reading(docs.rename_document), self.store, document_id, title)
 
     async def update_bibliographic(
         self, document_id: str, record: Any, *, title: str | None = None
@@ -312,7 +323,7 @@ class HaikuRAG:
 
         checked = check_record(Bibliographic.model_validate(record))
         return await asyncio.to_thread(
-            docs.update_metadata, self.store, document_id, {METADATA_KEY: checked.to_metadata()}, title=title
+            self._reading(docs.update_metadata), self.store, document_id, {METADATA_KEY: checked.to_metadata()}, title=title
         )
 
     async def create_document(
@@ -388,7 +399,7 @@ class HaikuRAG:
         cancel = cancel or CancelToken()
         started = time.perf_counter()
         outcome = await _run_cancellable(
-            cancel, self._ingest_path_sync, Path(path), title, metadata, password, progress, cancel
+            cancel, self._reading(self._ingest_path_sync), Path(path), title, metadata, password, progress, cancel
         )
         outcome.seconds = time.perf_counter() - started
         if embed and outcome.document is not None and outcome.document.index_state == "text":
@@ -413,7 +424,7 @@ class HaikuRAG:
         cancel = cancel or CancelToken()
         started = time.perf_counter()
         outcome = await _run_cancellable(
-            cancel, self._ingest_bytes_sync, data, filename, uri, title, metadata, None, progress, cancel
+            cancel, self._reading(self._ingest_bytes_sync), data, filename, uri, title, metadata, None, progress, cancel
         )
         outcome.seconds = time.perf_counter() - started
         if embed and outcome.document is not None and outcome.document.index_state == "text":
@@ -459,7 +470,7 @@ class HaikuRAG:
         is 0 when ``sources`` has no length).
         """
         cancel = cancel or CancelToken()
-        outcomes = await _run_cancellable(cancel, self._import_sync, sources, progress, cancel)
+        outcomes = await _run_cancellable(cancel, self._reading(self._import_sync), sources, progress, cancel)
         if embed:
             to_embed = [o.document for o in outcomes if o.document and o.document.index_state == "text"]
             await self.embed_pending(to_embed, progress=progress, cancel=cancel)
@@ -671,7 +682,7 @@ class HaikuRAG:
         the document stays full-text searchable and a later call completes it.
         """
         cancel = cancel or CancelToken()
-        return await _run_cancellable(cancel, self._embed_pending_sync, documents, progress, cancel)
+        return await _run_cancellable(cancel, self._reading(self._embed_pending_sync), documents, progress, cancel)
 
     def _embed_pending_sync(
         self,
@@ -739,7 +750,7 @@ class HaikuRAG:
         (``config.embeddings`` is updated). Returns how many chunks were embedded.
         """
         cancel = cancel or CancelToken()
-        return await _run_cancellable(cancel, self._rebuild_sync, embeddings, progress, cancel)
+        return await _run_cancellable(cancel, self._reading(self._rebuild_sync), embeddings, progress, cancel)
 
     def _rebuild_sync(
         self, embeddings: EmbeddingsConfig | None, progress: ProgressCallback | None, cancel: CancelToken
@@ -885,34 +896,34 @@ class HaikuRAG:
     # Named sets of documents stored in the library (see ``haiku.rag.collections``).
 
     async def list_collections(self) -> list[Collection]:
-        return await asyncio.to_thread(collections.list_collections, self.store)
+        return await asyncio.to_thread(self._reading(collections.list_collections), self.store)
 
     async def get_collection(self, name: str) -> Collection:
-        return await asyncio.to_thread(collections.get_collection, self.store, name)
+        return await asyncio.to_thread(self._reading(collections.get_collection), self.store, name)
 
     async def create_collection(self, name: str, document_ids: Sequence[str] = ()) -> Collection:
-        return await asyncio.to_thread(collections.create_collection, self.store, name, list(document_ids))
+        return await asyncio.to_thread(self._reading(collections.create_collection), self.store, name, list(document_ids))
 
     async def add_to_collection(self, name: str, document_ids: Sequence[str], *, create: bool = False) -> Collection:
         return await asyncio.to_thread(
-            functools.partial(collections.add_to_collection, self.store, name, list(document_ids), create=create)
+            self._reading(functools.partial(collections.add_to_collection, self.store, name, list(document_ids), create=create))
         )
 
     async def remove_from_collection(self, name: str, document_ids: Sequence[str]) -> Collection:
-        return await asyncio.to_thread(collections.remove_from_collection, self.store, name, list(document_ids))
+        return await asyncio.to_thread(self._reading(collections.remove_from_collection), self.store, name, list(document_ids))
 
     async def rename_collection(self, old: str, new: str) -> Collection:
-        return await asyncio.to_thread(collections.rename_collection, self.store, old, new)
+        return await asyncio.to_thread(self._reading(collections.rename_collection), self.store, old, new)
 
     async def delete_collection(self, name: str) -> Collection:
-        return await asyncio.to_thread(collections.delete_collection, self.store, name)
+        return await asyncio.to_thread(self._reading(collections.delete_collection), self.store, name)
 
     async def collection_document_ids(self, name: str) -> list[str]:
         """The live document ids of collection ``name``: the one resolver for a scope."""
-        return await asyncio.to_thread(collections.collection_document_ids, self.store, name)
+        return await asyncio.to_thread(self._reading(collections.collection_document_ids), self.store, name)
 
     async def collections_of(self, document_id: str) -> list[str]:
-        return await asyncio.to_thread(collections.collections_of, self.store, document_id)
+        return await asyncio.to_thread(self._reading(collections.collections_of), self.store, document_id)
 
     # --- visual grounding -----------------------------------------------------------------
 

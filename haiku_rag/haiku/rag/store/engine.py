@@ -12,6 +12,7 @@ until then.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import math
@@ -72,12 +73,23 @@ VECTOR_INDEX_MIN_ROWS = 50_000
 VECTOR_INDEX_NAME = "vector_idx"
 KEEP_VERSIONS_FOR = timedelta(hours=1)
 # Without a reader in another process (see ``READERS_FILE``), superseded versions only need to
-# outlive a query already running in this process: they are cleaned up at the next upkeep once
-# this old, so a store written one document at a time stays proportional to its content.
+# outlive the reads running in this process (``Store.reading``): upkeep removes them once this
+# old, or once ``KEEP_RECENT_VERSIONS`` newer versions of their table exist, whichever comes
+# first. By time alone a fast loop kept every version of the last minute (~430 per table at
+# 8 writes/s, each compaction's full copy of the table among them: 405 MB on disk for 7 MB of
+# text); by count the store stays proportional to its content at any speed.
 KEEP_VERSIONS_WITHOUT_READERS = timedelta(minutes=1)
+# The newest versions of each table kept without readers: what ``last_complete_cut`` and
+# ``haiku-rag restore-version`` can still go back to after upkeep (writes between upkeeps all
+# stay until the next one).
+KEEP_RECENT_VERSIONS = 8
 # Read-only stores and backups hold a shared lock on this file while they are open; the writer
 # probes it before cleaning up versions and keeps them for ``KEEP_VERSIONS_FOR`` while any do.
 READERS_FILE = ".haiku-rag-readers.lock"
+# LanceDB's cleanup takes an age, and computes its cutoff after compacting: later than ours by
+# the compaction's duration. Versions committed less than this before the oldest one kept by
+# count stay too (see ``Store._cleanup_age``).
+VERSION_CLEANUP_MARGIN_SECONDS = 2.0
 # LanceDB's per-connection caches (lance's defaults: 1 GiB of metadata, 6 GiB of index data).
 # Every table version gets its own manifest and fragment metadata entries, so a store written
 # one document at a time filled the metadata cache by ~0.7 MB per document (RSS 1.5 GB after
@@ -202,12 +214,13 @@ class Store:
         region: str | None = None,
         exact_search_budget_bytes: int | None = None,
     ) -> None:
-        import lancedb  # heavy: keep `import haiku.rag` cheap
-
         from haiku.rag.memory import limit_heap_fragmentation
-        from haiku.rag.store.vectors import EXACT_SEARCH_BUDGET_BYTES
 
         limit_heap_fragmentation()  # LanceDB's buffers otherwise fragment the heap, see there
+
+        import lancedb  # heavy: keep `import haiku.rag` cheap; after the above: its threads start
+
+        from haiku.rag.store.vectors import EXACT_SEARCH_BUDGET_BYTES
 
         self.location = location
         self.read_only = read_only
@@ -235,6 +248,10 @@ class Store:
         # the rebuilt indexes again. A handle that only writes (a CLI add, a script's loop)
         # never pays for it.
         self._serves_searches = False
+        # Reads running in this process (``reading``): token -> (thread, wall-clock start).
+        self._reads: dict[int, tuple[int, float]] = {}
+        self._reads_lock = threading.Lock()
+        self._read_tokens = itertools.count()
 
         if not self.is_remote:
             path = Path(location)
@@ -797,7 +814,9 @@ class Store:
 
         Returns whether anything was done. Superseded versions go once older than
         ``keep_versions_for()``: ``KEEP_VERSIONS_FOR`` while a reader in another process has
-        the store open (it never loses the version it is reading), a minute otherwise.
+        the store open (it never loses the version it is reading); otherwise after a minute or
+        once ``KEEP_RECENT_VERSIONS`` newer ones exist, except those a read running in this
+        process may use (``_cleanup_age``).
         """
         if self.read_only:
             return False
@@ -815,12 +834,66 @@ class Store:
             self._upkeep_bound = None  # read again at the next check
             keep = self.keep_versions_for()
             for table in self._tables.values():
-                table.optimize(cleanup_older_than=keep)
+                table.optimize(cleanup_older_than=self._cleanup_age(table, keep))
             if bound.vector_rows_left <= 0:
                 self._create_vector_index()
             if self._serves_searches:
                 self.prewarm()  # the rebuilt index parts are not in the cache yet
             return True
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Mark a read running in this process for the block (any thread).
+
+        A LanceDB query reads the table version that was current when it started. Upkeep's
+        cleanup keeps every version current since the oldest read of another thread began, so a
+        search or a lookup running while this process writes never loses its files. The client
+        runs all its store work inside this (``HaikuRAG._reading``); code that reads a ``Store``
+        directly from several threads should too. Readers in other processes hold a lease
+        instead (``reader_lease``)."""
+        token = next(self._read_tokens)
+        with self._reads_lock:
+            self._reads[token] = (threading.get_ident(), time.time())
+        try:
+            yield
+        finally:
+            with self._reads_lock:
+                del self._reads[token]
+
+    def _oldest_read(self) -> float | None:
+        """When the oldest read still running in another thread began (its own earlier reads
+        are over when a thread runs upkeep)."""
+        me = threading.get_ident()
+        with self._reads_lock:
+            return min((at for thread, at in self._reads.values() if thread != me), default=None)
+
+    def _cleanup_age(self, table: Any, keep: timedelta) -> timedelta:
+        """The age from which ``table``'s superseded versions go at this upkeep.
+
+        With a reader in another process: ``keep`` (``KEEP_VERSIONS_FOR``). Otherwise a version
+        goes once older than ``keep`` or once ``KEEP_RECENT_VERSIONS`` newer ones exist, unless
+        a read running in this process may use it (``reading``). LanceDB's cleanup is by age,
+        measured when its pass starts, after compaction: a cutoff placed at a version's commit
+        time moves later by the compaction's duration, so the count keeps
+        ``VERSION_CLEANUP_MARGIN_SECONDS`` more (a long compaction may still take a few more
+        of the oldest), and the versions a read may use keep ``KEEP_VERSIONS_WITHOUT_READERS``
+        more."""
+        if keep >= KEEP_VERSIONS_FOR:
+            return keep
+        history = sorted((v["version"], v["timestamp"].timestamp()) for v in table.list_versions())
+        now = time.time()
+        age = keep
+        if len(history) > KEEP_RECENT_VERSIONS:
+            cutoff = history[-KEEP_RECENT_VERSIONS][1] - VERSION_CLEANUP_MARGIN_SECONDS
+            age = min(age, timedelta(seconds=max(0.001, now - cutoff)))
+        held_since = self._oldest_read()
+        if held_since is not None and history:
+            # the version current when the read began, and the one before: a commit made just
+            # before it may not have been visible to it yet
+            current_then = max((i for i, (_, at) in enumerate(history) if at <= held_since), default=0)
+            cutoff = history[max(0, current_then - 1)][1] - KEEP_VERSIONS_WITHOUT_READERS.total_seconds()
+            age = max(age, timedelta(seconds=max(0.0, now - cutoff)))
+        return age
 
     def _read_upkeep_bound(self) -> UpkeepBound:
         chunks = self._tables.get(S.CHUNKS)

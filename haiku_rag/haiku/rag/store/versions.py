@@ -1,7 +1,9 @@
 """Complete versions of a store: finding the last one, rolling back to it, consistent backups.
 
 Every table keeps its earlier versions (LanceDB versioning) for ``KEEP_VERSIONS_FOR`` while a
-reader in another process (a read-only store, a backup) holds a lease, a minute otherwise. The
+reader in another process (a read-only store, a backup) holds a lease; otherwise upkeep keeps
+the newest ``KEEP_RECENT_VERSIONS`` of each table, none over a minute old, and any a read in this
+process uses (``engine.Store._cleanup_age``). The
 tables are written in an order that makes the store consistent at every instant (content
 rows first, the ``documents`` row last, see ``engine``), so the tables *as they were at one
 moment* — each at its newest version committed by then — form a complete store: a cut.
