@@ -83,6 +83,9 @@ def test_bad_and_locked_pdfs_fail_with_their_reason_and_leave_the_library_intact
     assert len(prompts) == 2
     library.retry_with_password(lock.key, "walnut")
     run_until(qloop, lambda: library.entry(lock.key).searchable, SLOW)
+    # ranked first once its vectors landed: before, its full-text hit ties with the other
+    # document's lone vector hit (each arm's best counts 1), and a loaded machine searched then
+    run_until(qloop, lambda: _state(library, locked) is DocumentState.HYBRID, SLOW)
     hits = qloop.run_until_complete(library.search_passages("vault combination walnut bookcase", limit=1))
     assert hits and hits[0].document_uri == lock.key
 
