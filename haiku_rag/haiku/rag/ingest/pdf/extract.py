@@ -221,17 +221,7 @@ def _make_line(raw: dict[str, Any], block_no: int, rotation: Matrix | None) -> L
         if not is_bold:
             font_bold = _BOLD_FONT_NAMES.get(span["font"])
             is_bold = _learn_font_name(span["font"]) if font_bold is None else font_bold
-        box = tuple(raw["bbox"])
-        return Line(
-            text=line_text,
-            box=box,
-            unrotated=box,
-            display=box if rotation is None else transform(box, rotation),
-            size=span["size"],
-            bold=is_bold,
-            source_block=block_no,
-            direction=(1, 0) if horizontal else _axis_direction(dx, dy),
-        )
+        return _line(line_text, raw, rotation, span["size"], is_bold, block_no, horizontal, dx, dy)
     parts: list[str] = []
     previous_box = None
     size = 0.0
@@ -264,15 +254,21 @@ def _make_line(raw: dict[str, Any], block_no: int, rotation: Matrix | None) -> L
     line_text = " ".join("".join(parts).split())
     if not line_text:
         return None
+    return _line(line_text, raw, rotation, size, bold_chars >= 0.6 * total_chars, block_no, horizontal, dx, dy)
+
+
+def _line(
+    text: str, raw: dict[str, Any], rotation: Matrix | None, size: float, bold: bool, block_no: int, horizontal: bool, dx: float, dy: float
+) -> Line:
     box = tuple(raw["bbox"])
     return Line(
-        text=line_text,
+        text=text,
         box=box,
         unrotated=box,
         # the same object when unrotated: text_block() then skips a second union
         display=box if rotation is None else transform(box, rotation),
         size=size,
-        bold=bold_chars >= 0.6 * total_chars,
+        bold=bold,
         source_block=block_no,
         direction=(1, 0) if horizontal else _axis_direction(dx, dy),
     )
