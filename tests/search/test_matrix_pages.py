@@ -137,6 +137,14 @@ def test_a_vector_whose_chunk_row_is_missing_is_read_like_before(db_path):
     assert hits and all("first_page" not in h for h in hits)
 
 
+def _assert_same_results(found, exact) -> None:
+    """Same chunks on the same pages in the same order, scores equal to float32 precision
+    (LanceDB's cosine vs ours)."""
+    assert [[(c, p) for c, _, p in f] for f in found] == [[(c, p) for c, _, p in f] for f in exact]
+    for ours, theirs in zip(found, exact, strict=True):
+        assert np.allclose([s for _, s, _ in ours], [s for _, s, _ in theirs], atol=1e-5)
+
+
 def test_beyond_the_budget_grouped_results_equal_the_exact_paths(db_path, tmp_path):
     """With no matrix (budget 0), vector hits come from LanceDB (a flat scan at this size, so
     exact) without pages: their rows are read, and the ranking is the matrix path's."""
@@ -149,9 +157,7 @@ def test_beyond_the_budget_grouped_results_equal_the_exact_paths(db_path, tmp_pa
     beyond = Store(str(db_path), exact_search_budget_bytes=0)
     assert beyond.vector_matrix() is None
     found = _searches(beyond, queries)
-    assert [[(c, p) for c, _, p in f] for f in found] == [[(c, p) for c, _, p in f] for f in exact]
-    for ours, theirs in zip(found, exact, strict=True):  # LanceDB's float32 cosine vs ours
-        assert np.allclose([s for _, s, _ in ours], [s for _, s, _ in theirs], atol=1e-5)
+    _assert_same_results(found, exact)
 
 
 def test_grouped_hybrid_searches_through_the_ann_index_find_what_exact_search_finds(db_path, monkeypatch):
@@ -204,9 +210,7 @@ def test_beyond_the_budget_the_page_map_gives_ann_hits_their_pages_and_ranks_as_
     assert pages.first_pages(["no-such-chunk", "x" * 200, ""]) == [PAGE_UNKNOWN] * 3
     fetched.clear()
     found = _searches(beyond, queries)
-    assert [[(c, p) for c, _, p in f] for f in found] == [[(c, p) for c, _, p in f] for f in exact]
-    for ours, theirs in zip(found, exact, strict=True):  # LanceDB's float32 cosine vs ours
-        assert np.allclose([s for _, s, _ in ours], [s for _, s, _ in theirs], atol=1e-5)
+    _assert_same_results(found, exact)
     assert set(fetched) <= {cid for f in found for cid, _, _ in f}  # rows read only for the results
 
     _write(beyond, np.random.default_rng(8), 9, 3)  # after the map was read: not in it
@@ -215,4 +219,4 @@ def test_beyond_the_budget_the_page_map_gives_ann_hits_their_pages_and_ranks_as_
     late = _searches(beyond, more)
     beyond.close()
     within = Store(str(db_path))
-    assert [[(c, p) for c, _, p in f] for f in late] == [[(c, p) for c, _, p in f] for f in _searches(within, more)]
+    _assert_same_results(late, _searches(within, more))
