@@ -2,14 +2,23 @@
 every count and every token offset equals the embedder tokenizer's own encoding of the text,
 and the chunks are those of encoding each unit whole."""
 
+import json
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # must precede docling-core/transformers imports
 
+import tokenizers
 from docling_core.types.doc import DocItemLabel, DoclingDocument
 
 from haiku.rag.embeddings.local import default_tokenizer
-from haiku.rag.ingest.chunker import _split_unit, _TokenCounter, _Unit, _untruncated, _Words
+from haiku.rag.ingest.chunker import (
+    _is_wordpiece,
+    _split_unit,
+    _TokenCounter,
+    _Unit,
+    _untruncated,
+    _Words,
+)
 
 # Texts where a tokenizer could part words differently from splitting on spaces: accents
 # (stripped after NFD), CJK (a token per character), punctuation glued to words, control
@@ -30,6 +39,7 @@ TRICKY = [
     "Café au lait, déjà vu again: repeated words across texts.",
     "İstanbul ǅemal ﬁnance ﬂow Ⅻ ½ ² ℃ ＡＢＣ ｶﾀｶﾅ",
     "emoji 👍🏽 and flags 🇫🇷 between words",
+    "literal special tokens: a [MASK] b, x[SEP]y [CLS] z, [UNK] [PAD]w",
 ]
 
 
@@ -74,3 +84,21 @@ def test_a_unit_that_must_be_cut_is_cut_where_its_own_encoding_would_cut_it() ->
     assert len(expected) > 10
     assert pieces(by_words) == expected
     assert by_words._words is not None and whole._words is None
+
+
+def test_a_token_that_takes_the_space_before_it_falls_back_to_encoding_each_text() -> None:
+    """An added token with ``lstrip`` takes the space before it: its offsets start in the
+    space joining two words, so counting by words would give it to the wrong word."""
+    config = json.loads(_untruncated(default_tokenizer()).to_str())
+    for token in config["added_tokens"]:
+        if token["content"] == "[MASK]":
+            token["lstrip"] = True
+    tokenizer = tokenizers.Tokenizer.from_str(json.dumps(config))
+    assert _is_wordpiece(tokenizer)
+    texts = ["a [MASK] b", "a b", "[MASK] first"]
+    assert _Words.of(tokenizer, texts) is None
+    counter = _TokenCounter(tokenizer)
+    units = [_Unit(text, (), []) for text in texts]
+    counter.count_all(units)
+    assert [unit.tokens for unit in units] == [len(tokenizer.encode(t).ids) - 2 for t in texts]
+    assert counter.offsets(texts[0]) == tokenizer_offsets(tokenizer, texts[0])

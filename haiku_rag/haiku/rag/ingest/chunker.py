@@ -176,6 +176,7 @@ class _TokenCounter:
         document's distinct words tokenised once (``_Words``); else in one batch call."""
         if self.additive:
             self._words = _Words.of(self._tokenizer, [unit.text for unit in units])
+        if self._words is not None:
             for unit in units:
                 unit.tokens = self._words.count(unit.text)
             return
@@ -241,30 +242,39 @@ class _Words:
 
     __slots__ = ("_index", "_first", "_count", "_start", "_offsets")
 
-    def __init__(self, words: list[str], encoding: Any) -> None:
+    def __init__(self, words: list[str], starts: list[int], offsets: list[tuple[int, int]], counts: list[int]) -> None:
+        first, total = [0] * len(words), 0
+        for i, count in enumerate(counts):
+            first[i] = total
+            total += count
+        self._index = {word: i for i, word in enumerate(words)}
+        self._count: dict[str, int] = dict(zip(words, counts, strict=True))
+        self._first = first
+        self._start = starts
+        self._offsets = offsets
+
+    @classmethod
+    def of(cls, tokenizer: Any, texts: list[str]) -> _Words | None:
+        """None when a token of the joined words is not inside one word (an added token that
+        strips the space next to it would be): the caller then encodes each text whole."""
         import numpy as np
 
+        words = list(dict.fromkeys(word for text in texts for word in _SPACES.split(text)))
+        offsets: list[tuple[int, int]] = tokenizer.encode(" ".join(words), add_special_tokens=False).offsets
         starts = [0] * len(words)
         position = 0
         for i, word in enumerate(words):
             starts[i] = position
             position += len(word) + 1  # the " " joining them
-        offsets: list[tuple[int, int]] = encoding.offsets
-        token_starts = np.fromiter((start for start, _end in offsets), dtype=np.int64, count=len(offsets))
-        # the word each token starts in (a token never starts in a joining space)
-        owner = np.searchsorted(np.asarray(starts, dtype=np.int64), token_starts, side="right") - 1
-        counts = np.bincount(owner, minlength=len(words)) if len(offsets) else np.zeros(len(words), dtype=np.int64)
-        firsts = np.concatenate(([0], np.cumsum(counts)[:-1])) if len(words) else counts
-        self._index = {word: i for i, word in enumerate(words)}
-        self._count: dict[str, int] = dict(zip(words, counts.tolist(), strict=True))
-        self._first: list[int] = firsts.tolist()
-        self._start = starts
-        self._offsets = offsets
-
-    @classmethod
-    def of(cls, tokenizer: Any, texts: list[str]) -> _Words:
-        words = list(dict.fromkeys(word for text in texts for word in _SPACES.split(text)))
-        return cls(words, tokenizer.encode(" ".join(words), add_special_tokens=False))
+        word_starts = np.asarray(starts, dtype=np.int64)
+        word_ends = word_starts + np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        spans = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+        # the word each token starts in; every token must end inside it too
+        owner = np.searchsorted(word_starts, spans[:, 0], side="right") - 1
+        if len(spans) and (owner.min() < 0 or np.any(spans[:, 1] > word_ends[owner])):
+            return None
+        counts = np.bincount(owner, minlength=len(words)).tolist()
+        return cls(words, starts, offsets, counts)
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` (one of the texts given, or made of their words), no specials."""
