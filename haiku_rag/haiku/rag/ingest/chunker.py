@@ -175,11 +175,12 @@ class _TokenCounter:
         """Each unit's token count (special tokens excluded): for WordPiece, from the
         document's distinct words tokenised once (``_Words``); else in one batch call."""
         if self.additive:
-            self._words = _Words.of(self._tokenizer, [unit.text for unit in units])
-        if self._words is not None:
-            for unit in units:
-                unit.tokens = self._words.count(unit.text)
-            return
+            split = [_SPACES.split(unit.text) for unit in units]  # split once, used twice
+            self._words = _Words.from_words(self._tokenizer, split)
+            if self._words is not None:
+                for unit, words in zip(units, split, strict=True):
+                    unit.tokens = self._words.count_words(words)
+                return
         counts = self.count_many([unit.text for unit in units])
         for unit, count in zip(units, counts, strict=True):
             unit.tokens = count - self.specials
@@ -255,11 +256,16 @@ class _Words:
 
     @classmethod
     def of(cls, tokenizer: Any, texts: list[str]) -> _Words | None:
-        """None when a token of the joined words is not inside one word (an added token that
-        strips the space next to it would be): the caller then encodes each text whole."""
+        return cls.from_words(tokenizer, [_SPACES.split(text) for text in texts])
+
+    @classmethod
+    def from_words(cls, tokenizer: Any, texts: list[list[str]]) -> _Words | None:
+        """From the texts split on ``_SPACES``. None when a token of the joined words is not
+        inside one word (an added token that strips the space next to it would be): the
+        caller then encodes each text whole."""
         import numpy as np
 
-        words = list(dict.fromkeys(word for text in texts for word in _SPACES.split(text)))
+        words = list(dict.fromkeys(word for text in texts for word in text))
         offsets: list[tuple[int, int]] = tokenizer.encode(" ".join(words), add_special_tokens=False).offsets
         starts = [0] * len(words)
         position = 0
@@ -278,7 +284,11 @@ class _Words:
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` (one of the texts given, or made of their words), no specials."""
-        return sum(map(self._count.__getitem__, _SPACES.split(text)))
+        return self.count_words(_SPACES.split(text))
+
+    def count_words(self, words: list[str]) -> int:
+        """Tokens of a text split on ``_SPACES``."""
+        return sum(map(self._count.__getitem__, words))
 
     def offsets(self, text: str) -> list[tuple[int, int]] | None:
         """Each token's character span in ``text``; None when a word of it is not known."""
