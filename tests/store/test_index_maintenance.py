@@ -403,3 +403,32 @@ def test_beyond_the_budget_an_opened_store_loads_its_indexes_in_the_background(d
     assert [h["chunk_id"] for h in vector_hits(first, queries[0], 10, None)] == warm_found[0]
     assert first.serves_searches and first.wait_warm(60) and first.page_map() is not None
     first.close()
+
+
+def test_a_writer_that_serves_no_searches_starts_fresh_caches_after_upkeep(db_path, monkeypatch):
+    """Upkeep supersedes index files and manifests that LanceDB's caches keep until their bound;
+    a handle that serves no searches reopens its tables on new caches (and still finds every
+    document), one that does keeps the caches its searches filled."""
+    monkeypatch.setattr(engine, "UNINDEXED_ROWS_BEFORE_MAINTENANCE", 10**9)
+    monkeypatch.setattr(engine, "SMALL_FRAGMENTS_BEFORE_MAINTENANCE", 4)
+    store = Store(str(db_path), create=True)
+    for n in range(4):
+        D.write_document(store, new_document(f"file:///tmp/w-{n}.pdf", content_hash=f"w{n}"))
+        assert D.find_document_by_uri(store, f"file:///tmp/w-{n}.pdf") is not None
+    session = store._session
+    assert store.maintain_indexes() is True
+    assert store._session is not session
+    assert all(D.find_document_by_uri(store, f"file:///tmp/w-{n}.pdf") is not None for n in range(4))
+    D.write_document(store, new_document("file:///tmp/w-4.pdf", content_hash="w4"))  # writes go on
+    assert len(D.list_documents(store)) == 5
+    store.prewarm()  # now it serves searches
+    store.wait_warm(30)
+    session = store._session
+    for n in range(5, 9):
+        D.write_document(store, new_document(f"file:///tmp/w-{n}.pdf", content_hash=f"w{n}"))
+    assert store.maintain_indexes() is True
+    assert store._session is session
+    store.close()
+    reopened = Store(str(db_path))
+    assert len(D.list_documents(reopened)) == 9
+    reopened.close()
