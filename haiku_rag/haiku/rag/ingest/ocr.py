@@ -79,6 +79,7 @@ RUNTIME_ENV = "HAIKU_RAG_OCR_RUNTIME"
 # in its optimisation capabilities): ~1.7x less CPU than float32 on linn's lines, text
 # similarity 0.9997; the detector stays float32 (its text map in bf16 moved line boxes).
 REC_BF16 = True
+DET_BF16 = False
 # On OpenVINO each new input shape costs a one-off ~25 ms (kernels and buffers for that
 # shape, then cached): line widths are padded up to a multiple of this many columns (right,
 # mid-grey, as the minimum width is) so that a page's ~80 lines reuse ~30 shapes; multiples
@@ -279,7 +280,7 @@ class _OpenVinoSession:
 
         core = openvino.Core()
         model = core.read_model(str(model_path))
-        bf16 = section == "Rec" and REC_BF16 and "BF16" in core.get_property(
+        bf16 = (REC_BF16 if section == "Rec" else DET_BF16) and "BF16" in core.get_property(
             "CPU", "OPTIMIZATION_CAPABILITIES"
         )
         config = {
@@ -476,7 +477,7 @@ def _recognise_lines(
     recogniser = engine.text_rec
     characters = recogniser.postprocess_op.character
     _, rec_height, rec_width = recogniser.rec_image_shape
-    bucket = OV_WIDTH_BUCKET if runtimes.get("Rec") == "openvino" else 1
+    bucket = OV_WIDTH_BUCKET if isinstance(recogniser.session.session, _OpenVinoSession) else 1
 
     def read(crop: Any) -> tuple[str, float]:
         check_cancelled(cancel)
