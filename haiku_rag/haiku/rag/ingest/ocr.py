@@ -75,11 +75,13 @@ DET_THREADS = REC_THREADS
 # The orientation classifier (12 small crops a page) always runs on onnxruntime.
 RUNTIME = "auto"
 RUNTIME_ENV = "HAIKU_RAG_OCR_RUNTIME"
-# On OpenVINO the recogniser runs in bfloat16 when the CPU has bf16 instructions (it says so
-# in its optimisation capabilities): ~1.7x less CPU than float32 on linn's lines, text
-# similarity 0.9997; the detector stays float32 (its text map in bf16 moved line boxes).
+# On OpenVINO the recogniser and the detector run in bfloat16 when the CPU has bf16
+# instructions (it says so in its optimisation capabilities), else in float32. Recogniser:
+# ~1.7x less CPU than float32 on linn's lines, text similarity 0.9997. Detector: ~1.4x less,
+# line boxes within 3 px of float32's on linn and the skewed scan (no lines joined across the
+# column gap), every CER of the bench within 0.1 point (docs/pdf-layout.md, "Speed, session 10").
 REC_BF16 = True
-DET_BF16 = False
+DET_BF16 = True
 # On OpenVINO each new input shape costs a one-off ~25 ms (kernels and buffers for that
 # shape, then cached): line widths are padded up to a multiple of this many columns (right,
 # mid-grey, as the minimum width is) so that a page's ~80 lines reuse ~30 shapes; multiples
@@ -272,40 +274,55 @@ class _OpenVinoSession:
     ``get_outputs``, ``get_modelmeta``, ``get_providers``). The shipped model, not our fused
     rewrite: OpenVINO fuses the hard-swish itself, and ran the rewritten graph 1.5x slower
     (docs/pdf-layout.md, "Speed, session 10"). Each call is single-threaded except the
-    detector's (``DET_THREADS``), like the onnxruntime sessions; ``run`` is safe from several
-    threads at once (one infer request per thread)."""
+    detector's (``DET_THREADS``), like the onnxruntime sessions.
+
+    ``run`` is safe from several threads at once, and each thread runs on a compiled model
+    of its own (compiled at its first call, ~0.2 CPU-s): two infer requests of one
+    single-stream compiled model run one at a time (measured: the two recognition threads
+    kept 1.0 core busy), and OpenVINO's thread pinning, off here, would put both compiled
+    models' threads on one core."""
 
     def __init__(self, model_path: Any, section: str) -> None:
         import openvino
 
-        core = openvino.Core()
-        model = core.read_model(str(model_path))
-        bf16 = (REC_BF16 if section == "Rec" else DET_BF16) and "BF16" in core.get_property(
+        self._core = openvino.Core()
+        self._model = self._core.read_model(str(model_path))
+        bf16 = (REC_BF16 if section == "Rec" else DET_BF16) and "BF16" in self._core.get_property(
             "CPU", "OPTIMIZATION_CAPABILITIES"
         )
-        config = {
+        self.precision = "bf16" if bf16 else "f32"
+        self._config = {
             "INFERENCE_NUM_THREADS": DET_THREADS if section == "Det" else 1,
             "NUM_STREAMS": 1,
-            "INFERENCE_PRECISION_HINT": "bf16" if bf16 else "f32",
+            "INFERENCE_PRECISION_HINT": self.precision,
+            "ENABLE_CPU_PINNING": False,
         }
-        self.precision = "bf16" if bf16 else "f32"
         metadata: dict[str, str] = {}
-        if model.has_rt_info(["framework", "character"]):
-            metadata["character"] = str(model.get_rt_info(["framework", "character"]).astype(str))
+        if self._model.has_rt_info(["framework", "character"]):
+            character = self._model.get_rt_info(["framework", "character"])
+            metadata["character"] = str(character.astype(str))
         self._metadata = _ModelMeta(metadata)
-        self._compiled = core.compile_model(model, "CPU", config)
-        self._inputs = [_Port(port.get_any_name()) for port in self._compiled.inputs]
-        self._outputs = [_Port(port.get_any_name()) for port in self._compiled.outputs]
+        self._inputs = [_Port(port.get_any_name()) for port in self._model.inputs]
+        self._outputs = [_Port(port.get_any_name()) for port in self._model.outputs]
+        self._lock = threading.Lock()
+        # compiled here, so a model OpenVINO cannot compile falls back to onnxruntime at
+        # load; the first thread to call takes it, the others compile their own
+        self._spare = [self._core.compile_model(self._model, "CPU", self._config)]
         self._local = threading.local()
 
     def run(self, output_names: Any, input_feed: dict[str, Any]) -> list[Any]:
-        request = getattr(self._local, "request", None)
-        if request is None:
-            request = self._local.request = self._compiled.create_infer_request()
+        mine = getattr(self._local, "request", None)
+        if mine is None:
+            with self._lock:
+                compiled = self._spare.pop() if self._spare else None
+            if compiled is None:
+                compiled = self._core.compile_model(self._model, "CPU", self._config)
+            mine = self._local.request = (compiled, compiled.create_infer_request())
+        compiled, request = mine
         results = request.infer(input_feed)
         wanted = output_names or [port.name for port in self._outputs]
         # copies: the request reuses its output buffers on its next call
-        return [results[self._compiled.output(name)].copy() for name in wanted]
+        return [results[compiled.output(name)].copy() for name in wanted]
 
     def get_inputs(self) -> list[_Port]:
         return self._inputs
