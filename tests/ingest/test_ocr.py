@@ -669,3 +669,23 @@ def test_each_model_session_is_built_once_with_the_fused_model(monkeypatch):
     assert (
         engine.text_det.infer.session.get_session_options().intra_op_num_threads == ocr.DET_THREADS
     )
+
+
+def test_a_page_larger_than_the_openvino_detector_limit_is_detected_by_onnxruntime(monkeypatch):
+    """OpenVINO's per-shape buffers grew a parse worker's address space to its bound on a
+    large page; inputs above ``OV_DET_MAX_PIXELS`` go to an onnxruntime detector, built when
+    first needed, and the page reads the same."""
+    pytest.importorskip("openvino")
+    from haiku.rag.ingest import ocr
+
+    monkeypatch.setenv(ocr.RUNTIME_ENV, "openvino")
+    _fresh_engine(monkeypatch, ocr)
+    engine = ocr._load_engine()
+    session = engine.text_det.infer.session
+    assert isinstance(session, ocr._OpenVinoSession) and session._fallback is None
+    _read_the_text_page(ocr)
+    assert session._fallback is None  # the small page stayed on OpenVINO
+    monkeypatch.setattr(ocr, "OV_DET_MAX_PIXELS", 10_000)
+    _read_the_text_page(ocr)
+    assert session._fallback is not None and ocr.fused_blocks.get("Det")
+

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -87,6 +88,11 @@ DET_BF16 = True
 # mid-grey, as the minimum width is) so that a page's ~80 lines reuse ~30 shapes; multiples
 # of 32 also run faster per column in bf16.
 OV_WIDTH_BUCKET = 32
+# A detector input larger than this many pixels (a page larger than A4 or US Letter at 150
+# dpi, whose inputs are ~2.2 Mpx) is detected by onnxruntime even when OpenVINO is in use:
+# OpenVINO keeps per-shape buffers, and a parse worker's address space then grew to its
+# RLIMIT_AS bound (``parse_memory_limit_mb`` above what it maps) on a page 2.2x Letter.
+OV_DET_MAX_PIXELS = 2_500_000
 # Each line is scaled to the recogniser's 48 px height and then narrowed to this share of
 # its width: the recogniser's cost is per pixel of its input. Kept at 1: measured in session 8
 # (docs/pdf-layout.md, "Speed, session 8"), 0.9 saves ~10 % of recognition and raises the
@@ -285,6 +291,7 @@ class _OpenVinoSession:
     def __init__(self, model_path: Any, section: str) -> None:
         import openvino
 
+        _cap_malloc_arenas()
         self._core = openvino.Core()
         self._model = self._core.read_model(str(model_path))
         bf16 = (REC_BF16 if section == "Rec" else DET_BF16) and "BF16" in self._core.get_property(
@@ -305,12 +312,22 @@ class _OpenVinoSession:
         self._inputs = [_Port(port.get_any_name()) for port in self._model.inputs]
         self._outputs = [_Port(port.get_any_name()) for port in self._model.outputs]
         self._lock = threading.Lock()
+        self._model_path = model_path
+        self._section = section
+        self._fallback: Any = None  # onnxruntime's session, for inputs above the limit
         # compiled here, so a model OpenVINO cannot compile falls back to onnxruntime at
         # load; the first thread to call takes it, the others compile their own
         self._spare = [self._core.compile_model(self._model, "CPU", self._config)]
         self._local = threading.local()
 
     def run(self, output_names: Any, input_feed: dict[str, Any]) -> list[Any]:
+        if self._section == "Det" and any(
+            value.size // 3 > OV_DET_MAX_PIXELS for value in input_feed.values()
+        ):
+            with self._lock:
+                if self._fallback is None:
+                    self._fallback = _onnxruntime_session(self._model_path, self._section)
+            return self._fallback.run(output_names, input_feed)
         mine = getattr(self._local, "request", None)
         if mine is None:
             with self._lock:
@@ -335,6 +352,29 @@ class _OpenVinoSession:
 
     def get_providers(self) -> list[str]:
         return ["OpenVINO CPU"]
+
+
+# glibc's M_ARENA_MAX (mallopt's parameter -8)
+_M_ARENA_MAX = -8
+MALLOC_ARENAS = 2
+
+
+def _cap_malloc_arenas() -> None:
+    """At most ``MALLOC_ARENAS`` glibc malloc arenas in this process. OpenVINO's CPU plugin
+    starts threads, and glibc gives each thread that allocates an arena of its own (64 MB of
+    address space reserved each): with OpenVINO a parse worker's address space grew by ~2.5 GB
+    on a dense page, against the ``parse_memory_limit_mb`` bound (RLIMIT_AS, 3 GB above what
+    the worker maps before the parse); with the cap ~0.7 GB less. Address space only: the
+    memory used is the same. Linux with glibc only; elsewhere nothing is done."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt arenas)
+        logger.debug("mallopt unavailable", exc_info=True)
 
 
 def _recognition_pool() -> Any:
