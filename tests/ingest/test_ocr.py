@@ -688,4 +688,3 @@ def test_a_page_larger_than_the_openvino_detector_limit_is_detected_by_onnxrunti
     monkeypatch.setattr(ocr, "OV_DET_MAX_PIXELS", 10_000)
     _read_the_text_page(ocr)
     assert session._fallback is not None and ocr.fused_blocks.get("Det")
-

@@ -162,7 +162,9 @@ runtimes: dict[str, str] = {}
 def _runtime_wanted() -> str:
     wanted = os.environ.get(RUNTIME_ENV, RUNTIME).strip().lower() or "auto"
     if wanted not in ("auto", "openvino", "onnxruntime"):
-        logger.warning("%s=%r is not auto, openvino or onnxruntime; using auto", RUNTIME_ENV, wanted)
+        logger.warning(
+            "%s=%r is not auto, openvino or onnxruntime; using auto", RUNTIME_ENV, wanted
+        )
         return "auto"
     return wanted
 
@@ -217,7 +219,9 @@ def _build_session(model_path: Any, sess_options: Any = None, providers: Any = N
             session = _OpenVinoSession(model_path, section)
         except ImportError:
             if wanted == "openvino":
-                logger.warning("OCR runtime openvino asked for but not installed; using onnxruntime")
+                logger.warning(
+                    "OCR runtime openvino asked for but not installed; using onnxruntime"
+                )
         except Exception:
             logger.warning(
                 "OpenVINO could not load OCR model %s; using onnxruntime", model_path, exc_info=True
