@@ -443,11 +443,115 @@ def test_a_fused_model_has_nothing_left_to_fuse_and_other_graphs_pass_unchanged(
     assert count > 0 and count_again == 0 and _op_counts(again) == _op_counts(fused)
 
 
-def test_the_engine_runs_the_fused_models():
+def test_the_engine_runs_the_fused_models_on_onnxruntime(monkeypatch):
     from haiku.rag.ingest import ocr
 
+    monkeypatch.setenv(ocr.RUNTIME_ENV, "onnxruntime")
+    _fresh_engine(monkeypatch, ocr)
     ocr._load_engine()
     assert set(ocr.fused_blocks) == {"Det", "Cls", "Rec"} and all(ocr.fused_blocks.values())
+    assert ocr.runtimes == {"Det": "onnxruntime", "Cls": "onnxruntime", "Rec": "onnxruntime"}
+
+
+def _fresh_engine(monkeypatch, ocr) -> None:
+    """The next ``_load_engine`` builds a new engine; the process's engine and the record of
+    its runtimes come back after the test."""
+    monkeypatch.setattr(ocr, "_engine", None)
+    monkeypatch.setattr(ocr, "runtimes", {})
+    monkeypatch.setattr(ocr, "fused_blocks", {})
+
+
+def _read_the_text_page(ocr) -> None:
+    """The rendered two-line page through ``ocr.recognise``: both lines read, the phrase's
+    box where it was drawn."""
+    import numpy as np
+
+    image, drawn = _text_image()
+    result = ocr.recognise(np.asarray(image))
+    texts = [line.text for line in result.lines]
+    assert texts == [PHRASE, OTHER] and result.rotation == 0
+    scale = 72 / DPI
+    box = tuple(v * scale for v in result.lines[0].box)
+    assert _overlaps(box, drawn)
+    assert abs(box[0] - drawn[0]) < 6 and abs(box[2] - drawn[2]) < 6
+
+
+def test_the_openvino_engine_reads_the_rendered_text_page_with_its_box(monkeypatch):
+    pytest.importorskip("openvino")
+    from haiku.rag.ingest import ocr
+
+    monkeypatch.setenv(ocr.RUNTIME_ENV, "openvino")
+    _fresh_engine(monkeypatch, ocr)
+    engine = ocr._load_engine()
+    assert ocr.runtimes == {"Det": "openvino", "Cls": "onnxruntime", "Rec": "openvino"}
+    assert ocr.runtime() == "openvino" and set(ocr.fused_blocks) == {"Cls"}
+    # the character list comes from the ONNX model's metadata, as onnxruntime gives it
+    assert len(engine.text_rec.postprocess_op.character) > 6000
+    _read_the_text_page(ocr)
+
+
+def test_without_openvino_the_engine_runs_on_onnxruntime(monkeypatch):
+    import sys
+
+    from haiku.rag.ingest import ocr
+
+    monkeypatch.setitem(sys.modules, "openvino", None)  # `import openvino` raises ImportError
+    monkeypatch.delenv(ocr.RUNTIME_ENV, raising=False)
+    monkeypatch.setattr(ocr, "RUNTIME", "auto")
+    _fresh_engine(monkeypatch, ocr)
+    ocr._load_engine()
+    assert ocr.runtime() == "onnxruntime" and set(ocr.runtimes.values()) == {"onnxruntime"}
+    assert set(ocr.fused_blocks) == {"Det", "Cls", "Rec"}
+    _read_the_text_page(ocr)
+
+
+def test_a_model_openvino_fails_to_compile_runs_on_onnxruntime(monkeypatch):
+    openvino = pytest.importorskip("openvino")
+    from haiku.rag.ingest import ocr
+
+    class FailingCore(openvino.Core):
+        def compile_model(self, *args, **kwargs):
+            raise RuntimeError("no plugin for this CPU")
+
+    monkeypatch.setattr(openvino, "Core", FailingCore)
+    monkeypatch.setenv(ocr.RUNTIME_ENV, "auto")
+    _fresh_engine(monkeypatch, ocr)
+    ocr._load_engine()
+    assert set(ocr.runtimes.values()) == {"onnxruntime"}
+    _read_the_text_page(ocr)
+
+
+def test_the_library_imports_without_openvino_and_loads_it_only_with_the_engine():
+    """OpenVINO is imported when the OCR engine loads (the first scanned page of a parse
+    worker), never at import: a fresh interpreter that imports the library, its ingest
+    pipeline and the OCR module has not loaded it, and works when it is absent."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['openvino'] = None\n"
+        "import haiku.rag.client, haiku.rag.ingest.pipeline, haiku.rag.ingest.ocr\n"
+        "sys.modules.pop('openvino')\n"
+        "assert 'openvino' not in sys.modules\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "ok"
+
+
+def test_lines_for_openvino_are_padded_to_a_width_bucket_with_mid_grey():
+    import numpy as np
+
+    from haiku.rag.ingest import ocr
+
+    rng = np.random.default_rng(3)
+    crop = rng.integers(0, 256, size=(23, 400, 3), dtype=np.uint8)
+    plain = ocr.line_input(crop, 48, 320)
+    bucketed = ocr.line_input(crop, 48, 320, bucket=32)
+    width = plain.shape[3]
+    assert bucketed.shape[3] % 32 == 0 and width <= bucketed.shape[3] < width + 32
+    assert np.array_equal(bucketed[..., :width], plain) and not bucketed[..., width:].any()
+    assert ocr.line_input(crop[:, :40], 48, 320, bucket=32).shape[3] == 320
 
 
 def test_an_ocr_line_box_is_its_own_extent_not_the_bounding_box_of_its_tilted_quad():
@@ -557,10 +661,30 @@ def test_each_model_session_is_built_once_with_the_fused_model(monkeypatch):
         return original(model, *args, **kwargs)
 
     monkeypatch.setattr(onnxruntime, "InferenceSession", counting)
-    monkeypatch.setattr(ocr, "_engine", None)
+    monkeypatch.setenv(ocr.RUNTIME_ENV, "onnxruntime")
+    _fresh_engine(monkeypatch, ocr)
     engine = ocr._load_engine()
     assert built == ["bytes", "bytes", "bytes"]  # det, cls, rec: each once, from fused bytes
     assert set(ocr.fused_blocks) == {"Det", "Cls", "Rec"}
     assert (
         engine.text_det.infer.session.get_session_options().intra_op_num_threads == ocr.DET_THREADS
     )
+
+
+def test_a_page_larger_than_the_openvino_detector_limit_is_detected_by_onnxruntime(monkeypatch):
+    """OpenVINO's per-shape buffers grew a parse worker's address space to its bound on a
+    large page; inputs above ``OV_DET_MAX_PIXELS`` go to an onnxruntime detector, built when
+    first needed, and the page reads the same."""
+    pytest.importorskip("openvino")
+    from haiku.rag.ingest import ocr
+
+    monkeypatch.setenv(ocr.RUNTIME_ENV, "openvino")
+    _fresh_engine(monkeypatch, ocr)
+    engine = ocr._load_engine()
+    session = engine.text_det.infer.session
+    assert isinstance(session, ocr._OpenVinoSession) and session._fallback is None
+    _read_the_text_page(ocr)
+    assert session._fallback is None  # the small page stayed on OpenVINO
+    monkeypatch.setattr(ocr, "OV_DET_MAX_PIXELS", 10_000)
+    _read_the_text_page(ocr)
+    assert session._fallback is not None and ocr.fused_blocks.get("Det")

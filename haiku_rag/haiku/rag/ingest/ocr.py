@@ -20,8 +20,12 @@ What we add around the engine:
   its output; between two characters whose columns enclose a run of blank pixel columns
   wider than a space, a space is put back.
 * **Cancellation** between recognised lines (a page is a few seconds of work).
-* **Cheaper arithmetic.** The three models are loaded with their spelled-out hard-swish
-  activations fused (``ocr_graph``): the same function in fewer element-wise passes.
+* **Cheaper arithmetic.** The detector and the recogniser run on OpenVINO's CPU runtime
+  when the ``openvino`` package is installed (``_OpenVinoSession``: ~2x less CPU for the
+  same models, the recogniser in bfloat16 where the CPU has bf16 instructions); otherwise,
+  or when OpenVINO fails to load a model, on onnxruntime. Models run by onnxruntime are
+  loaded with their spelled-out hard-swish activations fused (``ocr_graph``): the same
+  function in fewer element-wise passes.
 
 ``recognise`` takes an RGB image as a NumPy array (H x W x 3, uint8) and returns
 ``OcrLine`` records whose ``quad`` is in that image's pixel space.
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,6 +70,29 @@ REC_THREADS = max(1, min(2, os.cpu_count() or 1))
 # the second core idle while the recognition threads wait for its boxes); its pool does not
 # spin, so it gives the cores back to the recognition threads at once.
 DET_THREADS = REC_THREADS
+# The runtime for the detector and the recogniser: "auto" (OpenVINO when its package is
+# installed and loads the model, else onnxruntime), "openvino" or "onnxruntime"; the
+# environment variable of that name overrides it (docs/pdf-layout.md, "Speed, session 10").
+# The orientation classifier (12 small crops a page) always runs on onnxruntime.
+RUNTIME = "auto"
+RUNTIME_ENV = "HAIKU_RAG_OCR_RUNTIME"
+# On OpenVINO the recogniser and the detector run in bfloat16 when the CPU has bf16
+# instructions (it says so in its optimisation capabilities), else in float32. Recogniser:
+# ~1.7x less CPU than float32 on linn's lines, text similarity 0.9997. Detector: ~1.4x less,
+# line boxes within 3 px of float32's on linn and the skewed scan (no lines joined across the
+# column gap), every CER of the bench within 0.1 point (docs/pdf-layout.md, "Speed, session 10").
+REC_BF16 = True
+DET_BF16 = True
+# On OpenVINO each new input shape costs a one-off ~25 ms (kernels and buffers for that
+# shape, then cached): line widths are padded up to a multiple of this many columns (right,
+# mid-grey, as the minimum width is) so that a page's ~80 lines reuse ~30 shapes; multiples
+# of 32 also run faster per column in bf16.
+OV_WIDTH_BUCKET = 32
+# A detector input larger than this many pixels (a page larger than A4 or US Letter at 150
+# dpi, whose inputs are ~2.2 Mpx) is detected by onnxruntime even when OpenVINO is in use:
+# OpenVINO keeps per-shape buffers, and a parse worker's address space then grew to its
+# RLIMIT_AS bound (``parse_memory_limit_mb`` above what it maps) on a page 2.2x Letter.
+OV_DET_MAX_PIXELS = 2_500_000
 # Each line is scaled to the recogniser's 48 px height and then narrowed to this share of
 # its width: the recogniser's cost is per pixel of its input. Kept at 1: measured in session 8
 # (docs/pdf-layout.md, "Speed, session 8"), 0.9 saves ~10 % of recognition and raises the
@@ -127,6 +155,18 @@ _engine_lock = threading.Lock()
 _pool: Any = None
 # Hard-swish blocks rewritten per model ("Det", "Cls", "Rec") when the engine was loaded.
 fused_blocks: dict[str, int] = {}
+# The runtime each model ("Det", "Cls", "Rec") was loaded on: "openvino" or "onnxruntime".
+runtimes: dict[str, str] = {}
+
+
+def _runtime_wanted() -> str:
+    wanted = os.environ.get(RUNTIME_ENV, RUNTIME).strip().lower() or "auto"
+    if wanted not in ("auto", "openvino", "onnxruntime"):
+        logger.warning(
+            "%s=%r is not auto, openvino or onnxruntime; using auto", RUNTIME_ENV, wanted
+        )
+        return "auto"
+    return wanted
 
 
 def _load_engine() -> Any:
@@ -144,6 +184,7 @@ def _load_engine() -> Any:
                     "rapidocr-onnxruntime is not installed; OCR is unavailable"
                 ) from exc
             fused_blocks.clear()
+            runtimes.clear()
             # RapidOCR builds its sessions in its constructor, from a model path; ours are
             # built there instead of after it, so no session is built twice (that cost
             # 0.3 CPU-s and 60 MB of peak RSS per worker).
@@ -168,16 +209,40 @@ _SECTION_OF_MODEL = {
 
 
 def _build_session(model_path: Any, sess_options: Any = None, providers: Any = None) -> Any:
-    """An onnxruntime session for one of RapidOCR's models, in place of the one RapidOCR
-    would build: the model with its hard-swish blocks fused (``ocr_graph``: same function,
-    ~1/4 less CPU per line; the rewrite is in memory), single-threaded except the detector
-    (``DET_THREADS``), intra-op threads that block instead of spinning. A model the rewrite
-    cannot read is loaded as shipped: slower, not wrong."""
+    """A session for one of RapidOCR's models, in place of the onnxruntime session RapidOCR
+    would build: OpenVINO's for the detector and the recogniser when it is wanted and loads
+    the model (``_OpenVinoSession``), else onnxruntime's (``_onnxruntime_session``)."""
+    section = _SECTION_OF_MODEL.get(os.path.basename(str(model_path)), "")
+    wanted = _runtime_wanted()
+    if section in ("Det", "Rec") and wanted != "onnxruntime":
+        try:
+            session = _OpenVinoSession(model_path, section)
+        except ImportError:
+            if wanted == "openvino":
+                logger.warning(
+                    "OCR runtime openvino asked for but not installed; using onnxruntime"
+                )
+        except Exception:
+            logger.warning(
+                "OpenVINO could not load OCR model %s; using onnxruntime", model_path, exc_info=True
+            )
+        else:
+            runtimes[section] = "openvino"
+            return session
+    runtimes[section] = "onnxruntime"
+    return _onnxruntime_session(model_path, section)
+
+
+def _onnxruntime_session(model_path: Any, section: str) -> Any:
+    """An onnxruntime session for one of RapidOCR's models: the model with its hard-swish
+    blocks fused (``ocr_graph``: same function, ~1/4 less CPU per line; the rewrite is in
+    memory), single-threaded except the detector (``DET_THREADS``), intra-op threads that
+    block instead of spinning. A model the rewrite cannot read is loaded as shipped: slower,
+    not wrong."""
     import onnxruntime
 
     from haiku.rag.ingest.ocr_graph import fuse_activations
 
-    section = _SECTION_OF_MODEL.get(os.path.basename(str(model_path)), "")
     with open(model_path, "rb") as handle:
         model = handle.read()
     if FUSE_ACTIVATIONS:
@@ -203,6 +268,119 @@ def _build_session(model_path: Any, sess_options: Any = None, providers: Any = N
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Port:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class _ModelMeta:
+    custom_metadata_map: dict[str, str]
+
+
+class _OpenVinoSession:
+    """One of RapidOCR's ONNX models compiled by OpenVINO's CPU plugin, with the part of
+    onnxruntime's ``InferenceSession`` that RapidOCR and we call (``run``, ``get_inputs``,
+    ``get_outputs``, ``get_modelmeta``, ``get_providers``). The shipped model, not our fused
+    rewrite: OpenVINO fuses the hard-swish itself, and ran the rewritten graph 1.5x slower
+    (docs/pdf-layout.md, "Speed, session 10"). Each call is single-threaded except the
+    detector's (``DET_THREADS``), like the onnxruntime sessions.
+
+    ``run`` is safe from several threads at once, and each thread runs on a compiled model
+    of its own (compiled at its first call, ~0.2 CPU-s): two infer requests of one
+    single-stream compiled model run one at a time (measured: the two recognition threads
+    kept 1.0 core busy), and OpenVINO's thread pinning, off here, would put both compiled
+    models' threads on one core."""
+
+    def __init__(self, model_path: Any, section: str) -> None:
+        import openvino
+
+        _cap_malloc_arenas()
+        self._core = openvino.Core()
+        self._model = self._core.read_model(str(model_path))
+        bf16 = (REC_BF16 if section == "Rec" else DET_BF16) and "BF16" in self._core.get_property(
+            "CPU", "OPTIMIZATION_CAPABILITIES"
+        )
+        self.precision = "bf16" if bf16 else "f32"
+        self._config = {
+            "INFERENCE_NUM_THREADS": DET_THREADS if section == "Det" else 1,
+            "NUM_STREAMS": 1,
+            "INFERENCE_PRECISION_HINT": self.precision,
+            "ENABLE_CPU_PINNING": False,
+        }
+        metadata: dict[str, str] = {}
+        if self._model.has_rt_info(["framework", "character"]):
+            character = self._model.get_rt_info(["framework", "character"])
+            metadata["character"] = str(character.astype(str))
+        self._metadata = _ModelMeta(metadata)
+        self._inputs = [_Port(port.get_any_name()) for port in self._model.inputs]
+        self._outputs = [_Port(port.get_any_name()) for port in self._model.outputs]
+        self._lock = threading.Lock()
+        self._model_path = model_path
+        self._section = section
+        self._fallback: Any = None  # onnxruntime's session, for inputs above the limit
+        # compiled here, so a model OpenVINO cannot compile falls back to onnxruntime at
+        # load; the first thread to call takes it, the others compile their own
+        self._spare = [self._core.compile_model(self._model, "CPU", self._config)]
+        self._local = threading.local()
+
+    def run(self, output_names: Any, input_feed: dict[str, Any]) -> list[Any]:
+        if self._section == "Det" and any(
+            value.size // 3 > OV_DET_MAX_PIXELS for value in input_feed.values()
+        ):
+            with self._lock:
+                if self._fallback is None:
+                    self._fallback = _onnxruntime_session(self._model_path, self._section)
+            return self._fallback.run(output_names, input_feed)
+        mine = getattr(self._local, "request", None)
+        if mine is None:
+            with self._lock:
+                compiled = self._spare.pop() if self._spare else None
+            if compiled is None:
+                compiled = self._core.compile_model(self._model, "CPU", self._config)
+            mine = self._local.request = (compiled, compiled.create_infer_request())
+        compiled, request = mine
+        results = request.infer(input_feed)
+        wanted = output_names or [port.name for port in self._outputs]
+        # copies: the request reuses its output buffers on its next call
+        return [results[compiled.output(name)].copy() for name in wanted]
+
+    def get_inputs(self) -> list[_Port]:
+        return self._inputs
+
+    def get_outputs(self) -> list[_Port]:
+        return self._outputs
+
+    def get_modelmeta(self) -> _ModelMeta:
+        return self._metadata
+
+    def get_providers(self) -> list[str]:
+        return ["OpenVINO CPU"]
+
+
+# glibc's M_ARENA_MAX (mallopt's parameter -8)
+_M_ARENA_MAX = -8
+MALLOC_ARENAS = 2
+
+
+def _cap_malloc_arenas() -> None:
+    """At most ``MALLOC_ARENAS`` glibc malloc arenas in this process. OpenVINO's CPU plugin
+    starts threads, and glibc gives each thread that allocates an arena of its own (64 MB of
+    address space reserved each): with OpenVINO a parse worker's address space grew by ~2.5 GB
+    on a dense page, against the ``parse_memory_limit_mb`` bound (RLIMIT_AS, 3 GB above what
+    the worker maps before the parse); with the cap ~0.7 GB less. Address space only: the
+    memory used is the same. Linux with glibc only; elsewhere nothing is done."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt arenas)
+        logger.debug("mallopt unavailable", exc_info=True)
+
+
 def _recognition_pool() -> Any:
     global _pool
     with _engine_lock:
@@ -211,6 +389,12 @@ def _recognition_pool() -> Any:
 
             _pool = ThreadPoolExecutor(REC_THREADS, thread_name_prefix="haiku-ocr")
         return _pool
+
+
+def runtime() -> str:
+    """The runtime the recogniser was loaded on (loading the engine if need be)."""
+    _load_engine()
+    return runtimes.get("Rec", "onnxruntime")
 
 
 def engine_available() -> bool:
@@ -354,10 +538,11 @@ def _recognise_lines(
     recogniser = engine.text_rec
     characters = recogniser.postprocess_op.character
     _, rec_height, rec_width = recogniser.rec_image_shape
+    bucket = OV_WIDTH_BUCKET if isinstance(recogniser.session.session, _OpenVinoSession) else 1
 
     def read(crop: Any) -> tuple[str, float]:
         check_cancelled(cancel)
-        line = line_input(crop, rec_height, rec_width)
+        line = line_input(crop, rec_height, rec_width, bucket)
         prediction = recogniser.session(line)[0][0]
         return decode_with_spaces(prediction, line[0], characters, REC_WIDTH_SCALE)
 
@@ -374,15 +559,17 @@ def _recognise_lines(
             future.cancel()
 
 
-def line_input(crop: Any, height: int, min_width: int) -> Any:
+def line_input(crop: Any, height: int, min_width: int, bucket: int = 1) -> Any:
     """A line crop (BGR, uint8) as the recogniser's input (1 x 3 x ``height`` x W, float32 in
     [-1, 1]): scaled to ``height`` px high, narrowed by ``REC_WIDTH_SCALE``, and padded on
-    the right (with 0, mid-grey, as RapidOCR pads) to at least ``min_width`` narrowed."""
+    the right (with 0, mid-grey, as RapidOCR pads) to at least ``min_width`` narrowed, and up
+    to a multiple of ``bucket`` columns."""
     import cv2
     import numpy as np
 
     width = max(1, int(height * crop.shape[1] / max(1, crop.shape[0]) * REC_WIDTH_SCALE))
     padded = max(width, int(min_width * REC_WIDTH_SCALE))
+    padded = -(-padded // bucket) * bucket
     scaled = cv2.resize(crop, (width, height), interpolation=cv2.INTER_LINEAR)
     line = np.zeros((1, 3, height, padded), dtype=np.float32)
     line[0, :, :, :width] = scaled.transpose(2, 0, 1)
