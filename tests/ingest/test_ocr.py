@@ -539,6 +539,34 @@ def test_the_library_imports_without_openvino_and_loads_it_only_with_the_engine(
     assert out.stdout.strip() == "ok"
 
 
+def test_the_openvino_engine_starts_no_telemetry_and_writes_nothing_in_home(tmp_path):
+    """``import openvino`` starts Intel's opt-out usage telemetry (a client id and usage counts
+    under ``~/intel``); the engine blocks it: after a page is read on OpenVINO in a fresh
+    interpreter whose home is empty, the home is still empty and the telemetry package was
+    never imported."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("openvino")
+    code = (
+        "import sys\n"
+        "from haiku.rag.ingest import ocr\n"
+        "import numpy as np\n"
+        "ocr.recognise(np.full((200, 400, 3), 255, dtype=np.uint8))\n"
+        "assert ocr.runtimes['Rec'] == 'openvino', ocr.runtimes\n"
+        "assert sys.modules.get('openvino_telemetry') is None\n"
+        "print('ok')\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path), "HAIKU_RAG_OCR_RUNTIME": "openvino"}
+    env.pop("CI", None)  # the telemetry stands down in CI by itself
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.strip() == "ok"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_lines_for_openvino_are_padded_to_a_width_bucket_with_mid_grey():
     import numpy as np
 

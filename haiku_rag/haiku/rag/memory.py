@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 import sys
+from typing import Any
 
 log = logging.getLogger("haiku.rag")
 
@@ -56,6 +57,27 @@ MMAP_THRESHOLD_BYTES = 128 * 1024
 ARENA_MAX = 2
 
 
+def _mallopt() -> Any:
+    """glibc's ``mallopt``, or None (not Linux, or no glibc: musl has none)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.mallopt
+    except (OSError, AttributeError):
+        return None
+
+
+def limit_malloc_arenas() -> None:
+    """At most ``ARENA_MAX`` glibc malloc arenas in this process, unless ``MALLOC_ARENA_MAX``
+    is set. Call it before the threads that would make more: each thread that allocates gets
+    an arena of its own (64 MB of address space each), which matters where the address space
+    is bounded (the parse worker's RLIMIT_AS, with OpenVINO's threads: ``ingest.ocr``)."""
+    mallopt = _mallopt()
+    if mallopt is not None and "MALLOC_ARENA_MAX" not in os.environ:
+        mallopt(M_ARENA_MAX, ARENA_MAX)
+
+
 @functools.cache
 def limit_heap_fragmentation() -> bool:
     """Keep allocations from 128 KiB up in their own mappings, returned to the system when freed.
@@ -67,15 +89,10 @@ def limit_heap_fragmentation() -> bool:
     138 MB free in the arenas after 1,250 store writes; 11 MB with the threshold fixed, RSS
     372 vs 304 MB). Setting the threshold turns the adjustment off. Process-wide and once;
     a ``MALLOC_MMAP_THRESHOLD_`` set in the environment wins (it turns the adjustment off too). Returns whether it was set."""
-    if not sys.platform.startswith("linux") or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+    mallopt = _mallopt()
+    if mallopt is None or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt  # glibc; musl has none
-    except (OSError, AttributeError):
-        return False
-    if "MALLOC_ARENA_MAX" not in os.environ:  # set before the threads that would make more
-        mallopt(M_ARENA_MAX, ARENA_MAX)
+    limit_malloc_arenas()
     # the trim threshold too (glibc raises it with the other): free heap above it goes back
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)) and bool(
         mallopt(M_TRIM_THRESHOLD, 2 * MMAP_THRESHOLD_BYTES)

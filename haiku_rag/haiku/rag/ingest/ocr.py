@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -278,6 +277,21 @@ class _ModelMeta:
     custom_metadata_map: dict[str, str]
 
 
+def _import_openvino() -> Any:
+    """``import openvino``, without Intel's usage telemetry. ``import openvino`` imports its model
+    converter, which starts the ``openvino_telemetry`` package on import, opt-out: it writes a
+    client id and a usage count under ``~/intel`` for Google Analytics, to be sent with the
+    converter's events. We convert nothing, and nothing of a researcher's use may leave the
+    machine or mark it: the converter falls back to its own stub when that package cannot be
+    imported, so it is blocked in this process (``None`` in ``sys.modules``)."""
+    import sys
+
+    sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+    import openvino
+
+    return openvino
+
+
 class _OpenVinoSession:
     """One of RapidOCR's ONNX models compiled by OpenVINO's CPU plugin, with the part of
     onnxruntime's ``InferenceSession`` that RapidOCR and we call (``run``, ``get_inputs``,
@@ -293,9 +307,13 @@ class _OpenVinoSession:
     models' threads on one core."""
 
     def __init__(self, model_path: Any, section: str) -> None:
-        import openvino
+        openvino = _import_openvino()
 
-        _cap_malloc_arenas()
+        # OpenVINO's CPU plugin starts threads, each with a malloc arena of its own: the parse
+        # worker's address space (RLIMIT_AS) grew ~0.7 GB more on a dense page without this
+        from haiku.rag.memory import limit_malloc_arenas
+
+        limit_malloc_arenas()
         self._core = openvino.Core()
         self._model = self._core.read_model(str(model_path))
         bf16 = (REC_BF16 if section == "Rec" else DET_BF16) and "BF16" in self._core.get_property(
@@ -356,29 +374,6 @@ class _OpenVinoSession:
 
     def get_providers(self) -> list[str]:
         return ["OpenVINO CPU"]
-
-
-# glibc's M_ARENA_MAX (mallopt's parameter -8)
-_M_ARENA_MAX = -8
-MALLOC_ARENAS = 2
-
-
-def _cap_malloc_arenas() -> None:
-    """At most ``MALLOC_ARENAS`` glibc malloc arenas in this process. OpenVINO's CPU plugin
-    starts threads, and glibc gives each thread that allocates an arena of its own (64 MB of
-    address space reserved each): with OpenVINO a parse worker's address space grew by ~2.5 GB
-    on a dense page, against the ``parse_memory_limit_mb`` bound (RLIMIT_AS, 3 GB above what
-    the worker maps before the parse); with the cap ~0.7 GB less. Address space only: the
-    memory used is the same. Linux with glibc only; elsewhere nothing is done."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt arenas)
-        logger.debug("mallopt unavailable", exc_info=True)
 
 
 def _recognition_pool() -> Any:
