@@ -138,6 +138,7 @@ class _Runner:
         self.step("ingest + embed", lambda: self.loop.run_until_complete(self.ingest()))
         self.step("search", lambda: self.loop.run_until_complete(self.search()))
         self.step("ocr scanned page", lambda: self.loop.run_until_complete(self.ocr_scan()))
+        self.step("ocr runtime", self.ocr_runtime)
         self.step("render highlight", lambda: self.loop.run_until_complete(self.render()))
         self.step("answer with citations", lambda: self.loop.run_until_complete(self.answer()))
         self.loop.close()
@@ -272,6 +273,21 @@ class _Runner:
         self.top = top
         return f"{len(results)} results, top on page {FACT_PAGE}, vector search agrees"
 
+    def ocr_runtime(self) -> str:
+        """The runtime the OCR models load on here. Where OpenVINO is bundled it must be the
+        one that loads them: a bundle without its CPU plugin or ONNX reader falls back to
+        onnxruntime, reads the page right and is ~1.6x slower, which no other step would see."""
+        import importlib.util
+
+        from haiku.rag.ingest import ocr
+
+        loaded = ocr.runtime()
+        if importlib.util.find_spec("openvino") is not None and loaded != "openvino":
+            raise StepFailed(
+                f"OpenVINO is bundled but the OCR models loaded on {loaded} (see the log)"
+            )
+        return f"{loaded}, detector and recogniser"
+
     async def ocr_scan(self) -> str:
         """A page that is only an image of text (a scan) is recognised by the bundled OCR
         models in the parse worker and found by full-text search, with its box."""
@@ -291,7 +307,9 @@ class _Runner:
         scan.close()
         outcome = await self.client.ingest_file(path, embed=False)
         if outcome.status != "ingested" or outcome.document is None:
-            raise StepFailed(f"the scanned page was not ingested: {outcome.status} ({outcome.reason})")
+            raise StepFailed(
+                f"the scanned page was not ingested: {outcome.status} ({outcome.reason})"
+            )
         results = await self.client.search("otters hold hands", limit=3, search_type="fts")
         hits = [r for r in results if r.document_id == outcome.document.id]
         if not hits or not any(b.page == 1 for b in hits[0].boxes):
@@ -350,7 +368,9 @@ class _Runner:
         if done.text != ANSWER:
             raise StepFailed(f"unexpected answer {done.text!r}")
         if not script.offered_evidence_tools:
-            raise StepFailed(f"the model was not offered the search and cite tools: {script.offered}")
+            raise StepFailed(
+                f"the model was not offered the search and cite tools: {script.offered}"
+            )
         if len(done.citations) != 1:
             raise StepFailed(f"expected one citation, got {len(done.citations)}")
         citation = done.citations[0]
