@@ -279,9 +279,9 @@ class _Runner:
         onnxruntime, reads the page right and is ~1.6x slower, which no other step would see."""
         import importlib.util
 
-        from haiku.rag.ingest import ocr
+        from haiku.rag.ocr import runtime
 
-        loaded = ocr.runtime()
+        loaded = runtime()
         if importlib.util.find_spec("openvino") is not None and loaded != "openvino":
             raise StepFailed(
                 f"OpenVINO is bundled but the OCR models loaded on {loaded} (see the log)"
