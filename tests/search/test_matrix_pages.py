@@ -87,7 +87,9 @@ def test_the_matrix_holds_each_chunks_lowest_page_or_none(db_path):
     assert matrix.nbytes == matrix.vectors.nbytes + 8 * len(matrix)
 
 
-def test_grouping_from_the_matrix_ranks_as_reading_every_row_and_reads_only_the_results(db_path, fetched, monkeypatch):
+def test_grouping_from_the_matrix_ranks_as_reading_every_row_and_reads_only_the_results(
+    db_path, fetched, monkeypatch
+):
     store = Store(str(db_path), create=True)
     rng = np.random.default_rng(2)
     _write(store, rng, 0, 9)
@@ -98,7 +100,9 @@ def test_grouping_from_the_matrix_ranks_as_reading_every_row_and_reads_only_the_
 
     # the reference: a matrix that knows no pages, so every pooled vector hit's row is read
     matrix = store.vector_matrix()
-    blind = dataclasses.replace(matrix, first_pages=np.full(len(matrix), PAGE_UNKNOWN, dtype=np.int32))
+    blind = dataclasses.replace(
+        matrix, first_pages=np.full(len(matrix), PAGE_UNKNOWN, dtype=np.int32)
+    )
     monkeypatch.setattr(store, "vector_matrix", lambda: blind)
     fetched.clear()
     slow = _searches(store, queries)
@@ -145,68 +149,78 @@ def _assert_same_results(found, exact) -> None:
         assert np.allclose([s for _, s, _ in ours], [s for _, s, _ in theirs], atol=1e-5)
 
 
-def test_beyond_the_budget_grouped_results_equal_the_exact_paths(db_path, tmp_path):
-    """With no matrix (budget 0), vector hits come from LanceDB (a flat scan at this size, so
-    exact) without pages: their rows are read, and the ranking is the matrix path's."""
+def _exact_then_beyond(db_path, seed: int, prepare=None):
+    """A store of 9 documents with random vectors, six queries, their results on the exact
+    path, and the same store reopened beyond the exact-search budget (no matrix)."""
     store = Store(str(db_path), create=True)
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seed)
     _write(store, rng, 0, 9)
+    if prepare is not None:
+        prepare(store)
     queries = rng.standard_normal((6, DIM)).astype(np.float32)
     exact = _searches(store, queries)
     store.close()
-    beyond = Store(str(db_path), exact_search_budget_bytes=0)
+    return queries, exact, Store(str(db_path), exact_search_budget_bytes=0)
+
+
+def test_beyond_the_budget_grouped_results_equal_the_exact_paths(db_path, tmp_path):
+    """With no matrix (budget 0), vector hits come from LanceDB (a flat scan at this size, so
+    exact) without pages: their rows are read, and the ranking is the matrix path's."""
+    queries, exact, beyond = _exact_then_beyond(db_path, 5)
     assert beyond.vector_matrix() is None
     found = _searches(beyond, queries)
     _assert_same_results(found, exact)
 
 
-def test_grouped_hybrid_searches_through_the_ann_index_find_what_exact_search_finds(db_path, monkeypatch):
+def test_grouped_hybrid_searches_through_the_ann_index_find_what_exact_search_finds(
+    db_path, monkeypatch
+):
     """Beyond the budget with the ANN index: a hybrid pool of 40 with refine factor 2 asks HNSW
     for 80 candidates, more than its default ef of 64 (LanceDB refused such queries); grouped
     results match the exact path's within the stated recall."""
     from haiku.rag.store import engine
 
     monkeypatch.setattr(engine, "VECTOR_INDEX_MIN_ROWS", 200)
-    store = Store(str(db_path), create=True)
-    rng = np.random.default_rng(6)
-    _write(store, rng, 0, 9)  # 216 vectors
-    store.maintain_indexes(force=True)
-    assert engine.VECTOR_INDEX_NAME in [i.name for i in store.table(S.CHUNK_VECTORS).list_indices()]
-    queries = rng.standard_normal((6, DIM)).astype(np.float32)
-    exact = _searches(store, queries)
-    store.close()
-    beyond = Store(str(db_path), exact_search_budget_bytes=0)
+
+    def index(store: Store) -> None:  # 216 vectors
+        store.maintain_indexes(force=True)
+        assert engine.VECTOR_INDEX_NAME in [
+            i.name for i in store.table(S.CHUNK_VECTORS).list_indices()
+        ]
+
+    queries, exact, beyond = _exact_then_beyond(db_path, 6, index)
     assert beyond.vector_matrix() is None
     found = _searches(beyond, queries)  # limit 5: pools of 20 (k 40); then limit 10 below
-    both = sum(len({c for c, _, _ in a} & {c for c, _, _ in b}) for a, b in zip(found, exact, strict=True))
+    both = sum(
+        len({c for c, _, _ in a} & {c for c, _, _ in b}) for a, b in zip(found, exact, strict=True)
+    )
     assert both / sum(len(e) for e in exact) >= 0.95
     for vector in queries:
         results = search_chunks(beyond, "quokka", query_vector=vector, limit=10, page_share=0.0)
-        keys = [(r.document_id, min(r.page_numbers)) if r.page_numbers else r.chunk_id for r in results]
+        keys = [
+            (r.document_id, min(r.page_numbers)) if r.page_numbers else r.chunk_id for r in results
+        ]
         assert len(results) == 10 and len(set(keys)) == 10  # each page once
 
 
-def test_beyond_the_budget_the_page_map_gives_ann_hits_their_pages_and_ranks_as_reading_rows(db_path, fetched):
+def test_beyond_the_budget_the_page_map_gives_ann_hits_their_pages_and_ranks_as_reading_rows(
+    db_path, fetched
+):
     """Beyond the budget the store reads each chunk's first page by id once (in the background,
     ``Store.prewarm``): vector hits from LanceDB carry their pages, grouping reads rows only for
     the results, and results equal the exact path's. Chunks written after the map was read are
     not in it: their rows are read, as before, and results stay equal."""
     from haiku.rag.store.vectors import PageMap
 
-    store = Store(str(db_path), create=True)
-    rng = np.random.default_rng(7)
-    _write(store, rng, 0, 9)
-    queries = rng.standard_normal((6, DIM)).astype(np.float32)
-    exact = _searches(store, queries)
-    store.close()
-
-    beyond = Store(str(db_path), exact_search_budget_bytes=0)
+    queries, exact, beyond = _exact_then_beyond(db_path, 7)
     assert beyond.vector_matrix() is None and beyond.page_map() is None  # nothing until asked
     assert beyond.prewarm() is True and beyond.wait_warm(60)
     pages = beyond.page_map()
     assert isinstance(pages, PageMap)
     rows = beyond.table(S.CHUNKS).search().select(["id", "page_numbers"]).limit(None).to_list()
-    assert pages.first_pages([r["id"] for r in rows]) == [min(r["page_numbers"]) if r["page_numbers"] else NO_PAGE for r in rows]
+    assert pages.first_pages([r["id"] for r in rows]) == [
+        min(r["page_numbers"]) if r["page_numbers"] else NO_PAGE for r in rows
+    ]
     assert pages.first_pages(["no-such-chunk", "x" * 200, ""]) == [PAGE_UNKNOWN] * 3
     fetched.clear()
     found = _searches(beyond, queries)
@@ -215,7 +229,7 @@ def test_beyond_the_budget_the_page_map_gives_ann_hits_their_pages_and_ranks_as_
 
     _write(beyond, np.random.default_rng(8), 9, 3)  # after the map was read: not in it
     assert beyond.page_map() is pages
-    more = rng.standard_normal((4, DIM)).astype(np.float32)
+    more = np.random.default_rng(9).standard_normal((4, DIM)).astype(np.float32)
     late = _searches(beyond, more)
     beyond.close()
     within = Store(str(db_path))
