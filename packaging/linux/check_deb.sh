@@ -4,6 +4,8 @@
 # Also checks that every library the bundle links against is in the bundle or provided by a
 # package in the Depends: line (so a fresh system with only those packages can start it).
 set -euo pipefail
+# set -e ends the script without a word when a command fails, inside $(...) too: say where.
+trap 'echo "check_deb.sh: failed (status $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 deb="$(realpath "$1")"
 [[ $(id -u) == 0 ]] || { echo "check_deb.sh installs a package: run it as root" >&2; exit 2; }
 if dpkg -s haiku-desk >/dev/null 2>&1; then
@@ -27,6 +29,7 @@ for path in "${paths[@]}"; do [[ -e "$path" ]] || { echo "missing after install:
 grep -q '^Exec=haiku-desk' /usr/share/applications/haiku-desk.desktop
 
 echo "== system libraries the bundle loads"
+command -v objdump >/dev/null || { echo "objdump is needed (Debian package binutils)" >&2; exit 1; }
 # Direct NEEDED entries of every bundled library that the bundle does not ship itself: those come
 # from the system at run time, so their packages must be in Depends (libraries shipped in the
 # bundle win at run time: the bootloader puts _internal first on the library path).
@@ -37,9 +40,10 @@ needed="$(find /opt/haiku-desk/_internal -type f -name '*.so*' -print0 | xargs -
 packages=""
 for lib in $needed; do
     grep -qxF "$lib" <<<"$bundled" && continue
-    path="$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')"
+    # (awk reads to the end: stopping early would SIGPIPE ldconfig, a failure under pipefail)
+    path="$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')"
     if [[ -z "$path" ]]; then echo "  not found on this system: $lib" >&2; missing=1; continue; fi
-    pkg="$( (dpkg -S "$path" 2>/dev/null || dpkg -S "/usr$path" 2>/dev/null) | head -1 | cut -d: -f1)"
+    pkg="$( (dpkg -S "$path" 2>/dev/null || dpkg -S "/usr$path" 2>/dev/null) | awk -F: 'NR == 1 {print $1}')"
     packages+="$pkg "
 done
 packages="$(tr ' ' '\n' <<<"$packages" | sort -u | tr '\n' ' ')"

@@ -14,7 +14,7 @@ had_debootstrap=0; dpkg -s debootstrap >/dev/null 2>&1 && had_debootstrap=1
 cleanup() {
   umount "$R/dev/shm" "$R/dev/pts" "$R/proc" "$R/sys" 2>/dev/null
   umount "$R/dev" 2>/dev/null
-  mount | grep -q " $R/" || rm -rf "$R"  # never delete through a mount still in place
+  mount | grep -q " $R/" || rm -rf "$R" "$R.log" "$R.apt.log"  # never delete through a mount still in place
   [[ $had_debootstrap == 0 ]] && apt-get remove -y --purge debootstrap >/dev/null 2>&1
 }
 trap cleanup EXIT
@@ -28,8 +28,11 @@ mount --bind /dev "$R/dev"; mount -t devpts devpts "$R/dev/pts" 2>/dev/null; mou
 mount -t proc proc "$R/proc"; mount -t sysfs sysfs "$R/sys"
 echo "== Qt's system libraries on the fresh system (none expected):"
 chroot "$R" dpkg-query -W -f='${Package}\n' | grep -E '^(libxcb-cursor0|libxcb-icccm4|libxcb-keysyms1|libxcb-image0|libxcb-render-util0|libxkbcommon-x11-0|libegl1|libgl1|libfontconfig1|libxcb1)$' || echo "  none"
-chroot "$R" apt-get update >/dev/null 2>&1
-chroot "$R" apt-get install -y --no-install-recommends binutils >/dev/null 2>&1  # objdump, for check_deb.sh
+# apt's output goes to a log shown on failure (a failed binutils install once ended the
+# check with no reason: check_deb.sh needs its objdump)
+chroot "$R" apt-get update >"$R.apt.log" 2>&1 || { tail -20 "$R.apt.log" >&2; exit 1; }
+chroot "$R" apt-get install -y --no-install-recommends binutils >>"$R.apt.log" 2>&1 \
+  || { tail -20 "$R.apt.log" >&2; echo "installing binutils in the chroot failed" >&2; exit 1; }
 cp "$deb" "$R/tmp/"
 cp "$here/check_deb.sh" "$R/tmp/check_deb.sh"
 t1=$SECONDS
