@@ -251,12 +251,13 @@ def test_scans_and_png_files_are_found_by_cli_full_text_search_with_their_boxes(
 
 
 def test_a_page_the_engine_fails_on_stays_needing_ocr_and_the_rest_is_kept(monkeypatch):
-    import haiku.rag.ingest.pdf.ocr_page as ocr_page
+    from haiku.rag.ingest import ocr
 
     def broken(image, cancel=None):
         raise RuntimeError("onnxruntime exploded")
 
-    monkeypatch.setattr(ocr_page, "recognise", broken)
+    # detection runs a page ahead, on its own thread: its failure is still this page's
+    monkeypatch.setattr(ocr, "detect_lines", broken)
     image, _ = _text_image()
     doc = pymupdf.open(stream=_scan_pdf(image), filetype="pdf")
     text_page = doc.new_page(0, width=PAGE[0], height=PAGE[1])
@@ -670,9 +671,33 @@ def test_the_word_space_gap_shrinks_with_the_line_as_it_was_narrowed():
 def test_the_longest_ink_free_run(values, expected):
     import numpy as np
 
-    from haiku.rag.ingest.ocr import _longest_false_run
+    from haiku.rag.ingest.ocr import _longest_false_runs
 
-    assert _longest_false_run(np.array(values, dtype=bool)) == expected
+    array = np.array(values, dtype=bool)
+    assert _longest_false_runs(array, np.array([0, len(values)])).tolist() == [expected]
+
+
+def test_the_longest_ink_free_run_of_each_segment_is_the_run_inside_that_segment():
+    """Runs are cut at the segment boundaries (a run across two gaps between characters is
+    no wider gap in either), empty segments have none; checked against a plain loop."""
+    import numpy as np
+
+    from haiku.rag.ingest.ocr import _longest_false_runs
+
+    def longest(values) -> int:
+        best = current = 0
+        for value in values:
+            current = 0 if value else current + 1
+            best = max(best, current)
+        return best
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        values = rng.random(int(rng.integers(1, 80))) < rng.random()
+        cuts = np.sort(rng.integers(0, values.size + 1, int(rng.integers(2, 12))))
+        expected = [longest(values[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+        assert _longest_false_runs(values, cuts).tolist() == expected
+    assert _longest_false_runs(np.array([False] * 6), np.array([0, 3, 6])).tolist() == [3, 3]
 
 
 def test_each_model_session_is_built_once_with_the_fused_model(monkeypatch):

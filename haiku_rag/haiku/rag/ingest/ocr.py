@@ -360,8 +360,13 @@ class _OpenVinoSession:
         compiled, request = mine
         results = request.infer(input_feed)
         wanted = output_names or [port.name for port in self._outputs]
+        outputs = [results[compiled.output(name)] for name in wanted]
+        if self._section == "Rec":
+            # not copied (~3 MB a line, T x 6625 probabilities): the thread that asked decodes
+            # them (``_recognise_lines``) before its next call, which reuses the buffers
+            return outputs
         # copies: the request reuses its output buffers on its next call
-        return [results[compiled.output(name)].copy() for name in wanted]
+        return [output.copy() for output in outputs]
 
     def get_inputs(self) -> list[_Port]:
         return self._inputs
@@ -400,11 +405,30 @@ def engine_available() -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class DetectedPage:
+    """A page image after detection: turned upright, its lines found, ready to be read
+    (``read_lines``). What ``detect_lines`` hands to the recogniser, so that the next page
+    can be detected while this one is read."""
+
+    upright: Any  # the image (BGR) turned upright; the lines are cut from it as they are read
+    quads: list[Any]  # the lines' quadrilaterals in the upright page, in reading order
+    rotation: int  # clockwise degrees the image was turned to read it upright
+    width: int  # the image as given to detect_lines
+    height: int
+
+
 def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
     """Recognise the text lines of an RGB image (NumPy H x W x 3, uint8).
 
     The page's orientation is voted once, on a sample of its lines; the page is then read
     the right way up as a whole, one line per model call on ``REC_THREADS`` threads."""
+    return read_lines(detect_lines(image, cancel), cancel)
+
+
+def detect_lines(image: Any, cancel: CancelToken | None = None) -> DetectedPage:
+    """The first half of ``recognise``: the page's lines detected and its orientation
+    voted."""
     import numpy as np
 
     engine = _load_engine()
@@ -412,7 +436,7 @@ def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
     height, width = bgr.shape[:2]
     boxes = _detect(engine, bgr)
     if not boxes:
-        return OcrResult([], 0)
+        return DetectedPage(bgr, [], 0, width, height)
     rotation = _sideways_rotation(engine, bgr, boxes) if _mostly_tall(boxes) else 0
     upright = _rotate(bgr, rotation)
     if rotation:
@@ -423,25 +447,52 @@ def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
         boxes = _detect(engine, upright)
     check_cancelled(cancel)
     if boxes and _upside_down(engine, upright, boxes):
+        # A half turn maps every line onto a horizontal line again: the boxes are turned
+        # with the page, not detected again (a detection is ~0.3 CPU-s a page).
         rotation = (rotation + 180) % 360
+        turned_height, turned_width = upright.shape[:2]
         upright = _rotate(bgr, rotation)
-        boxes = _detect(engine, upright)
-    if not boxes:
-        return OcrResult([], rotation)
+        boxes = _detect_order(
+            np.stack([_half_turned(quad, turned_width, turned_height) for quad in boxes])
+        )
     check_cancelled(cancel)
-    crops = engine.get_crop_img_list(upright, boxes)
-    texts = _recognise_lines(engine, crops, cancel)
+    return DetectedPage(upright, boxes, rotation, width, height)
+
+
+def read_lines(page: DetectedPage, cancel: CancelToken | None = None) -> OcrResult:
+    """The second half of ``recognise``: the detected lines read, their quads mapped back
+    into the image as given."""
+    if not page.quads:
+        return OcrResult([], page.rotation)
+    check_cancelled(cancel)
+    texts = _recognise_lines(_load_engine(), page.upright, page.quads, cancel)
+    rotation = page.rotation
     direction = _DIRECTION_FOR_ROTATION[rotation]
     lines = []
-    for quad, (text, score) in zip(boxes, texts, strict=True):
+    for quad, (text, score) in zip(page.quads, texts, strict=True):
         text = " ".join(text.split())
         if not text or score < MIN_LINE_SCORE:
             continue
         points = [tuple(float(v) for v in p) for p in quad]
         line_height = max(_distance(points[0], points[3]), _distance(points[1], points[2]))
-        original = tuple(_unrotate_point(p, rotation, width, height) for p in points)
+        original = tuple(
+            _unrotate_point(p, rotation, page.width, page.height) for p in points
+        )
         lines.append(OcrLine(text, original, score, direction, line_height))  # type: ignore[arg-type]
     return OcrResult(lines, rotation)
+
+
+def _half_turned(quad: Any, width: int, height: int) -> Any:
+    """A line's quad (top-left, top-right, bottom-right, bottom-left) in a ``width`` x
+    ``height`` image, in that image turned 180 degrees: pixel (x, y) moves to
+    (width - 1 - x, height - 1 - y), as ``cv2.rotate`` moves it, and the corners swap
+    (the bottom-right becomes the top-left)."""
+    import numpy as np
+
+    turned = np.empty_like(quad)
+    turned[:, 0] = width - 1 - quad[:, 0]
+    turned[:, 1] = height - 1 - quad[:, 1]
+    return turned[[2, 3, 0, 1]]
 
 
 def _detect(engine: Any, bgr: Any) -> list[Any]:
@@ -455,7 +506,12 @@ def _detect(engine: Any, bgr: Any) -> list[Any]:
     boxes, _ = engine.text_det(bgr)
     if boxes is None or len(boxes) == 0:
         return []
-    return list(engine.sorted_boxes(boxes))
+    return _detect_order(boxes)
+
+
+def _detect_order(boxes: Any) -> list[Any]:
+    """Quads (N x 4 x 2) in RapidOCR's reading order: top to bottom, left to right."""
+    return list(_load_engine().sorted_boxes(boxes))
 
 
 def _upside_down(engine: Any, upright: Any, boxes: Sequence[Any]) -> bool:
@@ -526,32 +582,45 @@ def _distance(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def _recognise_lines(
-    engine: Any, crops: list[Any], cancel: CancelToken | None
+    engine: Any, upright: Any, quads: list[Any], cancel: CancelToken | None
 ) -> list[tuple[str, float]]:
     """RapidOCR's recogniser, one line per model call, on ``REC_THREADS`` threads at once
-    (cancellable between lines), with our own CTC decoding that restores word spaces."""
+    (cancellable between lines), with our own CTC decoding that restores word spaces. Each
+    line is cut from the page (``upright``, along its quad) on the thread that reads it:
+    cutting a page's lines first was ~40 ms a dense page with one core idle."""
     recogniser = engine.text_rec
     characters = recogniser.postprocess_op.character
     _, rec_height, rec_width = recogniser.rec_image_shape
     bucket = OV_WIDTH_BUCKET if isinstance(recogniser.session.session, _OpenVinoSession) else 1
 
-    def read(crop: Any) -> tuple[str, float]:
+    def read(quad: Any) -> tuple[str, float]:
         check_cancelled(cancel)
+        crop = engine.get_crop_img_list(upright, [quad])[0]
         line = line_input(crop, rec_height, rec_width, bucket)
         prediction = recogniser.session(line)[0][0]
         return decode_with_spaces(prediction, line[0], characters, REC_WIDTH_SCALE)
 
     pool = _recognition_pool()
-    if pool is None or len(crops) < 2:
-        return [read(crop) for crop in crops]
+    if pool is None or len(quads) < 2:
+        return [read(quad) for quad in quads]
     # Longest lines first, so the two threads finish together.
-    order = sorted(range(len(crops)), key=lambda i: -crops[i].shape[1] / max(1, crops[i].shape[0]))
-    futures = {index: pool.submit(read, crops[index]) for index in order}
+    order = sorted(range(len(quads)), key=lambda i: -_crop_aspect(quads[i]))
+    futures = {index: pool.submit(read, quads[index]) for index in order}
     try:
-        return [futures[index].result() for index in range(len(crops))]
+        return [futures[index].result() for index in range(len(quads))]
     finally:
         for future in futures.values():
             future.cancel()
+
+
+def _crop_aspect(quad: Any) -> float:
+    """Width over height of the line RapidOCR cuts along ``quad`` (it turns a line 1.5 times
+    taller than wide a quarter turn)."""
+    width = int(max(_distance(quad[0], quad[1]), _distance(quad[2], quad[3])))
+    height = int(max(_distance(quad[0], quad[3]), _distance(quad[1], quad[2])))
+    if height >= 1.5 * max(1, width):
+        width, height = height, width
+    return width / max(1, height)
 
 
 def line_input(crop: Any, height: int, min_width: int, bucket: int = 1) -> Any:
@@ -584,44 +653,87 @@ def decode_with_spaces(
     a wide letter such as "m"; the ink does.)"""
     import numpy as np
 
+    # vectorised, not a loop over columns and character pairs: this runs for every line, on
+    # the recognition threads, holding the GIL the other thread needs (measured: ~0.2 CPU-s
+    # of Python a dense page, ~10 % of its recognition)
     best = prediction.argmax(axis=1)
-    probability = prediction.max(axis=1)
-    columns: list[int] = []
-    chars: list[str] = []
-    scores: list[float] = []
-    previous = 0
-    for column, index in enumerate(best.tolist()):
-        if index != 0 and index != previous:
-            columns.append(column)
-            chars.append(characters[index])
-            scores.append(float(probability[column]))
-        previous = index
-    if not chars:
+    previous = np.concatenate(([0], best[:-1]))
+    columns = np.flatnonzero((best != 0) & (best != previous))
+    if columns.size == 0:
         return "", 0.0
+    chars = [characters[index] for index in best[columns].tolist()]
+    scores = prediction[columns, best[columns]]
     gray = image.mean(axis=0)  # H x W, values in [-1, 1], dark ink low
     height = gray.shape[0]
-    low, high = np.percentile(gray, 2), np.percentile(gray, 98)
+    low, high = _line_percentiles(gray, 2, 98)
     margin = height // 10  # the crop's top and bottom rows may catch the neighbour lines
     ink = (gray[margin : height - margin] < (low + high) / 2).any(axis=0)
     scale = gray.shape[1] / prediction.shape[0]  # image columns per output column
+    # between characters i-1 and i: the pixel columns from the one's output column to the other's
+    cuts = ((columns + 0.5) * scale).astype(np.int64)
+    gaps = _longest_false_runs(ink, cuts)
     min_gap = SPACE_GAP * height * width_scale
     out = [chars[0]]
     for i in range(1, len(chars)):
-        if chars[i - 1] != " " and chars[i] != " ":
-            start = int((columns[i - 1] + 0.5) * scale)
-            end = int((columns[i] + 0.5) * scale)
-            if _longest_false_run(ink[start:end]) > min_gap:
-                out.append(" ")
+        if gaps[i - 1] > min_gap and chars[i - 1] != " " and chars[i] != " ":
+            out.append(" ")
         out.append(chars[i])
-    return "".join(out), float(np.mean(scores))
+    return "".join(out), float(np.mean(scores, dtype=np.float64))
 
 
-def _longest_false_run(values: Any) -> int:
-    """The longest run of False in a 1-D boolean array (vectorised: it runs for every pair
-    of characters of every line, on the recognition threads, which share the GIL)."""
+def _line_percentiles(gray: Any, *percents: float) -> list[float]:
+    """``np.percentile(gray, percents)`` (linear interpolation) of a line as ``line_input``
+    makes it, without its partial sort of the whole line (~2x cheaper). The line's values
+    are means of 3 channels of (pixel / 127.5 - 1), or 0 where padded, so they fall into
+    1531 levels (2 x 3 x 127.5 x (value + 1), rounded): a histogram
+    finds the level of each rank wanted, and the values of that level, sorted, the value."""
     import numpy as np
 
-    if values.size == 0:
-        return 0
-    ink_at = np.flatnonzero(np.concatenate(([True], values, [True])))
-    return int((np.diff(ink_at) - 1).max())
+    values = gray.ravel()
+    # any quantisation monotone in the value ranks the levels as the values rank
+    levels = (values * np.float32(765) + np.float32(765.5)).astype(np.int32)
+    # the count of values at or below each level
+    below = np.cumsum(np.bincount(levels, minlength=1531))
+    sorted_level: dict[int, Any] = {}
+
+    def ranked(rank: int) -> float:
+        level = int(np.searchsorted(below, rank + 1))
+        if level not in sorted_level:
+            sorted_level[level] = np.sort(values[levels == level])
+        first = int(below[level - 1]) if level else 0
+        return float(sorted_level[level][rank - first])
+
+    last = values.size - 1
+    out = []
+    for percent in percents:
+        position = last * (percent / 100)
+        lower = int(position)
+        low = ranked(lower)
+        high = ranked(min(lower + 1, last))
+        fraction = position - lower
+        # numpy's interpolation, as it writes it
+        if fraction >= 0.5:
+            out.append(high - (high - low) * (1 - fraction))
+        else:
+            out.append(low + (high - low) * fraction)
+    return out
+
+
+def _longest_false_runs(values: Any, cuts: Any) -> Any:
+    """The longest run of False in each segment ``values[cuts[k]:cuts[k + 1]]`` of a 1-D
+    boolean array (``cuts``: non-decreasing indices, at most ``len(values)``), in one pass:
+    the length of the run of False ending at each element, restarted after each True and at
+    each segment's start, then its maximum per segment."""
+    import numpy as np
+
+    segments = max(0, len(cuts) - 1)
+    if values.size == 0 or segments == 0:
+        return np.zeros(segments, dtype=np.int64)
+    index = np.arange(values.size)
+    restart = np.where(values, index + 1, 0)
+    starts = cuts[:-1][cuts[:-1] < values.size]
+    restart[starts] = np.maximum(restart[starts], starts)
+    run = index + 1 - np.maximum.accumulate(restart)
+    longest = np.maximum.reduceat(np.append(run, 0), cuts)[:-1]
+    longest[cuts[1:] <= cuts[:-1]] = 0  # an empty segment (reduceat gives its first element)
+    return longest

@@ -20,8 +20,10 @@ Coordinates: see ``blocks``.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pymupdf
 
@@ -49,17 +51,23 @@ from haiku.rag.ingest.pdf.extract import (
 from haiku.rag.ingest.pdf.geometry import IDENTITY, as_matrix, transform
 from haiku.rag.ingest.pdf.ocr_page import (
     DEFAULT_OCR_DPI,
+    RenderedPage,
     group_lines,
     merge_row_fragments,
-    ocr_page_lines,
+    render_page,
+    rendered_lines,
 )
 from haiku.rag.ingest.pdf.page_blocks import order_blocks, picture_blocks, runs
 from haiku.rag.ingest.pdf.structure import classify_styles, mark_running_furniture
 from haiku.rag.ingest.pdf.tables import ruled_tables
 from haiku.rag.ingest.pdf.title import find_title
 from haiku.rag.ingest.records import Box, Conversion
+from haiku.rag.mupdf import MUPDF_LOCK
 from haiku.rag.operations import CancelToken, Progress, ProgressCallback, Stage, check_cancelled
 from haiku.rag.operations import report as report_progress
+
+if TYPE_CHECKING:
+    from haiku.rag.ingest.ocr import DetectedPage
 
 __all__ = ["PDF_MIME_TYPE", "OcrOptions", "PdfLayoutMode", "convert_pdf"]
 
@@ -252,48 +260,127 @@ def _recognise_pages(
 ) -> list[int]:
     """OCR the pages that need it, in place; returns the pages that got text. Progress is
     reported per page ("recognising text 3/12"), which also keeps the parse worker's
-    no-progress timeout from firing on a long scan."""
-    from haiku.rag.ingest.ocr import OcrUnavailableError
+    no-progress timeout from firing on a long scan.
+
+    Pipelined one page ahead: while a page's lines are read (``read_lines``, on the
+    recognition threads), the next page is rendered and its lines detected (``_OcrAhead``,
+    one thread); on 2 cores that fills the core the serial parts of a page (render,
+    detection's pre- and post-processing, cropping, the last lines, this page's layout)
+    left idle. Pages are still read, analysed and reported one by one, in order."""
+    from haiku.rag.ingest.ocr import OcrUnavailableError, read_lines
 
     todo = [i for i, p in enumerate(pages) if p.page_no in images_of]
     recognised: list[int] = []
     report_progress(progress, Progress(Stage.RECOGNISING, source=source, done=0, total=len(todo)))
-    for done, index in enumerate(todo, start=1):
-        check_cancelled(cancel)
-        page_no = pages[index].page_no
-        try:
-            page = doc.load_page(page_no - 1)
-            lines = ocr_page_lines(page, ocr.dpi, cancel)
-        except OperationCancelled:
-            raise
-        except OcrUnavailableError as exc:
-            warnings.append(f"OCR is unavailable ({one_line(exc)}); scanned pages were not read")
-            break
-        except Exception as exc:  # noqa: BLE001 - onnxruntime/OpenCV errors have no common base
-            # One page the engine fails on stays "needs OCR"; the rest of the file is kept.
-            warnings.append(f"page {page_no}: OCR failed ({type(exc).__name__}: {one_line(exc)})")
-        else:
-            analysed = _analyse_ocr_page(page, page_no, lines, images_of[page_no])
-            if analysed.usable_chars >= MIN_USABLE_CHARS:
-                pages[index] = analysed
-                recognised.append(page_no)
+    with _OcrAhead(doc, [pages[i].page_no for i in todo], ocr.dpi, cancel) as ahead:
+        for done, index in enumerate(todo, start=1):
+            check_cancelled(cancel)
+            page_no = pages[index].page_no
+            try:
+                rendered, detected = ahead.next_page()
+                lines = rendered_lines(rendered, read_lines(detected, cancel))
+            except OperationCancelled:
+                raise
+            except OcrUnavailableError as exc:
+                warnings.append(
+                    f"OCR is unavailable ({one_line(exc)}); scanned pages were not read"
+                )
+                break
+            except Exception as exc:  # noqa: BLE001 - onnxruntime/OpenCV errors have no common base
+                # One page the engine fails on stays "needs OCR"; the rest of the file is kept.
+                warnings.append(
+                    f"page {page_no}: OCR failed ({type(exc).__name__}: {one_line(exc)})"
+                )
             else:
-                warnings.append(f"page {page_no}: OCR recognised no text on it")
-        report_progress(
-            progress, Progress(Stage.RECOGNISING, source=source, done=done, total=len(todo))
-        )
+                analysed = _analyse_ocr_page(rendered, page_no, lines, images_of[page_no])
+                if analysed.usable_chars >= MIN_USABLE_CHARS:
+                    pages[index] = analysed
+                    recognised.append(page_no)
+                else:
+                    warnings.append(f"page {page_no}: OCR recognised no text on it")
+            report_progress(
+                progress, Progress(Stage.RECOGNISING, source=source, done=done, total=len(todo))
+            )
     return recognised
 
 
+class _OcrAhead:
+    """Renders and detects the pages to OCR (``page_nos``, in order) on one thread of its
+    own, at most one page ahead of the page being read: ``next_page`` returns a page's
+    render and detected lines (or raises what rendering or detecting it raised) and starts
+    the page after it. MuPDF calls hold ``MUPDF_LOCK``. Leaving the ``with`` block waits
+    for the page in flight (it stops at its next cancellation check when ``cancel`` is
+    set), so nothing renders from the document once it is closed.
+
+    The thread is the process's one (``_ahead_thread``), kept between documents: OpenVINO
+    compiles the detector once per calling thread (~0.2 CPU-s), and a thread per document
+    compiled it again for every scan."""
+
+    def __init__(
+        self, doc: pymupdf.Document, page_nos: list[int], dpi: int, cancel: CancelToken | None
+    ) -> None:
+        self._doc, self._dpi, self._cancel = doc, dpi, cancel
+        self._waiting = iter(page_nos)
+        self._executor = _ahead_thread()
+        self._in_flight: Future[tuple[RenderedPage, DetectedPage]] | None = None
+        self._start_next()
+
+    def __enter__(self) -> _OcrAhead:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        from concurrent.futures import wait
+
+        if self._in_flight is not None and not self._in_flight.cancel():
+            wait([self._in_flight])
+        self._in_flight = None
+
+    def _start_next(self) -> None:
+        page_no = next(self._waiting, None)
+        self._in_flight = (
+            None if page_no is None else self._executor.submit(self._prepare, page_no)
+        )
+
+    def _prepare(self, page_no: int) -> tuple[RenderedPage, DetectedPage]:
+        from haiku.rag.ingest.ocr import detect_lines
+
+        check_cancelled(self._cancel)
+        with MUPDF_LOCK:
+            rendered = render_page(self._doc.load_page(page_no - 1), self._dpi)
+        return rendered, detect_lines(rendered.image, self._cancel)
+
+    def next_page(self) -> tuple[RenderedPage, DetectedPage]:
+        current = self._in_flight
+        if current is None:
+            raise RuntimeError("no page left to recognise")
+        try:
+            return current.result()
+        finally:
+            self._start_next()
+
+
+_ahead: ThreadPoolExecutor | None = None
+_ahead_lock = threading.Lock()
+
+
+def _ahead_thread() -> ThreadPoolExecutor:
+    global _ahead
+    with _ahead_lock:
+        if _ahead is None:
+            _ahead = ThreadPoolExecutor(1, thread_name_prefix="haiku-ocr-ahead")
+        return _ahead
+
+
 def _analyse_ocr_page(
-    page: pymupdf.Page, page_no: int, lines: list[Line], images: list
+    rendered: RenderedPage, page_no: int, lines: list[Line], images: list
 ) -> Page:
     """Like ``_analyse_page``, from OCR lines: no ruled tables (the rules are pixels)."""
-    angle = page.rotation
-    display_rect = page.rect
-    width, height = display_rect.width, display_rect.height
-    rotation = as_matrix(page.rotation_matrix) if angle else IDENTITY
-    unrotated = (0.0, 0.0, height, width) if angle in (90, 270) else (0.0, 0.0, width, height)
+    width, height = rendered.width, rendered.height
+    rotation = rendered.rotation_matrix
+    if rendered.rotation in (90, 270):
+        unrotated = (0.0, 0.0, height, width)
+    else:
+        unrotated = (0.0, 0.0, width, height)
     frame = orient_lines(lines)
     lines = group_lines(merge_row_fragments(lines))
     geometry = PageGeometry(page_no, rotation, frame)

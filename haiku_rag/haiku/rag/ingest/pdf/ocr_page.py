@@ -7,9 +7,10 @@ reading order and highlights work on scans exactly as on text pages."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from typing import Any
 
-from haiku.rag.ingest.ocr import OcrLine, recognise
+from haiku.rag.ingest.ocr import OcrLine, OcrResult, recognise
 from haiku.rag.ingest.pdf.blocks import Line
 from haiku.rag.ingest.pdf.geometry import IDENTITY, Matrix, as_matrix, clamp, transform, union
 from haiku.rag.operations import CancelToken
@@ -22,8 +23,23 @@ DEFAULT_OCR_DPI = 150
 MAX_RENDER_SIDE = 4000
 
 
-def ocr_page_lines(page: Any, dpi: int, cancel: CancelToken | None = None) -> list[Line]:
-    """Recognise ``page`` (a ``pymupdf.Page``) and return its lines in display space."""
+@dataclass(frozen=True, slots=True)
+class RenderedPage:
+    """A page rendered for OCR, with what the rest of the OCR path needs to know of the
+    page, read while rendering: after ``render_page`` nothing calls MuPDF for it, so the
+    render can run on another thread than the one that reads its lines."""
+
+    image: Any  # RGB, H x W x 3, uint8
+    width: float  # display space, points
+    height: float
+    rotation: int  # the page's /Rotate
+    rotation_matrix: Matrix  # unrotated -> display
+    derotation: Matrix  # display -> unrotated
+
+
+def render_page(page: Any, dpi: int) -> RenderedPage:
+    """Render ``page`` (a ``pymupdf.Page``) as PyMuPDF displays it, at ``dpi``. Every MuPDF
+    call here: hold ``MUPDF_LOCK`` around it when another thread may call MuPDF."""
     import numpy as np
     import pymupdf
 
@@ -36,14 +52,32 @@ def ocr_page_lines(page: Any, dpi: int, cancel: CancelToken | None = None) -> li
         matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False
     )
     image = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.h, pixmap.w, pixmap.n)
-    result = recognise(image[..., :3], cancel)
-    derotation = as_matrix(page.derotation_matrix) if page.rotation else IDENTITY
+    angle = page.rotation
+    return RenderedPage(
+        image=image[..., :3],
+        width=display.width,
+        height=display.height,
+        rotation=angle,
+        rotation_matrix=as_matrix(page.rotation_matrix) if angle else IDENTITY,
+        derotation=as_matrix(page.derotation_matrix) if angle else IDENTITY,
+    )
+
+
+def ocr_page_lines(page: Any, dpi: int, cancel: CancelToken | None = None) -> list[Line]:
+    """Recognise ``page`` (a ``pymupdf.Page``) and return its lines in display space."""
+    rendered = render_page(page, dpi)
+    return rendered_lines(rendered, recognise(rendered.image, cancel))
+
+
+def rendered_lines(rendered: RenderedPage, result: OcrResult) -> list[Line]:
+    """The recognised lines of a rendered page, in display space."""
+    height, width = rendered.image.shape[:2]
     return lines_from_ocr(
         result.lines,
-        scale_x=display.width / pixmap.w,
-        scale_y=display.height / pixmap.h,
-        page_size=(display.width, display.height),
-        derotation=derotation,
+        scale_x=rendered.width / width,
+        scale_y=rendered.height / height,
+        page_size=(rendered.width, rendered.height),
+        derotation=rendered.derotation,
     )
 
 
