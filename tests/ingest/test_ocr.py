@@ -741,3 +741,162 @@ def test_a_page_larger_than_the_openvino_detector_limit_is_detected_by_onnxrunti
     monkeypatch.setattr(ocr, "OV_DET_MAX_PIXELS", 10_000)
     _read_the_text_page(ocr)
     assert session._fallback is not None and ocr.fused_blocks.get("Det")
+
+
+WORDS = ("Otters", "Herons", "Beavers")
+
+
+def _pages_scan(words=WORDS) -> bytes:
+    """A scan of one page per word: "<word> juggle pebbles" and OTHER, only an image."""
+    out = pymupdf.open()
+    for word in words:
+        doc = pymupdf.open()
+        page = doc.new_page(width=PAGE[0], height=PAGE[1])
+        page.insert_text(PHRASE_AT, f"{word} juggle pebbles", fontsize=FONT_SIZE, fontname="helv")
+        page.insert_text(OTHER_AT, OTHER, fontsize=FONT_SIZE, fontname="helv")
+        image = Image.open(io.BytesIO(page.get_pixmap(dpi=DPI).tobytes("png"))).convert("RGB")
+        out.insert_pdf(pymupdf.open(stream=_scan_pdf(image), filetype="pdf"))
+        doc.close()
+    return out.tobytes()
+
+
+# A guard against a hang, not a speed limit: the event it waits for comes at once or never.
+NEVER = 60
+
+
+def _pipeline_log(monkeypatch, on_read=None):
+    """Wraps detection and reading of the OCR path; logs ("detect"|"read", page index) in
+    the order they start, with the thread each ran on. ``on_read(index)`` runs as page
+    ``index`` starts being read."""
+    import threading
+
+    from haiku.rag.ingest import ocr
+
+    log: list[tuple[str, int, str]] = []
+    detected_second = threading.Event()
+    detect, read = ocr.detect_lines, ocr.read_lines
+    counts = {"detect": 0, "read": 0}
+
+    def detecting(image, cancel=None):
+        index = counts["detect"]
+        counts["detect"] += 1
+        log.append(("detect", index, threading.current_thread().name))
+        if index == 1:
+            detected_second.set()
+        return detect(image, cancel)
+
+    def reading(page, cancel=None):
+        index = counts["read"]
+        counts["read"] += 1
+        log.append(("read", index, threading.current_thread().name))
+        if on_read is not None:
+            on_read(index)
+        return read(page, cancel)
+
+    monkeypatch.setattr(ocr, "detect_lines", detecting)
+    monkeypatch.setattr(ocr, "read_lines", reading)
+    return log, detected_second
+
+
+def test_the_next_page_is_detected_while_this_one_is_read_and_pages_come_out_in_order(
+    monkeypatch,
+):
+    """Page 2's detection starts while page 1 is being read (page 1's reading waits for it:
+    without the pipeline it would wait in vain), one page ahead at most; each page keeps
+    its own text and the progress comes page by page, in order."""
+    waited: list[bool] = []
+
+    def first_page_waits_for_the_next_detection(index):
+        if index == 0:
+            waited.append(detected_second.wait(NEVER))
+
+    log, detected_second = _pipeline_log(monkeypatch, first_page_waits_for_the_next_detection)
+    seen = []
+    conversion = convert_pdf(_pages_scan(), source="three.pdf", progress=seen.append)
+    assert waited == [True]
+    assert conversion.pages_recognised == [1, 2, 3]
+    texts = {}
+    for item, _ in conversion.document.iterate_items():
+        for prov in item.prov:
+            texts.setdefault(prov.page_no, []).append(item.text)
+    for page_no, word in enumerate(WORDS, start=1):
+        assert word.lower() in " ".join(texts[page_no]).lower()
+    assert [(p.done, p.total) for p in seen if p.stage is Stage.RECOGNISING] == [
+        (0, 3), (1, 3), (2, 3), (3, 3)
+    ]
+    events = [(kind, index) for kind, index, _ in log]
+    # never more than one page detected beyond the page being read
+    assert events.index(("detect", 2)) > events.index(("read", 1))
+    assert {thread for kind, _, thread in log if kind == "detect"} == {"haiku-ocr-ahead_0"}
+
+
+def test_cancelling_while_the_next_page_is_detected_stops_before_any_further_page(monkeypatch):
+    """Cancelled as page 1 is read, with page 2 ahead: the conversion raises, and page 3 is
+    neither detected nor read; when it has raised, no work of it is left running."""
+    from haiku.rag.errors import OperationCancelled
+    from haiku.rag.ingest import ocr
+
+    token = CancelToken()
+    detecting = []
+
+    def cancel_on_the_first_read(index):
+        if index == 0:
+            assert detected_second.wait(NEVER)
+            token.cancel()
+
+    log, detected_second = _pipeline_log(monkeypatch, cancel_on_the_first_read)
+    counted = ocr.detect_lines
+
+    def tracked(image, cancel=None):
+        detecting.append(1)
+        try:
+            return counted(image, cancel)
+        finally:
+            detecting.pop()
+
+    monkeypatch.setattr(ocr, "detect_lines", tracked)
+    with pytest.raises(OperationCancelled):
+        convert_pdf(_pages_scan(), source="three.pdf", cancel=token)
+    assert detecting == []  # the page in flight finished (or stopped) before the raise
+    assert ("detect", 2) not in [(kind, index) for kind, index, _ in log]
+    assert [index for kind, index, _ in log if kind == "read"] == [0]
+
+
+def test_pages_of_successive_documents_are_detected_on_one_thread(monkeypatch):
+    """OpenVINO compiles the detector once per calling thread (~0.2 CPU-s): the thread that
+    works a page ahead is the process's one, not one per document."""
+    import threading
+
+    from haiku.rag.ingest import ocr
+
+    threads = []
+    detect = ocr.detect_lines
+
+    def recording(image, cancel=None):
+        threads.append(threading.get_ident())
+        return detect(image, cancel)
+
+    monkeypatch.setattr(ocr, "detect_lines", recording)
+    image, _ = _text_image()
+    for name in ("one.pdf", "two.pdf"):
+        assert convert_pdf(_scan_pdf(image), source=name).pages_recognised == [1]
+    assert len(threads) == 2 and len(set(threads)) == 1 and threading.get_ident() not in threads
+
+
+def test_line_percentiles_are_numpys_on_lines_as_the_recogniser_sees_them():
+    """The histogram shortcut gives np.percentile's values exactly, on lines of noise, of
+    two tones (many equal values) and of grey, padded to the minimum width or not."""
+    import numpy as np
+
+    from haiku.rag.ingest.ocr import _line_percentiles, line_input
+
+    rng = np.random.default_rng(11)
+    for case in range(300):
+        height, width = int(rng.integers(8, 60)), int(rng.integers(4, 700))
+        crop = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
+        if case % 3 == 1:
+            crop[:] = np.where(rng.random((height, width, 1)) < 0.2, 0, 255).astype(np.uint8)
+        elif case % 3 == 2:
+            crop[:] = rng.integers(0, 256, (height, width, 1), dtype=np.uint8)
+        gray = line_input(crop, 48, 320, 32)[0].mean(axis=0)
+        assert _line_percentiles(gray, 2, 98) == np.percentile(gray, (2, 98)).tolist()
