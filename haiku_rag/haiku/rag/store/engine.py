@@ -107,6 +107,7 @@ INDEX_CACHE_BYTES = 1024 * 1024 * 1024
 PREWARM_CACHE_SHARE = 0.75
 PREWARM_BYTES_PER_VECTOR_BEYOND_DIM = 160
 FTS_INDEX_NAME = "content_fts_idx"
+STABLE_ROW_IDS_OPTION = "new_table_enable_stable_row_ids"  # LanceDB's create option, see ``Store._stable_row_ids``
 # What the page map (``Store.page_map``) may take per chunk, to decide before reading it.
 PAGE_MAP_BYTES_PER_CHUNK = 40
 # (table, column) with a BTree index; ``haiku-rag doctor`` checks they exist.
@@ -348,7 +349,7 @@ class Store:
             )
         # Settings last: its presence marks a completely created store.
         for name in (S.DOCUMENTS, S.DOCUMENT_BLOBS, S.DOCUMENT_ITEMS, S.CHUNKS):
-            self._tables[name] = self._db.create_table(name, schema=_BASE_SCHEMAS[name])
+            self._tables[name] = self._db.create_table(name, schema=_BASE_SCHEMAS[name], **self._stable_row_ids())
         self._create_indexes()
         settings = self._db.create_table(S.SETTINGS, schema=S.SETTINGS_SCHEMA)
         settings.add(
@@ -435,6 +436,20 @@ class Store:
             f"configuration asks for {wanted}. Configure the same embedder, or re-embed the "
             "library with `haiku-rag rebuild`. Nothing was changed."
         )
+
+    def _stable_row_ids(self) -> dict[str, Any]:
+        """Create options for a table whose row ids survive compaction.
+
+        An index names rows by row id; by default a row id is the row's address (fragment,
+        offset), which compaction changes, so every upkeep also rewrote every index of the
+        tables it compacted (the full-text index whole: half of the chunks table's upkeep,
+        growing with the library). With stable row ids compaction leaves the indexes as they
+        are. New tables only: a table keeps the row ids it was created with. Not for the
+        vectors table, whose ``VectorMatrix.extended`` reads new rows by address, nor LanceDB
+        Cloud (its tables are the server's)."""
+        if self.is_remote and self.location.startswith("db://"):
+            return {}
+        return {"storage_options": {**(self._connect_options.get("storage_options") or {}), STABLE_ROW_IDS_OPTION: "true"}}
 
     def ensure_vector_table(self, provider: str, model: str, vector_dim: int) -> Any:
         """The vectors table, created (with the embedder identity recorded) on first use."""
