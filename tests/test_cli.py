@@ -110,3 +110,34 @@ def test_settings_masks_secrets(tmp_path):
     result = run("--config", str(config), "settings")
     assert result.returncode == 0
     assert "hunter2" not in result.stdout and "aws_secret_access_key: '***'" in result.stdout
+
+
+def _pdf_with_a_broken_icc_profile(path: Path) -> None:
+    """A text page whose image names an ICC profile that is not one: MuPDF reports
+    "cmsOpenProfileFromMem failed" when it reads the page."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "Colour profiles can be damaged", fontsize=12)
+    pixmap = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 8, 8), False)
+    pixmap.clear_with(128)
+    page.insert_image(pymupdf.Rect(100, 100, 200, 200), pixmap=pixmap)
+    image = page.get_images()[0][0]
+    profile = doc.get_new_xref()
+    doc.update_object(profile, "<< /N 3 >>")
+    doc.update_stream(profile, b"not an ICC profile", new=True)
+    doc.xref_set_key(image, "ColorSpace", f"[/ICCBased {profile} 0 R]")
+    doc.save(path)
+
+
+def test_json_output_stays_json_when_mupdf_complains(tmp_path):
+    # PyMuPDF prints MuPDF's errors on stdout by default; a real PDF with a bad colour profile
+    # put 30 such lines before add-src's JSON.
+    folder = tmp_path / "src"
+    folder.mkdir()
+    _pdf_with_a_broken_icc_profile(folder / "bad-icc.pdf")
+    result = run("--db", str(tmp_path / "lib.lancedb"), "add-src", str(folder), "--json", "--no-embed")
+    assert result.returncode == 0, result.stderr
+    (outcome,) = json.loads(result.stdout)
+    assert outcome["status"] == "ingested"
