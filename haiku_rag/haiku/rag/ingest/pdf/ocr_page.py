@@ -10,10 +10,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from haiku.rag.ingest.ocr import OcrLine, OcrResult, recognise
+from haiku.rag.ingest.ocr import OcrLine, OcrResult
 from haiku.rag.ingest.pdf.blocks import Line
 from haiku.rag.ingest.pdf.geometry import IDENTITY, Matrix, as_matrix, clamp, transform, union
-from haiku.rag.operations import CancelToken
 
 # 150 dpi: the recogniser scales every line to 48 px high anyway, so a higher resolution
 # mostly costs detection time; measured in docs/pdf-layout.md ("OCR").
@@ -61,12 +60,6 @@ def render_page(page: Any, dpi: int) -> RenderedPage:
         rotation_matrix=as_matrix(page.rotation_matrix) if angle else IDENTITY,
         derotation=as_matrix(page.derotation_matrix) if angle else IDENTITY,
     )
-
-
-def ocr_page_lines(page: Any, dpi: int, cancel: CancelToken | None = None) -> list[Line]:
-    """Recognise ``page`` (a ``pymupdf.Page``) and return its lines in display space."""
-    rendered = render_page(page, dpi)
-    return rendered_lines(rendered, recognise(rendered.image, cancel))
 
 
 def rendered_lines(rendered: RenderedPage, result: OcrResult) -> list[Line]:
