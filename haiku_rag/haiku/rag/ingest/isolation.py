@@ -93,6 +93,7 @@ def _worker_main(fd: int) -> None:
     # Python bytecodes, and the converter checks the token between pages.
     signal.signal(CANCEL_SIGNAL, lambda *_: token.cancel())
     _exit_with_parent()
+    _stdout_to_stderr()
     conn = Connection(fd)
     from haiku.rag.ingest.pipeline import prepare_document
 
@@ -178,6 +179,22 @@ def _failure_message(exc: BaseException, source: str | None, limit_mb: int) -> t
     if isinstance(exc, IngestError | OperationCancelled):
         return "error", exc
     return "bug", (type(exc).__name__, _first_line(exc), traceback.format_exc())
+
+
+def _stdout_to_stderr() -> None:
+    """Send what anything in the worker prints to the parent's stderr, not its stdout.
+
+    The worker inherits the parent's standard streams, and the parent's stdout may be a
+    result others read (``haiku-rag add-src --json``): a parser library's print, or C code
+    writing to fd 1, landed in the middle of the JSON. Both the file descriptor and
+    ``sys.stdout`` move, so nothing printed is lost, only kept out of the way. A worker
+    without a usable fd 2 (a windowed app on Windows) keeps its streams."""
+    try:
+        sys.stdout.flush()
+        os.dup2(2, 1)
+    except (OSError, ValueError, AttributeError):
+        return
+    sys.stdout = sys.stderr
 
 
 def _exit_with_parent() -> None:
