@@ -57,6 +57,7 @@ from haiku.rag.operations import (
 from haiku.rag.search.grounding import PageImage, pages_to_render, render_page
 from haiku.rag.search.hybrid import SearchType
 from haiku.rag.store import documents as docs
+from haiku.rag.store.background import BackgroundUpkeep
 from haiku.rag.store.documents import NewDocument
 from haiku.rag.store.engine import Store
 from haiku.rag.store.models import Chunk, Document, SearchResult
@@ -143,6 +144,8 @@ class HaikuRAG:
         self._reranker: Any = None
         self._reranker_config: Any = None
         self._embedder_lock = asyncio.Lock()
+        # upkeep after ``create_document``, off the caller's path (store/background.py)
+        self._upkeep = BackgroundUpkeep(self._reading(self.store.maintain_indexes))
         if not skip_validation:
             provider, model, dim = self.configured_embedder()
             self.store.check_embedder(provider, model, dim)
@@ -177,6 +180,7 @@ class HaikuRAG:
         return self.store.prewarm()
 
     def close(self) -> None:
+        self._upkeep.close()  # before the store: the upkeep in flight finishes first
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None
@@ -346,8 +350,10 @@ class HaikuRAG:
         name = "document.md" if format == "md" else "document.txt"
         uri = uri or f"text://{content_hash(data)[:16]}"
         outcome = await self._store_thread(
-            self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None, embed
+            self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None, embed, True
         )
+        if embed and outcome.status in ("ingested", "updated"):
+            self._upkeep.request()  # runs while the caller prepares its next document
         if outcome.status == "failed":
             raise IngestError(outcome.reason or "ingest failed", source=uri)
         assert outcome.document is not None
@@ -611,9 +617,11 @@ class HaikuRAG:
         progress: ProgressCallback | None,
         cancel: CancelToken | None,
         embed: bool = False,
+        upkeep_later: bool = False,
     ) -> IngestOutcome:
         """Parse and write one source. With ``embed`` the vectors are computed before the write
-        and written with the document, in its transaction (see ``docs.write_document``)."""
+        and written with the document, in its transaction (see ``docs.write_document``).
+        With ``upkeep_later`` the caller requests the index upkeep itself (in the background)."""
         prepared = self._parse_sync(data, filename, uri, title, metadata, password, progress, cancel)
         if isinstance(prepared, IngestOutcome):
             return prepared
@@ -628,7 +636,7 @@ class HaikuRAG:
             check_cancelled(cancel)
         document, _ = docs.write_document(self.store, new, replaces=existing, vectors=vectors)
         report(progress, Progress(Stage.DONE, uri, message="searchable (hybrid)" if embed else "searchable (text)"))
-        if embed:
+        if embed and not upkeep_later:
             self.store.maintain_indexes()  # a no-op until enough rows lag the indexes
         return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
 
@@ -732,6 +740,13 @@ class HaikuRAG:
         if self.is_read_only:
             return False
         return await self._store_thread(self.store.maintain_indexes, force=force)
+
+    async def finish_upkeep(self) -> None:
+        """Wait for the index upkeep that ``create_document`` left running in the background,
+        if any (``close`` waits for it too)."""
+        pending = self._upkeep.pending
+        if pending is not None:
+            await asyncio.wrap_future(pending)
 
     async def rebuild(
         self,
