@@ -243,10 +243,15 @@ class HaikuRAG:
         return run
 
     async def _store_thread(self, func: Any, *args: Any, **kwargs: Any) -> Any:
-        """``asyncio.to_thread`` for store work: a store folder deleted or moved while open
-        becomes a ``StoreNotFoundError`` that says so, not lance's internal "Not found"."""
+        """``asyncio.to_thread`` for store work, marked as a read for its whole run
+        (``_reading``); see ``_in_thread``."""
+        return await self._in_thread(self._reading(func), *args, **kwargs)
+
+    async def _in_thread(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``asyncio.to_thread`` where a store folder deleted or moved while open becomes a
+        ``StoreNotFoundError`` that says so, not lance's internal "Not found"."""
         try:
-            return await asyncio.to_thread(self._reading(func), *args, **kwargs)
+            return await asyncio.to_thread(func, *args, **kwargs)
         except (OSError, RuntimeError, ValueError) as exc:
             if isinstance(exc, HaikuRAGError) or self.store.is_remote or Path(self.location).is_dir():
                 raise
@@ -349,7 +354,11 @@ class HaikuRAG:
         data = content.encode("utf-8")
         name = "document.md" if format == "md" else "document.txt"
         uri = uri or f"text://{content_hash(data)[:16]}"
-        outcome = await self._store_thread(
+        # Not marked as a read as a whole: the background upkeep's cleanup keeps every version
+        # of the last minute while a read of another thread runs (``Store._cleanup_age``), and
+        # in a loop this call is nearly always running. Its reads mark themselves; its write
+        # holds the write lock, which each table's compaction and cleanup take too.
+        outcome = await self._in_thread(
             self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None, embed, True
         )
         if embed and outcome.status in ("ingested", "updated"):
@@ -631,7 +640,8 @@ class HaikuRAG:
             embedder = self.embedder
             identity = embedder.identity
             # Before the embedding: a store built with another model refuses without the work.
-            self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
+            with self.store.reading():
+                self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
             vectors = embedder.embed_documents([chunk.embed_text for chunk in new.chunks], cancel=cancel)
             check_cancelled(cancel)
         document, _ = docs.write_document(self.store, new, replaces=existing, vectors=vectors)
@@ -653,7 +663,8 @@ class HaikuRAG:
     ) -> IngestOutcome | tuple[NewDocument, Document | None]:
         """The parsed document and the one it replaces, or the outcome when there is nothing
         to write (unchanged, or a file that cannot be parsed)."""
-        existing = docs.find_document_by_uri(self.store, uri)
+        with self.store.reading():
+            existing = docs.find_document_by_uri(self.store, uri)
         if existing is not None and existing.content_hash == content_hash(data):
             report(progress, Progress(Stage.DONE, uri, message="unchanged"))
             return IngestOutcome(uri, "unchanged", document=existing)
