@@ -57,7 +57,6 @@ from haiku.rag.operations import (
 from haiku.rag.search.grounding import PageImage, pages_to_render, render_page
 from haiku.rag.search.hybrid import SearchType
 from haiku.rag.store import documents as docs
-from haiku.rag.store.background import BackgroundUpkeep
 from haiku.rag.store.documents import NewDocument
 from haiku.rag.store.engine import Store
 from haiku.rag.store.models import Chunk, Document, SearchResult
@@ -144,8 +143,6 @@ class HaikuRAG:
         self._reranker: Any = None
         self._reranker_config: Any = None
         self._embedder_lock = asyncio.Lock()
-        # upkeep after ``create_document``, off the caller's path (store/background.py)
-        self._upkeep = BackgroundUpkeep(self._reading(self.store.maintain_indexes))
         if not skip_validation:
             provider, model, dim = self.configured_embedder()
             self.store.check_embedder(provider, model, dim)
@@ -180,7 +177,6 @@ class HaikuRAG:
         return self.store.prewarm()
 
     def close(self) -> None:
-        self._upkeep.close()  # before the store: the upkeep in flight finishes first
         if self._embedder is not None:
             self._embedder.close()
             self._embedder = None
@@ -243,15 +239,10 @@ class HaikuRAG:
         return run
 
     async def _store_thread(self, func: Any, *args: Any, **kwargs: Any) -> Any:
-        """``asyncio.to_thread`` for store work, marked as a read for its whole run
-        (``_reading``); see ``_in_thread``."""
-        return await self._in_thread(self._reading(func), *args, **kwargs)
-
-    async def _in_thread(self, func: Any, *args: Any, **kwargs: Any) -> Any:
-        """``asyncio.to_thread`` where a store folder deleted or moved while open becomes a
-        ``StoreNotFoundError`` that says so, not lance's internal "Not found"."""
+        """``asyncio.to_thread`` for store work: a store folder deleted or moved while open
+        becomes a ``StoreNotFoundError`` that says so, not lance's internal "Not found"."""
         try:
-            return await asyncio.to_thread(func, *args, **kwargs)
+            return await asyncio.to_thread(self._reading(func), *args, **kwargs)
         except (OSError, RuntimeError, ValueError) as exc:
             if isinstance(exc, HaikuRAGError) or self.store.is_remote or Path(self.location).is_dir():
                 raise
@@ -354,15 +345,9 @@ class HaikuRAG:
         data = content.encode("utf-8")
         name = "document.md" if format == "md" else "document.txt"
         uri = uri or f"text://{content_hash(data)[:16]}"
-        # Not marked as a read as a whole: the background upkeep's cleanup keeps every version
-        # of the last minute while a read of another thread runs (``Store._cleanup_age``), and
-        # in a loop this call is nearly always running. Its reads mark themselves; its write
-        # holds the write lock, which each table's compaction and cleanup take too.
-        outcome = await self._in_thread(
-            self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None, embed, True
+        outcome = await self._store_thread(
+            self._ingest_bytes_sync, data, name, uri, title, metadata, None, None, None, embed
         )
-        if embed and outcome.status in ("ingested", "updated"):
-            self._upkeep.request()  # runs while the caller prepares its next document
         if outcome.status == "failed":
             raise IngestError(outcome.reason or "ingest failed", source=uri)
         assert outcome.document is not None
@@ -626,11 +611,9 @@ class HaikuRAG:
         progress: ProgressCallback | None,
         cancel: CancelToken | None,
         embed: bool = False,
-        upkeep_later: bool = False,
     ) -> IngestOutcome:
         """Parse and write one source. With ``embed`` the vectors are computed before the write
-        and written with the document, in its transaction (see ``docs.write_document``).
-        With ``upkeep_later`` the caller requests the index upkeep itself (in the background)."""
+        and written with the document, in its transaction (see ``docs.write_document``)."""
         prepared = self._parse_sync(data, filename, uri, title, metadata, password, progress, cancel)
         if isinstance(prepared, IngestOutcome):
             return prepared
@@ -640,13 +623,12 @@ class HaikuRAG:
             embedder = self.embedder
             identity = embedder.identity
             # Before the embedding: a store built with another model refuses without the work.
-            with self.store.reading():
-                self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
+            self.store.ensure_vector_table(identity.provider, identity.model, identity.vector_dim)
             vectors = embedder.embed_documents([chunk.embed_text for chunk in new.chunks], cancel=cancel)
             check_cancelled(cancel)
         document, _ = docs.write_document(self.store, new, replaces=existing, vectors=vectors)
         report(progress, Progress(Stage.DONE, uri, message="searchable (hybrid)" if embed else "searchable (text)"))
-        if embed and not upkeep_later:
+        if embed:
             self.store.maintain_indexes()  # a no-op until enough rows lag the indexes
         return IngestOutcome(uri, "updated" if existing else "ingested", document=document)
 
@@ -663,8 +645,7 @@ class HaikuRAG:
     ) -> IngestOutcome | tuple[NewDocument, Document | None]:
         """The parsed document and the one it replaces, or the outcome when there is nothing
         to write (unchanged, or a file that cannot be parsed)."""
-        with self.store.reading():
-            existing = docs.find_document_by_uri(self.store, uri)
+        existing = docs.find_document_by_uri(self.store, uri)
         if existing is not None and existing.content_hash == content_hash(data):
             report(progress, Progress(Stage.DONE, uri, message="unchanged"))
             return IngestOutcome(uri, "unchanged", document=existing)
@@ -751,13 +732,6 @@ class HaikuRAG:
         if self.is_read_only:
             return False
         return await self._store_thread(self.store.maintain_indexes, force=force)
-
-    async def finish_upkeep(self) -> None:
-        """Wait for the index upkeep that ``create_document`` left running in the background,
-        if any (``close`` waits for it too)."""
-        pending = self._upkeep.pending
-        if pending is not None:
-            await asyncio.wrap_future(pending)
 
     async def rebuild(
         self,

@@ -227,10 +227,6 @@ class Store:
         self.read_only = read_only
         self.is_remote = is_remote_uri(location)
         self._write_lock = threading.RLock()
-        # Held for a whole upkeep (``maintain_indexes``), which takes the write lock only one
-        # table at a time: writes go on between its tables, and a second upkeep never starts
-        # while one runs.
-        self._upkeep_lock = threading.Lock()
         self._vector_matrix: tuple[int, Any] | None = None
         # Memory the exact-search matrix may take (store/vectors.py); 0: always LanceDB.
         self.exact_search_budget_bytes = (
@@ -839,46 +835,28 @@ class Store:
         """
         if self.read_only:
             return False
-        # A forced upkeep waits for one already running (its writes are then covered too);
-        # otherwise the running one is doing what this call would.
-        if not self._upkeep_lock.acquire(blocking=force):
-            return False
-        try:
-            with self._write_lock:
-                # Reading the trigger costs a stats read per table and index (~10 ms, after
-                # every write of a create_document loop); while this handle is the only
-                # writer, the writes since the last read are counted instead.
-                bound = self._upkeep_bound if self._lock_file is not None else None
-                if not force and bound is not None and not bound.due():
-                    return False
-                bound = self._read_upkeep_bound()
-                if not force and not bound.due():
-                    self._upkeep_bound = bound if self._lock_file is not None else None
-                    return False
-                self._upkeep_bound = None  # read again at the next check
-                keep = self.keep_versions_for()
-                names = list(self._tables)
-            # One table at a time under the write lock, so a write waits for one table's
-            # compaction at most, not all of them (the chunks table's is the longest): upkeep
-            # run after a ``create_document`` (``HaikuRAG``) goes on while the next document
-            # is parsed, embedded and written. A write between two tables is a new version
-            # the next table's compaction does not touch; one rolled back restores its own
-            # versions, as it would without upkeep.
-            for name in names:
-                with self._write_lock:
-                    table = self._tables.get(name)
-                    if table is not None:
-                        table.optimize(cleanup_older_than=self._cleanup_age(table, keep))
-            with self._write_lock:
-                if bound.vector_rows_left <= 0:
-                    self._create_vector_index()
-                if self._serves_searches:
-                    self.prewarm()  # the rebuilt index parts are not in the cache yet
-                else:
-                    self._renew_caches()
+        with self._write_lock:
+            # Reading the trigger costs a stats read per table and index (~10 ms, after every
+            # write of a create_document loop); while this handle is the only writer, the
+            # writes since the last read are counted instead.
+            bound = self._upkeep_bound if self._lock_file is not None else None
+            if not force and bound is not None and not bound.due():
+                return False
+            bound = self._read_upkeep_bound()
+            if not force and not bound.due():
+                self._upkeep_bound = bound if self._lock_file is not None else None
+                return False
+            self._upkeep_bound = None  # read again at the next check
+            keep = self.keep_versions_for()
+            for table in self._tables.values():
+                table.optimize(cleanup_older_than=self._cleanup_age(table, keep))
+            if bound.vector_rows_left <= 0:
+                self._create_vector_index()
+            if self._serves_searches:
+                self.prewarm()  # the rebuilt index parts are not in the cache yet
+            else:
+                self._renew_caches()
             return True
-        finally:
-            self._upkeep_lock.release()
 
     def _renew_caches(self) -> None:
         """Reopen the tables on a new LanceDB session, so that its caches start empty.
