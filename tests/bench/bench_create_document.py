@@ -11,8 +11,8 @@ OCR model call took 21 and 36 us a column half an hour apart). So the loop is fo
 ``--rounds`` rounds that put the grown store beside a new one in the same minutes: a copy of
 the grown store and a new empty store take ``--window`` more abstracts each (new URIs), in
 alternating blocks of ``--block`` calls, each block closed by waiting for the store's upkeep
-(``HaikuRAG.finish_upkeep``), so upkeep left running in the background is charged to the
-store that started it. The round's ratio is the grown store's documents/s over the new one's;
+(``HaikuRAG.finish_upkeep`` where a client has it), so upkeep left running in the background
+is charged to the store that started it. The round's ratio is the grown store's documents/s over the new one's;
 the report gives each round's and their median.
 Upstream haiku.rag 0.77 is not installable from this machine's package index (it lists
 0.1.0–0.6.0 only), so its 3.9–4.2 documents/s (issue 16) cannot be measured side by side here.
