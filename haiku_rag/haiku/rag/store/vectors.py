@@ -3,7 +3,8 @@
 LanceDB's flat scan re-reads and decodes the vectors table on every query (~40–60 ms at 20k
 chunks on two cores), and its ANN index trades recall for speed. While the vectors fit a
 memory budget (``EXACT_SEARCH_BUDGET_BYTES``: 160 MB, ~104k vectors of 384 float32), one
-matrix-vector product ranks them exactly: ~5 ms at 20k, ~12–17 ms at 100k on these cores.
+matrix-vector product ranks them exactly: ~5 ms at 20k, ~9–17 ms at 100k on two cores
+(split over two threads from ``SPLIT_PRODUCT_ROWS``).
 The matrix is loaded on the first vector search, reloaded when the table's version changes
 (any write, from any process) and dropped by ``Store.release_caches`` when the library is
 idle. Beyond the budget, searches go to LanceDB's ANN index, and ``PageMap`` gives its hits
@@ -20,6 +21,7 @@ latency it is meant to buy.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -145,10 +147,7 @@ class VectorMatrix:
             return []
         q = np.asarray(query, dtype=np.float32).ravel()
         norm = float(np.linalg.norm(q))
-        # einsum, not ``@``: BLAS's worker threads spin after a product and took the cores the
-        # next query embedding needed (MiniLM 11 -> 20 ms); einsum's loop is single-threaded
-        # and at these sizes faster than threaded BLAS on two shared cores.
-        scores = np.einsum("ij,j->i", self.vectors, q / norm if norm else q)
+        scores = product(self.vectors, q / norm if norm else q)
         if document_ids is not None:
             wanted = [self.documents[d] for d in document_ids if d in self.documents]
             allowed = np.zeros(len(self.document_names), dtype=bool)
@@ -175,6 +174,47 @@ class VectorMatrix:
                 hit["first_page"] = None if page == NO_PAGE else page
             hits.append(hit)
         return hits
+
+
+# From this many rows the product is split in two halves, the second on a helper thread: it
+# reads the whole matrix (150 MB at 100k x 384), and one core's memory bandwidth bounds it
+# (17.8 ms at 100k on a 2-core Xeon VM, 9.3 ms on two threads). Below, handing work to a
+# thread costs more than it saves.
+SPLIT_PRODUCT_ROWS = 32_768
+_PRODUCT_POOL: Any = None
+_PRODUCT_POOL_LOCK = threading.Lock()
+
+
+def product(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``vectors @ query`` as float32, on two threads for a large matrix.
+
+    einsum, not ``@``: BLAS's worker threads spin after a product and took the cores the next
+    query embedding needed (MiniLM 11 -> 20 ms). einsum's loop is single-threaded and releases
+    the GIL, so the helper thread computes one half while this thread computes the other; the
+    helper waits on a queue between products (blocked, not spinning).
+    """
+    rows = len(vectors)
+    scores = np.empty(rows, dtype=np.float32)
+    if rows < SPLIT_PRODUCT_ROWS:
+        np.einsum("ij,j->i", vectors, query, out=scores)
+        return scores
+    half = rows // 2
+    second = _product_pool().submit(np.einsum, "ij,j->i", vectors[half:], query, out=scores[half:])
+    try:
+        np.einsum("ij,j->i", vectors[:half], query, out=scores[:half])
+    finally:
+        second.result()  # never return (or raise) while the helper still writes into scores
+    return scores
+
+
+def _product_pool() -> Any:
+    global _PRODUCT_POOL
+    with _PRODUCT_POOL_LOCK:
+        if _PRODUCT_POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _PRODUCT_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="haiku-rag-product")
+        return _PRODUCT_POOL
 
 
 def _first_pages(chunks: Any, chunk_ids: Any, document_ids: Any) -> np.ndarray:
