@@ -67,9 +67,9 @@ def fetched(monkeypatch) -> list[str]:
     ids: list[str] = []
     real = hybrid._fetch_rows
 
-    def recording(store, rows, chunk_ids, current):
+    def recording(store, rows, chunk_ids, current, row_of=None):
         ids.extend(cid for cid in chunk_ids if cid not in rows)
-        real(store, rows, chunk_ids, current)
+        real(store, rows, chunk_ids, current, row_of)
 
     monkeypatch.setattr(hybrid, "_fetch_rows", recording)
     return ids
@@ -83,8 +83,8 @@ def test_the_matrix_holds_each_chunks_lowest_page_or_none(db_path):
     expected = {r["id"]: min(r["page_numbers"]) if r["page_numbers"] else NO_PAGE for r in rows}
     assert dict(zip(matrix.chunk_ids, matrix.first_pages.tolist(), strict=True)) == expected
     assert NO_PAGE in matrix.first_pages and matrix.first_pages.dtype == np.int32
-    # counted in the matrix's memory: the vectors plus two int32 columns
-    assert matrix.nbytes == matrix.vectors.nbytes + 8 * len(matrix)
+    # counted in the matrix's memory: the vectors plus two int32 columns and the int64 row ids
+    assert matrix.nbytes == matrix.vectors.nbytes + 16 * len(matrix)
 
 
 def test_grouping_from_the_matrix_ranks_as_reading_every_row_and_reads_only_the_results(
@@ -234,3 +234,53 @@ def test_beyond_the_budget_the_page_map_gives_ann_hits_their_pages_and_ranks_as_
     beyond.close()
     within = Store(str(db_path))
     _assert_same_results(late, _searches(within, more))
+
+
+def test_hit_rows_are_read_by_the_row_ids_the_matrix_holds(db_path, monkeypatch):
+    store = Store(str(db_path), create=True)
+    _write(store, np.random.default_rng(4), 0, 4)
+    matrix = store.vector_matrix()
+    table = store.table(S.CHUNKS)
+    truth = table.search().select(["id"]).with_row_id(True).limit(None).to_list()
+    assert dict(zip(matrix.chunk_ids, matrix.chunk_rows.tolist(), strict=True)) == {
+        r["id"]: r["_rowid"] for r in truth
+    }
+    hits = matrix.nearest(np.ones(DIM, dtype=np.float32), 5, None)
+    assert all("chunk_row" in h for h in hits)
+
+    # the ids given are read by row id only: the lookup by id is never needed for them
+    looked_up: list[set[str]] = []
+    real_where = type(table.search()).where
+
+    def where(self, clause, *args, **kwargs):
+        looked_up.append(clause)
+        return real_where(self, clause, *args, **kwargs)
+
+    monkeypatch.setattr(type(table.search()), "where", where)
+    rows: dict = {}
+    wanted = [h["chunk_id"] for h in hits]
+    hybrid._fetch_rows(store, rows, wanted, lambda r: True, {h["chunk_id"]: h["chunk_row"] for h in hits})
+    assert sorted(rows) == sorted(wanted) and not looked_up
+    assert all(rows[cid]["id"] == cid for cid in wanted)
+
+
+def test_row_ids_that_name_other_rows_fall_back_to_the_id_lookup(db_path):
+    """A table without stable row ids moves its rows when it compacts, so a row id the matrix
+    kept may name another chunk, or none: the rows returned are still the chunks asked for."""
+    store = Store(str(db_path), create=True)
+    _write(store, np.random.default_rng(5), 0, 3)
+    table = store.table(S.CHUNKS)
+    everything = table.search().select(["id"]).with_row_id(True).limit(None).to_list()
+    wanted = [r["id"] for r in everything[:4]]
+    # each wanted chunk given the row id of another (some outside the wanted set) or of nothing
+    wrong = {cid: everything[-1 - i]["_rowid"] for i, cid in enumerate(wanted[:3])}
+    wrong[wanted[3]] = 10**12
+    rows: dict = {}
+    hybrid._fetch_rows(store, rows, wanted, lambda r: True, wrong)
+    assert sorted(rows) == sorted(wanted)
+    assert all(rows[cid]["id"] == cid for cid in wanted)
+    # a row read by row id that is not current is left out, as the id lookup leaves it out
+    rows = {}
+    right = {r["id"]: r["_rowid"] for r in everything[:4]}
+    hybrid._fetch_rows(store, rows, wanted, lambda r: r["id"] != wanted[0], right)
+    assert sorted(rows) == sorted(wanted[1:])

@@ -30,8 +30,9 @@ import numpy as np
 
 # The memory the exact-search matrix may take; above it searches use the ANN index.
 EXACT_SEARCH_BUDGET_BYTES = 160 * 1024 * 1024
-# What a row costs beside its float32 vector: its document code and first page (int32 each).
-ROW_EXTRA_BYTES = 8
+# What a row costs beside its float32 vector: its document code and first page (int32 each)
+# and its chunk's row id (int64).
+ROW_EXTRA_BYTES = 16
 # ``first_pages`` values that are not pages: the chunk has none (Markdown, imported text); its
 # chunk row was not found when the matrix loaded (callers then read the row to know).
 NO_PAGE = -1
@@ -53,6 +54,11 @@ class VectorMatrix:
     vectors: np.ndarray  # (rows, dim) float32, unit length: a dot product is the cosine
     first_pages: np.ndarray  # int32 per row: the chunk's lowest page, NO_PAGE or PAGE_UNKNOWN
     next_row_id: int = 0  # first row id of the fragment after the newest one loaded
+    # int64 per row: its chunk's row id in the chunks table when the matrix loaded, or -1.
+    # With stable row ids (new stores) it still names the row after compaction, and the hits'
+    # rows are read by it (``take_row_ids``) instead of a lookup of their ids; callers check
+    # each row read is the chunk asked for, as a table without stable row ids moves its rows.
+    chunk_rows: np.ndarray | None = None
 
     @classmethod
     def load(cls, table: Any, chunks: Any = None) -> VectorMatrix:
@@ -91,6 +97,7 @@ class VectorMatrix:
             vectors=np.concatenate([self.vectors, more.vectors]) if len(self) else more.vectors,
             first_pages=np.concatenate([self.first_pages, more.first_pages]),
             next_row_id=max(self.next_row_id, more.next_row_id),
+            chunk_rows=np.concatenate([self._rows(), more._rows()]),
         )
 
     @staticmethod
@@ -122,6 +129,7 @@ class VectorMatrix:
             if encoded is not None
             else np.zeros(0, dtype=np.int32)
         )
+        pages, chunk_rows = _chunk_pages_and_rows(chunks, rows["chunk_id"], rows["document_id"])
         return cls(
             chunk_ids=np.asarray(rows["chunk_id"].to_pylist(), dtype=object),
             generations=np.asarray(rows["generation"].to_pylist(), dtype=object),
@@ -129,16 +137,20 @@ class VectorMatrix:
             documents={name: code for code, name in enumerate(names)},
             document_names=names,
             vectors=vectors,
-            first_pages=_first_pages(chunks, rows["chunk_id"], rows["document_id"]),
+            first_pages=pages,
             next_row_id=next_row_id,
+            chunk_rows=chunk_rows,
         )
+
+    def _rows(self) -> np.ndarray:
+        return self.chunk_rows if self.chunk_rows is not None else np.full(len(self), -1, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self.chunk_ids)
 
     @property
     def nbytes(self) -> int:
-        return int(self.vectors.nbytes + self.document_codes.nbytes + self.first_pages.nbytes)
+        return int(self.vectors.nbytes + self.document_codes.nbytes + self.first_pages.nbytes + self._rows().nbytes)
 
     def nearest(self, query: np.ndarray, limit: int, document_ids: Collection[str] | None) -> list[dict[str, Any]]:
         """Rows in the shape LanceDB returns (``_distance`` = cosine distance), best first, plus
@@ -172,6 +184,8 @@ class VectorMatrix:
             page = int(self.first_pages[i])
             if page != PAGE_UNKNOWN:
                 hit["first_page"] = None if page == NO_PAGE else page
+            if self.chunk_rows is not None and self.chunk_rows[i] >= 0:
+                hit["chunk_row"] = int(self.chunk_rows[i])
             hits.append(hit)
         return hits
 
@@ -217,9 +231,10 @@ def _product_pool() -> Any:
         return _PRODUCT_POOL
 
 
-def _first_pages(chunks: Any, chunk_ids: Any, document_ids: Any) -> np.ndarray:
+def _chunk_pages_and_rows(chunks: Any, chunk_ids: Any, document_ids: Any) -> tuple[np.ndarray, np.ndarray]:
     """The lowest page of each of ``chunk_ids``' chunk rows in ``chunks`` (NO_PAGE for a chunk
-    without pages, PAGE_UNKNOWN without ``chunks`` or a row), as int32.
+    without pages, PAGE_UNKNOWN without ``chunks`` or a row), as int32, and each one's row id
+    there (-1 without a row), as int64.
 
     One read of the chunks' ids and pages (of the documents concerned, when that is fewer than
     all) and a hash join in Arrow: ~0.1 s at 100k chunks, once per load, never per search. A
@@ -233,19 +248,21 @@ def _first_pages(chunks: Any, chunk_ids: Any, document_ids: Any) -> np.ndarray:
 
     count = len(chunk_ids)
     pages = np.full(count, PAGE_UNKNOWN, dtype=np.int32)
+    row_ids = np.full(count, -1, dtype=np.int64)
     if chunks is None or not count:
-        return pages
+        return pages, row_ids
     documents = pc.unique(document_ids)
     query = chunks.search()
     if len(documents) <= _DOCUMENTS_FILTERED:  # an append's few documents: read only theirs
         query = query.where(sql_in("document_id", set(documents.to_pylist())))
-    rows = query.select(["id", "page_numbers"]).limit(None).to_arrow()
+    rows = query.select(["id", "page_numbers"]).with_row_id(True).limit(None).to_arrow()
     lowest = _lowest_pages(rows["page_numbers"].combine_chunks())
     where = pc.fill_null(pc.index_in(chunk_ids, value_set=rows["id"].combine_chunks()), -1)
     where = where.to_numpy(zero_copy_only=False) if isinstance(where, pa.Array) else where.combine_chunks().to_numpy()
     found = where >= 0
     pages[found] = lowest[where[found]]
-    return pages
+    row_ids[found] = rows["_rowid"].to_numpy().astype(np.int64)[where[found]]
+    return pages, row_ids
 
 
 def _lowest_pages(lists: Any) -> np.ndarray:
