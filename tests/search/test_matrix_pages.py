@@ -6,6 +6,7 @@ where the vector hits come from LanceDB and their rows are read as before)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -63,13 +64,14 @@ def _searches(store: Store, queries: np.ndarray) -> list[list[tuple[str, float, 
 
 @pytest.fixture
 def fetched(monkeypatch) -> list[str]:
-    """The chunk ids each search reads rows for (beyond those its full-text hits carry)."""
+    """The chunk ids each search reads rows for (full-text hits carry only their ranking
+    columns, so those among the results are read too)."""
     ids: list[str] = []
     real = hybrid._fetch_rows
 
-    def recording(store, rows, chunk_ids, current, row_of=None):
-        ids.extend(cid for cid in chunk_ids if cid not in rows)
-        real(store, rows, chunk_ids, current, row_of)
+    def recording(store, rows, chunk_ids, current, row_of=None, *, complete=False):
+        ids.extend(cid for cid in chunk_ids if cid not in rows or (complete and "content" not in rows[cid]))
+        real(store, rows, chunk_ids, current, row_of, complete=complete)
 
     monkeypatch.setattr(hybrid, "_fetch_rows", recording)
     return ids
@@ -284,3 +286,42 @@ def test_row_ids_that_name_other_rows_fall_back_to_the_id_lookup(db_path):
     right = {r["id"]: r["_rowid"] for r in everything[:4]}
     hybrid._fetch_rows(store, rows, wanted, lambda r: r["id"] != wanted[0], right)
     assert sorted(rows) == sorted(wanted[1:])
+
+
+def test_full_text_results_carry_their_whole_rows(db_path, monkeypatch):
+    """Full-text hits are ranked on a few columns; the results still carry every column of
+    their chunk rows, and a hit whose row is gone by the time results are read is left out."""
+    store = Store(str(db_path), create=True)
+    rng = np.random.default_rng(6)
+    _write(store, rng, 0, 4)
+    table = store.table(S.CHUNKS)
+    whole = {r["id"]: r for r in table.search().select(hybrid._CHUNK_COLUMNS).limit(None).to_list()}
+    for search_type in ("fts", "hybrid"):
+        results = search_chunks(
+            store, "quokka lighthouse", query_vector=rng.standard_normal(DIM).astype(np.float32),
+            search_type=search_type, limit=8,
+        )  # fmt: skip
+        assert len(results) == 8
+        for r in results:
+            row = whole[r.chunk_id]
+            assert (r.content, r.order, r.headings, r.labels, r.doc_item_refs, r.page_numbers) == (
+                row["content"], row["order"], row["headings"], row["labels"], row["doc_item_refs"],
+                row["page_numbers"],
+            )  # fmt: skip
+            assert [(b.page, b.x0, b.y1) for b in r.boxes] == [
+                (b["page"], b["x0"], b["y1"]) for b in json.loads(row["boxes"])
+            ]
+
+    # the row of the best full-text hit disappears between ranking and reading the results
+    first = hybrid.fts_hits(store, "quokka lighthouse", 8, None)[0]["id"]
+    real_fetch = hybrid._fetch_rows
+
+    def rows_gone(store, rows, chunk_ids, current, row_of=None, *, complete=False):
+        gone = dict(row_of or {})
+        gone.pop(first, None)
+        real_fetch(store, rows, chunk_ids, lambda r: r["id"] != first and current(r), gone, complete=complete)
+
+    monkeypatch.setattr(hybrid, "_fetch_rows", rows_gone)
+    results = search_chunks(store, "quokka lighthouse", query_vector=None, search_type="fts", limit=8)
+    assert results and first not in {r.chunk_id for r in results}
+    assert all(r.content == whole[r.chunk_id]["content"] for r in results)
