@@ -2,7 +2,7 @@
 
 LanceDB's flat scan re-reads and decodes the vectors table on every query (~40–60 ms at 20k
 chunks on two cores), and its ANN index trades recall for speed. While the vectors fit a
-memory budget (``EXACT_SEARCH_BUDGET_BYTES``: 160 MB, ~104k vectors of 384 float32), one
+memory budget (``EXACT_SEARCH_BUDGET_BYTES``: 160 MiB, ~108k vectors of 384 float32), one
 matrix-vector product ranks them exactly: ~5 ms at 20k, ~9–17 ms at 100k on two cores
 (split over two threads from ``SPLIT_PRODUCT_ROWS``).
 The matrix is loaded on the first vector search, reloaded when the table's version changes
