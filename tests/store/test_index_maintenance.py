@@ -454,3 +454,17 @@ def test_compaction_keeps_the_row_ids_the_indexes_name(db_path):
     hits = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=10)
     assert sorted(h.content for h in hits) == sorted(f"alpha {n} quokka" for n in range(6))
     assert D.find_document_by_uri(store, "file:///tmp/doc-3.pdf") is not None
+
+
+def test_the_full_text_index_keeps_no_positions_and_quoted_questions_still_search(db_path):
+    # Upkeep merges new rows into the whole full-text index; positions made that merge ~3x
+    # dearer (store/engine.py ``_create_indexes``) and no query uses them: quotes are stripped
+    # before the query reaches LanceDB (a phrase query needs positions).
+    store = Store(str(db_path), create=True)
+    _fill(store, 4, np.random.default_rng(9))
+    (fts,) = [i for i in store.table(S.CHUNKS).list_indices() if i.index_type == "FTS"]
+    assert fts.index_details["with_position"] is False
+    assert fts.index_details["remove_stop_words"] is False  # ranking as before
+    for question in ('"alpha 2 quokka"', "alpha 2 'quokka'", 'what is "beta 3"?'):
+        hits = search_chunks(store, question, query_vector=None, search_type="fts", limit=3)
+        assert hits, question
