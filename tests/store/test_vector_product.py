@@ -40,6 +40,7 @@ def test_nearest_ranks_the_same_split_or_not(monkeypatch: pytest.MonkeyPatch) ->
         document_names=[f"d{i}" for i in range(7)],
         vectors=m,
         first_pages=np.full(rows, vectors.NO_PAGE, dtype=np.int32),
+        chunk_rows=np.arange(rows, dtype=np.int64),
     )
     q = _unit_rows(3, 32, seed=9)
     for query in q:
@@ -56,8 +57,23 @@ def test_nearest_ranks_the_same_split_or_not(monkeypatch: pytest.MonkeyPatch) ->
                 assert {h["document_id"] for h in split} <= {"d2", "d5"}
 
 
-def test_helper_failure_is_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failure_in_the_helpers_half_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The caller's half succeeds and the helper thread's half fails: the product raises
+    instead of returning scores with an unwritten half."""
     monkeypatch.setattr(vectors, "SPLIT_PRODUCT_ROWS", 1)
+    real_pool = vectors._product_pool()
+    helper_calls = []
+
+    class FailingHelper:
+        def submit(self, fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+            def fail() -> None:
+                helper_calls.append(args[1].shape)  # the second half of the matrix
+                raise MemoryError("helper half failed")
+
+            return real_pool.submit(fail)
+
+    monkeypatch.setattr(vectors, "_product_pool", lambda: FailingHelper())
     m = _unit_rows(10, 4)
-    with pytest.raises(ValueError):
-        product(m, np.ones(5, dtype=np.float32))  # wrong dimension: both halves fail
+    with pytest.raises(MemoryError, match="helper half failed"):
+        product(m, np.ones(4, dtype=np.float32))
+    assert helper_calls == [(5, 4)]

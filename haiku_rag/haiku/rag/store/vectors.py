@@ -53,12 +53,12 @@ class VectorMatrix:
     document_names: list[str]  # code -> document id
     vectors: np.ndarray  # (rows, dim) float32, unit length: a dot product is the cosine
     first_pages: np.ndarray  # int32 per row: the chunk's lowest page, NO_PAGE or PAGE_UNKNOWN
-    next_row_id: int = 0  # first row id of the fragment after the newest one loaded
     # int64 per row: its chunk's row id in the chunks table when the matrix loaded, or -1.
     # With stable row ids (new stores) it still names the row after compaction, and the hits'
     # rows are read by it (``take_row_ids``) instead of a lookup of their ids; callers check
     # each row read is the chunk asked for, as a table without stable row ids moves its rows.
-    chunk_rows: np.ndarray | None = None
+    chunk_rows: np.ndarray
+    next_row_id: int = 0  # first row id of the fragment after the newest one loaded
 
     @classmethod
     def load(cls, table: Any, chunks: Any = None) -> VectorMatrix:
@@ -97,7 +97,7 @@ class VectorMatrix:
             vectors=np.concatenate([self.vectors, more.vectors]) if len(self) else more.vectors,
             first_pages=np.concatenate([self.first_pages, more.first_pages]),
             next_row_id=max(self.next_row_id, more.next_row_id),
-            chunk_rows=np.concatenate([self._rows(), more._rows()]),
+            chunk_rows=np.concatenate([self.chunk_rows, more.chunk_rows]),
         )
 
     @staticmethod
@@ -142,15 +142,12 @@ class VectorMatrix:
             chunk_rows=chunk_rows,
         )
 
-    def _rows(self) -> np.ndarray:
-        return self.chunk_rows if self.chunk_rows is not None else np.full(len(self), -1, dtype=np.int64)
-
     def __len__(self) -> int:
         return len(self.chunk_ids)
 
     @property
     def nbytes(self) -> int:
-        return int(self.vectors.nbytes + self.document_codes.nbytes + self.first_pages.nbytes + self._rows().nbytes)
+        return int(self.vectors.nbytes + self.document_codes.nbytes + self.first_pages.nbytes + self.chunk_rows.nbytes)
 
     def nearest(self, query: np.ndarray, limit: int, document_ids: Collection[str] | None) -> list[dict[str, Any]]:
         """Rows in the shape LanceDB returns (``_distance`` = cosine distance), best first, plus
@@ -184,7 +181,7 @@ class VectorMatrix:
             page = int(self.first_pages[i])
             if page != PAGE_UNKNOWN:
                 hit["first_page"] = None if page == NO_PAGE else page
-            if self.chunk_rows is not None and self.chunk_rows[i] >= 0:
+            if self.chunk_rows[i] >= 0:
                 hit["chunk_row"] = int(self.chunk_rows[i])
             hits.append(hit)
         return hits
