@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtWidgets import QApplication
 from qt_helpers import run_until
 
-from haiku.rag.capabilities.state import Citation
+from haiku.rag.citations import Citation
 from haiku.rag.ingest.records import Box
 from haiku_desk.services.library import uri_for
 from haiku_desk.services.pages import PagesService

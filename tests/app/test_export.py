@@ -11,9 +11,10 @@ import pytest
 from capabilities.scripting import answer, cite_top, search
 
 from app.chat_helpers import build_library
+from haiku.rag.answering import AnswerOptions, Conversation
+from haiku.rag.answering import answer as answer_question
 from haiku.rag.client import HaikuRAG
-from haiku.rag.qa import Conversation, ask
-from haiku.rag.search.grounding import HIGHLIGHT_STYLE
+from haiku.rag.pages import HIGHLIGHT_STYLE
 from haiku_desk.export import export_answer, export_conversation
 from haiku_desk.services.conversations import ConversationRecord, Turn
 
@@ -34,11 +35,11 @@ async def cited_turn(client, question: str, query: str) -> Turn:
     from app.chat_helpers import StreamingScript
 
     script = StreamingScript().play(search(query), cite_top(1), answer("Kerosene ran short."))
-    result = await ask(client, question, model=script.model, conversation=Conversation())
+    result = await answer_question(client, question, Conversation(), AnswerOptions(), model=script.model)
     return Turn(
         question=question,
-        answer=result.answer,
-        citations=result.citations,
+        answer=result.text,
+        citations=list(result.citations),
         grounding=result.grounding,
     )
 

@@ -13,7 +13,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import QApplication, QInputDialog, QWidget
 from qt_helpers import run_until
 
-from haiku.rag.capabilities.state import Citation
+from haiku.rag.citations import Citation
 from haiku_desk.models.documents import ENTRY_ROLE
 from haiku_desk.services.library import uri_for
 from haiku_desk.views.main_window import DEFAULT_SIZE, MainWindow

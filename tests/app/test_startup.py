@@ -110,12 +110,12 @@ def test_a_saved_conversation_resolves_its_citations_on_first_use(tmp_path):
     code = """
         import sys
         from haiku_desk.services.conversations import ConversationRecord, Turn
-        assert "haiku.rag.capabilities.state" not in sys.modules
+        assert "haiku.rag.citations" not in sys.modules
         box = {"page": 2, "x0": 1.0, "y0": 2.0, "x1": 3.0, "y1": 4.0}
         cited = {"index": 1, "chunk_id": "c", "document_id": "d", "document_uri": "file:///r.pdf",
                  "content": "kerosene", "boxes": [box]}
         record = ConversationRecord.model_validate({"turns": [{"question": "q", "citations": [cited]}]})
-        from haiku.rag.capabilities.state import Citation
+        from haiku.rag.citations import Citation
         citation = record.turns[0].citations[0]
         assert isinstance(citation, Citation) and citation.boxes[0].page == 2
         again = ConversationRecord.model_validate_json(record.model_dump_json())

@@ -98,7 +98,7 @@ def in_process(folder: Path | None, max_files: int | None, clicks: int, work: Pa
     from PySide6.QtCore import QElapsedTimer, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
     from haiku_desk.bridge import install_event_loop
     from haiku_desk.services import create_services
     from haiku_desk.views.main_window import MainWindow

@@ -31,7 +31,7 @@ try:
 except ImportError:  # a plain checkout without `pip install -e .`
     sys.path.insert(0, str(REPO / "haiku_rag"))
 
-from haiku.rag.capabilities.state import Citation  # noqa: E402
+from haiku.rag.citations import Citation  # noqa: E402
 from haiku.rag.client import HaikuRAG  # noqa: E402
 from haiku.rag.config import load_config  # noqa: E402
 

@@ -59,7 +59,7 @@ def test_a_tiny_section_grows_across_its_boundaries(db_path):
 def test_a_citation_of_one_merged_chunk_highlights_that_chunk_and_opens_on_its_page(db_path):
     """Two hits in one section on different pages merge into one result; citing the second
     must match its own lines (page 2) and leave the first as context, not open on page 1."""
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
 
     store = Store(str(db_path), create=True)
     first, second = "needle on the first page " * 20, "needle on the second page " * 20

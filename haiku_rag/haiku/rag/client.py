@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from haiku.rag import collections
+from haiku.rag.citations import pages_to_render
 from haiku.rag.collections import Collection
 from haiku.rag.config import AppConfig, EmbeddingsConfig, load_config, resolve_db_path
 from haiku.rag.errors import (
@@ -54,7 +55,7 @@ from haiku.rag.operations import (
     check_cancelled,
     report,
 )
-from haiku.rag.search.grounding import PageImage, pages_to_render, render_page
+from haiku.rag.pages import PageImage, render_page
 from haiku.rag.search.hybrid import SearchType
 from haiku.rag.store import documents as docs
 from haiku.rag.store.documents import NewDocument

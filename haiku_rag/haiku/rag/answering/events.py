@@ -14,7 +14,7 @@ from typing import Literal
 
 from haiku.rag.answering.options import ModeUsed
 from haiku.rag.capabilities.ledger import CitationStatus
-from haiku.rag.capabilities.state import Citation
+from haiku.rag.citations import Citation
 
 StepKind = Literal["search", "cite", "analysis", "load", "tool", "policy-redirect", "compaction"]
 Basis = Literal["cited", "declared-none", "missing", "search-results", "computed", "no-documents"]

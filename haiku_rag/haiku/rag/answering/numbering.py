@@ -14,7 +14,8 @@ from typing import Any
 from haiku.rag.answering.events import Basis
 from haiku.rag.capabilities.base import EvidenceCapability
 from haiku.rag.capabilities.ledger import CitationStatus, citation_status
-from haiku.rag.capabilities.state import Citation, EvidenceState
+from haiku.rag.capabilities.state import EvidenceState
+from haiku.rag.citations import Citation
 
 
 def display_number(numbers: dict[str, int], chunk_id: str) -> int:

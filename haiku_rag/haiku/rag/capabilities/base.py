@@ -39,7 +39,8 @@ from haiku.rag.capabilities.budget import RequestBudget, budget_notice
 from haiku.rag.capabilities.formatting import bounded_result, shown_results
 from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord, EvidenceRef
 from haiku.rag.capabilities.pictures import png_image, render_picture, search_image_label
-from haiku.rag.capabilities.state import Citation, EvidenceState, matched_picture_refs
+from haiku.rag.capabilities.state import EvidenceState
+from haiku.rag.citations import Citation, matched_picture_refs
 from haiku.rag.client import HaikuRAG
 from haiku.rag.config import AppConfig
 from haiku.rag.errors import DocumentNotFoundError, StoreError

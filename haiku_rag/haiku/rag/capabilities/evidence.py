@@ -15,7 +15,7 @@ from pydantic_ai import RunContext
 
 from haiku.rag.capabilities.base import EvidenceCapability
 from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord
-from haiku.rag.capabilities.state import Citation
+from haiku.rag.citations import Citation
 
 
 @dataclass(frozen=True)

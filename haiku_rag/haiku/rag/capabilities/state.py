@@ -9,73 +9,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from haiku.rag.capabilities.ledger import CapabilityEvidenceRecord
-from haiku.rag.ingest.records import Box
+from haiku.rag.citations import Citation
 from haiku.rag.store.models import SearchResult
-
-PICTURE_REF_PREFIX = "#/pictures/"
-
-
-class Citation(BaseModel):
-    """A registered citation: the passage the model saw, with what the app needs to show it.
-
-    ``index`` is 1-based and stable for the conversation. ``boxes`` (PDF points, top-left
-    origin, 1-based pages) outline the matched text and ``context_boxes`` the context around it.
-    """
-
-    index: int
-    chunk_id: str
-    chunk_ids: list[str] = Field(default_factory=list)
-    document_id: str
-    document_uri: str
-    document_title: str | None = None
-    content: str
-    # the cited chunk's own text when ``content`` is a passage widened by context expansion
-    # (a snippet for the host); None when ``content`` is that chunk's text alone
-    matched_text: str | None = None
-    headings: list[str] = Field(default_factory=list)
-    page_numbers: list[int] = Field(default_factory=list)
-    boxes: list[Box] = Field(default_factory=list)
-    context_boxes: list[Box] = Field(default_factory=list)
-    doc_item_refs: list[str] = Field(default_factory=list)
-    picture_refs: list[str] = Field(default_factory=list)
-
-    @classmethod
-    def from_result(cls, index: int, chunk_id: str, result: SearchResult) -> Citation:
-        """The citation of ``chunk_id`` within ``result``.
-
-        When expansion merged several chunks into ``result``, the cited chunk's own lines are
-        the match and its merged neighbours become context, so the citation opens on the page
-        of the text actually cited.
-        """
-        boxes, context_boxes = result.boxes, result.context_boxes
-        own = result.chunk_boxes.get(chunk_id)
-        if own:
-            # the cited passage (a hit, or a neighbour expansion showed) is the strong highlight;
-            # everything else the result showed is context
-            boxes = own
-            context_boxes = [b for b in [*result.boxes, *result.context_boxes] if b not in own]
-        return cls(
-            index=index,
-            chunk_id=chunk_id,
-            chunk_ids=result.chunk_ids or [result.chunk_id],
-            document_id=result.document_id,
-            document_uri=result.document_uri,
-            document_title=result.document_title,
-            content=result.content,
-            matched_text=result.chunk_texts.get(chunk_id),
-            headings=result.headings,
-            page_numbers=result.page_numbers,
-            boxes=boxes,
-            context_boxes=context_boxes,
-            doc_item_refs=result.doc_item_refs,
-            picture_refs=matched_picture_refs(result),
-        )
-
-
-def matched_picture_refs(result: SearchResult) -> list[str]:
-    """Pictures that are part of the hit itself; pictures swept in as context are not its evidence."""
-    refs = result.matched_refs or result.doc_item_refs
-    return [ref for ref in refs if ref.startswith(PICTURE_REF_PREFIX)]
 
 
 def result_chunk_ids(result: SearchResult) -> list[str]:
