@@ -33,10 +33,11 @@ def heading_path(citation: Citation) -> list[str]:
 
 
 def citation_location(citation: Citation) -> str:
-    """Heading path and pages: ``3 Results — pp. 1, 2``."""
+    """Heading path and the pages of the cited text itself (not of the context widened
+    around it): ``3 Results — pp. 1, 2``."""
     from haiku.rag.citations import pages_label
 
-    parts = [" › ".join(heading_path(citation)), pages_label(citation.page_numbers)]
+    parts = [" › ".join(heading_path(citation)), pages_label(matched_pages(citation))]
     return " — ".join(p for p in parts if p)
 
 

@@ -91,12 +91,17 @@ async def _render_citation(
     """Render the cited pages with the passage highlighted; relative paths of the PNGs."""
     if not citation.boxes and not citation.page_numbers:
         return []
+    from haiku_desk.citations import matched_pages
+
+    # the pages of the cited text itself (its context shown faintly on them), not every page
+    # of the context widened around it
+    own = set(matched_pages(citation))
     try:
         pages = await client.visualize(
             citation.document_id,
             citation.boxes,
-            citation.context_boxes,
-            citation.page_numbers,
+            [b for b in citation.context_boxes if b.page in own],
+            sorted(own),
             dpi=PAGE_DPI,
         )
     except Exception:  # a document deleted since: the citation still exports, as text

@@ -282,7 +282,11 @@ class CitationPanel(QWidget):
             self.headings.set_full_text(" › ".join([title, *headings]))
             self.headings.setVisible(True)
             return
-        pages = ", ".join(map(str, self.cited))
+        from haiku_desk.citations import matched_pages
+
+        # the pages of the cited text itself; the pages of its widened context (``cited``)
+        # are the ones the panel pages through
+        pages = ", ".join(map(str, matched_pages(citation)))
         self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}")
         self.headings.set_full_text(" › ".join(headings))
         self.headings.setVisible(True)  # holds the row of Copy citation and Open original

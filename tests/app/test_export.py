@@ -69,6 +69,8 @@ async def test_an_answer_exports_to_markdown_with_its_cited_pages(client, built,
     links = re.findall(r"!\[Source 1, page (\d+)\]\(([^)]+)\)", text)
     assert [int(page) for page, _ in links] == citation.page_numbers
     discussion_page = built.report.block("p_discussion").page
+    # the cited passage's own page, not every page of the section widened around it
+    assert citation.page_numbers == [discussion_page]
     for page, link in links:
         png = (path.parent / link).read_bytes()
         assert png.startswith(b"\x89PNG")

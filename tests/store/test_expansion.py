@@ -88,3 +88,63 @@ def test_a_citation_of_one_merged_chunk_highlights_that_chunk_and_opens_on_its_p
     single = Citation.from_result(3, hits[0].chunk_id, hits[0])
     assert single.boxes == hits[0].boxes and single.context_boxes == hits[0].context_boxes
     assert single.matched_text is None
+
+
+def _paged_doc() -> D.NewDocument:
+    """Sections "4 Methodology › 4.3 Selector" (pages 1-2) and "5 Experiments › 5.1 Setup ›
+    Crawler" (pages 2-3), each with stored heading paths as the chunker writes them; every
+    paragraph is its own chunk on its own page."""
+    items: list[ItemRecord] = []
+    chunks: list[ChunkRecord] = []
+
+    def heading(text: str, level: int, page: int) -> None:
+        items.append(ItemRecord(len(items), f"#/texts/{len(items)}", "section_header", text, [page], level, [Box(page, 10, 5, 200, 15)]))
+
+    def paragraph(text: str, page: int, path: list[str]) -> None:
+        ref, box = f"#/texts/{len(items)}", Box(page, 10, 20 + len(items), 500, 60 + len(items))
+        items.append(ItemRecord(len(items), ref, "text", text, [page], 0, [box]))
+        chunks.append(ChunkRecord(len(chunks), text, "\n".join([*path, text]), path, ["text"], [ref], [page], [box]))
+
+    method = ["4 Methodology", "4.3 Selector"]
+    heading("4 Methodology", 1, 1)
+    heading("4.3 Selector", 2, 1)
+    paragraph("The selector reads each candidate paper and scores it. " * 3, 1, method)
+    paragraph("The selector's threshold was tuned on held out queries. " * 3, 2, method)
+    crawler = ["5 Experiments", "5.1 Setup", "Crawler"]
+    heading("5 Experiments", 1, 2)
+    heading("5.1 Setup", 2, 2)
+    heading("Crawler", 3, 2)
+    paragraph("The crawler expands citations of every selected paper. " * 3, 3, crawler)
+    return D.NewDocument("file:///p.pdf", "P", {}, "h", "application/pdf", 3, b"", "", "{}", items, chunks)
+
+
+def test_a_citation_names_its_own_chunks_pages_and_path_not_those_of_its_widened_context(db_path):
+    """A hit on page 2 widened over pages 1-3: the result (what the model read) keeps pages
+    1-3, but its citation says p. 2; two hits in sibling sections merged into one result keep
+    one path each instead of a chain of both ("… › Crawler › 4 Methodology › 4.3 Selector")."""
+    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import pages_label
+
+    store = Store(str(db_path), create=True)
+    D.write_document(store, _paged_doc())
+    [hit] = search_chunks(store, "threshold", query_vector=None, search_type="fts", limit=1)
+    assert hit.page_numbers == [2]
+    [widened] = expand_context(store, [hit], 5000)
+    assert widened.page_numbers == [1, 2, 3], "the widened passage keeps the pages it spans"
+    cited = Citation.from_result(1, hit.chunk_id, widened)
+    assert pages_label(cited.page_numbers) == "p. 2"
+    assert cited.headings == ["4 Methodology", "4.3 Selector"]
+    # a neighbour the expansion swept in is cited with its own page and path
+    neighbour = next(cid for cid in widened.chunk_texts if widened.chunk_texts[cid].startswith("The crawler"))
+    swept = Citation.from_result(2, neighbour, widened)
+    assert swept.page_numbers == [3] and swept.headings == ["5 Experiments", "5.1 Setup", "Crawler"]
+
+    hits = search_chunks(store, "crawler selector", query_vector=None, search_type="fts", limit=3)
+    crawler = next(h for h in hits if h.content.startswith("The crawler"))
+    selector = next(h for h in hits if h.content.startswith("The selector reads"))
+    [merged] = expand_context(store, [crawler, selector], 5000)
+    assert set(merged.chunk_ids) >= {crawler.chunk_id, selector.chunk_id}
+    assert merged.headings in (["4 Methodology", "4.3 Selector"], ["5 Experiments", "5.1 Setup", "Crawler"])
+    assert Citation.from_result(3, crawler.chunk_id, merged).headings == ["5 Experiments", "5.1 Setup", "Crawler"]
+    first = Citation.from_result(4, selector.chunk_id, merged)
+    assert first.headings == ["4 Methodology", "4.3 Selector"] and first.page_numbers == [1]

@@ -87,8 +87,9 @@ class Citation(BaseModel):
             document_title=result.document_title,
             content=result.content,
             matched_text=result.chunk_texts.get(chunk_id),
-            headings=result.headings,
-            page_numbers=result.page_numbers,
+            # the cited chunk's own path and pages, not those of the passage widened around it
+            headings=result.chunk_headings.get(chunk_id, result.headings),
+            page_numbers=result.chunk_pages.get(chunk_id, result.page_numbers),
             boxes=boxes,
             context_boxes=context_boxes,
             doc_item_refs=result.doc_item_refs,

@@ -169,7 +169,7 @@ def _merge(spans: list[_Span]) -> list[_Span]:
 
 
 def _to_result(
-    span: _Span, items: dict[int, ItemRecord], budget: int, owners: dict[str, list[str]]
+    span: _Span, items: dict[int, ItemRecord], budget: int, owners: _Owners
 ) -> SearchResult:
     primary = max(span.results, key=lambda r: r.score)
     window = [items[p] for p in range(span.start, span.stop) if p in items]
@@ -184,28 +184,38 @@ def _to_result(
         return primary  # its matched items alone exceed the budget: the chunk is the passage
 
     matched_refs = [ref for r in span.results for ref in r.doc_item_refs]
-    headings: list[str] = []
-    for r in sorted(span.results, key=lambda r: -r.score):
-        headings.extend(h for h in r.headings if h not in headings)
     matched_set = set(matched_refs)
-    # each constituent chunk's own boxes and text (kept from an earlier merge when there was one)
+    # each constituent chunk's own boxes, text, pages and heading path (kept from an earlier
+    # merge when there was one)
     chunk_boxes: dict[str, list[Box]] = {}
     chunk_texts: dict[str, str] = {}
+    chunk_pages: dict[str, list[int]] = {}
+    chunk_headings: dict[str, list[str]] = {}
     for r in span.results:
         for cid in r.chunk_ids or [r.chunk_id]:
             chunk_boxes[cid] = r.chunk_boxes.get(cid, r.boxes)
             chunk_texts[cid] = r.chunk_texts.get(cid, r.content)
-    passages = _passages(kept, owners, list(chunk_boxes))
+            chunk_pages[cid] = r.chunk_pages.get(cid, r.page_numbers)
+            chunk_headings[cid] = r.chunk_headings.get(cid, r.headings)
+    passages = _passages(kept, owners.refs, list(chunk_boxes))
     if len(passages) > 1:
         chunk_texts = {cid: "\n\n".join(i.text for i in group) for cid, group in passages}
         for cid, group in passages:
             chunk_boxes.setdefault(cid, [b for i in group for b in i.boxes])
+            # a neighbour swept in: its own stored pages and path (its items' pages otherwise)
+            stored = owners.chunks.get(cid)
+            if stored is None:
+                stored = (sorted({p for i in group for p in i.page_numbers}), primary.headings)
+            chunk_pages.setdefault(cid, stored[0])
+            chunk_headings.setdefault(cid, stored[1])
     return primary.model_copy(
         update={
             "chunk_ids": list(dict.fromkeys(cid for r in span.results for cid in r.chunk_ids)),
             "score": primary.score,
             "content": content,
-            "headings": headings,
+            # the best hit's own path: a union of the constituents' paths chained sibling
+            # sections into one false path ("5 Experiments › … › 4 Methodology › 4.3 Selector")
+            "headings": primary.headings,
             "doc_item_refs": [i.self_ref for i in kept],
             "labels": [i.label for i in kept],
             "page_numbers": sorted({p for i in kept for p in i.page_numbers} | {p for r in span.results for p in r.page_numbers}),
@@ -215,13 +225,22 @@ def _to_result(
             "chunk_boxes": chunk_boxes if len(chunk_boxes) > 1 else {},
             # widened or merged: keep what each chunk itself said, for snippets of exactly it
             "chunk_texts": chunk_texts if len(chunk_texts) > 1 or content != primary.content else {},
+            # the pages and path of each chunk itself, for labels and exports of a citation
+            "chunk_pages": chunk_pages,
+            "chunk_headings": chunk_headings,
         }
     )
 
 
-def _item_owners(store: Store, generation: str, first: int, last: int) -> dict[str, list[str]]:
+@dataclass(slots=True)
+class _Owners:
+    refs: dict[str, list[str]]  # item ref -> the chunks holding it, in chunk order
+    chunks: dict[str, tuple[list[int], list[str]]]  # chunk id -> (its pages, its heading path)
+
+
+def _item_owners(store: Store, generation: str, first: int, last: int) -> _Owners:
     """For each item ref, the chunks holding it among chunks ``first..last`` (by order) of a
-    document generation, in chunk order.
+    document generation, in chunk order; and each of those chunks' own pages and headings.
 
     Every chunk holds at least one item, so the chunks holding the items of a window of
     ``WINDOW`` items each side lie within about that many orders of the hits; an item whose
@@ -232,15 +251,17 @@ def _item_owners(store: Store, generation: str, first: int, last: int) -> dict[s
         store.table(S.CHUNKS)
         .search()
         .where(f"generation = {sql_quote(generation)} AND `order` BETWEEN {int(first)} AND {int(last)}")
-        .select(["id", "order", "doc_item_refs"])
+        .select(["id", "order", "doc_item_refs", "page_numbers", "headings"])
         .limit(None)
         .to_list()
     )
     owners: dict[str, list[str]] = {}
+    chunks: dict[str, tuple[list[int], list[str]]] = {}
     for row in sorted(rows, key=lambda r: r["order"]):
+        chunks[row["id"]] = (list(row["page_numbers"] or []), list(row["headings"] or []))
         for ref in row["doc_item_refs"] or []:
             owners.setdefault(ref, []).append(row["id"])
-    return owners
+    return _Owners(owners, chunks)
 
 
 def _passages(

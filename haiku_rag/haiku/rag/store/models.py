@@ -72,6 +72,11 @@ class SearchResult(BaseModel):
     # each chunk's own text when expansion widened or merged the content, for a snippet of
     # exactly what was cited
     chunk_texts: dict[str, str] = Field(default_factory=dict)
+    # each chunk's own pages and heading path when expansion widened or merged the content:
+    # ``page_numbers`` and ``headings`` then describe the passage (what the model read), while
+    # a citation of one chunk names that chunk's pages and the path above it
+    chunk_pages: dict[str, list[int]] = Field(default_factory=dict)
+    chunk_headings: dict[str, list[str]] = Field(default_factory=dict)
 
     @property
     def source_label(self) -> str:
