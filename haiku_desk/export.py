@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from haiku_desk.citations import citation_place, snippet_source
 from haiku_desk.services.conversations import ConversationRecord, Turn
@@ -36,6 +37,33 @@ BASIS_LABELS = {
 }
 PAGE_DPI = 110
 SNIPPET_CHARS = 300
+
+# An export is opened in Markdown viewers, editors and browsers, so what documents put in it
+# (titles, headings, quoted passages, and answers a model wrote from them) must stay text:
+# no heading or list it did not write, no link or image (a remote image is a beacon fetched
+# when the file is opened), no HTML.
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]{}<>!|~#&]")
+_HTML = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_IMAGE = re.compile(r"!(?=\[)")
+# an ATX heading (``## Sources``), or a setext underline (``---``/``===``) turning the line
+# above into one
+_HEADING = re.compile(r"^(\s{0,3})(#|[=-](?=[=\- ]*$))", re.MULTILINE)
+
+
+def inline(text: str) -> str:
+    """Text from a document or a user as one line of literal Markdown: line breaks become
+    spaces, every character Markdown or HTML reads as markup is escaped."""
+    text = " ".join(str(text).split())
+    return _MARKDOWN_SPECIAL.sub(lambda m: _HTML.get(m.group(), "\\" + m.group()), text)
+
+
+def inert_answer(text: str) -> str:
+    """A model's answer keeps its Markdown (paragraphs, lists, tables, emphasis, links), but
+    cannot embed an image (``![…](https://beacon…)`` is shown as a link), raw HTML, or a
+    heading that would pass for one the export wrote."""
+    text = _IMAGE.sub("\\\\!", text)
+    text = text.replace("<", "&lt;")  # no tag, comment or autolink can open
+    return _HEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
 
 
 def slug(text: str, limit: int = 48) -> str:
@@ -75,7 +103,7 @@ async def _export(
                 rendered[key] = await _render_citation(citation, client, pages_dir, folder)
     cited = [c for turn in turns for c in turn.citations]
     records = await _records(client, cited)
-    lines = [f"# {title}", ""]
+    lines = [f"# {inline(title)}", ""]
     for turn in turns:
         lines += turn_markdown(turn, rendered, records)
     if cited:
@@ -148,7 +176,7 @@ async def _references(
         who = author_label(record) if record is not None else None
         year = record.year if record is not None and record.year else "n.d."
         title = (record.title if record is not None and record.title else None) or c.document_title or c.document_uri
-        lines.append(f"- {who} ({year}). {title}." if who else f"- {title}.")
+        lines.append(f"- {inline(who)} ({year}). {inline(title)}." if who else f"- {inline(title)}.")
     lines.append("")
     if not present:
         return lines
@@ -159,7 +187,8 @@ async def _references(
         return lines
     (folder / f"{name}.bib").write_text(bibtex, encoding="utf-8")
     (folder / f"{name}.csl.json").write_text(csl + "\n", encoding="utf-8")
-    lines += [f"BibTeX: [{name}.bib]({name}.bib) · CSL-JSON: [{name}.csl.json]({name}.csl.json)", ""]
+    target = quote(name)
+    lines += [f"BibTeX: [{inline(name)}.bib]({target}.bib) · CSL-JSON: [{inline(name)}.csl.json]({target}.csl.json)", ""]
     return lines
 
 
@@ -173,7 +202,7 @@ def turn_markdown(
 
     rendered = rendered or {}
     records = records or {}
-    lines = [f"## {turn.question}", "", turn.answer.strip(), ""]
+    lines = [f"## {inline(turn.question)}", "", inert_answer(turn.answer.strip()), ""]
     lines += [f"*{BASIS_LABELS.get(turn.basis, turn.basis)}.*", ""]
     if turn.citations:
         lines += ["### Sources", ""]
@@ -184,7 +213,7 @@ def turn_markdown(
                 where = f"{source_label(c, record)} — {where}"
             query = citing_text(turn.answer, c.index) or f"{turn.question} {turn.answer}"
             snippet = excerpt(snippet_source(c), query, SNIPPET_CHARS)
-            lines += [f"{c.index}. **{where}**", f"   > {snippet}", ""]
+            lines += [f"{c.index}. **{inline(where)}**", f"   > {inline(snippet)}", ""]
             for path in rendered.get((c.chunk_id, c.index), []):
                 page = path.rsplit("-page-", 1)[-1].removesuffix(".png")
                 lines += [f"   ![Source {c.index}, page {page}]({path})", ""]

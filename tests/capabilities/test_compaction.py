@@ -103,7 +103,7 @@ async def test_earlier_evidence_is_replaced_by_what_was_cited(make_rag, deps):
     capsule = capsule_of(talk.first_request(1))
     assert capsule.startswith(CAPSULE_HEADER + "\n\n[Cited evidence group 1]\n\n")
     assert (
-        f'[{otter.chunk_id}] Source: "Field Guide to Lantern Otters" (notes://otters)\n'
+        f'[{otter.chunk_id}] Source: "Field Guide to Lantern Otters" (document {otter.document_id})\n'
         f"{quoted(otter.content)}"
         in capsule
     )

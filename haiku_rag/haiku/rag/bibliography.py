@@ -338,17 +338,66 @@ def _ascii(text: str) -> str:
     return unicodedata.normalize("NFKD", text.translate(_LETTERS)).encode("ascii", "ignore").decode("ascii")
 
 
+# Every character BibTeX or LaTeX gives a meaning, written so it stands for itself. Braces
+# become commands (not ``\{``: BibTeX counts an escaped brace when it matches braces, so a
+# title with ``}`` in it would close its field and could start a forged entry), and so does the
+# backslash, so ``\input{/etc/passwd}`` or ``\immediate\write18{…}`` in a title is text.
+_BIBTEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "{": r"\textbraceleft{}",
+    "}": r"\textbraceright{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+_BIBTEX_CHARS = re.compile(r"[\\{}&%$#_~^]")
+# line breaks and other control characters would end a field in some readers: a space
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
 def _bibtex_escape(value: str) -> str:
-    value = value.replace("\\", r"\textbackslash{}")
-    value = re.sub(r"([&%$#_{}])", r"\\\1", value)
-    return value.replace("~", r"\textasciitilde{}").replace("^", r"\textasciicircum{}")
+    """``value`` as BibTeX field text that reads back as exactly ``value`` (no TeX in it runs)."""
+    value = _CONTROL_CHARS.sub(" ", value)
+    return _BIBTEX_CHARS.sub(lambda m: _BIBTEX_SPECIAL[m.group()], value)
 
 
-def _unique_keys(records: list[tuple[Bibliographic, str | None]]) -> list[str]:
+_WEB_URL = re.compile(r"(?i)^(https?|ftp)://[^\s/?#]+")
+_DOI = re.compile(r"^10\.\d{4,9}/\S+$")
+# in a url/doi field (read verbatim by biblatex and url.sty) only these stay as they are; the
+# rest (braces, backslashes, spaces, quotes, non-ASCII) is percent-encoded
+_URL_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:/?#[]@!$&'()*+,;=%")
+
+
+def _bibtex_link(name: str, value: str) -> str:
+    """A ``url`` or ``doi`` value: a web address or a DOI, percent-encoded where it holds
+    anything that is not plain URL text; anything else is written as escaped text."""
+    value = value.strip()
+    valid = _WEB_URL.match(value) if name == "url" else _DOI.match(value)
+    if not valid:
+        return _bibtex_escape(value)
+    return "".join(c if c in _URL_SAFE else "".join(f"%{b:02X}" for b in c.encode("utf-8")) for c in value)
+
+
+_KEY_CHARS = re.compile(r"[^A-Za-z0-9_:.\-]")
+
+
+def _bibtex_key(key: str, fallback: str) -> str:
+    """A citation key BibTeX reads as one key (a Zotero key from an imported database could
+    hold a comma, a brace or a line break that would end the entry's header)."""
+    return _KEY_CHARS.sub("", _ascii(key))[:64] or fallback
+
+
+def _unique_keys(records: list[tuple[Bibliographic, str | None]], *, bibtex: bool = False) -> list[str]:
     seen: dict[str, int] = {}
     keys = []
-    for record, fallback in records:
+    for index, (record, fallback) in enumerate(records, start=1):
         key = citation_key(record, fallback)
+        if bibtex:
+            key = _bibtex_key(key, f"document{index}")
         if key in seen:
             seen[key] += 1
             key = f"{key}{chr(ord('a') + seen[key] - 1)}" if seen[key] <= 26 else f"{key}-{seen[key]}"
@@ -374,7 +423,7 @@ def to_bibtex(items: Iterable[Any]) -> str:
     """A BibTeX bibliography of documents / search results / citations / metadata dicts."""
     records = _dedupe(_records(items))
     entries = []
-    for (record, _), key in zip(records, _unique_keys(records), strict=True):
+    for (record, _), key in zip(records, _unique_keys(records, bibtex=True), strict=True):
         kind = _BIBTEX_TYPES.get(record.item_type, "misc")
         fields: list[tuple[str, str]] = []
         authors = [c for c in record.creators if c.role == "author"]
@@ -401,7 +450,7 @@ def to_bibtex(items: Iterable[Any]) -> str:
             ("keywords", ", ".join(record.tags) if record.tags else None),
         ):
             if value:
-                fields.append((name, value if name in ("url", "doi") else _bibtex_escape(value)))
+                fields.append((name, _bibtex_link(name, value) if name in ("url", "doi") else _bibtex_escape(value)))
         body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
         entries.append(f"@{kind}{{{key},\n{body}\n}}")
     return "\n\n".join(entries) + ("\n" if entries else "")

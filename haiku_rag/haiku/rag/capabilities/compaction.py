@@ -23,7 +23,8 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
+from urllib.parse import unquote
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, WrapModelRequestHandler
@@ -40,6 +41,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import ModelRequestContext
 
+from haiku.rag.bounds import bounded_field
 from haiku.rag.capabilities.evidence import (
     DiscoveredEvidence,
     discover_evidence,
@@ -48,6 +50,9 @@ from haiku.rag.capabilities.evidence import (
 )
 from haiku.rag.capabilities.formatting import quoted
 from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG, cited_image_label
+
+if TYPE_CHECKING:
+    from haiku.rag.capabilities.state import Citation
 
 COMPACTION_CAPABILITY_ID = "haiku-rag-evidence-compaction"
 CAPSULE_HEADER = (
@@ -186,11 +191,8 @@ async def build_capsule(found: Sequence[DiscoveredEvidence], boundary: int) -> C
         sections.append(f"[Cited evidence group {number}]")
         for evidence, chunk_id in sorted(groups[question], key=lambda e: (e[0].namespace, e[1])):
             citation = evidence.citations[chunk_id]
-            title = citation.document_title or citation.document_uri
-            source = json.dumps(title, ensure_ascii=False)
             sections.append(
-                f"[{chunk_id}] Source: {source} ({citation.document_uri})\n"
-                f"{quoted(citation.content)}"
+                f"[{chunk_id}] Source: {receipt_source(citation)}\n{quoted(citation.content)}"
             )
             if not evidence.capability.vision:
                 continue
@@ -203,6 +205,15 @@ async def build_capsule(found: Sequence[DiscoveredEvidence], boundary: int) -> C
                 if image is not None:  # a picture that no longer renders goes, label and all
                     images += [cited_image_label(chunk_id, ref), image]
     return Capsule(text="\n\n".join(sections), images=images)
+
+
+def receipt_source(citation: Citation) -> str:
+    """How the capsule names a cited document: its title (or file name) and its id, never its
+    URI, which for a local file is a path on this machine (``file:///home/…``) a hosted model
+    has no business reading."""
+    name = citation.document_title or unquote(citation.document_uri.rsplit("/", 1)[-1])
+    title = json.dumps(bounded_field(name or citation.document_id), ensure_ascii=False)
+    return f"{title} (document {citation.document_id})"
 
 
 def compact_request(

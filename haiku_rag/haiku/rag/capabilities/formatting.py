@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 
+from haiku.rag.bounds import bounded_source
 from haiku.rag.store.models import SearchResult
 
 RESULT_SEPARATOR = "\n\n---\n\n"
@@ -148,7 +149,8 @@ def source_line(result: SearchResult) -> str:
     """Title and headings as JSON strings: quotes and line breaks in them stay inside."""
     title = result.document_title or result.document_uri
     headings = [h for h in result.headings if h != title]
-    return " > ".join(json.dumps(part, ensure_ascii=False) for part in [title, *headings])
+    parts = bounded_source(title, headings)  # a 5 MB title must not ride along with every result
+    return " > ".join(json.dumps(part, ensure_ascii=False) for part in parts)
 
 
 def primary_label(result: SearchResult) -> str | None:
