@@ -464,8 +464,11 @@ async def _cmd_add_zotero(client: Any, args: argparse.Namespace) -> int:
     for name, count in result.collections.items():
         mark = "updated" if name in result.collections_written else "unchanged"
         print(f"collection {name}: {count} document(s) ({mark})")
+    for key, reason in result.skipped:
+        if reason.startswith("collection not imported"):
+            print(f"skipped    {key}  {reason}")
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
-    print(f"{counts or 'no PDF attachments found'}; {len(result.skipped)} attachment(s) skipped (not PDFs)")
+    print(f"{counts or 'no PDF attachments found'}; {len(result.skipped)} skipped (not PDFs, links, unusable collections)")
     return 0
 
 

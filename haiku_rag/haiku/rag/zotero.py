@@ -13,15 +13,24 @@ Each attachment becomes one document with the URI ``zotero://select/library/item
 (Zotero opens the item from it), so a re-import finds it whatever the file is called.
 Re-running writes only what changed: a changed file is re-ingested, changed metadata is
 updated in place, and nothing at all is written when Zotero has not changed.
+
+The database is untrusted input (docs/security.md, "Imports"): a stored file must resolve
+inside ``storage/<key>/`` of the data directory (no ``..``, no symlink out, keys are plain
+letters and digits), a file linked relative to the base directory inside that directory, and
+every file must be a PDF by its content; reading the database has a total deadline (SQLite is
+interrupted, and Ctrl-C / cancel stop it too); fields, creators, tags and annotations are
+bounded, with a note; a collection whose name cannot be a collection is reported, not fatal.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import sqlite3
 import tempfile
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from haiku.rag.bibliography import METADATA_KEY, Bibliographic, Creator
-from haiku.rag.errors import HaikuRAGError
+from haiku.rag.errors import HaikuRAGError, OperationCancelled
 from haiku.rag.operations import (
     CancelToken,
     Progress,
@@ -43,10 +52,27 @@ from haiku.rag.operations import (
 if TYPE_CHECKING:
     from haiku.rag.client import HaikuRAG
 
+log = logging.getLogger(__name__)
+
 ZOTERO_KEY = "zotero"  # document.metadata key of the Zotero record
 LINK_MODES = {0: "imported_file", 1: "imported_url", 2: "linked_file", 3: "linked_url"}
 ANNOTATION_TYPES = {1: "highlight", 2: "note", 3: "image", 4: "ink", 5: "underline", 6: "text"}
 COLLECTION_PATH_SEPARATOR = " / "
+
+#: total time reading the database may take (every query together), in seconds
+READ_DEADLINE_SECONDS = 120.0
+#: SQLite virtual-machine steps between two checks of the deadline and of cancellation
+_PROGRESS_STEPS = 10_000
+#: bounds on what one item may bring in; longer values are cut (with a note on the outcome)
+MAX_TITLE_CHARS = 1_000
+MAX_FIELD_CHARS = 20_000
+MAX_CREATORS = 500
+MAX_CREATOR_CHARS = 1_000
+MAX_TAGS = 200
+MAX_ANNOTATIONS = 2_000
+MAX_ANNOTATION_CHARS = 10_000
+#: an attachment key names a folder under storage/: letters and digits only
+_KEY = re.compile(r"[A-Za-z0-9]{1,32}")
 
 
 class ZoteroError(HaikuRAGError):
@@ -114,9 +140,28 @@ def _profile_base_dir(data_dir: Path) -> str | None:
 
 
 @contextmanager
-def open_snapshot(database: Path) -> Iterator[sqlite3.Connection]:
+def open_snapshot(
+    database: Path, *, deadline: float | None = None, cancel: CancelToken | None = None
+) -> Iterator[sqlite3.Connection]:
     """A private copy of the database (with its write-ahead log or journal), opened
-    read-only: Zotero holds an exclusive lock on the original while it runs."""
+    read-only: Zotero holds an exclusive lock on the original while it runs.
+
+    ``deadline`` (seconds, default ``READ_DEADLINE_SECONDS``) bounds every query on the copy
+    together, and ``cancel`` stops them: a progress handler interrupts SQLite, so a crafted
+    database (a view over an endless recursive query) cannot hang the import."""
+    limit = READ_DEADLINE_SECONDS if deadline is None else deadline
+    ends = time.monotonic() + limit
+    stopped: list[str] = []
+
+    def interrupt() -> int:
+        if cancel is not None and cancel.cancelled:
+            stopped.append("cancelled")
+            return 1
+        if time.monotonic() > ends:
+            stopped.append("deadline")
+            return 1
+        return 0
+
     with tempfile.TemporaryDirectory(prefix="haiku-zotero-") as tmp:
         copy = Path(tmp) / "zotero.sqlite"
         try:
@@ -127,17 +172,33 @@ def open_snapshot(database: Path) -> Iterator[sqlite3.Connection]:
                     shutil.copyfile(side, copy.with_name(copy.name + suffix))
             # Opened writable only so SQLite can replay the copied log into the copy.
             connection = sqlite3.connect(copy)
+            connection.set_progress_handler(interrupt, _PROGRESS_STEPS)
             connection.execute("PRAGMA query_only = ON")
+            connection.execute("PRAGMA trusted_schema = OFF")  # views may not call risky functions
             connection.row_factory = sqlite3.Row
             connection.execute("SELECT count(*) FROM items").fetchone()
         except OSError as exc:
             raise ZoteroError(f"cannot copy {database}: {exc.strerror or exc}") from exc
         except sqlite3.DatabaseError as exc:
+            _raise_stopped(database, stopped, limit)
             raise ZoteroError(f"{database} is not a readable Zotero database ({exc})") from exc
         try:
             yield connection
+        except (sqlite3.DatabaseError, ZoteroError):
+            _raise_stopped(database, stopped, limit)
+            raise
         finally:
             connection.close()
+
+
+def _raise_stopped(database: Path, stopped: list[str], limit: float) -> None:
+    if "cancelled" in stopped:
+        raise OperationCancelled(f"reading {database} was cancelled")
+    if "deadline" in stopped:
+        raise ZoteroError(
+            f"{database}: reading the database did not finish within {limit:g} s; it is damaged or "
+            "crafted (e.g. a view over an endless query); nothing was imported"
+        )
 
 
 @dataclass(slots=True)
@@ -175,6 +236,7 @@ class ZoteroAttachment:
     collections: list[str]
     collection_keys: list[str]
     annotations: list[ZoteroAnnotation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was cut to the bounds
 
     @property
     def uri(self) -> str:
@@ -192,6 +254,7 @@ class ZoteroAttachment:
             "collections": self.collections,
             "collection_keys": self.collection_keys,
             "annotations": [a.to_dict() for a in self.annotations],
+            **({"shortened": self.notes} if self.notes else {}),
         }
 
 
@@ -201,6 +264,8 @@ class ZoteroLibrary:
     # collection name (path for subcollections) -> (collection key, attachment keys)
     collections: dict[str, tuple[str, list[str]]]
     skipped: list[tuple[str, str]]  # (attachment key, reason): non-PDF attachments, links to URLs
+    # collections that cannot be collections here (an empty name, control characters): (key, reason)
+    bad_collections: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _table_names(db: sqlite3.Connection) -> set[str]:
@@ -214,8 +279,11 @@ def _named(db: sqlite3.Connection, tables: set[str], combined: str, plain: str) 
     return plain
 
 
-def read_library(location: ZoteroLocation) -> ZoteroLibrary:
-    with open_snapshot(location.database) as db:
+def read_library(
+    location: ZoteroLocation, *, deadline: float | None = None, cancel: CancelToken | None = None
+) -> ZoteroLibrary:
+    with open_snapshot(location.database, deadline=deadline, cancel=cancel) as db:
+        log.info("reading the Zotero database %s", location.database)
         try:
             return _read(db, location)
         except sqlite3.DatabaseError as exc:
@@ -240,7 +308,7 @@ def _read(db: sqlite3.Connection, location: ZoteroLocation) -> ZoteroLibrary:
         f"SELECT d.itemID, f.fieldName, v.value FROM itemData d JOIN {fields_table} f ON f.fieldID = d.fieldID "
         "JOIN itemDataValues v ON v.valueID = d.valueID"
     ):
-        values[r["itemID"]][r["fieldName"]] = str(r["value"])
+        values[r["itemID"]][r["fieldName"]] = str(r["value"])[: MAX_FIELD_CHARS + 1]
     creators: dict[int, list[Creator]] = defaultdict(list)
     for r in db.execute(
         "SELECT ic.itemID, c.firstName, c.lastName, c.fieldMode, ct.creatorType FROM itemCreators ic "
@@ -248,12 +316,20 @@ def _read(db: sqlite3.Connection, location: ZoteroLocation) -> ZoteroLibrary:
         "ORDER BY ic.itemID, ic.orderIndex"
     ):
         single = r["fieldMode"] == 1  # an institution or a one-field name: all in lastName
-        creators[r["itemID"]].append(
-            Creator(family=r["lastName"] or "", given="" if single else (r["firstName"] or ""), role=r["creatorType"])
+        found = creators[r["itemID"]]
+        if len(found) > MAX_CREATORS:
+            continue  # one more than the bound is kept, so the note can say it was cut
+        found.append(
+            Creator(
+                family=(r["lastName"] or "")[:MAX_CREATOR_CHARS],
+                given="" if single else (r["firstName"] or "")[:MAX_CREATOR_CHARS],
+                role=r["creatorType"],
+            )
         )
     tags: dict[int, list[str]] = defaultdict(list)
     for r in db.execute("SELECT it.itemID, t.name FROM itemTags it JOIN tags t ON t.tagID = it.tagID ORDER BY t.name"):
-        tags[r["itemID"]].append(r["name"])
+        if len(tags[r["itemID"]]) <= MAX_TAGS:
+            tags[r["itemID"]].append(str(r["name"])[:MAX_CREATOR_CHARS])
 
     groups = {}
     if "groups" in tables:
@@ -269,7 +345,7 @@ def _read(db: sqlite3.Connection, location: ZoteroLocation) -> ZoteroLibrary:
         parts, seen, current = [], set(), collection_id
         while current in rows and current not in seen:
             seen.add(current)
-            parts.append(rows[current]["collectionName"].strip())
+            parts.append(str(rows[current]["collectionName"] or "").strip())
             current = rows[current]["parentCollectionID"]
         return COLLECTION_PATH_SEPARATOR.join(reversed(parts))
 
@@ -286,12 +362,14 @@ def _read(db: sqlite3.Connection, location: ZoteroLocation) -> ZoteroLibrary:
             f"FROM itemAnnotations a JOIN items i ON i.itemID = a.itemID WHERE a.itemID NOT IN ({deleted}) "
             "ORDER BY a.parentItemID, a.sortIndex"
         ):
+            if len(annotations[r["parentItemID"]]) > MAX_ANNOTATIONS:
+                continue
             annotations[r["parentItemID"]].append(
                 ZoteroAnnotation(
                     key=r["key"],
                     type=ANNOTATION_TYPES.get(r["type"], str(r["type"])),
-                    text=r["text"],
-                    comment=r["comment"],
+                    text=_cut(r["text"], MAX_ANNOTATION_CHARS),
+                    comment=_cut(r["comment"], MAX_ANNOTATION_CHARS),
                     color=r["color"],
                     page_label=r["pageLabel"],
                     page_index=_page_index(r["position"]),
@@ -316,13 +394,29 @@ def _read(db: sqlite3.Connection, location: ZoteroLocation) -> ZoteroLibrary:
         if not is_pdf:
             skipped.append((own["key"], f"not a PDF ({r['contentType'] or Path(raw_path).suffix or 'unknown type'})"))
             continue
-        path, missing = _resolve_path(raw_path, own["key"], location)
-        if path is not None and not path.is_file():
+        path, missing = _resolve_path(raw_path, own["key"], link_mode, location)
+        if path is not None and not missing and not path.is_file():
             missing = f"the file {path} is missing"
         main_id = parent_id if parent_id is not None else r["itemID"]
         main = items[main_id]
-        fields = values.get(main_id, {})
-        record = _bibliographic(main, fields, creators.get(main_id, []), tags.get(main_id, []))
+        fields, notes = _bounded_fields(values.get(main_id, {}))
+        item_creators, item_tags = creators.get(main_id, []), tags.get(main_id, [])
+        if len(item_creators) > MAX_CREATORS:
+            notes.append(f"creators: the first {MAX_CREATORS} kept")
+            item_creators = item_creators[:MAX_CREATORS]
+        if len(item_tags) > MAX_TAGS:
+            notes.append(f"tags: the first {MAX_TAGS} kept")
+            item_tags = item_tags[:MAX_TAGS]
+        item_annotations = annotations.get(r["itemID"], [])
+        if len(item_annotations) > MAX_ANNOTATIONS:
+            notes.append(f"annotations: the first {MAX_ANNOTATIONS} kept")
+            item_annotations = item_annotations[:MAX_ANNOTATIONS]
+        record = _bibliographic(main, fields, item_creators, item_tags)
+        title = record.title or values.get(r["itemID"], {}).get("title") or Path(raw_path).name
+        if len(title) > MAX_TITLE_CHARS:
+            notes.append(f"title: cut to {MAX_TITLE_CHARS} characters")
+            title = title[:MAX_TITLE_CHARS]
+            record.title = title
         collection_ids = list(dict.fromkeys(item_collections.get(main_id, []) + item_collections.get(r["itemID"], [])))
         library = f"groups/{groups[own['libraryID']]}" if own["libraryID"] in groups else "library"
         attachments.append(
@@ -334,19 +428,49 @@ def _read(db: sqlite3.Connection, location: ZoteroLocation) -> ZoteroLibrary:
                 raw_path=raw_path,
                 path=path,
                 missing_reason=missing,
-                title=record.title or values.get(r["itemID"], {}).get("title") or Path(raw_path).name,
+                title=title,
                 bibliographic=record,
                 fields=fields,
                 collections=[path_of(c) for c in collection_ids],
                 collection_keys=[rows[c]["key"] for c in collection_ids],
-                annotations=annotations.get(r["itemID"], []),
+                annotations=item_annotations,
+                notes=notes,
             )
         )
+    from haiku.rag.collections import CollectionError, check_name
+
     collections: dict[str, tuple[str, list[str]]] = {}
+    bad_collections: list[tuple[str, str]] = []
     for cid in sorted(live_collections, key=path_of):
+        try:
+            name = check_name(path_of(cid))
+        except CollectionError as exc:
+            bad_collections.append((str(rows[cid]["key"]), f"collection not imported: {exc}"))
+            continue
         members = [a.key for a in attachments if rows[cid]["key"] in a.collection_keys]
-        collections[path_of(cid)] = (rows[cid]["key"], members)
-    return ZoteroLibrary(attachments, collections, skipped)
+        collections[name] = (rows[cid]["key"], members)
+    for attachment in attachments:  # only the collections that exist here
+        kept = [(n, k) for n, k in zip(attachment.collections, attachment.collection_keys, strict=True) if n in collections]
+        attachment.collections = [n for n, _ in kept]
+        attachment.collection_keys = [k for _, k in kept]
+    return ZoteroLibrary(attachments, collections, skipped, bad_collections)
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    return None if text is None else str(text)[:limit]
+
+
+def _bounded_fields(fields: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """Fields cut to ``MAX_FIELD_CHARS`` (the title to ``MAX_TITLE_CHARS``), with notes."""
+    notes: list[str] = []
+    bounded: dict[str, str] = {}
+    for name, value in fields.items():
+        limit = MAX_TITLE_CHARS if name == "title" else MAX_FIELD_CHARS
+        if len(value) > limit:
+            notes.append(f"{name}: cut to {limit} characters")
+            value = value[:limit]
+        bounded[name] = value
+    return bounded, notes
 
 
 def _ancestor_deleted(cid: int, rows: dict[int, Any], deleted: set[int]) -> bool:
@@ -368,17 +492,38 @@ def _page_index(position: str | None) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def _resolve_path(raw: str, key: str, location: ZoteroLocation) -> tuple[Path | None, str | None]:
+def _resolve_path(raw: str, key: str, link_mode: str, location: ZoteroLocation) -> tuple[Path | None, str | None]:
+    """The attachment's file, or why it is refused. Stored files must resolve (symlinks
+    followed) inside ``storage/<key>/`` of the data directory, files linked relative to the
+    base directory inside that directory; only a "linked file" may name an absolute path."""
     if raw.startswith("storage:"):
-        return location.data_dir / "storage" / key / raw[len("storage:") :], None
+        if link_mode not in ("imported_file", "imported_url"):
+            return None, f"{raw}: a stored file path on a {link_mode.replace('_', ' ')} attachment; refused"
+        if not _KEY.fullmatch(key):
+            return None, f"attachment key {key!r} is not a Zotero key (letters and digits); refused"
+        folder = location.data_dir.resolve() / "storage" / key
+        return _contained(folder / raw[len("storage:") :], folder, raw, "its storage folder")
     if raw.startswith("attachments:"):
         if location.base_dir is None:
             return None, f"{raw}: linked relative to a base directory that is not known (pass --base-dir)"
-        return location.base_dir / raw[len("attachments:") :], None
+        base = location.base_dir.resolve()
+        return _contained(base / raw[len("attachments:") :], base, raw, "the base directory")
     path = Path(raw)
+    if link_mode != "linked_file":
+        return None, f"{raw}: a path outside Zotero's storage on a {link_mode.replace('_', ' ')} attachment; refused"
     if not path.is_absolute():
         return None, f"{raw}: a linked file path that is not absolute"
     return path, None
+
+
+def _contained(path: Path, root: Path, raw: str, what: str) -> tuple[Path | None, str | None]:
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        return None, f"{raw}: cannot be resolved ({exc}); refused"
+    if not resolved.is_relative_to(root):
+        return None, f"{raw}: leads outside {what} ({root}); refused"
+    return resolved, None
 
 
 _YEAR = re.compile(r"(?<!\d)(\d{4})(?!\d)")
@@ -507,6 +652,7 @@ async def import_zotero(
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
     embed: bool = True,
+    read_deadline: float | None = None,
 ) -> ZoteroImportReport:
     """Import (or bring up to date) every PDF attachment of a Zotero library.
 
@@ -519,8 +665,12 @@ async def import_zotero(
     from haiku.rag.ingest.pipeline import content_hash
 
     location = await asyncio.to_thread(locate, source, base_dir=base_dir)
-    library = await asyncio.to_thread(read_library, location)
     cancel = cancel or CancelToken()
+    try:
+        library = await asyncio.to_thread(read_library, location, deadline=read_deadline, cancel=cancel)
+    except asyncio.CancelledError:
+        cancel.cancel()  # interrupts SQLite, so the thread (and Ctrl-C) ends at once
+        raise
     outcomes: list[ZoteroOutcome] = []
     by_key: dict[str, str] = {}  # attachment key -> document id
     to_embed = []
@@ -541,16 +691,22 @@ async def import_zotero(
         except OSError as exc:
             outcomes.append(ZoteroOutcome(attachment.key, attachment.title, "missing", shown, None, f"{attachment.path}: {exc.strerror or exc}"))
             continue
+        if not data[:1024].lstrip().startswith(b"%PDF-") and b"%PDF-" not in data[:1024]:
+            outcomes.append(
+                ZoteroOutcome(attachment.key, attachment.title, "failed", shown, None, f"{attachment.path}: not a PDF by its content; refused")
+            )
+            continue
+        note = ("shortened: " + "; ".join(attachment.notes)) if attachment.notes else None
         wanted = {ZOTERO_KEY: attachment.zotero_record(), METADATA_KEY: attachment.bibliographic.to_metadata()}
         if existing is not None and existing.content_hash == content_hash(data):
             current = {k: existing.metadata.get(k) for k in wanted}
             if _normalised(current) == _normalised(wanted) and existing.title == attachment.title:
-                outcomes.append(ZoteroOutcome(attachment.key, attachment.title, "unchanged", shown, existing.id))
+                outcomes.append(ZoteroOutcome(attachment.key, attachment.title, "unchanged", shown, existing.id, note))
                 continue
             updated = await client.update_document(
                 existing.id, title=attachment.title, metadata={**existing.metadata, **wanted}
             )
-            outcomes.append(ZoteroOutcome(attachment.key, attachment.title, "metadata", shown, updated.id))
+            outcomes.append(ZoteroOutcome(attachment.key, attachment.title, "metadata", shown, updated.id, note))
             continue
         # keep what a user added (e.g. edits in the app); what the parser derives is derived anew
         kept = {k: v for k, v in (existing.metadata if existing else {}).items() if k not in _PARSER_KEYS}
@@ -571,7 +727,7 @@ async def import_zotero(
         by_key[attachment.key] = outcome.document.id
         to_embed.append(outcome.document)
         status: ImportStatus = "updated" if existing is not None else "ingested"
-        outcomes.append(ZoteroOutcome(attachment.key, attachment.title, status, shown, outcome.document.id))
+        outcomes.append(ZoteroOutcome(attachment.key, attachment.title, status, shown, outcome.document.id, note))
     if embed and to_embed:
         await client.embed_pending(to_embed, progress=progress, cancel=cancel)
 
@@ -595,4 +751,6 @@ async def import_zotero(
         return counts, written
 
     counts, written = await asyncio.to_thread(sync_collections)
-    return ZoteroImportReport(str(location.database), outcomes, counts, written, library.skipped)
+    return ZoteroImportReport(
+        str(location.database), outcomes, counts, written, library.skipped + library.bad_collections
+    )
