@@ -52,7 +52,7 @@ from haiku.rag.capabilities.formatting import quoted
 from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG, cited_image_label
 
 if TYPE_CHECKING:
-    from haiku.rag.capabilities.state import Citation
+    from haiku.rag.citations import Citation
 
 COMPACTION_CAPABILITY_ID = "haiku-rag-evidence-compaction"
 CAPSULE_HEADER = (
