@@ -121,12 +121,12 @@ class PhaseTimer:
     upkeep (``Store.maintain_indexes``, which returns quickly when nothing is due)."""
 
     def __init__(self) -> None:
-        from haiku.rag.client import HaikuRAG
+        from haiku.rag.client import ingestion
         from haiku.rag.store import documents, engine
 
         self.labels: dict[int, str] = {}
         self.spent: dict[tuple[str, str], float] = {}
-        self._wrap(HaikuRAG, "_parse_sync", "lookup+parse", lambda args: args[0].store)
+        self._wrap(ingestion, "parse_source", "lookup+parse", lambda args: args[0].store)
         self._wrap(documents, "write_document", "write", lambda args: args[0])
         self._wrap(engine.Store, "maintain_indexes", "upkeep", lambda args: args[0])
 

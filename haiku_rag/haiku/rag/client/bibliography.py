@@ -1,0 +1,56 @@
+"""A document's bibliographic record: the one a person edited, stored; and the one read from a
+PDF at ingest (unless the caller gave one, or the person's edit is kept across a re-ingest)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from haiku.rag.client.base import ClientBase
+from haiku.rag.store import documents as docs
+from haiku.rag.store.models import Document
+
+log = logging.getLogger("haiku.rag")
+
+
+async def update_bibliographic(
+    client: ClientBase, document_id: str, record: Any, *, title: str | None = None
+) -> Document:
+    """Store the bibliographic record a person edited (a ``Bibliographic``, see
+    ``haiku.rag.bibliography.edited_record``) and, with ``title``, the document's title:
+    checked first (``BibliographicError`` names a bad field and nothing is written), then
+    one atomic write of the documents row; nothing is re-parsed or re-embedded. A record
+    whose ``source`` is ``"user"`` is kept when the file is re-ingested."""
+    from haiku.rag.bibliography import METADATA_KEY, Bibliographic, check_record
+
+    checked = check_record(Bibliographic.model_validate(record))
+    return await asyncio.to_thread(
+        client._reading(docs.update_metadata),
+        client.store,
+        document_id,
+        {METADATA_KEY: checked.to_metadata()},
+        title=title,
+    )
+
+
+def add_bibliographic(new: docs.NewDocument, filename: str, replaces: Document | None = None) -> None:
+    """Authors, year, DOI... read from a PDF itself, unless the caller gave them (Zotero) or
+    the person edited them (kept from the version this one replaces)."""
+    from haiku.rag.bibliography import METADATA_KEY, USER_SOURCE
+
+    edited = replaces.metadata.get(METADATA_KEY) if replaces is not None else None
+    if METADATA_KEY not in new.metadata and isinstance(edited, dict) and edited.get("source") == USER_SOURCE:
+        new.metadata[METADATA_KEY] = edited
+        return
+    if new.mime_type != "application/pdf" or METADATA_KEY in new.metadata:
+        return
+    from haiku.rag.pdf_metadata import extract_pdf_metadata
+
+    try:
+        record = extract_pdf_metadata(new.source_bytes, filename=filename)
+    except Exception:  # metadata is a bonus: never fail an ingest over it
+        log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
+        return
+    if record is not None:
+        new.metadata[METADATA_KEY] = record.to_metadata()

@@ -1,0 +1,79 @@
+"""Reading and editing stored documents: by id, URI or title, their chunks, text and source
+bytes; deleting, retitling and updating them. ``HaikuRAG``'s methods of the same names."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from haiku.rag.client.base import ClientBase
+from haiku.rag.errors import DocumentNotFoundError
+from haiku.rag.store import documents as docs
+from haiku.rag.store.models import Chunk, Document
+
+
+async def get_document(client: ClientBase, document_id: str) -> Document:
+    return await client._store_thread(docs.get_document, client.store, document_id)
+
+
+async def get_document_by_uri(client: ClientBase, uri: str) -> Document | None:
+    return await client._store_thread(docs.find_document_by_uri, client.store, uri)
+
+
+async def resolve_document(client: ClientBase, id_or_title: str) -> Document:
+    """By id, then exact title, then exact URI."""
+
+    def find() -> Document:
+        try:
+            return docs.get_document(client.store, id_or_title)
+        except DocumentNotFoundError:
+            pass
+        for document in docs.list_documents(client.store):
+            if id_or_title in (document.title, document.uri):
+                return document
+        raise DocumentNotFoundError(f"no document with id, title or URI {id_or_title!r}")
+
+    return await client._store_thread(find)
+
+
+async def list_documents(
+    client: ClientBase, *, filter: str | None = None, limit: int | None = None, offset: int = 0
+) -> list[Document]:
+    return await client._store_thread(docs.list_documents, client.store, filter=filter, limit=limit, offset=offset)
+
+
+async def get_chunks(client: ClientBase, document: Document) -> list[Chunk]:
+    return await client._store_thread(docs.get_chunks, client.store, document)
+
+
+async def get_chunk(client: ClientBase, chunk_id: str) -> Chunk:
+    rows = await client._store_thread(docs.get_chunks_by_id, client.store, [chunk_id])
+    if chunk_id not in rows:
+        raise DocumentNotFoundError(f"no chunk with id {chunk_id}")
+    return docs.chunk_from_row(rows[chunk_id])
+
+
+async def get_source_bytes(client: ClientBase, document: Document) -> bytes:
+    return await client._store_thread(docs.get_source_bytes, client.store, document)
+
+
+async def get_content(client: ClientBase, document: Document) -> str:
+    return await client._store_thread(docs.get_content, client.store, document)
+
+
+async def delete_document(client: ClientBase, document_id: str) -> Document:
+    return await client._store_thread(docs.delete_document, client.store, document_id)
+
+
+async def update_document(
+    client: ClientBase, document_id: str, *, title: str | None = None, metadata: dict[str, Any] | None = None
+) -> Document:
+    return await client._store_thread(
+        docs.update_document_meta, client.store, document_id, title=title, metadata=metadata
+    )
+
+
+async def rename_document(client: ClientBase, document_id: str, title: str | None) -> Document:
+    """Give a document the user's own title, kept across re-ingests (``metadata``'s
+    ``user_title``); ``None`` or "" goes back to the title found in the file."""
+    return await asyncio.to_thread(client._reading(docs.rename_document), client.store, document_id, title)
