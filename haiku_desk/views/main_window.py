@@ -162,7 +162,7 @@ class MainWindow(QMainWindow):
         self.add_files_action = action("Add files…", pane.choose_files, QKeySequence.StandardKey.Open, "add_files")
         self.add_folder_action = action("Add folder…", pane.choose_folder, None, "add_folder")
         self.watch_folder_action = action("Watch folder…", pane.choose_watched_folder, None, "watch_folder")
-        self.rescan_action = action("Rescan watched folders", lambda: self.services.library.rescan(), None, "rescan")
+        self.rescan_action = action("Rescan watched folders", lambda: self.services.library.watch.rescan(), None, "rescan")
         self.zotero_action = action("Import Zotero library…", self.choose_zotero_library, None, "import_zotero")
         self.focus_search_action = action("Focus search", self.focus_search, "Ctrl+K", "focus_search")
         self.models_action = action("Models…", self.open_model_settings, None, "models")
