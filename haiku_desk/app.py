@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     app.setDesktopFileName("haiku-desk")
     app.setQuitOnLastWindowClosed(False)  # the window's close starts the shutdown, which quits
 
+    from haiku_desk.services.library_choice import initial_library, remember_library
     from haiku_desk.single_instance import InstanceServer, hand_over
-    from haiku_desk.views.library_menu import initial_library, remember_library
 
     db_path = initial_library(args.db, config)
     handover = hand_over(db_path, args.paths)

@@ -13,15 +13,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal, Slot
 
 from haiku_desk.services.app_folder import read_json, write_json
-
-if TYPE_CHECKING:
-    from haiku_desk.services.library import LibraryService
+from haiku_desk.services.entries import DocumentState, LibraryEntry, path_from_uri, uri_for
+from haiku_desk.services.notifications import Notifications
 
 log = logging.getLogger("haiku_desk.library")
 
@@ -32,30 +32,47 @@ WATCH_POLL_MS = 5 * 60 * 1000  # catches edits the file-system watcher cannot se
 MAX_WATCHED_PATHS = 4000  # inotify watches are a shared, limited resource
 
 
-def uri_for(path: Path) -> str:
-    return path.resolve().as_uri()
+class Rows(Protocol):
+    """What a rescan reads and marks of the library's rows."""
+
+    @property
+    def entries(self) -> list[LibraryEntry]: ...
+
+    def update(self, key: str, **changes: Any) -> LibraryEntry | None: ...
 
 
-def path_from_uri(uri: str) -> str | None:
-    from urllib.parse import unquote, urlparse
+class Queue(Protocol):
+    """What a rescan asks of the library's write queue."""
 
-    if not uri.startswith("file://"):
-        return None
-    return unquote(urlparse(uri).path)
+    def enqueue_ingest(self, path: Path, password: str | None = None, watched: str | None = None) -> None: ...
+
+    def remove_documents(self, keys: list[str]) -> None: ...
+
+    def kick(self) -> None: ...
 
 
 class WatchFolders(QObject):
-    """The watched folders of one library, and their rescans."""
+    """The watched folders of one library at a time (:meth:`attach`), and their rescans."""
 
     changed = Signal(list)  # folder paths (str)
     rescanned = Signal(str)  # a watched folder finished a scan
 
-    def __init__(self, library: LibraryService, folder: Path, legacy_file: Path | None = None) -> None:
-        super().__init__(library)
-        self._library = library
-        self._file = folder / WATCH_FILE
-        self._legacy_file = legacy_file
-        self._closed = False
+    def __init__(
+        self,
+        rows: Rows,
+        queue: Queue,
+        ready: Callable[[], Awaitable[object]],
+        notifications: Notifications,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._rows = rows
+        self._queue = queue
+        self._ready = ready  # the library is open (a scan waits for it)
+        self._notifications = notifications
+        self._file: Path | None = None
+        self._legacy_file: Path | None = None
+        self._closed = True
         self._watch: dict[str, dict[str, list[int]]] = {}  # folder -> {uri: [mtime_ns, size]}
         # folder -> URIs the user deleted from the library: a rescan leaves them out, even when
         # they change, until the user adds them again by hand
@@ -70,6 +87,17 @@ class WatchFolders(QObject):
         self._poll.setInterval(WATCH_POLL_MS)
         self._poll.timeout.connect(self._rescan_all)
 
+    def attach(self, folder: Path, legacy_file: Path | None = None) -> None:
+        """Start over for the library whose app folder is ``folder`` (nothing watched until
+        :meth:`load`); ``legacy_file`` is where the list was kept before the app folder."""
+        self.close()
+        self._file = folder / WATCH_FILE
+        self._legacy_file = legacy_file
+        self._watch = {}
+        self._excluded = {}
+        self._scans = {}
+        self._closed = False
+
     @property
     def folders(self) -> list[str]:
         return sorted(self._watch)
@@ -80,13 +108,14 @@ class WatchFolders(QObject):
     # --- the list ----------------------------------------------------------------------------
 
     def load(self) -> None:
+        assert self._file is not None, "attach() first"
         path = self._file
         if not path.is_file() and self._legacy_file is not None and self._legacy_file.is_file():
             path = self._legacy_file  # moved into the app folder at the next save
         try:
             data = read_json(path) or {}
         except (OSError, ValueError) as exc:
-            self._library.notifications.error(f"Cannot read the watched folders list {path}: {exc}")
+            self._notifications.error(f"Cannot read the watched folders list {path}: {exc}")
             data = {}
         folders = data.get("folders", {})
         self._watch = {folder: dict(info.get("files", {})) for folder, info in folders.items()}
@@ -101,6 +130,8 @@ class WatchFolders(QObject):
         self.changed.emit(self.folders)
 
     def save(self) -> None:
+        if self._file is None:
+            return
         folders: dict[str, dict[str, Any]] = {}
         for folder, files in self._watch.items():
             folders[folder] = {"files": files}
@@ -110,7 +141,7 @@ class WatchFolders(QObject):
         try:
             write_json(self._file, data)
         except OSError as exc:
-            self._library.notifications.error(f"Cannot save the watched folders list {self._file}: {exc}")
+            self._notifications.error(f"Cannot save the watched folders list {self._file}: {exc}")
 
     def excluded_files(self, folder: str) -> list[str]:
         """URIs in ``folder`` the user deleted from the library, which rescans leave out."""
@@ -141,7 +172,7 @@ class WatchFolders(QObject):
         """Watch ``folder``: its files are added now and kept in sync on every rescan."""
         path = Path(folder).expanduser().resolve()
         if not path.is_dir():
-            self._library.notifications.error(f"{path} is not a folder")
+            self._notifications.error(f"{path} is not a folder")
             return None
         key = str(path)
         if key not in self._watch:
@@ -151,16 +182,22 @@ class WatchFolders(QObject):
             self.changed.emit(self.folders)
         return self.rescan(key)
 
-    def remove(self, folder: str) -> str | None:
-        """Stop watching ``folder``; returns its key (None when it was not watched)."""
+    def remove(self, folder: str, *, delete_documents: bool = False) -> None:
+        """Stop watching ``folder``; its documents stay in the library (as the user's own) or,
+        with ``delete_documents``, are removed."""
         key = str(Path(folder).expanduser().resolve())
         if self._watch.pop(key, None) is None:
-            return None
+            return
         self._excluded.pop(key, None)  # its exclusions meant "not from this folder"
         self.save()
         self._rewatch()
         self.changed.emit(self.folders)
-        return key
+        inside = [e.key for e in self._rows.entries if e.watched_folder == key]
+        if delete_documents:
+            self._queue.remove_documents(inside)
+        else:
+            for k in inside:
+                self._rows.update(k, watched_folder=None)
 
     def folder_of(self, uri: str) -> str | None:
         path = path_from_uri(uri)
@@ -195,9 +232,7 @@ class WatchFolders(QObject):
 
     async def _scan(self, folder: str) -> None:
         from haiku.rag.formats import source_files
-        from haiku_desk.services.library import DocumentState
 
-        library = self._library
         root = Path(folder)
 
         def walk() -> dict[str, tuple[Path, list[int]]] | None:
@@ -213,21 +248,21 @@ class WatchFolders(QObject):
             return found
 
         try:
-            await library.ensure_open()
+            await self._ready()
             found = await asyncio.to_thread(walk)
         except Exception as exc:
-            library.notifications.report_failure(f"Scanning {folder}", exc)
+            self._notifications.report_failure(f"Scanning {folder}", exc)
             return
         if folder not in self._watch or self._closed:
             return
         if found is None:
-            library.notifications.error(f"The watched folder {folder} is missing; its documents are kept")
+            self._notifications.error(f"The watched folder {folder} is missing; its documents are kept")
             self.rescanned.emit(folder)
             return
         known = self._watch[folder]
         excluded = self._excluded.get(folder, set())
         prefix = folder.rstrip("/") + "/"
-        entries = {e.key: e for e in library.entries}
+        entries = {e.key: e for e in self._rows.entries}
         stored_here = {k for k, e in entries.items() if e.path and e.path.startswith(prefix) and e.document_id}
         for uri, (file, stat) in found.items():
             if uri in excluded:  # deleted by the user: stays out, changed or not
@@ -235,17 +270,17 @@ class WatchFolders(QObject):
             entry = entries.get(uri)
             is_new = entry is None or (entry.document_id is None and entry.state is DocumentState.CANCELLED)
             if is_new or known.get(uri) != stat:
-                library.enqueue_ingest(file, watched=folder)
+                self._queue.enqueue_ingest(file, watched=folder)
             elif entry is not None and entry.watched_folder != folder:
-                library.set_watched_folder(uri, folder)
+                self._rows.update(uri, watched_folder=folder)
         removed = (set(known) | stored_here) - set(found)
         to_delete = [k for k in removed if k in entries]
         if to_delete:
-            library.remove_documents(to_delete)  # the file is gone: not an exclusion
+            self._queue.remove_documents(to_delete)  # the file is gone: not an exclusion
         self._watch[folder] = {uri: stat for uri, (_, stat) in found.items()}
         self.save()
         self._rewatch()
-        library.kick()
+        self._queue.kick()
         self.rescanned.emit(folder)
 
     def _rewatch(self) -> None:

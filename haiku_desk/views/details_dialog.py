@@ -9,6 +9,7 @@ Citations and BibTeX use the edit from then on, across relaunches.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, Signal
@@ -27,7 +28,7 @@ from PySide6.QtWidgets import (
 if TYPE_CHECKING:
     from haiku.rag.bibliography import Bibliographic
     from haiku_desk.services.bibliography import BibliographyService
-    from haiku_desk.views.library_pane import LibraryPane
+    from haiku_desk.services.entries import LibraryEntry
 
 ERROR_STYLE = "color: #c62828;"
 
@@ -176,8 +177,10 @@ def _source_text(source: str) -> str:
 class DetailsAction:
     """The "Edit details…" entry of a library row's context menu, and its dialog."""
 
-    def __init__(self, pane: LibraryPane, service: BibliographyService, parent: QWidget) -> None:
-        self.pane = pane
+    def __init__(
+        self, service: BibliographyService, parent: QWidget, selected: Callable[[], list[LibraryEntry]]
+    ) -> None:
+        self.selected = selected  # the library rows selected now (the action acts on one)
         self.service = service
         self.parent = parent
         self.dialog: DetailsDialog | None = None
@@ -185,11 +188,10 @@ class DetailsAction:
         self.action.setObjectName("edit_details")
         self.action.setToolTip("Edit the title, authors, year, venue and DOI citations use")
         self.action.triggered.connect(self.open_for_selection)
-        pane.extra_actions.append(self.action)
 
     def open_for_selection(self) -> Any:
         """Read the selected document's details, then open the form (non-blocking)."""
-        selected = [e for e in self.pane.selected_entries() if e.document_id]
+        selected = [e for e in self.selected() if e.document_id]
         if len(selected) != 1:
             return None
         document_id = selected[0].document_id

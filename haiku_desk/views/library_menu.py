@@ -11,67 +11,49 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from PySide6.QtCore import QSettings, QUrl
+from PySide6.QtCore import QUrl
 from PySide6.QtGui import QAction, QDesktopServices
-from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QMenu, QMenuBar, QMessageBox, QWidget
+
+from haiku_desk.services.library_choice import (
+    is_library_folder,
+    is_store,
+    normal_path,
+    recent_libraries,
+)
 
 if TYPE_CHECKING:
-    from haiku.rag.config import AppConfig
-    from haiku_desk.views.main_window import MainWindow
-
-RECENT_KEY = "libraries/recent"
-MAX_RECENT = 8
-STORE_MARKER = "settings.lance"  # every haiku.rag store has this table
+    from haiku_desk.services.entries import PendingWork
 
 
-def recent_libraries() -> list[str]:
-    value = QSettings().value(RECENT_KEY, [])
-    items = [value] if isinstance(value, str) else list(value or [])
-    return [str(p) for p in items if p]
+class SwitchableLibrary(Protocol):
+    """What the menu needs of the library service: which library is open, what Quit would
+    stop, and opening another."""
 
+    @property
+    def db_path(self) -> Path: ...
 
-def remember_library(db_path: str | os.PathLike[str]) -> None:
-    path = str(db_path)
-    items = [path] + [p for p in recent_libraries() if p != path]
-    settings = QSettings()
-    settings.setValue(RECENT_KEY, items[:MAX_RECENT])
-    settings.sync()
+    def pending_work(self) -> PendingWork: ...
 
-
-def initial_library(db_arg: str | None, config: AppConfig) -> Path | str:
-    """``--db``, else ``$HAIKU_RAG_DB``, else the last library used that still exists, else
-    the default library in the data dir."""
-    from haiku.rag.config import resolve_db_path
-
-    if db_arg or os.environ.get("HAIKU_RAG_DB") or config.lancedb.uri:
-        return _normal(resolve_db_path(db_arg, config))
-    for path in recent_libraries():
-        if "://" in path or (Path(path) / STORE_MARKER).is_dir():
-            return _normal(path)
-    return _normal(resolve_db_path(None, config))
-
-
-def _normal(path: str | os.PathLike[str]) -> Path | str:
-    text = str(path)
-    return text if "://" in text else Path(text).expanduser().resolve()
-
-
-def is_library_folder(path: Path) -> bool:
-    """A haiku.rag store, or an empty folder (which becomes one)."""
-    return (path / STORE_MARKER).is_dir() or (path.is_dir() and not any(path.iterdir()))
+    def open_library(self, db_path: str | os.PathLike[str]) -> Any: ...  # a coroutine -> bool
 
 
 class LibraryMenu:
     """The library entries of the File menu and the Help › Open log folder entry."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
-        self.library = window.services.library
+    def __init__(
+        self, window: QWidget, menu_bar: QMenuBar, library: SwitchableLibrary, inform: Callable[[str], object], log_folder: Path
+    ) -> None:
+        self.window = window  # the dialogs' parent
+        self.library = library
+        self.inform = inform  # an info notice
+        self.log_folder = log_folder
         file_menu = next(
-            (a.menu() for a in window.menuBar().actions() if a.menu() and a.text().replace("&", "") == "File"),
+            (a.menu() for a in menu_bar.actions() if a.menu() and a.text().replace("&", "") == "File"),
             None,
         )
         self.new_action = QAction("New library…", window)
@@ -90,14 +72,13 @@ class LibraryMenu:
             file_menu.insertMenu(first, self.recent_menu)
             file_menu.insertSeparator(first)
         help_menu = next(
-            (a.menu() for a in window.menuBar().actions() if a.menu() and a.text().replace("&", "") == "Help"),
+            (a.menu() for a in menu_bar.actions() if a.menu() and a.text().replace("&", "") == "Help"),
             None,
-        ) or window.menuBar().addMenu("&Help")
+        ) or menu_bar.addMenu("&Help")
         self.log_action = QAction("Open log folder", window)
         self.log_action.setObjectName("open_log_folder")
         self.log_action.triggered.connect(self.open_log_folder)
         help_menu.addAction(self.log_action)
-        self.library.library_changed.connect(lambda path: remember_library(path))
         self.switch_task: asyncio.Future[bool] | None = None
 
     # --- choosing ------------------------------------------------------------------------------
@@ -115,7 +96,7 @@ class LibraryMenu:
         path = QFileDialog.getExistingDirectory(self.window, "Open library")
         if path:
             folder = Path(path)
-            if not (folder / STORE_MARKER).is_dir():
+            if not is_store(folder):
                 self._refuse(f"{folder} is not a haiku-desk library (it holds no haiku.rag store).")
                 return
             self.switch(folder)
@@ -139,7 +120,7 @@ class LibraryMenu:
         """Open another library in this window (asks first when work is pending)."""
         from haiku_desk.single_instance import hand_over
 
-        target = _normal(db_path)
+        target = normal_path(db_path)
         if str(target) == str(self.library.db_path):
             return None
         pending = self.library.pending_work()
@@ -156,7 +137,7 @@ class LibraryMenu:
                 return None
         handover = hand_over(target, [])
         if handover.handed_over:
-            self.window.services.notifications.info(
+            self.inform(
                 f"{target} is open in another haiku-desk window: it was brought to the front."
             )
             return None
@@ -164,8 +145,6 @@ class LibraryMenu:
         return self.switch_task
 
     def open_log_folder(self) -> None:
-        from haiku.rag.logs import log_folder
-
-        folder = log_folder(self.window.services.config.storage.data_dir)
+        folder = self.log_folder
         folder.mkdir(parents=True, exist_ok=True)
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))

@@ -339,7 +339,7 @@ class LibraryPane(QWidget):
         self.reingest_button.clicked.connect(lambda: library.reingest(self.selected_keys()))
         self.delete_button.clicked.connect(lambda: self.confirm_delete(self.selected_keys()))
         self.unlock_button.clicked.connect(self._unlock_selected)
-        self.rescan_button.clicked.connect(lambda: library.rescan())
+        self.rescan_button.clicked.connect(lambda: library.watch.rescan())
         self.unwatch_button.clicked.connect(self._unwatch_selected)
 
         library.entry_changed.connect(self._entries_changed)
@@ -350,7 +350,7 @@ class LibraryPane(QWidget):
         library.opened.connect(self._entries_changed)
         library.open_failed.connect(self._entries_changed)
         library.library_changed.connect(self._entries_changed)
-        self._watched_changed(library.watched_folders)
+        self._watched_changed(library.watch.folders)
         self._entries_changed()
 
     # --- state ------------------------------------------------------------------------------
@@ -546,7 +546,7 @@ class LibraryPane(QWidget):
     def choose_watched_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Watch folder")
         if folder:
-            self.library.add_watched_folder(folder)
+            self.library.watch.add(folder)
 
     def _watched_changed(self, folders: list[str]) -> None:
         self.watched.clear()
@@ -555,7 +555,7 @@ class LibraryPane(QWidget):
 
     def _unwatch_selected(self) -> None:
         for item in self.watched.selectedItems():
-            self.library.remove_watched_folder(item.text())
+            self.library.watch.remove(item.text())
 
     # --- passwords ------------------------------------------------------------------------------
 

@@ -24,8 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from haiku_desk.services.library_choice import log_folder, remember_library
 from haiku_desk.views.citation_panel import CitationPanel, cited_pages
+from haiku_desk.views.details_dialog import DetailsAction
+from haiku_desk.views.library_menu import LibraryMenu
 from haiku_desk.views.library_pane import LibraryPane
+from haiku_desk.views.mcp_dialog import McpAction
 from haiku_desk.views.notification_area import NotificationArea
 from haiku_desk.views.quit_dialog import QuitFlow
 
@@ -105,9 +109,11 @@ class MainWindow(QMainWindow):
 
         self._build_actions()
         self.quit_flow = QuitFlow(services, self)  # closing the window is Quit: asks once if work is pending
-        from haiku_desk.views.library_menu import LibraryMenu
-
-        self.library_menu = LibraryMenu(self)  # File › New/Open/Recent library, Help › Open log folder
+        # File › New/Open/Recent library, Help › Open log folder
+        self.library_menu = LibraryMenu(
+            self, self.menuBar(), services.library, services.notifications.info, log_folder(services.config)
+        )
+        services.library.library_changed.connect(remember_library)
         self.chat_pane.citation_activated.connect(self.show_citation)
         self.library_pane.document_opened.connect(self.show_document)
         self.chat_pane.command_requested.connect(self._run_chat_command)
@@ -162,7 +168,7 @@ class MainWindow(QMainWindow):
         self.add_files_action = action("Add files…", pane.choose_files, QKeySequence.StandardKey.Open, "add_files")
         self.add_folder_action = action("Add folder…", pane.choose_folder, None, "add_folder")
         self.watch_folder_action = action("Watch folder…", pane.choose_watched_folder, None, "watch_folder")
-        self.rescan_action = action("Rescan watched folders", lambda: self.services.library.rescan(), None, "rescan")
+        self.rescan_action = action("Rescan watched folders", lambda: self.services.library.watch.rescan(), None, "rescan")
         self.zotero_action = action("Import Zotero library…", self.choose_zotero_library, None, "import_zotero")
         self.focus_search_action = action("Focus search", self.focus_search, "Ctrl+K", "focus_search")
         self.models_action = action("Models…", self.open_model_settings, None, "models")
@@ -199,13 +205,12 @@ class MainWindow(QMainWindow):
         settings_menu.addAction(self.models_action)
         help_menu = menu.addMenu("&Help")
         help_menu.addAction(self.help_action)
-        from haiku_desk.views.mcp_dialog import McpAction
-
-        self.mcp = McpAction(self, help_menu)  # Help › Use this library from other apps (MCP)…
+        # Help › Use this library from other apps (MCP)…
+        self.mcp = McpAction(self, help_menu, lambda: str(self.services.library.db_path))
         if self.services.bibliography is not None:
-            from haiku_desk.views.details_dialog import DetailsAction
-
-            self.details = DetailsAction(self.library_pane, self.services.bibliography, self)  # Edit details…
+            pane = self.library_pane
+            self.details = DetailsAction(self.services.bibliography, self, pane.selected_entries)  # Edit details…
+            pane.extra_actions.append(self.details.action)
 
         toolbar = self.addToolBar("Main")
         toolbar.setObjectName("main_toolbar")

@@ -8,8 +8,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtGui import QAction, QFontDatabase
 from PySide6.QtWidgets import (
@@ -24,9 +25,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-if TYPE_CHECKING:
-    from haiku_desk.views.main_window import MainWindow
 
 INTRO = (
     "Other apps that speak the Model Context Protocol (Claude Desktop, IDEs, agents) can search "
@@ -113,8 +111,9 @@ class McpDialog(QDialog):
 class McpAction:
     """The Help menu entry and its dialog, for the library open now."""
 
-    def __init__(self, window: MainWindow, help_menu: QMenu) -> None:
-        self.window = window
+    def __init__(self, window: QWidget, help_menu: QMenu, db_path: Callable[[], str]) -> None:
+        self.window = window  # the dialog's parent
+        self.db_path = db_path  # the library open now
         self.dialog: McpDialog | None = None
         self.action = QAction("Use this library from other apps (MCP)…", window)
         self.action.setObjectName("mcp_config")
@@ -124,7 +123,7 @@ class McpAction:
     def open(self) -> McpDialog:
         if self.dialog is not None:
             self.dialog.close()
-        dialog = McpDialog(str(self.window.services.library.db_path), self.window)
+        dialog = McpDialog(self.db_path(), self.window)
         self.dialog = dialog
         dialog.finished.connect(lambda _result: setattr(self, "dialog", None))
         dialog.open()

@@ -15,7 +15,7 @@ def test_switching_libraries_switches_documents_and_watch_folders(qloop, library
     folder.mkdir()
     note = folder / "otters.md"
     note.write_text("# Otters\n\nLantern otters hold hands while they sleep.\n")
-    library.add_watched_folder(folder)
+    library.watch.add(folder)
     run_until(qloop, lambda: library.entry(uri_for(note)) is not None and library.entry(uri_for(note)).searchable, SLOW)
     assert (db_path / "haiku-desk" / "watched.json").is_file()
 
@@ -26,12 +26,12 @@ def test_switching_libraries_switches_documents_and_watch_folders(qloop, library
     assert qloop.run_until_complete(library.open_library(other))
     assert changed == [str(other.resolve())] and opened == [True]
     assert library.db_path == other.resolve() and library.app_folder == other.resolve() / "haiku-desk"
-    assert library.entries == [] and library.watched_folders == []
+    assert library.entries == [] and library.watch.folders == []
     assert qloop.run_until_complete(library.client.list_documents()) == []
 
     assert qloop.run_until_complete(library.open_library(db_path))
     assert changed[-1] == str(db_path.resolve())
-    assert library.watched_folders == [str(folder.resolve())]
+    assert library.watch.folders == [str(folder.resolve())]
     run_until(qloop, lambda: library.entry(uri_for(note)) is not None, SLOW)
     assert library.entry(uri_for(note)).searchable  # its interrupted embedding resumes
     run_until(qloop, lambda: library.entry(uri_for(note)).state is DocumentState.HYBRID, SLOW)

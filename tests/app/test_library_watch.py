@@ -30,7 +30,7 @@ def test_rescan_picks_up_new_changed_and_removed_files(qloop, library, tmp_path,
     changed = []
     library.watched_folders_changed.connect(changed.append)
 
-    task = library.add_watched_folder(folder)
+    task = library.watch.add(folder)
     assert task is not None and changed == [[str(folder.resolve())]]
     run_until(qloop, lambda: all(_hybrid(library, p) for p in (keep, change, remove)), SLOW)
     assert library.entry(uri_for(keep)).watched_folder == str(folder.resolve())
@@ -43,7 +43,7 @@ def test_rescan_picks_up_new_changed_and_removed_files(qloop, library, tmp_path,
 
     scans = []
     library.rescanned.connect(scans.append)
-    library.rescan()
+    library.watch.rescan()
     run_until(qloop, lambda: bool(scans), SLOW)
     run_until(qloop, lambda: not library.busy and _hybrid(library, added) and library.entry(uri_for(remove)) is None, SLOW)
 
@@ -62,7 +62,7 @@ def test_rescan_picks_up_new_changed_and_removed_files(qloop, library, tmp_path,
     again.start()
     run_until(qloop, lambda: bool(opened), SLOW)
     try:
-        assert again.watched_folders == [str(folder.resolve())]
+        assert again.watch.folders == [str(folder.resolve())]
         assert opened == [str(folder.resolve())]
         assert again.entry(uri_for(added)).watched_folder == str(folder.resolve())
     finally:
@@ -72,7 +72,7 @@ def test_rescan_picks_up_new_changed_and_removed_files(qloop, library, tmp_path,
 def test_the_file_system_watcher_triggers_a_rescan(qloop, library, tmp_path, make_pdf):
     folder = tmp_path / "inbox"
     folder.mkdir()
-    library.add_watched_folder(folder)
+    library.watch.add(folder)
     scans = []
     library.rescanned.connect(scans.append)
     run_until(qloop, lambda: not library.busy)
@@ -89,17 +89,17 @@ def test_a_document_deleted_from_a_watched_folder_stays_out_until_added_again_by
     folder.mkdir()
     keep = make_pdf(folder / "keep.pdf", "Narwhal pipelines carry cold brine.")
     unwanted = make_pdf(folder / "unwanted.pdf", "Obsolete refrigeration equipment at the depot.")
-    library.add_watched_folder(folder)
+    library.watch.add(folder)
     run_until(qloop, lambda: _hybrid(library, keep) and _hybrid(library, unwanted), SLOW)
 
     library.delete([uri_for(unwanted)])
     run_until(qloop, lambda: library.entry(uri_for(unwanted)) is None and not library.busy, SLOW)
-    assert library.excluded_files(str(folder)) == [uri_for(unwanted)]
+    assert library.watch.excluded_files(str(folder)) == [uri_for(unwanted)]
 
     def rescan(service):
         scans = []
         service.rescanned.connect(scans.append)
-        service.rescan()
+        service.watch.rescan()
         run_until(qloop, lambda: bool(scans) and not service.busy, SLOW)
 
     def stored(service):
@@ -122,14 +122,14 @@ def test_a_document_deleted_from_a_watched_folder_stays_out_until_added_again_by
     again.start()
     run_until(qloop, lambda: bool(opened), SLOW)
     try:
-        assert again.excluded_files(str(folder)) == [uri_for(unwanted)]
+        assert again.watch.excluded_files(str(folder)) == [uri_for(unwanted)]
         rescan(again)
         assert again.entry(uri_for(unwanted)) is None and stored(again) == {uri_for(keep)}
 
         # Added again by hand (Add files, a drop): welcome back, and kept by later rescans.
         again.add_paths([unwanted])
         run_until(qloop, lambda: _hybrid(again, unwanted), SLOW)
-        assert again.excluded_files(str(folder)) == []
+        assert again.watch.excluded_files(str(folder)) == []
         assert again.entry(uri_for(unwanted)).watched_folder == str(folder.resolve())
         rescan(again)
         assert _hybrid(again, unwanted) and stored(again) == {uri_for(keep), uri_for(unwanted)}
@@ -149,16 +149,16 @@ def test_a_file_removed_from_a_watched_folder_comes_back_when_it_reappears(
     folder = tmp_path / "watched"
     folder.mkdir()
     moved = make_pdf(folder / "moved.pdf", "Gannet colonies along the northern cliffs.")
-    library.add_watched_folder(folder)
+    library.watch.add(folder)
     run_until(qloop, lambda: _hybrid(library, moved), SLOW)
     aside = tmp_path / "moved.pdf"
     moved.rename(aside)
     scans = []
     library.rescanned.connect(scans.append)
-    library.rescan()
+    library.watch.rescan()
     run_until(qloop, lambda: bool(scans) and library.entry(uri_for(moved)) is None, SLOW)
-    assert library.excluded_files(str(folder)) == []  # gone from disk is not "deleted by you"
+    assert library.watch.excluded_files(str(folder)) == []  # gone from disk is not "deleted by you"
 
     aside.rename(moved)
-    library.rescan()
+    library.watch.rescan()
     run_until(qloop, lambda: _hybrid(library, moved), SLOW)

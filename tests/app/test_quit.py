@@ -4,7 +4,7 @@ the library and does it at the next start; a second launch hands its paths to th
 instance; failed files keep their rows (and their next step) across restarts; an unexpected
 error is reported as one, with its traceback in the log; a locked store is never "damaged".
 
-The running ingest is held deterministically by ``LibraryService.ingest_progress_hook``: it
+The running ingest is held deterministically by ``library.queue.ingest_progress_hook``: it
 blocks the ingest's worker thread at the parse worker's first page until the ingest is
 cancelled (no timing).
 """
@@ -94,7 +94,7 @@ def test_quit_with_an_ingest_and_a_delete_pending_stops_every_process_and_resume
     run_until(qloop, lambda: library.entry(uri_for(a)).state is DocumentState.HYBRID, SLOW)
 
     gate = ParseGate()
-    library.ingest_progress_hook = gate
+    library.queue.ingest_progress_hook = gate
     b = tmp_path / "b.pdf"
     pdf_factory.make_report_pdf(b)
     library.add_paths([b])

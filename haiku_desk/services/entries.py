@@ -1,0 +1,152 @@
+"""The library's rows as values: a :class:`LibraryEntry` per document (stored, on its way in,
+or failed), its :class:`DocumentState`, and :class:`PendingWork` (what Quit would stop).
+
+Plain data, no Qt: the rows (:mod:`~haiku_desk.services.rows`), the queue runner
+(:mod:`~haiku_desk.services.queue_runner`), watch folders and the views all read these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from haiku.rag.errors import IngestCategory
+from haiku_desk.services import failures
+from haiku_desk.services.failures import NextStep
+
+__all__ = [
+    "CATEGORY_LABELS",
+    "STATE_LABELS",
+    "DocumentState",
+    "LibraryEntry",
+    "PendingWork",
+    "path_from_uri",
+    "uri_for",
+]
+
+
+# A row's key is its source file's URI.
+def uri_for(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+def path_from_uri(uri: str) -> str | None:
+    from urllib.parse import unquote, urlparse
+
+    if not uri.startswith("file://"):
+        return None
+    return unquote(urlparse(uri).path)
+
+
+class DocumentState(StrEnum):
+    QUEUED = "queued"
+    PARSING = "parsing"
+    TEXT = "text"  # searchable by full text, vectors pending
+    EMBEDDING = "embedding"  # searchable by full text, vectors being computed
+    HYBRID = "hybrid"  # searchable by full text and by meaning
+    DELETING = "deleting"  # a delete is queued or running (Cancel keeps the document)
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+STATE_LABELS = {
+    DocumentState.QUEUED: "queued",
+    DocumentState.PARSING: "parsing…",
+    DocumentState.TEXT: "searchable (text)",
+    DocumentState.EMBEDDING: "searchable (text), embedding…",
+    DocumentState.HYBRID: "searchable (hybrid)",
+    DocumentState.DELETING: "deleting…",
+    DocumentState.FAILED: "failed",
+    DocumentState.CANCELLED: "cancelled",
+}
+
+CATEGORY_LABELS = {
+    IngestCategory.UNEXPECTED: "unexpected error",
+    IngestCategory.STORE_LOCKED: "library locked",
+    IngestCategory.DISK_FULL: "disk full",
+}
+
+
+@dataclass(frozen=True)
+class LibraryEntry:
+    """One row of the library: a stored document, or a file on its way in (or that failed).
+
+    ``key`` is the source URI, stable across re-ingests and failures.
+    """
+
+    key: str
+    name: str
+    state: DocumentState
+    path: str | None = None
+    document_id: str | None = None
+    generation: str = ""
+    mime_type: str = ""
+    page_count: int = 0
+    chunk_count: int = 0
+    category: IngestCategory | None = None
+    reason: str | None = None
+    stage: str = ""
+    done: int = 0
+    total: int = 0
+    watched_folder: str | None = None
+
+    @property
+    def searchable(self) -> bool:
+        return self.state in (DocumentState.TEXT, DocumentState.EMBEDDING, DocumentState.HYBRID)
+
+    @property
+    def busy(self) -> bool:
+        return self.state in (
+            DocumentState.QUEUED,
+            DocumentState.PARSING,
+            DocumentState.EMBEDDING,
+            DocumentState.DELETING,
+        )
+
+    @property
+    def needs_password(self) -> bool:
+        return self.state is DocumentState.FAILED and self.category in (
+            IngestCategory.PASSWORD_REQUIRED,
+            IngestCategory.WRONG_PASSWORD,
+        )
+
+    @property
+    def state_label(self) -> str:
+        if self.state is DocumentState.FAILED:
+            category = self.category or IngestCategory.UNEXPECTED
+            return f"failed: {CATEGORY_LABELS.get(category, category.value.replace('_', ' '))}"
+        return STATE_LABELS[self.state]
+
+    @property
+    def hint(self) -> str:
+        return failures.hint(self.category) if self.state is DocumentState.FAILED else ""
+
+    @property
+    def next_steps(self) -> tuple[NextStep, ...]:
+        """What can be done about a failed file (empty for every other state)."""
+        return failures.next_steps(self.category) if self.state is DocumentState.FAILED else ()
+
+    @property
+    def fraction(self) -> float | None:
+        """Progress of the current step in 0..1, None when not measurable."""
+        if not self.busy or self.total <= 0:
+            return None
+        return min(1.0, self.done / self.total)
+
+
+@dataclass(frozen=True)
+class PendingWork:
+    """What Quit would stop: the running job, the jobs waiting, the embeddings not done."""
+
+    running: str | None = None  # the running job's title
+    ingests: int = 0
+    deletes: int = 0
+    embeddings: int = 0
+
+    @property
+    def jobs(self) -> int:
+        return (1 if self.running else 0) + self.ingests + self.deletes + self.embeddings
+
+    def __bool__(self) -> bool:
+        return self.jobs > 0

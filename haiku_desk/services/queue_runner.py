@@ -1,0 +1,401 @@
+"""The library's write queue and its runner: ingests, embeddings and deletes, one at a time.
+
+Jobs are kept in the library's queue file (:mod:`~haiku_desk.services.work_queue`) until
+done, so work that Quit interrupts is resumed at the next start. Every queued file is parsed
+before any embedding starts: documents are searchable by full text first, then by meaning.
+Each job is one :class:`~haiku_desk.bridge.Operation`; the runner reports its progress with
+``progressed(key, Progress)`` (the row's key, not the operation's identity) and keeps the rows
+(:class:`~haiku_desk.services.rows.DocumentRows`) in step with what each job did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QObject, Signal
+
+from haiku.rag.errors import IngestCategory
+from haiku_desk.bridge import Operation
+from haiku_desk.services import failures
+from haiku_desk.services.entries import DocumentState, LibraryEntry, PendingWork, uri_for
+from haiku_desk.services.jobs import ProgressHook, embedding_operation, ingest_operation
+from haiku_desk.services.notifications import Notifications
+from haiku_desk.services.rows import DocumentRows
+from haiku_desk.services.work_queue import DeleteJob, IngestJob, Job, WorkQueue
+
+if TYPE_CHECKING:
+    from haiku.rag.client import HaikuRAG, IngestOutcome
+
+__all__ = ["QueueRunner"]
+
+log = logging.getLogger("haiku_desk.library")
+
+
+class QueueRunner(QObject):
+    """Runs one library's queued writes in order, one at a time (:meth:`attach` starts over)."""
+
+    overall_progress = Signal(int, int)  # steps done, steps in this busy period (0, 0 when idle)
+    busy_changed = Signal(bool)
+    password_required = Signal(object)  # LibraryEntry of a locked PDF
+    operation_started = Signal(object)  # Operation
+    progressed = Signal(str, object)  # the row's key, haiku.rag.operations.Progress
+    drained = Signal()  # the queue ran dry (not at close)
+
+    def __init__(
+        self,
+        rows: DocumentRows,
+        notifications: Notifications,
+        open_client: Callable[[], Awaitable[HaikuRAG]],
+        include: Callable[[str], None],
+        folder_of: Callable[[str], str | None],
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._rows = rows
+        self._notifications = notifications
+        self._open_client = open_client
+        self._include = include  # a watched folder's file is welcome again (its delete was cancelled)
+        self._folder_of = folder_of
+        self.ingest_progress_hook: ProgressHook | None = None  # see jobs.ProgressHook
+        self.progressed.connect(rows.show_progress)
+        self._queue = WorkQueue(None, notifications.error)
+        self.attach(None)
+
+    def attach(self, app_folder: Path | None) -> None:
+        """Start over with the queue file of the library whose app folder is ``app_folder``."""
+        self._queue = WorkQueue(app_folder, self._notifications.error)
+        self._resumable: list[Job] = []  # the jobs the last session left, read by load()
+        self._worker: asyncio.Task[None] | None = None
+        self._current: tuple[str, Operation] | None = None
+        self._embed_paused: set[str] = set()  # keys whose embedding the user cancelled
+        self._steps_done = 0
+        self._steps_total = 0
+        self._closed = False
+
+    @property
+    def busy(self) -> bool:
+        return self._worker is not None and not self._worker.done()
+
+    def load(self) -> None:
+        """Read the jobs the last session did not finish (queued again by :meth:`resume`)."""
+        self._resumable = self._queue.load()
+
+    def resume(self) -> int:
+        """Queue again the jobs the last session did not finish, in their order."""
+        jobs, self._resumable = self._resumable, []
+        for job in jobs:
+            if isinstance(job, IngestJob):
+                self.enqueue_ingest(job.path, watched=job.watched)
+            else:
+                entry = self._rows.entry(job.key)
+                if entry is None or entry.document_id != job.document_id:
+                    continue  # already gone
+                self._queue_delete(entry)
+        self._queue.save()
+        return len(jobs)
+
+    def pending_work(self) -> PendingWork:
+        running = self._current[1].title if self._current is not None else None
+        counts = self._queue.counts()
+        embeddings = len(self._embeddable())  # the one being embedded is not among them
+        return PendingWork(running, counts["ingest"], counts["delete"], embeddings)
+
+    # --- queueing ---------------------------------------------------------------------------
+
+    def enqueue_ingest(self, path: Path, password: str | None = None, watched: str | None = None) -> None:
+        key = uri_for(path)
+        if self._is_pending(key):
+            return
+        previous = self._rows.entry(key)
+        if previous is not None:
+            entry = replace(previous, state=DocumentState.QUEUED, category=None, reason=None, stage="", done=0, total=0)
+        else:
+            entry = LibraryEntry(
+                key=key,
+                name=path.name,
+                state=DocumentState.QUEUED,
+                path=str(path.resolve()),
+                watched_folder=watched or self._folder_of(key),
+            )
+        self._embed_paused.discard(key)
+        self._rows.set(entry)
+        self._queue.append(IngestJob(key, path.resolve(), password, watched))
+        self._steps_total += 1
+        self.emit_overall()
+
+    def remove_documents(self, keys: list[str]) -> None:
+        """Remove documents from the library (queued work for them is cancelled first)."""
+        for key in keys:
+            entry = self._rows.entry(key)
+            if entry is None or entry.state is DocumentState.DELETING:
+                continue
+            self.cancel([key])
+            if entry.document_id is None:
+                self._rows.remove(key)
+                continue
+            self._queue_delete(entry)
+        self.emit_overall()
+        self.kick()
+
+    def _queue_delete(self, entry: LibraryEntry) -> None:
+        assert entry.document_id is not None
+        self._queue.append(DeleteJob(entry.key, entry.document_id))
+        self._steps_total += 1
+        self._rows.update(entry.key, state=DocumentState.DELETING, stage="", done=0, total=0)
+
+    def _is_pending(self, key: str) -> bool:
+        if self._current is not None and self._current[0] == key:
+            return True
+        return self._queue.has(key)
+
+    def cancel(self, keys: list[str]) -> None:
+        """Cancel queued or running work; a document already searchable stays searchable, and
+        a document whose delete was still queued stays in the library."""
+        for key in keys:
+            for job in self._queue.remove(key):
+                self._steps_done += 1
+                if isinstance(job, DeleteJob):
+                    self._include(key)  # not deleted after all: rescans may bring it again
+                self._after_cancel(key)
+            if self._current is not None and self._current[0] == key:
+                self._current[1].cancel()
+            entry = self._rows.entry(key)
+            if entry is not None and entry.state is DocumentState.TEXT:
+                self._embed_paused.add(key)
+        self.emit_overall()
+
+    def _after_cancel(self, key: str) -> None:
+        entry = self._rows.entry(key)
+        if entry is None:
+            return
+        if entry.document_id is not None:
+            if entry.state is DocumentState.EMBEDDING or entry.state is DocumentState.QUEUED:
+                self._embed_paused.add(key)
+            asyncio.ensure_future(self.restore(key))
+        else:
+            self._rows.update(key, state=DocumentState.CANCELLED, stage="", done=0, total=0)
+
+    async def restore(self, key: str) -> None:
+        """After a cancel or a failed update, show a stored document's real state again."""
+        entry = self._rows.entry(key)
+        if entry is None or entry.document_id is None or self._closed:
+            return
+        try:
+            client = await self._open_client()
+            document = await client.get_document(entry.document_id)
+        except Exception:
+            self._rows.remove(key)
+            return
+        current = self._rows.entry(key)
+        if current is not None and not self._is_pending(key):
+            self._rows.set(self._rows.from_document(document, current))
+
+    # --- running ----------------------------------------------------------------------------
+
+    def kick(self) -> None:
+        """Start the worker when there is work and it is idle."""
+        if self._closed or (self._worker is not None and not self._worker.done()):
+            return
+        if not self._queue and not self._embeddable():
+            return
+        self._worker = asyncio.ensure_future(self._work())
+        self.busy_changed.emit(True)
+
+    def _embeddable(self) -> list[LibraryEntry]:
+        return [
+            e
+            for e in self._rows.entries
+            if e.state is DocumentState.TEXT and e.document_id and e.key not in self._embed_paused
+        ]
+
+    async def _work(self) -> None:
+        try:
+            await self._open_client()
+            while not self._closed:
+                job = self._queue.take()  # every queued file is parsed before any embedding starts
+                if job is not None:
+                    await self._run_job(job)
+                    continue
+                pending = self._embeddable()
+                if not pending:
+                    break
+                self._steps_total += 1
+                self.emit_overall()
+                await self._run_embedding(pending[0])
+                self._steps_done += 1
+                self.emit_overall()
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:  # the queue must never die silently
+            self._notifications.report_failure("Library queue", exc)
+        finally:
+            self._worker = None
+            self._current = None
+            self._steps_done = self._steps_total = 0
+            if not self._closed:
+                self.emit_overall()
+                self.busy_changed.emit(False)
+                self.drained.emit()
+
+    async def _run_job(self, job: Job) -> None:
+        try:
+            if isinstance(job, IngestJob):
+                await self._run_ingest(job)
+            else:
+                await self._run_delete(job)
+        finally:
+            if not self._closed:  # at quit the job stays in the queue file: resumed next start
+                self._queue.finish(job)
+                self._steps_done += 1
+                self.emit_overall()
+
+    def emit_overall(self) -> None:
+        # An embedding is counted as a step when it starts; the files still waiting for theirs
+        # are counted too, so "4 of 4 steps" never shows while vectors are still to come.
+        waiting = len(self._embeddable()) if self._steps_total else 0
+        self.overall_progress.emit(self._steps_done, self._steps_total + waiting)
+
+    async def _run_operation(self, key: str, operation: Operation) -> bool:
+        """Run one operation to its end; False when it was cancelled."""
+        cancelled: list[bool] = []
+        self._current = (key, operation)
+        operation.progressed.connect(lambda progress: self.progressed.emit(key, progress))
+        operation.cancelled.connect(lambda: cancelled.append(True))
+        self.operation_started.emit(operation)
+        operation.start()
+        try:
+            await operation.wait()
+        finally:
+            self._current = None
+        return not cancelled and not operation.token.cancelled
+
+    async def _run_ingest(self, job: IngestJob) -> None:
+        client = await self._open_client()
+        self._rows.update(job.key, state=DocumentState.PARSING, stage="reading", done=0, total=0)
+        operation = ingest_operation(client, job, self.ingest_progress_hook)
+        finished = await self._run_operation(job.key, operation)
+        if self._closed:
+            return  # quitting: whatever happened, the job is resumed at the next start
+        if not finished:
+            self._after_cancel(job.key)
+        elif operation.error is not None:
+            exc = operation.error
+            category, reason = failures.describe_exception(exc, job.path.name)
+            log.error("ingesting %s failed (%s): %s", job.path, category.value, reason, exc_info=exc)
+            self._fail(job.key, category, reason)
+        else:
+            self._apply_outcome(job.key, operation.result)
+
+    def _apply_outcome(self, key: str, outcome: IngestOutcome) -> None:
+        previous = self._rows.entry(key)
+        if previous is None:  # deleted while it was being ingested
+            if outcome.document is not None:
+                self._queue.append(DeleteJob(key, outcome.document.id))
+                self._steps_total += 1
+            return
+        if outcome.status == "failed" or outcome.document is None:
+            category = outcome.category or IngestCategory.UNEXPECTED
+            reason = failures.plain_reason(outcome.reason or "ingest failed", previous.name)
+            log.info("%s failed (%s): %s", key, category.value, reason)
+            self._fail(key, category, reason)
+            return
+        self._rows.set(self._rows.from_document(outcome.document, previous))
+
+    def _fail(self, key: str, category: IngestCategory, reason: str) -> None:
+        entry = self._rows.entry(key)
+        if entry is None:
+            return
+        password = category in (IngestCategory.PASSWORD_REQUIRED, IngestCategory.WRONG_PASSWORD)
+        if entry.document_id is not None and not password:
+            # The stored document is untouched by a failed re-ingest: keep showing it as searchable,
+            # and say why the update failed.
+            self._notifications.error(f"{entry.name} was not updated: {reason}", failures.hint(category))
+            asyncio.ensure_future(self.restore(key))
+            return
+        entry = self._rows.update(
+            key, state=DocumentState.FAILED, category=category, reason=reason, stage="", done=0, total=0
+        )
+        if entry is None:
+            return
+        if entry.needs_password:
+            self.password_required.emit(entry)
+        else:
+            self._notifications.error(f"{entry.name}: {reason}", entry.hint, key=key)
+
+    async def _run_embedding(self, entry: LibraryEntry) -> None:
+        client = await self._open_client()
+        key = entry.key
+        self._rows.update(key, state=DocumentState.EMBEDDING, stage="embedding", done=0, total=entry.chunk_count)
+        operation = embedding_operation(client, entry)
+        finished = await self._run_operation(key, operation)
+        if self._closed:
+            return  # its vectors are completed at the next start
+        if not finished:
+            self._embed_paused.add(key)
+            await self.restore(key)
+        elif operation.error is not None:
+            self._embed_paused.add(key)  # do not retry in a loop; re-ingest retries
+            self._notifications.report_failure(operation.title, operation.error)
+            await self.restore(key)
+        else:
+            self._rows.set(self._rows.from_document(operation.result, self._rows.entry(key)))
+
+    async def _run_delete(self, job: DeleteJob) -> None:
+        from haiku.rag.errors import DocumentNotFoundError
+
+        try:
+            client = await self._open_client()
+            await client.delete_document(job.document_id)
+        except DocumentNotFoundError:
+            pass
+        except Exception as exc:
+            if self._closed:
+                return
+            self._notifications.report_failure(f"Deleting {job.key}", exc)
+            await self.restore(job.key)
+            return
+        if not self._closed:
+            self._rows.remove(job.key)
+
+    # --- stopping ---------------------------------------------------------------------------
+
+    def halt(self) -> Operation | None:
+        """Stop taking jobs and cancel the running one (returned, to wait for); every job not
+        done stays in the queue file, resumed at the next start."""
+        self._closed = True
+        self._queue.save()  # the running job stays in it: resumed at the next start
+        current = self._current[1] if self._current is not None else None
+        if current is not None:
+            current.cancel()
+        return current
+
+    async def wait_stopped(self, current: Operation | None, timeout: float) -> bool:
+        """Wait up to ``timeout`` for ``current`` (from :meth:`halt`) to roll back, then end the
+        worker; whether both stopped in time."""
+        worker = self._worker
+        stopped = True
+        if current is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(current.wait()), timeout)
+            except TimeoutError:
+                log.warning("%s did not stop within %g s", current.title, timeout)
+                stopped = False
+        if worker is not None and not worker.done():
+            worker.cancel()
+            done, _ = await asyncio.wait({worker}, timeout=1.0)
+            stopped = stopped and bool(done)
+        return stopped
+
+    def close(self) -> None:
+        """Stop now: cancel running work, forget the in-memory queue (its file keeps the jobs)."""
+        self._closed = True
+        self._queue.clear()
+        if self._current is not None:
+            self._current[1].cancel()
+        if self._worker is not None:
+            self._worker.cancel()
