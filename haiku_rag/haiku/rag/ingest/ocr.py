@@ -417,8 +417,11 @@ class DetectedPage:
     upright: Any  # the image (BGR) turned upright; the lines are cut from it as they are read
     quads: list[Any]  # the lines' quadrilaterals in the upright page, in reading order
     rotation: int  # clockwise degrees the image was turned to read it upright
-    width: int  # the image as given to detect_lines
+    width: int  # the working image (the image as given, shrunk by ``scale``)
     height: int
+    # pixels of the image as given per pixel of the working image (``_working_scale``): 1
+    # for a page whose text is of the usual size, more for a page rendered at a high dpi
+    scale: float = 1.0
 
 
 def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
@@ -431,15 +434,18 @@ def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
 
 def detect_lines(image: Any, cancel: CancelToken | None = None) -> DetectedPage:
     """The first half of ``recognise``: the page's lines detected and its orientation
-    voted."""
+    voted, on the image brought to a working resolution first (``_working_scale``)."""
     import numpy as np
 
     engine = _load_engine()
     bgr = np.ascontiguousarray(image[..., ::-1])
+    scale, boxes = _working_scale(engine, bgr)
+    if scale != 1.0:
+        bgr = _shrink(bgr, scale)
+        boxes = _detect(engine, bgr)
     height, width = bgr.shape[:2]
-    boxes = _detect(engine, bgr)
     if not boxes:
-        return DetectedPage(bgr, [], 0, width, height)
+        return DetectedPage(bgr, [], 0, width, height, scale)
     rotation = _sideways_rotation(engine, bgr, boxes) if _mostly_tall(boxes) else 0
     upright = _rotate(bgr, rotation)
     if rotation:
@@ -457,7 +463,67 @@ def detect_lines(image: Any, cancel: CancelToken | None = None) -> DetectedPage:
         upright = _rotate(bgr, rotation)
         boxes = _detect(engine, upright)
     check_cancelled(cancel)
-    return DetectedPage(upright, boxes, rotation, width, height)
+    return DetectedPage(upright, boxes, rotation, width, height, scale)
+
+
+# The models were trained on text of ordinary size: body lines 20-45 px thick in the
+# detector's boxes (measured at 150 dpi: the bench's scans 23-30 px, docling's 43 px). On a
+# page rendered at 400 dpi and above (an archival scan, an image file whose resolution is
+# missing and taken as 150 dpi) lines are 80 px and more: the orientation vote said "upside
+# down", the page was read as garbage (issue 32), and detection and recognition cost 10-30x
+# more. A page whose median line is thicker than ``MAX_LINE_PX`` (300 dpi body text is ~60
+# px and read well; 22 pt headings at 150 dpi ~50 px) is shrunk until it is
+# ``WORKING_LINE_PX`` thick before anything else runs; its lines are then read and boxed as
+# on any page and mapped back.
+MAX_LINE_PX = 64
+WORKING_LINE_PX = 32
+# An image whose longer side is above this is first looked at on a copy of this size (a
+# Letter or A4 page at ~150 dpi) to measure its lines: detecting the full image only to
+# learn that it is too large cost 60-140 s at 400-600 dpi.
+PROBE_SIDE = 1700
+
+
+def _working_scale(engine: Any, bgr: Any) -> tuple[float, list[Any]]:
+    """How much to shrink ``bgr`` (image pixels per working pixel; 1: not at all), and the
+    lines detected on the image as given when it stays as it is."""
+    longest = max(bgr.shape[:2])
+    if longest > PROBE_SIDE:
+        probe_scale = longest / PROBE_SIDE
+        line = _median_line_height(_detect(engine, _shrink(bgr, probe_scale))) * probe_scale
+        if line > MAX_LINE_PX:
+            return line / WORKING_LINE_PX, []
+        return 1.0, _detect(engine, bgr)
+    boxes = _detect(engine, bgr)
+    line = _median_line_height(boxes)
+    if line > MAX_LINE_PX:
+        return line / WORKING_LINE_PX, []
+    return 1.0, boxes
+
+
+def _median_line_height(boxes: Sequence[Any]) -> float:
+    """The median thickness (the shorter side) of the detected lines' quadrilaterals; 0
+    for none."""
+    import statistics
+
+    if not boxes:
+        return 0.0
+    return float(
+        statistics.median(
+            min(
+                (_distance(q[0], q[1]) + _distance(q[3], q[2])) / 2,
+                (_distance(q[0], q[3]) + _distance(q[1], q[2])) / 2,
+            )
+            for q in boxes
+        )
+    )
+
+
+def _shrink(bgr: Any, scale: float) -> Any:
+    import cv2
+
+    height, width = bgr.shape[:2]
+    size = (max(1, round(width / scale)), max(1, round(height / scale)))
+    return cv2.resize(bgr, size, interpolation=cv2.INTER_AREA)
 
 
 def read_lines(page: DetectedPage, cancel: CancelToken | None = None) -> OcrResult:
@@ -475,12 +541,19 @@ def read_lines(page: DetectedPage, cancel: CancelToken | None = None) -> OcrResu
         if not text or score < MIN_LINE_SCORE:
             continue
         points = [tuple(float(v) for v in p) for p in quad]
-        line_height = max(_distance(points[0], points[3]), _distance(points[1], points[2]))
+        line_height = page.scale * max(
+            _distance(points[0], points[3]), _distance(points[1], points[2])
+        )
         original = tuple(
-            _unrotate_point(p, rotation, page.width, page.height) for p in points
+            _scaled(_unrotate_point(p, rotation, page.width, page.height), page.scale)
+            for p in points
         )
         lines.append(OcrLine(text, original, score, direction, line_height))  # type: ignore[arg-type]
     return OcrResult(lines, rotation)
+
+
+def _scaled(point: Point, scale: float) -> Point:
+    return point if scale == 1.0 else (point[0] * scale, point[1] * scale)
 
 
 def _detect(engine: Any, bgr: Any) -> list[Any]:

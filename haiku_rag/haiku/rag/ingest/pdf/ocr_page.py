@@ -95,19 +95,35 @@ def lines_from_ocr(
         # keeps a paragraph in one run (runs split where sizes differ), while headings in
         # a clearly larger type keep their own size.
         size = body if 0.75 * body <= line_height <= 1.35 * body else line_height
+        unrotated = transform(box, derotation)
         lines.append(
             Line(
                 text=line.text,
-                box=box,
-                unrotated=transform(box, derotation),
+                # as for a text layer's lines (``extract``): the box and the writing
+                # direction in the unrotated space, which ``orient_lines`` turns into the
+                # reading frame. The display-space direction, given as it was, read a page
+                # shown with /Rotate 270 (or a page turned upside down by it) last line
+                # first.
+                box=unrotated,
+                unrotated=unrotated,
                 display=box,
                 size=round(size, 1),
                 bold=False,
                 source_block=0,
-                direction=line.direction,
+                direction=_turned(line.direction, derotation),
             )
         )
     return lines
+
+
+def _turned(direction: tuple[int, int], matrix: Matrix) -> tuple[int, int]:
+    """An axis direction mapped by the linear part of ``matrix`` (a quarter-turn rotation)."""
+    if matrix == IDENTITY:
+        return direction
+    a, b, c, d, _, _ = matrix
+    dx, dy = direction
+    x, y = a * dx + c * dy, b * dx + d * dy
+    return (round(x), round(y))
 
 
 def merge_row_fragments(lines: list[Line]) -> list[Line]:
