@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pymupdf
@@ -37,6 +37,7 @@ class PageGraphics:
     images: list[Bbox]
     stroke_paths: list[Bbox]
     fill_paths: list[Bbox]
+    widgets: list[Bbox] = field(default_factory=list)  # form fields and buttons
 
 
 @dataclass(slots=True)
@@ -61,7 +62,22 @@ def read_page(page: pymupdf.Page) -> RawPage:
     # images, or when it has no text (an inline-image scan would not be listed).
     if not has_text or page.get_images():
         images = [info["bbox"] for info in page.get_image_info()]
-    return RawPage(text, PageGraphics(images, strokes, fills))
+    widgets: list[Bbox] = []
+    if has_text and page.first_widget is not None:
+        # a button's caption or a field's value is drawn by its appearance, in the widget's
+        # box (unrotated page space, as extraction): form content, never a heading
+        widgets = [tuple(widget.rect) for widget in page.widgets()]
+    return RawPage(text, PageGraphics(images, strokes, fills, widgets))
+
+
+def mark_form_lines(lines: list[Line], widgets: list[Bbox]) -> None:
+    """Mark the lines whose middle lies inside a form field or button."""
+    if not widgets:
+        return
+    for line in lines:
+        x0, y0, x1, y1 = line.unrotated
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        line.form = any(w[0] <= cx <= w[2] and w[1] <= cy <= w[3] for w in widgets)
 
 
 def one_line(exc: BaseException) -> str:
