@@ -139,3 +139,69 @@ def test_two_figures_side_by_side_do_not_cut_the_columns():
     text = ItemTexts(convert_pdf(doc.tobytes(), source="x.pdf").document).document_markdown()
     positions = [text.index(p[:20]) for p in left + right]
     assert positions == sorted(positions)
+
+
+def _rule_underscored_pdf(rules_last: bool) -> bytes:
+    """"Call fz_new_context to create a context..." with each "_" drawn as LaTeX draws ``\\_``
+    in an OT1 font: no glyph, a 0.06 em kern and a 0.3 em wide, 0.4 pt thick rule on the
+    baseline. ``rules_last``: the rules drawn after the line's text (MuPDF then extracts one
+    line with a synthesised space in each gap) rather than between its pieces (MuPDF then
+    ends a text block at each rule: "Call fz", "new" and "context ..." come apart)."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y, x = 100.0, 72.0
+    texts: list[tuple[float, str, str]] = [(x, "Call", "helv")]
+    x += pymupdf.get_text_length("Call ", "helv", SIZE)
+    rules = []
+    for n, part in enumerate(["fz", "new", "context"]):
+        texts.append((x, part, "cour"))
+        x += pymupdf.get_text_length(part, "cour", SIZE)
+        if n < 2:
+            x += 0.06 * SIZE
+            rules.append((len(texts), pymupdf.Rect(x, y - 0.4, x + 0.3 * SIZE, y)))
+            x += 0.3 * SIZE
+    texts.append((x, REST, "helv"))
+    for n, (tx, text, font) in enumerate(texts):
+        for after, rect in rules:
+            if not rules_last and after == n:
+                page.draw_rect(rect, color=None, fill=(0, 0, 0))
+        page.insert_text((tx, y), text, fontname=font, fontsize=SIZE)
+    if rules_last:
+        for _, rect in rules:
+            page.draw_rect(rect, color=None, fill=(0, 0, 0))
+    for n, line in enumerate(NEXT_LINES, 1):
+        page.insert_text((72, y + 12 * n), line, fontname="helv", fontsize=SIZE)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+@pytest.mark.parametrize("rules_last", [False, True], ids=["rules-inline", "rules-last"])
+def test_an_underscore_drawn_as_a_rule_stays_in_its_identifier(rules_last: bool):
+    """"fz_new_context" typeset with rules for underscores was stored as "fz / context ... /
+    new" (three lines) or "fz new context"; it reads as printed, one word on its line."""
+    document = convert_pdf(_rule_underscored_pdf(rules_last), source="mupdf-explored.pdf").document
+    text = ItemTexts(document).document_markdown()
+    assert "Call fz_new_context" + REST in text
+    assert "fz new" not in text and not text.endswith("new")
+    first = document.texts[0]
+    assert first.text[first.prov[0].charspan[0] : first.prov[0].charspan[1]] == "Call fz_new_context" + REST
+
+
+def test_form_blanks_and_underlines_are_not_underscores():
+    """A form's blank between two words, and an underlined word, keep their words apart."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 100), "Age", fontname="helv", fontsize=SIZE)
+    blank_start = 72 + pymupdf.get_text_length("Age ", "helv", SIZE)
+    page.draw_line((blank_start, 101), (blank_start + 40, 101), width=0.5)
+    page.insert_text((blank_start + 43, 100), "years", fontname="helv", fontsize=SIZE)
+    page.insert_text((72, 130), "See the", fontname="helv", fontsize=SIZE)
+    x = 72 + pymupdf.get_text_length("See the ", "helv", SIZE)
+    width = pymupdf.get_text_length("manual", "helv", SIZE)
+    page.draw_line((x, 131), (x + width, 131), width=0.5)
+    page.insert_text((x, 130), "manual", fontname="helv", fontsize=SIZE)
+    page.insert_text((x + width + 3, 130), "for details.", fontname="helv", fontsize=SIZE)
+    text = ItemTexts(convert_pdf(doc.tobytes(), source="form.pdf").document).document_markdown()
+    assert "_" not in text
+    assert "Age" in text and "years" in text and "See the manual for details." in text

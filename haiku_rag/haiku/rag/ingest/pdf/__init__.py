@@ -44,6 +44,7 @@ from haiku.rag.ingest.pdf.extract import (
     RawPage,
     assess_text_layer,
     extract_lines,
+    mark_form_lines,
     one_line,
     orient_lines,
     read_page,
@@ -220,6 +221,7 @@ def _analyse_page(
     width, height = display_rect.width, display_rect.height
     rotation = as_matrix(page.rotation_matrix) if angle else IDENTITY
     lines = extract_lines(raw.text, rotation, page_no, warnings)
+    mark_form_lines(lines, raw.graphics.widgets)
     frame = orient_lines(lines)
     unrotated = (0.0, 0.0, height, width) if angle in (90, 270) else (0.0, 0.0, width, height)
 

@@ -42,6 +42,7 @@ class Line:
     source_block: int  # PyMuPDF block number (fast-mode runs never cross blocks)
     direction: tuple[int, int] | None  # axis-aligned writing direction, None when slanted
     on_axis: bool = True  # runs along the page's dominant direction (set by orient_lines)
+    form: bool = False  # drawn inside a form field or button (set by mark_form_lines)
 
 
 @dataclass(slots=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pymupdf
@@ -37,6 +37,7 @@ class PageGraphics:
     images: list[Bbox]
     stroke_paths: list[Bbox]
     fill_paths: list[Bbox]
+    widgets: list[Bbox] = field(default_factory=list)  # form fields and buttons
 
 
 @dataclass(slots=True)
@@ -61,7 +62,22 @@ def read_page(page: pymupdf.Page) -> RawPage:
     # images, or when it has no text (an inline-image scan would not be listed).
     if not has_text or page.get_images():
         images = [info["bbox"] for info in page.get_image_info()]
-    return RawPage(text, PageGraphics(images, strokes, fills))
+    widgets: list[Bbox] = []
+    if has_text and page.first_widget is not None:
+        # a button's caption or a field's value is drawn by its appearance, in the widget's
+        # box (unrotated page space, as extraction): form content, never a heading
+        widgets = [tuple(widget.rect) for widget in page.widgets()]
+    return RawPage(text, PageGraphics(images, strokes, fills, widgets))
+
+
+def mark_form_lines(lines: list[Line], widgets: list[Bbox]) -> None:
+    """Mark the lines whose middle lies inside a form field or button."""
+    if not widgets:
+        return
+    for line in lines:
+        x0, y0, x1, y1 = line.unrotated
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        line.form = any(w[0] <= cx <= w[2] and w[1] <= cy <= w[3] for w in widgets)
 
 
 def one_line(exc: BaseException) -> str:
@@ -106,6 +122,14 @@ def extract_lines(
 # similar heights (a different font's box, not a sub- or superscript's).
 FRAGMENT_GAP_EM = 0.3
 FRAGMENT_SIZE_RATIO = 1.25
+# An underscore some typesetters draw as a rule, not a glyph (LaTeX's ``\_`` in OT1 fonts is
+# ``\kern.06em\vbox{\hrule width.3em}``): a short, thin horizontal path at the baseline that
+# fills the gap between two pieces of one printed line. MuPDF extracts the text around it as
+# separate lines (the path ends its text block) or with a synthesised space, which read
+# "fz_new_context" as "fz / context ... / new" or "fz new context".
+RULE_MAX_HEIGHT = 2.0  # points: a rule, not a box
+RULE_MAX_WIDTH = 24.0  # points: an underscore or two, not a form's blank or a table rule
+UNDERSCORE_MAX_GAP_EM = 1.5
 
 
 def printed_lines(text: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
@@ -119,8 +143,15 @@ def printed_lines(text: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
     Hot path: one dict append per line; only rows holding several lines are compared."""
     entries: list[tuple[dict[str, Any], int]] = []
     rows: dict[float, list[int]] = {}
+    rules: list[Bbox] = []  # short thin horizontal paths: underscores drawn as rules
     for block in text["blocks"]:
-        if block.get("type", 0) != 0:
+        kind = block.get("type", 0)
+        if kind == 3:
+            x0, y0, x1, y1 = block["bbox"]
+            if y1 - y0 <= RULE_MAX_HEIGHT and 0.5 <= x1 - x0 <= RULE_MAX_WIDTH:
+                rules.append((x0, y0, x1, y1))
+            continue
+        if kind != 0:
             continue
         number = block["number"]
         for raw_line in block["lines"]:
@@ -134,9 +165,15 @@ def printed_lines(text: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
                 else:
                     row.append(len(entries))
             entries.append((raw_line, number))
+    if rules:
+        for i, (raw_line, number) in enumerate(entries):
+            fixed = _underscored_spaces(raw_line, rules)
+            if fixed is not None:
+                entries[i] = (fixed, number)
     follower: dict[int, int] = {}
     leader: dict[int, int] = {}
-    for row in rows.values():
+    underscored: set[int] = set()  # right-hand pieces joined to their left by a drawn "_"
+    for baseline, row in rows.items():
         if len(row) < 2:
             continue
         row.sort(key=lambda i: entries[i][0]["bbox"][0])
@@ -145,13 +182,19 @@ def printed_lines(text: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
             rx0, ry0, _rx1, ry1 = entries[right][0]["bbox"]
             taller, shorter = max(ly1 - ly0, ry1 - ry0), min(ly1 - ly0, ry1 - ry0)
             # the line box is ~1.2 em high
+            em = taller / 1.2
             if (
-                abs(rx0 - lx1) <= FRAGMENT_GAP_EM * taller / 1.2
-                and rx0 > lx0
+                rx0 > lx0
                 and 0 < shorter
                 and taller <= FRAGMENT_SIZE_RATIO * shorter
                 and not (_is_rtl(entries[left][0]) or _is_rtl(entries[right][0]))
             ):
+                if abs(rx0 - lx1) <= FRAGMENT_GAP_EM * em:
+                    pass
+                elif rules and _rule_bridges(rules, lx1, rx0, baseline, em):
+                    underscored.add(right)
+                else:
+                    continue
                 follower[left] = right
                 leader[right] = left
     if not follower:
@@ -170,23 +213,30 @@ def printed_lines(text: dict[str, Any]) -> list[tuple[dict[str, Any], int]]:
             min(b[0] for b in boxes), min(b[1] for b in boxes),
             max(b[2] for b in boxes), max(b[3] for b in boxes),
         )
-        line["spans"] = _joined_spans([entries[i][0] for i in chain])
+        line["spans"] = _joined_spans([entries[i][0] for i in chain], [i in underscored for i in chain])
         replaced.update(dict.fromkeys(chain))
         replaced[longest] = (line, entries[longest][1])
     kept = (replaced.get(i, entry) for i, entry in enumerate(entries))
     return [entry for entry in kept if entry is not None]
 
 
-def _joined_spans(pieces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _joined_spans(pieces: list[dict[str, Any]], underscored: list[bool]) -> list[dict[str, Any]]:
     """The pieces' spans left to right, with a space where two pieces do not touch: pieces
     of one line that the PDF drew apart abut (0 +/- 0.05 em), while the next word after a
-    space is 0.25 em away and ``_make_line`` would only see gaps wider than that."""
+    space is 0.25 em away and ``_make_line`` would only see gaps wider than that. A piece
+    whose gap to the one before is an underscore drawn as a rule (``underscored``) gets
+    that underscore."""
     spans: list[dict[str, Any]] = []
     previous: dict[str, Any] | None = None
-    for piece in pieces:
+    for piece, drawn_underscore in zip(pieces, underscored, strict=True):
         first = True
         for span in piece["spans"]:
-            if first and previous is not None and spans:
+            if first and drawn_underscore and spans:
+                # the underscore fills the gap: the span starts where the last one ended
+                spans[-1] = {**spans[-1], "text": spans[-1]["text"].rstrip()}
+                x0, y0, x1, y1 = span["bbox"]
+                span = {**span, "text": "_" + span["text"].lstrip(), "bbox": (min(x0, spans[-1]["bbox"][2]), y0, x1, y1)}
+            elif first and previous is not None and spans:
                 em = (previous["bbox"][3] - previous["bbox"][1]) / 1.2
                 gap = piece["bbox"][0] - previous["bbox"][2]
                 if gap > 0.1 * em and not spans[-1]["text"].endswith(" ") and not span["text"].startswith(" "):
@@ -195,6 +245,53 @@ def _joined_spans(pieces: list[dict[str, Any]]) -> list[dict[str, Any]]:
             first = False
         previous = piece
     return spans
+
+
+def _rule_bridges(rules: list[Bbox], left_end: float, right_start: float, baseline: float, em: float) -> bool:
+    """Whether a rule fills the gap [left_end, right_start] of a printed line at its baseline
+    (an underscore drawn as a path): the rule lies within the gap, covers at least half of it,
+    is at most an em wide, and sits on or just under the baseline."""
+    gap = right_start - left_end
+    if not 0 < gap <= UNDERSCORE_MAX_GAP_EM * em:
+        return False
+    slack = 0.15 * em
+    for x0, y0, x1, y1 in rules:
+        if (
+            x0 >= left_end - slack
+            and x1 <= right_start + slack
+            and 0.5 * gap <= min(x1, right_start) - max(x0, left_end)
+            and x1 - x0 <= em  # an underscore, not a form's blank between two words
+            and y0 >= baseline - 0.15 * em  # on or under the baseline, not a dash
+            and y1 <= baseline + 0.4 * em
+        ):
+            return True
+    return False
+
+
+def _underscored_spaces(raw_line: dict[str, Any], rules: list[Bbox]) -> dict[str, Any] | None:
+    """The line with each whitespace-only span that a drawn underscore covers replaced by
+    "_" (MuPDF synthesises a space where the rule left a gap between two glyphs of one
+    line), or None when there is none. Only horizontal lines with several spans are looked at."""
+    spans = raw_line["spans"]
+    direction = raw_line["dir"]
+    if len(spans) < 3 or direction[1] != 0 or direction[0] <= 0:
+        return None
+    changed: list[dict[str, Any]] | None = None
+    for k in range(1, len(spans) - 1):
+        span = spans[k]
+        if span["text"].strip() or not span["text"]:
+            continue
+        before, after = spans[k - 1], spans[k + 1]
+        if not before["text"].strip() or not after["text"].strip():
+            continue
+        em = span["size"] or 1.0
+        if _rule_bridges(rules, before["bbox"][2], after["bbox"][0], span["origin"][1], em):
+            if changed is None:
+                changed = list(spans)
+            changed[k] = {**span, "text": "_"}
+    if changed is None:
+        return None
+    return {**raw_line, "spans": changed}
 
 
 # Hebrew, Arabic and their presentation forms: right-to-left pieces are not joined left to

@@ -70,8 +70,10 @@ def _normalise_furniture(block: Block) -> str:
 
 def classify_styles(pages: list[Page]) -> None:
     """Captions, headings, list items, the title and heading levels, from the document's
-    body font. A heading-styled "1. Introduction" is a heading, not a list item."""
+    body font. A heading-styled "1. Introduction" is a heading, not a list item; the
+    authors under a title and a form's buttons and fields are not headings."""
     body_size, body_bold = _body_style(pages)
+    front = _front_matter_end(pages[0]) if pages else None
     for page in pages:
         for block in page.blocks:
             if block.kind == "list_item":  # named by the layout model: find its marker
@@ -81,7 +83,11 @@ def classify_styles(pages: list[Page]) -> None:
             first = block.lines[0].text
             if CAPTION_START.match(first):
                 block.kind = "caption"
-            elif first[0] not in BULLET_CHARS and _looks_like_heading(block, body_size, body_bold):
+            elif (
+                first[0] not in BULLET_CHARS
+                and _looks_like_heading(block, body_size, body_bold)
+                and not _names_people(block, in_front_matter=page is pages[0] and front is not None and block.box[1] < front)
+            ):
                 block.kind = "heading"
             else:
                 _mark_list_item(block)
@@ -95,17 +101,97 @@ def classify_styles(pages: list[Page]) -> None:
         title.kind = "title"
         if heading_styles[_style(title)] == 1:
             del heading_styles[_style(title)]
+    _assign_levels([b for b in headings if b.kind == "heading"], heading_styles)
+
+
+def _assign_levels(headings: list[Block], heading_styles: Counter[Style]) -> None:
+    """Heading levels: a numbered heading's from its number ("4.3" is level 2); an unnumbered
+    one's from the numbered headings set in its style ("Related Work" in the style of "2
+    Method" is level 1), else one below the deepest numbered level set in a larger style
+    ("Crawler" in bold body type under "5.1 Setup" is level 3), else by its style's rank.
+
+    Ranking every style on its own put an unnumbered heading below numbered ones of its
+    own size (a larger author line or "Abstract" style shifted the ranks), so siblings
+    were nested in one another's paths."""
     ranked = sorted(heading_styles, key=lambda s: (-s[0], not s[1]))
-    for block in headings:
-        if block.kind != "heading":
-            continue
+    numbered_levels: dict[Style, Counter[int]] = {}
+    numbers: dict[int, int] = {}
+    for index, block in enumerate(headings):
         numbered = SECTION_NUMBER.match(block_text(block))
         if numbered:
             level = numbered.group(1).count(".") + 1
-        else:
+            numbers[index] = level
+            numbered_levels.setdefault(_style(block), Counter())[level] += 1
+    learned = {style: counts.most_common(1)[0][0] for style, counts in numbered_levels.items()}
+    for index, block in enumerate(headings):
+        level = numbers.get(index)
+        if level is None:
             style = _style(block)
-            level = ranked.index(style) + 1 if style in ranked else 1
+            if style in learned:
+                level = learned[style]
+            elif learned and style in ranked:
+                above = [learned[s] for s in ranked[: ranked.index(style)] if s in learned]
+                level = max(above) + 1 if above else 1
+            else:
+                level = ranked.index(style) + 1 if style in ranked else 1
         block.heading_level = min(level, MAX_HEADING_LEVEL)
+
+
+# Superscripts that tie a name to an affiliation or a note ("He1∗", "Huang1,2", "Feng†"); an
+# affiliation line starts with its superscript ("1ByteDance Research 2Peking University").
+_MARKS = "0123456789*∗†‡§¶,"
+_AFFILIATION = re.compile(r"^[\d*∗†‡§¶]{1,2}[A-Z][a-z]")
+_NAME_PARTICLES = {"van", "von", "de", "der", "den", "di", "da", "del", "della", "du", "le", "la", "bin", "al", "dos", "y"}
+_NAME_SEPARATORS = {"and", "&", ",", "·", "•"}
+
+
+def _name_word(token: str) -> tuple[bool, bool]:
+    """(whether ``token`` reads as part of a person's name, whether it carries superscripts):
+    "Huang1,2" (True, True), "J." (True, False), "GPT4" (False, True)."""
+    word = token.rstrip(_MARKS)
+    marked = len(word) < len(token.rstrip(","))
+    if not word or not word[0].isupper():
+        return False, marked
+    if len(word) == 2 and word[1] == ".":
+        return True, marked  # an initial
+    parts = word.replace("’", "'").replace("'", "-").split("-")
+    return all(p[:1].isupper() and (len(p) == 1 or p[1:].islower()) and p.isalpha() for p in parts if p), marked
+
+
+def _names_people(block: Block, *, in_front_matter: bool) -> bool:
+    """Whether a heading-styled block is an author line (or the affiliations under it): two
+    or more names carrying superscripts; or, between a first page's title and its abstract,
+    an affiliation marked as such or a line of nothing but names ("Ada Lovelace and
+    Charles Babbage")."""
+    text = block_text(block)
+    words = [t for t in text.replace(",", " , ").split() if t.lower() not in _NAME_SEPARATORS]
+    if len(words) < 2:
+        return False
+    judged = [_name_word(t) for t in words]
+    if sum(1 for name, marked in judged if name and marked) >= 2:
+        return True
+    if not in_front_matter:
+        return False
+    if _AFFILIATION.match(words[0]):
+        return True
+    if not all(name or t.lower() in _NAME_PARTICLES for t, (name, _) in zip(words, judged, strict=True)):
+        return False
+    groups = [g for g in re.split(r"\s*(?:,|\band\b|&|·|•)\s*", text) if g.strip()]
+    return len(groups) >= 2 or any(marked for _, marked in judged)
+
+
+def _front_matter_end(first: Page) -> float | None:
+    """Where a first page's front matter ends (the top of its "Abstract", first numbered
+    heading or first paragraph of body text), in the reading frame; None when the page has
+    no such mark."""
+    tops = []
+    for block in first.blocks:
+        if not block.lines or block.kind in ("header", "footer"):
+            continue
+        text = block_text(block)
+        if text[:8].casefold().startswith("abstract") or SECTION_NUMBER.match(text) or len(text) >= 300:
+            tops.append(block.box[1])
+    return min(tops) if tops else None
 
 
 def _mark_list_item(block: Block) -> None:
@@ -130,7 +216,8 @@ def _merge_wrapped_headings(blocks: list[Block]) -> list[Block]:
             and block.kind in ("heading", "title")
             and _style(block) == _style(previous)
             and len(previous.lines) + len(block.lines) <= MAX_HEADING_LINES + 1
-            and 0 <= block.box[1] - previous.box[3] < 0.6 * _style(block)[0]
+            # line boxes of tightly leaded type overlap a little (ascenders and descenders)
+            and -0.3 * _style(block)[0] <= block.box[1] - previous.box[3] < 0.6 * _style(block)[0]
             and min(block.box[2], previous.box[2]) > max(block.box[0], previous.box[0])
             and not SECTION_NUMBER.match(block.lines[0].text)
         ):
@@ -165,6 +252,8 @@ def _body_style(pages: list[Page]) -> Style:
 def _looks_like_heading(block: Block, body_size: float, body_bold: bool) -> bool:
     if len(block.lines) > MAX_HEADING_LINES or not all(line.on_axis for line in block.lines):
         return False  # sideways text is a margin stamp ("arXiv:2004.04906v3 [cs.CL]")
+    if any(line.form for line in block.lines):
+        return False  # a button's caption ("Print Form") or a filled-in field
     size = max(line.size for line in block.lines)
     larger = size >= body_size * 1.12 + 0.2
     bolder = all(line.bold for line in block.lines) and not body_bold and size >= body_size - 0.6

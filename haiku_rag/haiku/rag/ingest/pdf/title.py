@@ -190,7 +190,8 @@ def _with_continuation(page: Page, title: Block) -> list[str]:
     size, bold = _size(title), all(line.bold for line in title.lines)
     last = title
     for block in sorted(page.blocks, key=lambda b: b.box[1]):
-        if block is title or block.box[1] < last.box[3] - 1 or not block.lines:
+        # below the last line (tightly leaded line boxes overlap by a little)
+        if block is title or block.box[1] < last.box[3] - 0.3 * size or block.box[1] <= last.box[1] or not block.lines:
             continue
         if len(lines) + len(block.lines) > MAX_TITLE_LINES:
             break
