@@ -261,17 +261,16 @@ class HaikuRAG:
         return await self._store_thread(docs.find_document_by_uri, self.store, uri)
 
     async def resolve_document(self, id_or_title: str) -> Document:
-        """By id, then exact title, then exact URI."""
+        """By id, then title or URI (``haiku.rag.resolve``: NFC, and a name two documents share
+        is an ``AmbiguousDocumentError`` listing their ids)."""
+        from haiku.rag.resolve import match_document
 
         def find() -> Document:
             try:
                 return docs.get_document(self.store, id_or_title)
             except DocumentNotFoundError:
                 pass
-            for document in docs.list_documents(self.store):
-                if id_or_title in (document.title, document.uri):
-                    return document
-            raise DocumentNotFoundError(f"no document with id, title or URI {id_or_title!r}")
+            return match_document(docs.list_documents(self.store), id_or_title)
 
         return await self._store_thread(find)
 
