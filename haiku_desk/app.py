@@ -46,9 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     # Settings before PySide6: once PySide6 is imported, shiboken reads the source of every
     # module imported after it (looking for ``from __feature__ import``), ~0.2 s over pydantic.
     from haiku.rag.config import load_config
+    from haiku.rag.errors import ConfigError
     from haiku.rag.logs import configure_logging
 
-    config = load_config()
+    try:
+        config = load_config()
+    except ConfigError as exc:  # e.g. a ./haiku.rag.yaml that would redirect API keys
+        print(f"haiku-desk: {exc}", file=sys.stderr)
+        return 1
     configure_logging("haiku-desk", config.storage.data_dir, debug=args.debug)
 
     import asyncio
@@ -101,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     services.library.opened.connect(lambda: remember_library(services.library.db_path))
     if handover.message:
         services.notifications.info(handover.message)
+    from haiku.rag.config import is_working_folder_file
+
+    if is_working_folder_file(config.source_file):  # not the user's settings folder: say so
+        services.notifications.info(
+            f"Settings read from {config.source_file} (the folder haiku-desk was started in)."
+        )
     window.show()
 
     def after_first_paint() -> None:

@@ -226,15 +226,21 @@ def _format_box(box: Any) -> str:
 
 async def _run(args: argparse.Namespace) -> int:
     from haiku.rag.client import HaikuRAG
-    from haiku.rag.config import load_config, redacted
+    from haiku.rag.config import is_working_folder_file, load_config, redacted
 
     config = load_config(args.config)
     from haiku.rag.logs import configure_logging
 
     configure_logging("haiku-rag", config.storage.data_dir, debug=args.debug)
+    source = config.source_file
+    if is_working_folder_file(source) and args.command != "settings":
+        # not the person's own settings folder, nor a file they named: say so every time
+        print(f"haiku-rag: using settings from {source} (the current folder)", file=sys.stderr)
     if args.command == "settings":
         import yaml
 
+        read = f"{source}" if source else "none (built-in defaults and HAIKU_RAG_* environment variables)"
+        print(f"# settings file read: {_safe(read)}")
         print(yaml.safe_dump(redacted(config), sort_keys=False), end="")
         return 0
 
@@ -684,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
     except HaikuRAGError as exc:
         log.info("haiku-rag %s failed", args.command, exc_info=True)
         if args.debug:
-            raise
+            return _crash_report(exc)
         print(f"haiku-rag: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (OSError, RuntimeError, ValueError) as exc:
@@ -692,15 +698,27 @@ def main(argv: list[str] | None = None) -> int:
         # error): one line, not a traceback. Anything else is a bug and keeps its traceback.
         if args.debug or not _is_storage_error(exc):
             log.exception("haiku-rag %s: unexpected error", args.command)
-            raise
-        from haiku.rag.errors import mask_secrets
+            return _crash_report(exc)
+        from haiku.rag.logs import redact
 
-        first = mask_secrets(str(exc).strip().splitlines()[0].split(", /")[0])
+        first = redact(str(exc).strip().splitlines()[0].split(", /")[0])
         print(f"haiku-rag: the store could not be read ({first}); run `haiku-rag doctor`", file=sys.stderr)
         return EXIT_ERROR
-    except Exception:
+    except Exception as exc:
         log.exception("haiku-rag %s: unexpected error", args.command)
-        raise
+        return _crash_report(exc)
+
+
+def _crash_report(exc: BaseException) -> int:
+    """The traceback, as Python would print it, with every credential masked: a provider's
+    error body (a 401 echoing the key) or a URL with a password is part of the chain."""
+    import traceback
+
+    from haiku.rag.logs import redact
+
+    sys.stderr.write(redact("".join(traceback.format_exception(exc))))
+    sys.stderr.flush()
+    return EXIT_ERROR
 
 
 def _is_storage_error(exc: BaseException) -> bool:

@@ -1,7 +1,12 @@
 """Typed, versioned settings: defaults < YAML file < environment < explicit arguments.
 
 The YAML file is found, in order, via ``--config`` / ``HAIKU_RAG_CONFIG_PATH`` (which must
-exist), ``./haiku.rag.yaml``, then ``<data_dir>/haiku.rag.yaml``. Environment variables override
+exist), ``./haiku.rag.yaml``, then ``<data_dir>/haiku.rag.yaml``. A file in the working folder
+is someone else's as often as the user's (a shared project, a downloaded data set), so it may
+not say where requests go: one that sets an endpoint (any ``base_url``, ``lancedb.uri``,
+``lancedb.storage_options``) is refused unless it is named with ``--config`` or
+``HAIKU_RAG_TRUST_LOCAL_CONFIG=1`` is set (``ENDPOINT_SETTINGS``). ``AppConfig.source_file``
+says which file was read; the CLI and the app tell the person. Environment variables override
 single values with the ``HAIKU_RAG_`` prefix and ``__`` between levels, for example
 ``HAIKU_RAG_EMBEDDINGS__PROVIDER=ollama``. Unknown keys are rejected with their dotted name.
 API keys never live here: they come from the OS keychain (the app) or the provider's own
@@ -10,6 +15,7 @@ environment variable (``OPENAI_API_KEY`` …).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from contextvars import ContextVar
@@ -17,7 +23,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -30,6 +44,9 @@ CONFIG_VERSION = 1
 CONFIG_FILE_NAME = "haiku.rag.yaml"
 DB_FILE_NAME = "haiku.rag.lancedb"
 ENV_PREFIX = "HAIKU_RAG_"
+TRUST_LOCAL_ENV = f"{ENV_PREFIX}TRUST_LOCAL_CONFIG"
+
+log = logging.getLogger("haiku.rag")
 
 
 def default_data_dir() -> Path:
@@ -254,6 +271,12 @@ class AppConfig(BaseSettings):
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    # the YAML file these settings were read from (None: defaults and environment only)
+    _source_file: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source_file(self) -> Path | None:
+        return self._source_file
 
     @classmethod
     def settings_customise_sources(
@@ -293,10 +316,46 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
         return path
     local = Path.cwd() / CONFIG_FILE_NAME
     if local.is_file():
+        _check_local_file(local)
         return local
     data_dir = os.environ.get(f"{ENV_PREFIX}STORAGE__DATA_DIR")
     in_data_dir = (Path(data_dir).expanduser() if data_dir else default_data_dir()) / CONFIG_FILE_NAME
     return in_data_dir if in_data_dir.is_file() else None
+
+
+def is_working_folder_file(path: Path | None) -> bool:
+    """Whether ``path`` is the ``./haiku.rag.yaml`` of the working folder (found, not named)."""
+    return path is not None and path.name == CONFIG_FILE_NAME and path.parent == Path.cwd()
+
+
+def endpoint_settings(data: Any, prefix: str = "") -> list[str]:
+    """The dotted names of the settings in ``data`` that decide where requests (and the keys
+    that go with them) are sent: every ``base_url`` and ``uri``, and ``lancedb.storage_options``
+    (an S3 ``endpoint`` there receives the object-storage credentials)."""
+    found: list[str] = []
+    if not isinstance(data, dict):
+        return found
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if key in ("base_url", "uri", "endpoint", "url") or name == "lancedb.storage_options":
+            found.append(name)
+        elif isinstance(value, dict):
+            found += endpoint_settings(value, name + ".")
+    return found
+
+
+def _check_local_file(path: Path) -> None:
+    if os.environ.get(TRUST_LOCAL_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return
+    redirects = endpoint_settings(read_yaml(path))
+    if redirects:
+        raise ConfigError(
+            f"{path} (a settings file in the current folder) sets {', '.join(redirects)}, which "
+            "decides where your API keys and documents are sent; a file found in the working "
+            "folder may not do that. If you trust it, name it: --config "
+            f"{path} (or set {TRUST_LOCAL_ENV}=1); otherwise remove those settings or run "
+            "from another folder."
+        )
 
 
 def _describe(error: ValidationError, source: Path | None) -> str:
@@ -327,7 +386,36 @@ def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) ->
             f"this haiku.rag understands up to {CONFIG_VERSION}"
         )
     config.storage.data_dir = config.storage.data_dir.expanduser()
+    config._source_file = source.resolve() if source is not None else None
+    if source is not None:
+        log.info("settings read from %s", config._source_file)
+    _register_url_credentials(config)
     return config
+
+
+def _register_url_credentials(config: AppConfig) -> None:
+    """A password in a configured URL (``http://user:password@host/v1``) is masked in every
+    message from now on, even where it appears without its URL (a server echoing it)."""
+    from urllib.parse import unquote, urlsplit
+
+    from haiku.rag.logs import register_secret
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, str) and "://" in value and "@" in value:
+            try:
+                parts = urlsplit(value)
+            except ValueError:
+                return
+            if parts.password:
+                register_secret(parts.password)
+                register_secret(unquote(parts.password))
+            if parts.username:
+                register_secret(f"{parts.username}:{parts.password or ''}")
+
+    walk(config.model_dump(mode="json"))
 
 
 _SECRET_WORDS = ("key", "password", "token", "secret")
@@ -335,6 +423,7 @@ _SECRET_WORDS = ("key", "password", "token", "secret")
 
 def redacted(config: AppConfig) -> dict[str, Any]:
     """The config as plain data with anything that looks like a secret masked."""
+    from haiku.rag.logs import redact
 
     def mask(value: Any, key: str = "") -> Any:
         if isinstance(value, dict):
@@ -343,7 +432,7 @@ def redacted(config: AppConfig) -> dict[str, Any]:
             return [mask(v) for v in value]
         if value and any(word in key.lower() for word in _SECRET_WORDS):
             return "***"
-        return value
+        return redact(value) if isinstance(value, str) else value  # user:password@ in a URL
 
     return mask(config.model_dump(mode="json"))
 

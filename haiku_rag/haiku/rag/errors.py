@@ -9,23 +9,11 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-# API keys this process has used (``register_secret``): masked in every error message, since
-# a provider's reply may echo the key it refused ("Incorrect API key provided: sk-…").
-_SECRETS: set[str] = set()
-MIN_SECRET_CHARS = 8  # shorter values ("none", "local") would mask ordinary words
-
-
-def register_secret(value: str | None) -> None:
-    if value and len(value) >= MIN_SECRET_CHARS:
-        _SECRETS.add(value)
-
-
-def mask_secrets(text: str) -> str:
-    """``text`` with every registered key replaced by ``***`` plus its last four characters."""
-    for secret in sorted(_SECRETS, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, f"***{secret[-4:]}")
-    return text
+# API keys this process has used are registered in haiku.rag.logs and masked, with credentials
+# in URLs and key-like strings, by its ``redact`` (the one masking function): every error
+# message goes through it.
+from haiku.rag.logs import MIN_SECRET_CHARS, register_secret  # noqa: F401 (public here too)
+from haiku.rag.logs import redact as mask_secrets
 
 
 class HaikuRAGError(Exception):

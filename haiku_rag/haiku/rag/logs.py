@@ -18,17 +18,36 @@ BACKUPS = 4
 FORMAT = "%(asctime)s %(process)d %(threadName)s %(levelname)s %(name)s: %(message)s"
 
 _SECRETS = (
+    # credentials in a URL (http://user:password@host/v1, s3://KEY:SECRET@…): the userinfo
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://)[^\s/?#@\"'<>]+@"),
     # provider keys: OpenAI/Anthropic style, Google style, generic long tokens after a label
     re.compile(r"\b(sk-(?:ant-)?[A-Za-z0-9_\-]{8})[A-Za-z0-9_\-]{8,}"),
     re.compile(r"\b(AIza[0-9A-Za-z_\-]{4})[0-9A-Za-z_\-]{20,}"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._\-~+/]{8,}=*"),
     re.compile(r"(?i)((?:api[_-]?key|password|passwd|secret|token)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]+"),
 )
+# Keys this process has used (``register_secret``): masked wherever they appear, whatever their
+# shape, since a provider's reply may echo the key it refused ("Incorrect API key: sk-…").
+_REGISTERED: set[str] = set()
+MIN_SECRET_CHARS = 8  # shorter values ("none", "local") would mask ordinary words
+
+
+def register_secret(value: str | None) -> None:
+    """Mask ``value`` in every error message, log record and settings output from now on."""
+    if value and len(value) >= MIN_SECRET_CHARS:
+        _REGISTERED.add(value)
 
 
 def redact(text: str) -> str:
-    """``text`` with anything that looks like a credential replaced by ``…``."""
-    for pattern in _SECRETS:
+    """``text`` with every credential masked: registered keys as ``***`` plus their last four
+    characters, a URL's user and password as ``***@``, anything else that looks like a key
+    after its first characters. The one masking function: error messages
+    (``errors.HaikuRAGError``), the log, ``haiku-rag settings`` and crash reports use it."""
+    for secret in sorted(_REGISTERED, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, f"***{secret[-4:]}")
+    text = _SECRETS[0].sub(lambda m: m.group(1) + "***@", text)
+    for pattern in _SECRETS[1:]:
         text = pattern.sub(lambda m: m.group(1) + "…", text)
     return text
 

@@ -21,17 +21,16 @@ async def get_document_by_uri(client: ClientBase, uri: str) -> Document | None:
 
 
 async def resolve_document(client: ClientBase, id_or_title: str) -> Document:
-    """By id, then exact title, then exact URI."""
+    """By id, then title or URI (``haiku.rag.resolve``: NFC, and a name two documents share
+    is an ``AmbiguousDocumentError`` listing their ids)."""
+    from haiku.rag.resolve import match_document
 
     def find() -> Document:
         try:
             return docs.get_document(client.store, id_or_title)
         except DocumentNotFoundError:
             pass
-        for document in docs.list_documents(client.store):
-            if id_or_title in (document.title, document.uri):
-                return document
-        raise DocumentNotFoundError(f"no document with id, title or URI {id_or_title!r}")
+        return match_document(docs.list_documents(client.store), id_or_title)
 
     return await client._store_thread(find)
 
