@@ -55,7 +55,23 @@ def snippet_source(citation: Citation) -> str:
 
 def matched_pages(citation: Citation) -> list[int]:
     """The pages of the cited text itself (its strong boxes), else the passage's pages."""
-    return sorted({b.page for b in citation.boxes}) or sorted(set(citation.page_numbers))
+    from haiku.rag.citations import matched_pages
+
+    return matched_pages(citation)
+
+
+def cited_pages(citation: Citation) -> list[int]:
+    """Every page a citation shows (what the panel pages through)."""
+    from haiku.rag.citations import cited_pages
+
+    return cited_pages(citation)
+
+
+def opening_page(citation: Citation) -> int:
+    """The page a citation opens on (decided once, in ``haiku.rag.citations``)."""
+    from haiku.rag.citations import opening_page
+
+    return opening_page(citation)
 
 
 def has_authors(record: Bibliographic | None) -> bool:

@@ -22,7 +22,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from haiku_desk.citations import citation_title, heading_path, snippet_source
+from haiku_desk.citations import (
+    citation_title,
+    cited_pages,
+    heading_path,
+    opening_page,
+    snippet_source,
+)
 from haiku_desk.services.pages import MAX_ZOOM, MIN_ZOOM, PageRender, PagesService, paint_highlights
 from haiku_desk.views.widgets import ElidedLabel
 
@@ -35,11 +41,6 @@ READ_HINT = "Or double-click a document in the library to read it."
 ZOOM_STEP = 1.25
 DEFAULT_ZOOM = 1.25
 COPY_CITATION_SHORTCUT = "Ctrl+Shift+C"
-
-
-def cited_pages(citation: Citation) -> list[int]:
-    pages = {b.page for b in citation.boxes} | {b.page for b in citation.context_boxes}
-    return sorted(pages or set(citation.page_numbers) or {1})
 
 
 class CitationPanel(QWidget):
@@ -220,8 +221,7 @@ class CitationPanel(QWidget):
         self.reading = False
         self.citation = citation
         self.cited = cited_pages(citation)
-        matched = sorted({b.page for b in citation.boxes})
-        self.page = matched[0] if matched else self.cited[0]  # the match, not the context before it
+        self.page = opening_page(citation)  # the match, not the context before it
         self.page_count = 0
         bold = self.title.font()  # plain while the panel only shows its hint
         bold.setBold(True)

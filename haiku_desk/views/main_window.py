@@ -24,8 +24,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from haiku_desk.citations import opening_page
 from haiku_desk.services.library_choice import log_folder, remember_library
-from haiku_desk.views.citation_panel import CitationPanel, cited_pages
+from haiku_desk.views.citation_panel import CitationPanel
 from haiku_desk.views.details_dialog import DetailsAction
 from haiku_desk.views.library_menu import LibraryMenu
 from haiku_desk.views.library_pane import LibraryPane
@@ -384,8 +385,7 @@ class MainWindow(QMainWindow):
         zoom = self.citation_panel.render_zoom()
         seen: set[tuple[str, int]] = set()
         for citation in turn.citations:
-            matched = sorted({b.page for b in citation.boxes}) or cited_pages(citation)
-            key = (citation.document_id, matched[0])  # the page a click shows first
+            key = (citation.document_id, opening_page(citation))  # the page a click shows first
             if key not in seen:
                 seen.add(key)
                 self.services.pages.prefetch(*key, zoom)

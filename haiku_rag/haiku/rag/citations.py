@@ -27,10 +27,13 @@ __all__ = [
     "PICTURE_REF_PREFIX",
     "Box",
     "Citation",
+    "cited_pages",
     "citing_text",
     "excerpt",
     "marker_numbers",
+    "matched_pages",
     "matched_picture_refs",
+    "opening_page",
     "pages_label",
     "pages_to_render",
     "renumber_markers",
@@ -101,6 +104,27 @@ def matched_picture_refs(result: SearchResult) -> list[str]:
     """Pictures that are part of the hit itself; pictures swept in as context are not its evidence."""
     refs = result.matched_refs or result.doc_item_refs
     return [ref for ref in refs if ref.startswith(PICTURE_REF_PREFIX)]
+
+
+def matched_pages(citation: Citation) -> list[int]:
+    """The pages of the cited text itself (its strong boxes), else the passage's pages: what a
+    citation's label names."""
+    return sorted({b.page for b in citation.boxes}) or sorted(set(citation.page_numbers))
+
+
+def cited_pages(citation: Citation) -> list[int]:
+    """Every page a citation shows (its boxes' and its context's), else the passage's pages,
+    else the first page: what a viewer pages through."""
+    pages = {b.page for b in citation.boxes} | {b.page for b in citation.context_boxes}
+    return sorted(pages or set(citation.page_numbers) or {1})
+
+
+def opening_page(citation: Citation) -> int:
+    """The page a citation opens on: the first page of the cited text itself, not of the
+    context before it; without boxes of its own, the first page it shows. The one place this
+    is decided (the citation panel and the pages it prefetches ask here)."""
+    matched = sorted({b.page for b in citation.boxes})
+    return matched[0] if matched else cited_pages(citation)[0]
 
 
 def pages_to_render(matched: list[Box], context: list[Box], page_numbers: list[int]) -> list[int]:

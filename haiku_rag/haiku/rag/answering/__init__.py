@@ -33,7 +33,7 @@ if TYPE_CHECKING:
         TokenFigures,
     )
     from haiku.rag.answering.options import AnswerMode, AnswerOptions, ModeUsed
-    from haiku.rag.answering.run import AnswerStopped, answer, answer_stream, scope_filter
+    from haiku.rag.answering.run import AnswerStopped, answer, answer_stream
     from haiku.rag.answering.scripted import ScriptedAnswer, ScriptError
 
 _HOMES = {
@@ -61,7 +61,6 @@ _HOMES = {
     "AnswerStopped": "run",
     "answer": "run",
     "answer_stream": "run",
-    "scope_filter": "run",
 }
 
 
@@ -99,5 +98,4 @@ __all__ = [
     "answer_stream",
     "build_agent",
     "chat_model_error",
-    "scope_filter",
 ]

@@ -67,15 +67,6 @@ class AnswerStopped(OperationCancelled):
         self.partial_text = partial_text
 
 
-def scope_filter(document_ids: Sequence[str] | None) -> str | None:
-    """The scope as the capabilities' document filter: the one place ids become SQL."""
-    if document_ids is None:
-        return None
-    from haiku.rag.store.engine import sql_in
-
-    return sql_in("id", list(document_ids)) if document_ids else None
-
-
 def mode_for(
     options: AnswerOptions, client: HaikuRAG, supports_tools: bool | None
 ) -> ModeUsed:
@@ -131,25 +122,25 @@ async def answer_stream(
     conversation = conversation if conversation is not None else Conversation()
     work = conversation.copy()
     mode = mode_for(options, client, supports_tools)
-    where = scope_filter(options.document_ids)
-    if not await _has_documents(client, options.document_ids, where):
+    scope = options.document_ids
+    if not await _has_documents(client, scope):
         yield Started(mode, ())
         yield TextDelta(NO_DOCUMENTS)
         yield Answered(NO_DOCUMENTS, (), "missing", "no-documents", mode, TokenFigures())
         return
     if mode == "search-only":
-        events: AsyncIterator[AnswerEvent] = _search_only(client, question, work, options, where)
+        events: AsyncIterator[AnswerEvent] = _search_only(client, question, work, options)
     elif mode == "fallback":
         if not options.rag:
             raise ChatModelError(
                 "analysis needs a model that can call tools; this one answers without them"
             )
         resolved = resolve_model(options, client.config, model)
-        events = _fallback(client, question, work, options, where, resolved, model_settings, cancel)
+        events = _fallback(client, question, work, options, resolved, model_settings, cancel)
     else:
         resolved = resolve_model(options, client.config, model)
         built = build_agent(client, options, model=resolved, model_settings=model_settings)
-        events = _tools(question, work, built, where, cancel, streamed_requests=stream)
+        events = _tools(question, work, built, scope, cancel, streamed_requests=stream)
     async for event in events:
         if isinstance(event, Answered):
             conversation.replace_with(work)  # complete: history, state and numbers together
@@ -157,11 +148,11 @@ async def answer_stream(
 
 
 async def _has_documents(
-    client: HaikuRAG, document_ids: tuple[str, ...] | None, where: str | None
+    client: HaikuRAG, document_ids: tuple[str, ...] | None
 ) -> bool:
     if document_ids == ():
         return False
-    return bool(await client.list_documents(filter=where, limit=1))
+    return bool(await client.list_documents(document_ids=document_ids, limit=1))
 
 
 def _token_figures(new: Sequence[ModelMessage], saved: int | None) -> TokenFigures:
@@ -176,11 +167,15 @@ def _token_figures(new: Sequence[ModelMessage], saved: int | None) -> TokenFigur
 
 
 def _seed_scope(
-    work: Conversation, capabilities: Sequence[type[EvidenceCapability[Any]]], where: str | None
+    work: Conversation,
+    capabilities: Sequence[type[EvidenceCapability[Any]]],
+    document_ids: tuple[str, ...] | None,
 ) -> None:
     for capability in capabilities:
         state = capability.state_type.model_validate(work.state.get(capability.namespace) or {})
-        state.document_filter = where
+        # the question's scope replaces the conversation's (a host's SQL filter included)
+        state.document_ids = None if document_ids is None else list(document_ids)
+        state.document_filter = None
         work.state[capability.namespace] = state.model_dump(mode="json")
 
 
@@ -191,7 +186,7 @@ async def _tools(
     question: str,
     work: Conversation,
     built: BuiltAgent,
-    where: str | None,
+    scope: tuple[str, ...] | None,
     cancel: CancellationToken | None,
     *,
     streamed_requests: bool = True,
@@ -208,7 +203,7 @@ async def _tools(
     )
 
     kinds = [type(c) for c in built.evidence]
-    _seed_scope(work, kinds, where)
+    _seed_scope(work, kinds, scope)
     tool_kinds = _tool_kinds(built.evidence)
     cite_tools = {c.cite_tool_name for c in built.evidence}
     meter = built.meter
@@ -402,7 +397,6 @@ async def _fallback(
     question: str,
     work: Conversation,
     options: AnswerOptions,
-    where: str | None,
     model: Model,
     model_settings: dict[str, Any] | None,
     cancel: CancellationToken | None,
@@ -424,11 +418,11 @@ async def _fallback(
     yield Started("fallback", (), notices)
     step = Step("search-1", "search", f"Searching “{_short(question)}”")
     yield step
-    _seed_scope(work, [RAGCapability], where)
+    _seed_scope(work, [RAGCapability], options.document_ids)
     state = RAGState.model_validate(work.state[RAGCapability.namespace])
     question_id = len(work.messages)
     state.begin_question(question_id)
-    results = await client.search(question, filter=where)
+    results = await client.search(question, document_ids=options.document_ids)
     passages = await client.expand_context(results)
     state.add_search(question, passages)
     state.evidence.note_evidence(question_id + 1)
@@ -480,14 +474,13 @@ async def _search_only(
     question: str,
     work: Conversation,
     options: AnswerOptions,
-    where: str | None,
 ) -> AsyncIterator[AnswerEvent]:
     from haiku.rag.citations import Citation, pages_label
 
     yield Started("search-only", ())
     step = Step("search-1", "search", f"Searching “{_short(question)}”")
     yield step
-    results = await client.search(question, limit=options.search_limit, filter=where)
+    results = await client.search(question, limit=options.search_limit, document_ids=options.document_ids)
     passages = await client.expand_context(results)
     yield Step(step.id, step.kind, step.label, finished=True)
     citations = tuple(

@@ -15,7 +15,6 @@ against ``qa.max_searches``.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -197,14 +196,14 @@ class AnalysisCapability(EvidenceCapability[AnalysisState]):
         if self._sandbox is None:
             from haiku.rag.sandbox.corpus import CorpusFiles, CorpusReader
             from haiku.rag.sandbox.runtime import Sandbox, SandboxLimits
-            from haiku.rag.store import documents as docs
 
             client = await self.client()
             document_filter = self.state.document_filter
+            document_ids = self.state.document_ids
 
             async def list_documents() -> list[Any]:
                 try:
-                    return await client.list_documents(filter=document_filter)
+                    return await client.list_documents(filter=document_filter, document_ids=document_ids)
                 except Exception as exc:  # LanceDB reports bad SQL as a generic error
                     detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                     raise ToolFailed(
@@ -222,7 +221,7 @@ class AnalysisCapability(EvidenceCapability[AnalysisState]):
             reader = CorpusReader(
                 list_documents=list_documents,
                 content=client.get_content,
-                items=lambda document: asyncio.to_thread(docs.get_items, client.store, document),
+                items=client.get_items,
                 chunks=chunks,
             )
             self._sandbox = Sandbox(

@@ -341,7 +341,10 @@ class EvidenceCapability(AbstractCapability[Any], Generic[StateT]):
 
     async def search_corpus(self, query: str, limit: int | None) -> list[SearchResult]:
         client = await self.client()
-        results = await client.search(query, limit=limit, filter=self.state.document_filter)
+        state = self.state
+        results = await client.search(
+            query, limit=limit, filter=state.document_filter, document_ids=state.document_ids
+        )
         expanded = await client.expand_context(results)
         return [bounded_result(r, self.config.search.max_context_chars) for r in expanded]
 
@@ -407,7 +410,7 @@ class EvidenceCapability(AbstractCapability[Any], Generic[StateT]):
         An id resolves against this question's results, then any other evidence capability's
         results in this run, then earlier citations, then what earlier questions retrieved or the
         sandbox exposed (read back from the store). Anything else, and anything whose document is
-        outside ``document_filter``, is refused (id -> reason) and grounds nothing: a stored chunk
+        outside the scope, is refused (id -> reason) and grounds nothing: a stored chunk
         id the model never saw, or saw before the chat was scoped, is not evidence for this answer.
         """
         state = self.state
@@ -454,17 +457,17 @@ class EvidenceCapability(AbstractCapability[Any], Generic[StateT]):
         return cited, refused
 
     async def scope_documents(self) -> set[str] | None:
-        """The ids of the documents the conversation is scoped to; None when it is not scoped."""
-        document_filter = self.state.document_filter
+        """The ids of the documents the conversation is scoped to; None when it is not scoped.
+        The scope's ids as they are; a host's SQL ``document_filter`` is resolved by the store."""
+        document_ids, document_filter = self.state.document_ids, self.state.document_filter
         if document_filter is None:
-            return None
-        from haiku.rag.store.documents import document_ids_matching
-
+            return None if document_ids is None else set(document_ids)
         client = await self.client()
         try:
-            return set(await asyncio.to_thread(document_ids_matching, client.store, document_filter))
+            documents = await client.list_documents(filter=document_filter, document_ids=document_ids)
         except StoreError as exc:
             raise ToolFailed(str(exc)) from None
+        return {d.id for d in documents}
 
     def peers(self, ctx: RunContext[Any]) -> list[EvidenceCapability[Any]]:
         """The run's other evidence capabilities (what their tools showed is citable here too)."""

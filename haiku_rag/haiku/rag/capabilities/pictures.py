@@ -7,14 +7,11 @@ tag lets compaction remove exactly these images later without touching images th
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 from pydantic_ai.messages import BinaryImage
 
-from haiku.rag.ingest.records import Box
 from haiku.rag.mupdf import MUPDF_LOCK, import_pymupdf
-from haiku.rag.store import documents as docs
 
 if TYPE_CHECKING:
     from haiku.rag.client import HaikuRAG
@@ -52,7 +49,8 @@ def png_image(data: bytes) -> BinaryImage | None:
 async def render_picture(client: HaikuRAG, document_id: str, self_ref: str) -> bytes | None:
     """The picture item ``self_ref`` cropped from its rendered page, as PNG; None when the
     document has no page to render it from (not a PDF, or the item has no box)."""
-    box = await asyncio.to_thread(_picture_box, client, document_id, self_ref)
+    item = await client.get_item(document_id, self_ref)
+    box = item.boxes[0] if item is not None and item.boxes else None
     if box is None:
         return None
     pages = await client.visualize(document_id, [box], page_numbers=[box.page], dpi=PICTURE_DPI)
@@ -63,15 +61,6 @@ async def render_picture(client: HaikuRAG, document_id: str, self_ref: str) -> b
     if crop is None or crop.x1 <= crop.x0 or crop.y1 <= crop.y0:
         return None
     return _png_crop(page.samples, page.width, (crop.x0, crop.y0, crop.x1, crop.y1))
-
-
-def _picture_box(client: HaikuRAG, document_id: str, self_ref: str) -> Box | None:
-    document = docs.get_document(client.store, document_id)
-    position = docs.item_positions(client.store, document, [self_ref]).get(self_ref)
-    if position is None:
-        return None
-    items = docs.get_items(client.store, document, start=position, stop=position + 1)
-    return items[0].boxes[0] if items and items[0].boxes else None
 
 
 def _png_crop(samples: bytes, width: int, rect: tuple[int, int, int, int]) -> bytes:

@@ -21,7 +21,9 @@ def result_chunk_ids(result: SearchResult) -> list[str]:
 class EvidenceState(BaseModel):
     """State shared by every evidence capability.
 
-    ``document_filter``, ``citation_index``, ``evidence``, ``retrieved`` and
+    The scope, ``document_ids`` (the documents in scope, as answering sets it) and
+    ``document_filter`` (SQL over document fields, as a host or a command line may give it;
+    both when both are set), ``citation_index``, ``evidence``, ``retrieved`` and
     ``opened_documents`` last for the conversation; ``citations`` (this question's, in citing
     order) and ``searches`` are cleared when a new question begins and kept when a question is
     resumed.
@@ -34,6 +36,7 @@ class EvidenceState(BaseModel):
     citation_index: dict[str, Citation] = Field(default_factory=dict)
     citations: list[str] = Field(default_factory=list)
     evidence: CapabilityEvidenceRecord = Field(default_factory=CapabilityEvidenceRecord)
+    document_ids: list[str] | None = None
     document_filter: str | None = None
     searches: dict[str, list[SearchResult]] = Field(default_factory=dict)
     retrieved: dict[str, str] = Field(default_factory=dict)

@@ -4,10 +4,12 @@ bytes; deleting, retitling and updating them. ``HaikuRAG``'s methods of the same
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from haiku.rag.client.base import ClientBase
 from haiku.rag.errors import DocumentNotFoundError
+from haiku.rag.ingest.records import ItemRecord
 from haiku.rag.store import documents as docs
 from haiku.rag.store.models import Chunk, Document
 
@@ -36,9 +38,19 @@ async def resolve_document(client: ClientBase, id_or_title: str) -> Document:
 
 
 async def list_documents(
-    client: ClientBase, *, filter: str | None = None, limit: int | None = None, offset: int = 0
+    client: ClientBase,
+    *,
+    filter: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+    document_ids: Sequence[str] | None = None,
 ) -> list[Document]:
-    return await client._store_thread(docs.list_documents, client.store, filter=filter, limit=limit, offset=offset)
+    """Documents by creation: all, those matching ``filter`` (SQL over document fields: a
+    command line's or a host's) and those among ``document_ids`` (a scope, e.g. a chat's)."""
+    ids = None if document_ids is None else list(document_ids)
+    return await client._store_thread(
+        docs.list_documents, client.store, filter=filter, limit=limit, offset=offset, document_ids=ids
+    )
 
 
 async def get_chunks(client: ClientBase, document: Document) -> list[Chunk]:
@@ -50,6 +62,27 @@ async def get_chunk(client: ClientBase, chunk_id: str) -> Chunk:
     if chunk_id not in rows:
         raise DocumentNotFoundError(f"no chunk with id {chunk_id}")
     return docs.chunk_from_row(rows[chunk_id])
+
+
+async def get_items(
+    client: ClientBase, document: Document, *, start: int | None = None, stop: int | None = None
+) -> list[ItemRecord]:
+    """The document's items (text, tables, pictures with their boxes) by position."""
+    return await client._store_thread(docs.get_items, client.store, document, start=start, stop=stop)
+
+
+async def get_item(client: ClientBase, document_id: str, self_ref: str) -> ItemRecord | None:
+    """The item ``self_ref`` (e.g. ``#/pictures/0``) of a document; None when it has none."""
+
+    def find() -> ItemRecord | None:
+        document = docs.get_document(client.store, document_id)
+        position = docs.item_positions(client.store, document, [self_ref]).get(self_ref)
+        if position is None:
+            return None
+        items = docs.get_items(client.store, document, start=position, stop=position + 1)
+        return items[0] if items else None
+
+    return await client._store_thread(find)
 
 
 async def get_source_bytes(client: ClientBase, document: Document) -> bytes:

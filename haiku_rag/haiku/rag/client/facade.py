@@ -40,6 +40,8 @@ class HaikuRAG(ClientBase):
     list_documents = documents.list_documents
     get_chunks = documents.get_chunks
     get_chunk = documents.get_chunk
+    get_items = documents.get_items
+    get_item = documents.get_item
     get_source_bytes = documents.get_source_bytes
     get_content = documents.get_content
     delete_document = documents.delete_document

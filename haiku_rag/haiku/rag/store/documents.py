@@ -86,17 +86,31 @@ def find_document_by_uri(store: Store, uri: str) -> Document | None:
 
 
 def list_documents(
-    store: Store, *, filter: str | None = None, limit: int | None = None, offset: int = 0
+    store: Store,
+    *,
+    filter: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+    document_ids: list[str] | None = None,
 ) -> list[Document]:
-    query = store.table(S.DOCUMENTS).search().select(_DOCUMENT_COLUMNS)
-    if filter:
-        query = query.where(filter)
-    try:
-        rows = query.limit(None).to_list() if limit is None else query.limit(limit + offset).to_list()
-    except (ValueError, RuntimeError) as exc:
-        if not filter:
-            raise
-        raise StoreError(f"invalid filter {filter!r}: {_first_line(exc)}") from exc
+    """Documents by creation, those matching ``filter`` (SQL over document fields, from a
+    command line or a host) and among ``document_ids`` (a scope: none when it is empty)."""
+    if document_ids is None:
+        wheres: list[str | None] = [filter or None]
+    else:
+        scope = [sql_in("id", group) for group in _groups(sorted(set(document_ids)), 500)]
+        wheres = [f"({where}) AND ({filter})" if filter else where for where in scope]
+    rows: list[dict[str, Any]] = []
+    for where in wheres:
+        query = store.table(S.DOCUMENTS).search().select(_DOCUMENT_COLUMNS)
+        if where:
+            query = query.where(where)
+        try:
+            rows += query.limit(None).to_list() if limit is None else query.limit(limit + offset).to_list()
+        except (ValueError, RuntimeError) as exc:
+            if not filter:
+                raise
+            raise StoreError(f"invalid filter {filter!r}: {_first_line(exc)}") from exc
     docs = sorted((document_from_row(r) for r in rows), key=lambda d: (d.created_at, d.uri))
     return docs[offset : None if limit is None else offset + limit]
 
