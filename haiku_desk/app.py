@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from haiku_desk import __version__
 
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     window = MainWindow(services)
     window.quit_flow.manage_shutdown = True
     server.paths_received.connect(services.library.add_paths)
+    server.folders_received.connect(lambda folders: _confirm_folders(window, services, folders))
     server.activate_requested.connect(lambda: _bring_to_front(window))
     services.library.library_changed.connect(server.listen)
     services.library.opened.connect(lambda: remember_library(services.library.db_path))
@@ -169,6 +171,21 @@ def _bring_to_front(window) -> None:  # type: ignore[no-untyped-def]
     window.show()
     window.raise_()
     window.activateWindow()
+
+
+def _confirm_folders(window: Any, services: Any, folders: list[str]) -> None:
+    """Folders handed over by another launch are added only when the person says so (a local
+    process must not make the library ingest a whole folder unasked)."""
+    from PySide6.QtWidgets import QMessageBox
+
+    listed = "\n".join(folders[:10]) + (f"\n… and {len(folders) - 10} more" if len(folders) > 10 else "")
+    answer = QMessageBox.question(
+        window,
+        "Add folders?",
+        f"Another haiku-desk launch asked to add everything in:\n\n{listed}\n\nAdd these folders to the library?",
+    )
+    if answer == QMessageBox.StandardButton.Yes:
+        services.library.add_paths(folders)
 
 
 def _set_icon(app) -> None:  # type: ignore[no-untyped-def]

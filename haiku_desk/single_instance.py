@@ -5,6 +5,15 @@ second ``haiku-desk`` on the same library connects, hands over the paths it was 
 exits; the first adds them and comes to the front. If the socket is left by an instance that
 is gone, the new one says so and takes over; if the holder is hung (it accepts nothing within
 ``ANSWER_TIMEOUT_MS``), the new one says so, stops it (SIGTERM, then SIGKILL) and takes over.
+
+Other accounts on the machine are kept out (issue 32: another user bound the predictable
+name first and received the paths): on POSIX the socket lives in a private folder of this
+account (``private_socket_dir``: ``$XDG_RUNTIME_DIR/haiku-desk``, else
+``<tmp>/haiku-desk-<uid>``, else ``~/.haiku-desk-run``; mode 0700, owned by this uid, not a
+symlink, checked before every use; one another account made first is skipped). On Linux both
+ends also check the other's uid (``SO_PEERCRED``) and refuse anyone else. A message is at most
+``MAX_MESSAGE_BYTES``; folders handed over arrive on ``folders_received`` for the window to
+confirm, files on ``paths_received``.
 """
 
 from __future__ import annotations
@@ -14,6 +23,11 @@ import json
 import logging
 import os
 import signal
+import socket as pysocket
+import stat
+import struct
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,13 +42,95 @@ CONNECT_TIMEOUT_MS = 1000
 ANSWER_TIMEOUT_MS = 5000
 STOP_GRACE_S = 5.0
 LOCK_FILE = ".haiku-rag-writer.lock"  # haiku.rag.store.engine.LOCK_FILE (not imported: heavy)
+# a hand-over is a JSON line of paths: 256 KiB holds a thousand long paths
+MAX_MESSAGE_BYTES = 256 * 1024
+MAX_PATHS = 1000
+_SUN_PATH_MAX = 100  # a Unix socket's path must fit in sockaddr_un (108 bytes on Linux, 104 on macOS)
+
+
+def _library_digest(db_path: str | os.PathLike[str]) -> str:
+    text = str(db_path) if "://" in str(db_path) else str(Path(db_path).expanduser().resolve())
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 def server_name(db_path: str | os.PathLike[str]) -> str:
-    """The socket name for a library: per user, per library location."""
-    text = str(db_path) if "://" in str(db_path) else str(Path(db_path).expanduser().resolve())
-    digest = hashlib.sha1(text.encode()).hexdigest()[:16]
-    return f"haiku-desk-{os.getuid()}-{digest}"
+    """The socket for a library: per user, per library location. On POSIX a full path in this
+    account's private folder; elsewhere (Windows named pipes) a name, with the pipe limited to
+    this user by ``UserAccessOption``."""
+    name = f"haiku-desk-{_library_digest(db_path)}"
+    if os.name != "posix":
+        import getpass
+
+        return f"haiku-desk-{getpass.getuser()}-{name}"
+    folder = private_socket_dir()
+    if folder is None:  # no private folder could be made: a name no other account can predict
+        return f"{name}-{os.getuid()}-{hashlib.sha1(str(Path.home()).encode()).hexdigest()[:8]}"
+    return str(folder / name)
+
+
+def private_socket_dir() -> Path | None:
+    """This account's folder for the socket: the first candidate that is (or can be made) a
+    real folder owned by this uid with no access for anyone else. A candidate another account
+    created first is skipped (and logged), never used."""
+    uid = os.getuid()
+    candidates = []
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        candidates.append(Path(runtime) / "haiku-desk")
+    candidates.append(Path(tempfile.gettempdir()) / f"haiku-desk-{uid}")
+    candidates.append(Path.home() / ".haiku-desk-run")
+    for folder in candidates:
+        if len(str(folder)) + 30 > _SUN_PATH_MAX:
+            continue
+        problem = _make_private(folder, uid)
+        if problem is None:
+            return folder
+        log.warning("not using %s for the single-instance socket: %s", folder, problem)
+    return None
+
+
+def _make_private(folder: Path, uid: int) -> str | None:
+    """None when ``folder`` is a private folder of ``uid`` (made if missing), else why not."""
+    try:
+        folder.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        return f"cannot create it ({exc.strerror or exc})"
+    try:
+        info = os.lstat(folder)
+    except OSError as exc:
+        return f"cannot inspect it ({exc.strerror or exc})"
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return "it is not a folder (a symlink or a file is in its place)"
+    if info.st_uid != uid:
+        return f"it belongs to another account (uid {info.st_uid})"
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        try:
+            os.chmod(folder, 0o700)
+        except OSError as exc:
+            return f"others can use it and it cannot be made private ({exc.strerror or exc})"
+    return None
+
+
+def peer_uid(descriptor: int) -> int | None:
+    """The uid of the process at the other end of a connected local socket (Linux
+    ``SO_PEERCRED``); None where the platform does not say (the private folder guards there)."""
+    if not sys.platform.startswith("linux") or descriptor < 0 or not hasattr(pysocket, "SO_PEERCRED"):
+        return None
+    duplicate = pysocket.socket(fileno=os.dup(descriptor))
+    try:
+        creds = duplicate.getsockopt(pysocket.SOL_SOCKET, pysocket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    finally:
+        duplicate.close()
+    return struct.unpack("3i", creds)[1]
+
+
+def _is_other_account(descriptor: int) -> bool:
+    uid = peer_uid(int(descriptor))
+    return uid is not None and uid != os.getuid()
 
 
 @dataclass(frozen=True)
@@ -106,6 +202,10 @@ def hand_over(db_path: str | os.PathLike[str], paths: list[str]) -> Handover:
         if error == QLocalSocket.LocalSocketError.ConnectionRefusedError:
             return Handover(False, "The haiku-desk that had this library open is gone (it did not quit cleanly); taking over.")
         return Handover(False)
+    if _is_other_account(socket.socketDescriptor()):
+        socket.abort()
+        log.warning("the socket %s is held by another account; nothing handed over", name)
+        return Handover(False, "Another account is listening where this library's haiku-desk would; nothing was handed over to it.")
     request = {"paths": [str(Path(p).expanduser().resolve()) for p in paths], "pid": os.getpid()}
     socket.write((json.dumps(request) + "\n").encode())
     socket.flush()
@@ -139,7 +239,8 @@ class InstanceServer(QObject):
     """The running instance's end: paths handed over by later launches arrive as ``paths_received``
     and ``activate_requested`` asks the window to come to the front."""
 
-    paths_received = Signal(list)
+    paths_received = Signal(list)  # files: added at once
+    folders_received = Signal(list)  # folders: the window asks before adding what is below them
     activate_requested = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -149,12 +250,13 @@ class InstanceServer(QObject):
         self._server.newConnection.connect(self._accept)
         self.name = ""
         self._buffers: dict[QLocalSocket, bytes] = {}
+        self._connections: set[QLocalSocket] = set()
         self.on_paths: Callable[[list[str]], None] | None = None
 
     def listen(self, db_path: str | os.PathLike[str]) -> bool:
         """Listen for the library at ``db_path`` (a previous library's name is released)."""
         if self._server.isListening():
-            self._server.close()
+            self.close()
         self.name = server_name(db_path)
         if self._server.listen(self.name):
             return True
@@ -166,31 +268,70 @@ class InstanceServer(QObject):
 
     def close(self) -> None:
         self._server.close()
+        # connections still open go now, their signals cut first: one left to the server's
+        # destructor would call back into Python while being destroyed
+        for connection in list(self._connections):
+            self._drop(connection)
 
     def _accept(self) -> None:
         while self._server.hasPendingConnections():
             connection = self._server.nextPendingConnection()
+            if _is_other_account(connection.socketDescriptor()):
+                log.warning("refused a hand-over from another account (uid %s)", peer_uid(int(connection.socketDescriptor())))
+                connection.abort()
+                connection.deleteLater()
+                continue
             self._buffers[connection] = b""
+            self._connections.add(connection)
             connection.readyRead.connect(lambda c=connection: self._read(c))
             connection.disconnected.connect(lambda c=connection: self._forget(c))
 
     def _forget(self, connection: QLocalSocket) -> None:
         self._buffers.pop(connection, None)
+        self._connections.discard(connection)
+        connection.deleteLater()
+
+    def _drop(self, connection: QLocalSocket) -> None:
+        self._buffers.pop(connection, None)
+        self._connections.discard(connection)
+        connection.readyRead.disconnect()
+        connection.disconnected.disconnect()
+        connection.abort()
         connection.deleteLater()
 
     def _read(self, connection: QLocalSocket) -> None:
-        data = self._buffers.get(connection, b"") + bytes(connection.readAll().data())
-        self._buffers[connection] = data
-        if b"\n" not in data:
+        if connection not in self._buffers:  # already answered or refused
+            connection.readAll()
             return
-        try:
-            request = json.loads(data.decode().splitlines()[0])
-            paths = [str(p) for p in request.get("paths", [])]
-        except (ValueError, AttributeError):
-            paths = []
+        data = self._buffers[connection] + bytes(connection.read(MAX_MESSAGE_BYTES + 1).data())
+        if b"\n" not in data[:MAX_MESSAGE_BYTES]:
+            if len(data) >= MAX_MESSAGE_BYTES:
+                log.warning("refused a hand-over message over %d bytes", MAX_MESSAGE_BYTES)
+                self._drop(connection)
+            else:
+                self._buffers[connection] = data
+            return
+        del self._buffers[connection]
+        paths = _paths_of(data.split(b"\n", 1)[0])
         connection.write((json.dumps({"ok": True, "pid": os.getpid()}) + "\n").encode())
         connection.flush()
-        log.info("a second launch handed over %d path(s)", len(paths))
+        folders = [p for p in paths if Path(p).is_dir()]
+        files = [p for p in paths if p not in folders]
+        log.info("a second launch handed over %d file(s) and %d folder(s)", len(files), len(folders))
         self.activate_requested.emit()
-        if paths:
-            self.paths_received.emit(paths)
+        if files:
+            self.paths_received.emit(files)
+        if folders:
+            self.folders_received.emit(folders)
+
+
+def _paths_of(line: bytes) -> list[str]:
+    """The absolute paths a hand-over names (anything else in it is ignored)."""
+    try:
+        request = json.loads(line.decode())
+        paths = request.get("paths", []) if isinstance(request, dict) else []
+    except (ValueError, UnicodeDecodeError):
+        return []
+    if not isinstance(paths, list):
+        return []
+    return [p for p in paths[:MAX_PATHS] if isinstance(p, str) and os.path.isabs(p) and "\0" not in p]

@@ -74,3 +74,18 @@ async def test_the_capsule_never_sends_a_local_path(make_rag, deps, corpus):
                     if str(part.content).startswith(CAPSULE_HEADER):
                         assert "file://" not in str(part.content)
                         assert folder not in str(part.content)
+
+
+async def test_a_huge_title_and_metadata_are_bounded_when_stored(db_path, config):
+    from haiku.rag.bounds import MAX_STORED_METADATA_CHARS, MAX_STORED_TITLE_CHARS
+    from haiku.rag.client import HaikuRAG
+
+    async with HaikuRAG(db_path, config, create=True) as client:
+        created = await client.create_document(
+            "The depot closed in 1962.", title="T" * HUGE, metadata={"note": "N" * HUGE, "tags": ["a", "b"]}, embed=False
+        )
+        stored = await client.get_document(created.id)
+    assert stored.title is not None and stored.title.startswith("T" * MAX_STORED_TITLE_CHARS)
+    assert len(stored.title) < MAX_STORED_TITLE_CHARS + 100 and "more characters not shown" in stored.title
+    assert len(stored.metadata["note"]) < MAX_STORED_METADATA_CHARS + 100
+    assert stored.metadata["tags"] == ["a", "b"]

@@ -11,6 +11,7 @@ returns, the no-tool prompt, the compaction capsule, the MCP server's replies).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 # A long real title is ~300 characters, a heading rarely 200; a source line of a result stays
 # under MAX_TITLE_CHARS + MAX_HEADINGS * MAX_HEADING_CHARS (about 3,000 characters).
@@ -50,4 +51,29 @@ def bounded_metadata(value: object, limit: int = MAX_METADATA_CHARS) -> object:
         if len(value) > items:
             out.append(f"[{len(value) - items:,} more not shown]")
         return out
+    return value
+
+
+# What a document's title and metadata strings may hold when stored: far above any real one,
+# far below what would make every listing and every result heavy.
+MAX_STORED_TITLE_CHARS = 2_000
+MAX_STORED_METADATA_CHARS = 20_000
+
+
+def bound_stored_fields(document: Any) -> None:
+    """Cut a new document's title and its metadata strings (at any depth) before they are
+    stored, with a note saying how much was left out. Lists keep their items (a record's
+    authors are structured; the import that made them bounds their number)."""
+    if document.title:
+        document.title = bounded_field(document.title, MAX_STORED_TITLE_CHARS)
+    document.metadata = _cut_strings(document.metadata, MAX_STORED_METADATA_CHARS)
+
+
+def _cut_strings(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return bounded_field(value, limit)
+    if isinstance(value, dict):
+        return {k: _cut_strings(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut_strings(v, limit) for v in value]
     return value

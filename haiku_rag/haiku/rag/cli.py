@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Callable, Coroutine
@@ -108,7 +109,15 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true", help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--token", help="require 'Authorization: Bearer TOKEN' over HTTP (default: $HAIKU_RAG_MCP_TOKEN)")
+    p.add_argument(
+        "--token",
+        help="the bearer token HTTP clients must send (default: $HAIKU_RAG_MCP_TOKEN, else one "
+        "generated once and kept in <data dir>/mcp-token, mode 0600)",
+    )
+    p.add_argument(
+        "--no-auth", action="store_true",
+        help="serve HTTP without a token: any local account can then search the library",
+    )
     p.add_argument("--allow-writes", action="store_true", help="open the store writable and add an ingest tool")
     p.add_argument("--print-config", action="store_true", help="print the mcpServers entry for an MCP client and exit")
 
@@ -518,9 +527,18 @@ async def _cmd_mcp(client: Any, args: argparse.Namespace) -> int:
     from haiku.rag import mcp_server
 
     if args.http:
+        if args.no_auth:
+            print(
+                "haiku-rag: WARNING: --no-auth: the MCP server takes requests without a token; "
+                "any account on this machine can search (and with --allow-writes, add to) this library",
+                file=sys.stderr,
+            )
+        elif not (args.token or os.environ.get(mcp_server.TOKEN_ENV)):
+            print(f"haiku-rag: bearer token in {mcp_server.token_path(client.config.storage.data_dir)}", file=sys.stderr)
         print(f"haiku-rag MCP server at http://{args.host}:{args.port}/mcp", file=sys.stderr)
         await mcp_server.serve_http(
-            client, host=args.host, port=args.port, token=args.token, allow_writes=args.allow_writes
+            client, host=args.host, port=args.port, token=args.token, allow_writes=args.allow_writes,
+            auth=not args.no_auth, data_dir=client.config.storage.data_dir,
         )
     else:
         await mcp_server.serve_stdio(client, allow_writes=args.allow_writes)

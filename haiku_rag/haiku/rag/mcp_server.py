@@ -5,8 +5,11 @@ their boxes, read a document or a chunk, list documents and collections, and ren
 page to PNG with the passage highlighted. The store is opened read-only unless
 ``--allow-writes`` is given, which adds one tool to ingest a local file or folder.
 
-Transports: stdio (what desktop MCP clients launch), or streamable HTTP bound to loopback only,
-optionally behind a bearer token (``--token`` or ``HAIKU_RAG_MCP_TOKEN``).
+Transports: stdio (what desktop MCP clients launch), or streamable HTTP bound to loopback only.
+Every local account can reach a loopback port, so HTTP requires a bearer token by default:
+``--token`` / ``HAIKU_RAG_MCP_TOKEN``, else one generated once and kept in
+``<data dir>/mcp-token`` (mode 0600, refused if another account could read or replace it).
+``--no-auth`` turns the check off, with a warning.
 
 The module uses the ``mcp`` SDK (2.x, ``MCPServer``), an optional extra: ``pip install
 'haiku-desk[mcp]'``. It does not use ``from __future__ import annotations``: the SDK builds each
@@ -15,8 +18,13 @@ tool's JSON schema from the evaluated signature.
 
 import hmac
 import os
+import secrets
+import stat
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from haiku.rag.bounds import bounded_field, bounded_metadata, bounded_source
 from haiku.rag.errors import HaikuRAGError
 
 if TYPE_CHECKING:
@@ -24,6 +32,7 @@ if TYPE_CHECKING:
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 TOKEN_ENV = "HAIKU_RAG_MCP_TOKEN"
+TOKEN_FILE = "mcp-token"
 MAX_TEXT_CHARS = 20_000
 SNIPPET_CHARS = 2_000
 
@@ -88,17 +97,17 @@ def build_server(client: "HaikuRAG", *, allow_writes: bool = False) -> Any:
         record = bibliographic(document.metadata)
         out: dict[str, Any] = {
             "document_id": document.id,
-            "title": document.display_name,
-            "uri": document.uri,
+            "title": bounded_field(document.display_name),
+            "uri": bounded_field(document.uri),
             "pages": document.page_count,
             "chunks": document.chunk_count,
             "searchable": "hybrid" if document.index_state == "hybrid" else "full text only",
         }
         if record is not None:
-            out["authors"] = [c.display for c in record.authors]
+            out["authors"] = bounded_metadata([c.display for c in record.authors])
             out["year"] = record.year
             if record.doi:
-                out["doi"] = record.doi
+                out["doi"] = bounded_field(record.doi)
         return out
 
     @server.tool(annotations=read_only)
@@ -124,13 +133,13 @@ def build_server(client: "HaikuRAG", *, allow_writes: bool = False) -> Any:
                 "rank": rank,
                 "chunk_id": r.chunk_id,
                 "document_id": r.document_id,
-                "document_title": r.document_title or r.document_uri,
-                "document_uri": r.document_uri,
+                "document_title": bounded_field(r.document_title or r.document_uri),
+                "document_uri": bounded_field(r.document_uri),
                 "pages": r.page_numbers,
-                "headings": r.headings,
+                "headings": bounded_source("", r.headings)[1:],
                 "boxes": [b.to_dict() for b in r.boxes],
                 "score": round(r.score, 6),
-                "citation": author_year_citation(r.document_meta, r.page_numbers, fallback_title=r.document_title),
+                "citation": bounded_field(author_year_citation(r.document_meta, r.page_numbers, fallback_title=r.document_title)),
                 "text": r.content[:SNIPPET_CHARS],
             }
             for rank, r in enumerate(results, start=1)
@@ -142,7 +151,7 @@ def build_server(client: "HaikuRAG", *, allow_writes: bool = False) -> Any:
         text as Markdown from character ``offset`` (at most ``max_chars``; ``next_offset`` is
         set when more follows)."""
         found = await resolve(document)
-        out = summary(found) | {"metadata": found.metadata}
+        out = summary(found) | {"metadata": bounded_metadata(found.metadata)}
         if include_text:
             text = await client.get_content(found)
             size = max(1, min(max_chars, MAX_TEXT_CHARS))
@@ -162,12 +171,12 @@ def build_server(client: "HaikuRAG", *, allow_writes: bool = False) -> Any:
         return {
             "chunk_id": chunk.id,
             "document_id": chunk.document_id,
-            "document_title": document.display_name,
+            "document_title": bounded_field(document.display_name),
             "order": chunk.order,
-            "headings": chunk.headings,
+            "headings": bounded_source("", chunk.headings)[1:],
             "pages": chunk.page_numbers,
             "boxes": [b.to_dict() for b in chunk.boxes],
-            "citation": author_year_citation(document.metadata, chunk.page_numbers, fallback_title=document.display_name),
+            "citation": bounded_field(author_year_citation(document.metadata, chunk.page_numbers, fallback_title=document.display_name)),
             "text": chunk.content,
         }
 
@@ -255,13 +264,21 @@ async def serve_http(
     token: str | None = None,
     allow_writes: bool = False,
     ready: Any = None,
+    auth: bool = True,
+    data_dir: "str | os.PathLike[str] | None" = None,
 ) -> None:
-    """Streamable HTTP at ``http://host:port/mcp``, loopback only."""
+    """Streamable HTTP at ``http://host:port/mcp``, loopback only, behind a bearer token
+    (``token``, ``HAIKU_RAG_MCP_TOKEN``, else the one stored in ``<data_dir>/mcp-token``)
+    unless ``auth`` is False."""
     if host not in LOOPBACK_HOSTS:
         raise HaikuRAGError(f"--host {host}: the MCP server listens on loopback only ({', '.join(LOOPBACK_HOSTS)})")
     if not 0 <= port <= 65535:
         raise HaikuRAGError(f"--port {port} is not a TCP port")
     token = token or os.environ.get(TOKEN_ENV) or None
+    if not auth:
+        token = None
+    elif token is None:
+        token = stored_token(Path(data_dir) if data_dir is not None else client.config.storage.data_dir)
     import uvicorn
 
     server = build_server(client, allow_writes=allow_writes)
@@ -273,3 +290,49 @@ async def serve_http(
     if ready is not None:
         ready(web)
     await web.serve()
+
+
+def token_path(data_dir: "str | os.PathLike[str]") -> Path:
+    return Path(data_dir) / TOKEN_FILE
+
+
+def stored_token(data_dir: "str | os.PathLike[str]", *, announce: Any = None) -> str:
+    """The HTTP server's bearer token: read from ``<data_dir>/mcp-token``, or generated and
+    written there (mode 0600, created exclusively) and announced once, on stderr."""
+    path = token_path(data_dir)
+    try:
+        return _read_private(path)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:  # another server made it first
+        return _read_private(path)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    (announce or _announce)(
+        f"haiku-rag: MCP clients must send 'Authorization: Bearer {token}' (generated once; "
+        f"kept in {path}, readable only by you)"
+    )
+    return token
+
+
+def _read_private(path: Path) -> str:
+    info = os.lstat(path)  # FileNotFoundError: none yet
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        raise HaikuRAGError(f"{path} is not a plain file; remove it and start the server again")
+    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o077):
+        raise HaikuRAGError(
+            f"{path} can be read or changed by other accounts (mode {stat.S_IMODE(info.st_mode):o}); "
+            "remove it and start the server again for a new token"
+        )
+    token = path.read_text(encoding="utf-8").strip()
+    if len(token) < 16:
+        raise HaikuRAGError(f"{path} holds no usable token; remove it and start the server again")
+    return token
+
+
+def _announce(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sized
 from pathlib import Path
 from typing import Any, Literal
 
+from haiku.rag.bounds import bound_stored_fields
 from haiku.rag.client.base import ClientBase, local_path, run_cancellable
 from haiku.rag.client.bibliography import add_bibliographic
 from haiku.rag.client.documents import get_document
@@ -350,5 +351,6 @@ def parse_source(
         return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
     check_cancelled(cancel)
     add_bibliographic(new, source.filename, existing)
+    bound_stored_fields(new)  # a 5 MB title is not stored whole (haiku.rag.bounds)
     report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
     return new, existing
