@@ -348,9 +348,13 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise HaikuRAGError("--limit must be at least 1")
     scope = await client.collection_document_ids(args.collection) if args.collection else None
+    notices: list[str] = []
     results = await client.search(
-        args.query, limit=args.limit, search_type=args.search_type, filter=args.filter, document_ids=scope
+        args.query, limit=args.limit, search_type=args.search_type, filter=args.filter, document_ids=scope,
+        notices=notices,
     )
+    for notice in notices:
+        print(f"haiku-rag: notice: {notice}", file=sys.stderr)
     if args.expand:
         results = await client.expand_context(results)
     if args.json:

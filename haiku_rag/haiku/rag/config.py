@@ -89,6 +89,9 @@ class EmbeddingsConfig(_Section):
     batch_size: int | None = Field(default=None, ge=1, le=4096)
     # None: all cores for bulk work
     threads: int | None = Field(default=None, ge=1, le=256)
+    # HTTP providers: the most one request may take in total, seconds (a server that drips
+    # bytes never trips the per-read timeout); docs/reliability.md
+    request_deadline: float = Field(default=300.0, gt=0, le=3600)
 
 
 class ProcessingConfig(_Section):

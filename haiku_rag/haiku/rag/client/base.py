@@ -134,6 +134,7 @@ class ClientBase:
             vector_dim=cfg.vector_dim,
             batch_size=cfg.batch_size,
             threads=cfg.threads,
+            request_deadline=cfg.request_deadline,
         )
 
     @property
