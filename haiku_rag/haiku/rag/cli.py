@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import re
 import sys
 from collections.abc import Callable, Coroutine
@@ -684,13 +685,22 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return asyncio.run(_run(args))
+        code = asyncio.run(_run(args))
+        sys.stdout.flush()  # inside the handlers: a reader gone away is met here, not at exit
+        return code
     except KeyboardInterrupt:
         print("cancelled", file=sys.stderr)
         return EXIT_CANCELLED
     except OperationCancelled:
         print("cancelled", file=sys.stderr)
         return EXIT_CANCELLED
+    except BrokenPipeError:
+        # the reader went away (`haiku-rag list | head -1`): not an error of ours. Later
+        # writes (the interpreter's final flush) go nowhere instead of failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
     except HaikuRAGError as exc:
         log.info("haiku-rag %s failed", args.command, exc_info=True)
         if args.debug:

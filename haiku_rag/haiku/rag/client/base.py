@@ -178,10 +178,11 @@ class ClientBase:
         try:
             return await asyncio.to_thread(self._reading(func), *args, **kwargs)
         except (OSError, RuntimeError, ValueError) as exc:
-            if isinstance(exc, HaikuRAGError) or self.store.is_remote or Path(self.location).is_dir():
+            if isinstance(exc, HaikuRAGError) or self.store.folder_intact():
                 raise
             raise StoreNotFoundError(
-                f"the store folder {self.location} was deleted or moved while it was open; "
+                f"the store folder {self.location} was deleted or moved while it was open "
+                "(or replaced by an empty folder); "
                 "reopen the library (or restore the folder from a backup)"
             ) from exc
 

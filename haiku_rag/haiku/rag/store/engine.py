@@ -12,6 +12,7 @@ until then.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import logging
@@ -492,7 +493,16 @@ class Store:
         import fcntl
 
         lock_path = Path(self.location) / LOCK_FILE
-        handle = open(lock_path, "a+")  # noqa: SIM115 - held for the store's lifetime
+        try:
+            handle = open(lock_path, "a+")  # noqa: SIM115 - held for the store's lifetime
+        except OSError as exc:
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                why = "is on a read-only file system" if exc.errno == errno.EROFS else "cannot be written by this user"
+                raise ReadOnlyError(
+                    f"the store at {self.location} {why}: it can be read (list, search, ask, "
+                    "--read-only) but not changed"
+                ) from exc
+            raise StoreError(f"cannot open the store at {self.location} for writing: {exc.strerror or exc}") from exc
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -984,6 +994,13 @@ class Store:
     def keep_versions_for(self) -> timedelta:
         """How long superseded versions stay, decided now (the cleanup policy)."""
         return KEEP_VERSIONS_FOR if self.readers_present() else KEEP_VERSIONS_WITHOUT_READERS
+
+    def folder_intact(self) -> bool:
+        """False when this (local) store's folder or its documents table went away while it
+        was open (deleted, moved, or recreated empty under a reader)."""
+        if self.is_remote:
+            return True
+        return (Path(self.location) / f"{S.DOCUMENTS}.lance" / "_versions").is_dir()
 
     def close(self) -> None:
         if self._lock_file is not None:
