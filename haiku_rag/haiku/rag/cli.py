@@ -116,7 +116,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("embed", help="compute vectors still missing (after --no-embed or an interruption)")
     sub.add_parser("rebuild", help="re-embed the whole library with the configured embedder")
     sub.add_parser("info", help="store statistics")
-    sub.add_parser("doctor", help="check the store's integrity (read-only)")
+    p = sub.add_parser("doctor", help="check the store's integrity (read-only unless --repair)")
+    p.add_argument("--repair", action="store_true", help="rebuild damaged indexes from the stored rows")
     p = sub.add_parser("backup", help="copy the store, consistently, even while it is being written")
     p.add_argument("destination", help="a new folder for the copy")
     sub.add_parser(
@@ -457,6 +458,16 @@ async def _cmd_doctor(client: Any, args: argparse.Namespace) -> int:
     for check in report.checks:
         mark = "ok  " if check.ok else "FAIL"
         print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail and not check.ok else ""))
+    if getattr(args, "repair", False) and report.damaged_indexes:
+        from haiku.rag.doctor import repair_indexes
+
+        rebuilt = await asyncio.to_thread(repair_indexes, client.store, report.damaged_indexes)
+        print(f"repaired: rebuilt {', '.join(rebuilt)} from the stored rows; checking again")
+        report = await asyncio.to_thread(run_doctor, client.store, expected_dim)
+        for check in report.checks:
+            if not check.ok:
+                print(f"FAIL {check.name}: {check.detail}")
+        print("all checks pass" if report.ok else "some checks still fail")
     return 0 if report.ok else EXIT_ERROR
 
 
@@ -608,7 +619,7 @@ async def _cmd_doctor_damaged(args: argparse.Namespace, config: Any) -> int:
     from haiku.rag.errors import StoreDamagedError
 
     try:
-        client = HaikuRAG(args.db, config, read_only=True, skip_validation=True)
+        client = HaikuRAG(args.db, config, read_only=not args.repair, skip_validation=True)
     except StoreDamagedError as exc:
         print(f"FAIL the store opens: {exc}")
         from haiku.rag.store.versions import last_complete_cut

@@ -186,6 +186,14 @@ def _short(exc: BaseException) -> str:
     return re.sub(r",\s*/\S+\.rs:\d+:\d+\s*$", "", text)
 
 
+def create_fts_index(chunks: Any) -> None:
+    """The full-text index on ``chunks.content_fts`` (at creation, and when ``doctor
+    --repair`` rebuilds a damaged one)."""
+    from lancedb.index import FTS
+
+    chunks.create_index("content_fts", config=FTS(with_position=False, remove_stop_words=False), replace=True)
+
+
 def sql_quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -365,8 +373,6 @@ class Store:
         self._tables[S.SETTINGS] = settings
 
     def _create_indexes(self) -> None:
-        from lancedb.index import FTS
-
         chunks = self._tables[S.CHUNKS]
         # No positions: no query sends a phrase (``search.hybrid.fts_hits`` strips quotes), BM25
         # ranks the same without them (200 of 200 SciFact queries, top 40 ids and scores), and
@@ -374,7 +380,7 @@ class Store:
         # ~1.5 s at 100k chunks after 64 small appends, without ~0.5 s (a whole build ~2 s);
         # it was most of a growing library's upkeep (session 13). Stop words stay indexed, so
         # ranking is unchanged.
-        chunks.create_index("content_fts", config=FTS(with_position=False, remove_stop_words=False))
+        create_fts_index(chunks)
         for table, column in SCALAR_INDEXES:
             with contextlib.suppress(Exception):  # scalar indexes on empty tables are optional
                 self._tables[table].create_scalar_index(column)
