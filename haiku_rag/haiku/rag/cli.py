@@ -124,7 +124,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("embed", help="compute vectors still missing (after --no-embed or an interruption)")
     sub.add_parser("rebuild", help="re-embed the whole library with the configured embedder")
     sub.add_parser("info", help="store statistics")
-    sub.add_parser("doctor", help="check the store's integrity (read-only)")
+    p = sub.add_parser("doctor", help="check the store's integrity (read-only unless --repair)")
+    p.add_argument("--repair", action="store_true", help="rebuild damaged indexes from the stored rows")
     p = sub.add_parser("backup", help="copy the store, consistently, even while it is being written")
     p.add_argument("destination", help="a new folder for the copy")
     sub.add_parser(
@@ -357,9 +358,13 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise HaikuRAGError("--limit must be at least 1")
     scope = await client.collection_document_ids(args.collection) if args.collection else None
+    notices: list[str] = []
     results = await client.search(
-        args.query, limit=args.limit, search_type=args.search_type, filter=args.filter, document_ids=scope
+        args.query, limit=args.limit, search_type=args.search_type, filter=args.filter, document_ids=scope,
+        notices=notices,
     )
+    for notice in notices:
+        print(f"haiku-rag: notice: {notice}", file=sys.stderr)
     if args.expand:
         results = await client.expand_context(results)
     if args.json:
@@ -461,6 +466,16 @@ async def _cmd_doctor(client: Any, args: argparse.Namespace) -> int:
     for check in report.checks:
         mark = "ok  " if check.ok else "FAIL"
         print(f"{mark} {check.name}" + (f": {check.detail}" if check.detail and not check.ok else ""))
+    if getattr(args, "repair", False) and report.damaged_indexes:
+        from haiku.rag.doctor import repair_indexes
+
+        rebuilt = await asyncio.to_thread(repair_indexes, client.store, report.damaged_indexes)
+        print(f"repaired: rebuilt {', '.join(rebuilt)} from the stored rows; checking again")
+        report = await asyncio.to_thread(run_doctor, client.store, expected_dim)
+        for check in report.checks:
+            if not check.ok:
+                print(f"FAIL {check.name}: {check.detail}")
+        print("all checks pass" if report.ok else "some checks still fail")
     return 0 if report.ok else EXIT_ERROR
 
 
@@ -621,7 +636,7 @@ async def _cmd_doctor_damaged(args: argparse.Namespace, config: Any) -> int:
     from haiku.rag.errors import StoreDamagedError
 
     try:
-        client = HaikuRAG(args.db, config, read_only=True, skip_validation=True)
+        client = HaikuRAG(args.db, config, read_only=not args.repair, skip_validation=True)
     except StoreDamagedError as exc:
         print(f"FAIL the store opens: {exc}")
         from haiku.rag.store.versions import last_complete_cut
@@ -698,13 +713,22 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return asyncio.run(_run(args))
+        code = asyncio.run(_run(args))
+        sys.stdout.flush()  # inside the handlers: a reader gone away is met here, not at exit
+        return code
     except KeyboardInterrupt:
         print("cancelled", file=sys.stderr)
         return EXIT_CANCELLED
     except OperationCancelled:
         print("cancelled", file=sys.stderr)
         return EXIT_CANCELLED
+    except BrokenPipeError:
+        # the reader went away (`haiku-rag list | head -1`): not an error of ours. Later
+        # writes (the interpreter's final flush) go nowhere instead of failing again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
     except HaikuRAGError as exc:
         log.info("haiku-rag %s failed", args.command, exc_info=True)
         if args.debug:

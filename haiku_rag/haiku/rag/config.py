@@ -89,6 +89,9 @@ class EmbeddingsConfig(_Section):
     batch_size: int | None = Field(default=None, ge=1, le=4096)
     # None: all cores for bulk work
     threads: int | None = Field(default=None, ge=1, le=256)
+    # HTTP providers: the most one request may take in total, seconds (a server that drips
+    # bytes never trips the per-read timeout); docs/reliability.md
+    request_deadline: float = Field(default=300.0, gt=0, le=3600)
 
 
 class ProcessingConfig(_Section):
@@ -295,10 +298,17 @@ def read_yaml(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+            "save it as UTF-8"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    except RecursionError:
+        raise ConfigError(f"config file {path} is nested too deeply to be a settings file") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

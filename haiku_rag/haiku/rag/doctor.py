@@ -1,12 +1,20 @@
-"""Store integrity checks (``haiku-rag doctor``). Read-only: it reports, it never repairs."""
+"""Store integrity checks (``haiku-rag doctor``). ``run_doctor`` only reads; it reports.
+
+Beyond the rows, it runs a real query through every index (a full-text search for a word of
+the library, a lookup through each scalar index): index files can be damaged while every row
+reads fine, and then every search fails. ``repair_indexes`` (``doctor --repair``) drops the
+damaged indexes and builds them again from the rows, which are the truth.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
 from haiku.rag.store import schema as S
-from haiku.rag.store.engine import SCALAR_INDEXES, Store
+from haiku.rag.store.engine import FTS_INDEX_NAME, SCALAR_INDEXES, Store, create_fts_index
 
 
 @dataclass(slots=True)
@@ -19,6 +27,8 @@ class Check:
 @dataclass(slots=True)
 class DoctorReport:
     checks: list[Check] = field(default_factory=list)
+    # (table, column) of indexes whose files fail a query; column "content_fts" is full text
+    damaged_indexes: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -46,6 +56,55 @@ def _column(store: Store, table: str, columns: list[str]) -> dict[str, list]:
 def _sample(values: set[str] | list[str], n: int = 3) -> str:
     values = sorted(values)
     return ", ".join(values[:n]) + (f" (+{len(values) - n} more)" if len(values) > n else "")
+
+
+def _short(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0].split(", /")[0][:200] if str(exc).strip() else type(exc).__name__
+
+
+def _query_indexes(store: Store, report: DoctorReport, chunk_ids: list[str]) -> None:
+    """A real query through the full-text index and each lookup index."""
+    chunks = store.table(S.CHUNKS)
+    word = "the"
+    if chunk_ids:
+        sample = chunks.search().select(["content"]).limit(1).to_list()
+        found = re.findall(r"[^\W\d_]{3,}", sample[0]["content"]) if sample else []
+        word = found[0] if found else word
+    try:
+        hits = chunks.search(word, query_type="fts", fts_columns="content_fts").limit(1).to_list()
+        ok = bool(hits) or not chunk_ids
+        detail = "" if ok else f"a search for {word!r}, a word of the library, found nothing"
+    except Exception as exc:  # lance reports damaged index files as plain errors
+        ok, detail = False, _short(exc)
+    if not ok:
+        report.damaged_indexes.append((S.CHUNKS, "content_fts"))
+    report.add("full-text search works", ok, detail + ("; `haiku-rag doctor --repair` rebuilds the index" if not ok else ""))
+    broken = []
+    for table, column in SCALAR_INDEXES:
+        try:
+            store.table(table).search().where(f"{column} = 'doctor-probe'", prefilter=True).select([column]).limit(1).to_list()
+        except Exception as exc:
+            broken.append(f"{table}.{column} ({_short(exc)})")
+            report.damaged_indexes.append((table, column))
+    report.add("lookup indexes work", not broken, "; ".join(broken) + ("; `haiku-rag doctor --repair` rebuilds them" if broken else ""))
+
+
+def repair_indexes(store: Store, damaged: list[tuple[str, str]]) -> list[str]:
+    """Drop the ``damaged`` indexes and build them again from the rows; returns what was
+    rebuilt. The rows are not touched (an index is derived data)."""
+    rebuilt = []
+    with store.write_transaction():
+        for table_name, column in damaged:
+            table = store.table(table_name)
+            name = FTS_INDEX_NAME if column == "content_fts" else f"{column}_idx"
+            with contextlib.suppress(Exception):  # a damaged index may not even drop cleanly
+                table.drop_index(name)
+            if column == "content_fts":
+                create_fts_index(table)
+            else:
+                table.create_scalar_index(column, replace=True)
+            rebuilt.append(f"{table_name}.{column}")
+    return rebuilt
 
 
 def run_doctor(store: Store, expected_vector_dim: int | None = None) -> DoctorReport:
@@ -133,6 +192,7 @@ def run_doctor(store: Store, expected_vector_dim: int | None = None) -> DoctorRe
 
     indexes = {i.name for i in store.table(S.CHUNKS).list_indices()}
     report.add("full-text index present", any("content_fts" in name for name in indexes), _sample(indexes))
+    _query_indexes(store, report, chunks["id"])
     missing_indexes = set()
     for table, column in SCALAR_INDEXES:
         columns = {c for i in store.table(table).list_indices() for c in i.columns}

@@ -134,6 +134,7 @@ class ClientBase:
             vector_dim=cfg.vector_dim,
             batch_size=cfg.batch_size,
             threads=cfg.threads,
+            request_deadline=cfg.request_deadline,
         )
 
     @property
@@ -177,10 +178,11 @@ class ClientBase:
         try:
             return await asyncio.to_thread(self._reading(func), *args, **kwargs)
         except (OSError, RuntimeError, ValueError) as exc:
-            if isinstance(exc, HaikuRAGError) or self.store.is_remote or Path(self.location).is_dir():
+            if isinstance(exc, HaikuRAGError) or self.store.folder_intact():
                 raise
             raise StoreNotFoundError(
-                f"the store folder {self.location} was deleted or moved while it was open; "
+                f"the store folder {self.location} was deleted or moved while it was open "
+                "(or replaced by an empty folder); "
                 "reopen the library (or restore the folder from a backup)"
             ) from exc
 

@@ -28,9 +28,12 @@ async def search(
     filter: str | None = None,
     *,
     document_ids: Sequence[str] | None = None,
+    notices: list[str] | None = None,
 ) -> list[SearchResult]:
     return await client._store_thread(
-        functools.partial(search_sync, client, query, limit, search_type, filter, document_ids=document_ids)
+        functools.partial(
+            search_sync, client, query, limit, search_type, filter, document_ids=document_ids, notices=notices
+        )
     )
 
 
@@ -42,9 +45,11 @@ def search_sync(
     filter: str | None = None,
     *,
     document_ids: Sequence[str] | None = None,
+    notices: list[str] | None = None,
 ) -> list[SearchResult]:
     """``document_ids`` (e.g. a collection's) restricts the search; with ``filter`` too,
-    only documents matching both are searched."""
+    only documents matching both are searched. A hybrid search whose query cannot be
+    embedded answers from full text and appends why to ``notices``."""
     from haiku.rag.search.hybrid import search_chunks
 
     config = client.config
@@ -82,6 +87,7 @@ def search_sync(
         name_weight=config.search.name_weight,
         reranker=_reranker_or_none(client),
         rerank_pool=config.search.rerank.pool,
+        notices=notices,
     )
 
 

@@ -21,13 +21,15 @@ def create_embedder(
     vector_dim: int | None = None,
     batch_size: int | None = None,
     threads: int | None = None,
+    request_deadline: float | None = None,
 ) -> Embedder:
     """Build an embedder; nothing is loaded or contacted until it is first used.
 
     ``batch_size`` defaults per provider: texts per request for HTTP providers (32), at most
     that many texts per model run for the local one (32), which also caps a run at 1,024 padded
     tokens: 256-token chunks go 4 at a time, the fastest shape on 2 cores (docs/benchmarks.md). ``threads`` applies to the local embedder only (onnxruntime intra-op
-    threads; all cores by default). ``provider="openai"`` is the OpenAI-compatible embedder
+    threads; all cores by default). ``request_deadline`` bounds each HTTP request in total
+(seconds; 300 by default). ``provider="openai"`` is the OpenAI-compatible embedder
     pointed at OpenAI, with the key taken from ``OPENAI_API_KEY`` when ``api_key`` is not given.
     """
     if provider == "local":
@@ -53,6 +55,8 @@ def create_embedder(
 
     if batch_size is None:
         batch_size = http.DEFAULT_BATCH_SIZE
+    if request_deadline is None:
+        request_deadline = http.DEFAULT_REQUEST_DEADLINE_SECONDS
 
     if provider == "ollama":
         return http.OllamaEmbedder(
@@ -60,6 +64,7 @@ def create_embedder(
             base_url=base_url or http.DEFAULT_OLLAMA_URL,
             vector_dim=vector_dim,
             batch_size=batch_size,
+            request_deadline=request_deadline,
         )
     if provider == "openai-compatible":
         if not base_url:
@@ -72,6 +77,7 @@ def create_embedder(
             api_key=api_key,
             dimensions=vector_dim,
             batch_size=batch_size,
+            request_deadline=request_deadline,
         )
     if provider == "openai":
         api_key = api_key or os.environ.get("OPENAI_API_KEY")
@@ -84,6 +90,7 @@ def create_embedder(
             dimensions=vector_dim,
             batch_size=batch_size,
             provider="openai",
+            request_deadline=request_deadline,
         )
     allowed = ", ".join(repr(name) for name in PROVIDERS)
     raise ValueError(f"unknown embedding provider {provider!r}; choose one of {allowed}")

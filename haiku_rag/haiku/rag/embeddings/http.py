@@ -4,11 +4,19 @@ Texts go out in batches of ``batch_size`` per request. Vectors are L2-normalised
 the server does, and their dimension is checked against ``vector_dim`` (or against the first
 response when ``vector_dim`` is not configured). API keys travel only in the Authorization
 header and never appear in messages or logs.
+
+Every request has a total deadline (``request_deadline``, default 300 s) on top of httpx's
+per-read timeout: a server that drips one byte every 50 s never trips a per-read timeout, but it
+trips this one, and the caller gets an ``EmbeddingError`` on time. A response body is bounded
+(``MAX_RESPONSE_BYTES``), and every vector must be finite with a non-zero length: a server that
+answers zeros, NaN or overflowing numbers is refused, so nothing wrong is stored as ``hybrid``.
 """
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -29,7 +37,9 @@ from haiku.rag.operations import (
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_OPENAI_URL = "https://api.openai.com/v1"
-DEFAULT_TIMEOUT_SECONDS = 120.0
+DEFAULT_TIMEOUT_SECONDS = 120.0  # per read (httpx)
+DEFAULT_REQUEST_DEADLINE_SECONDS = 300.0  # per request, in total
+MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 DEFAULT_BATCH_SIZE = 32
 _BODY_EXCERPT_CHARS = 300
 
@@ -51,6 +61,7 @@ class HttpEmbedder(CachingEmbedder):
         timeout: float,
         headers: dict[str, str] | None = None,
         query_cache_size: int = 512,
+        request_deadline: float = DEFAULT_REQUEST_DEADLINE_SECONDS,
     ) -> None:
         if not model:
             raise ValueError(f"the {provider!r} embedder needs a model name")
@@ -63,8 +74,11 @@ class HttpEmbedder(CachingEmbedder):
         self.model = model
         self._vector_dim = vector_dim
         self._batch_size = batch_size
-        self._timeout = timeout
-        self._client = httpx.Client(timeout=timeout, headers=headers)
+        if request_deadline <= 0:
+            raise ValueError(f"request_deadline must be positive, not {request_deadline}")
+        self._timeout = min(timeout, request_deadline)
+        self._deadline = request_deadline
+        self._client = httpx.Client(timeout=self._timeout, headers=headers)
         self._query_cache = QueryCache(query_cache_size)
         self._dim_lock = threading.Lock()
 
@@ -102,26 +116,66 @@ class HttpEmbedder(CachingEmbedder):
         """The raw vectors the server returned for ``texts``, in the same order."""
 
     def _post(self, url: str, payload: dict[str, Any]) -> Any:
+        """The JSON body of one POST, within the total deadline. The request runs on its own
+        thread; past the deadline the caller gets an error at once and the thread, left
+        behind, stops at its next read (it checks the deadline between reads) or at the
+        per-read timeout."""
+        ends = time.monotonic() + self._deadline
+        outcome: dict[str, Any] = {}
+        finished = threading.Event()
+
+        def run() -> None:
+            try:
+                outcome["body"] = self._post_within(url, payload, ends)
+            except BaseException as exc:  # handed to the caller below
+                outcome["error"] = exc
+            finally:
+                finished.set()
+
+        threading.Thread(target=run, name="haiku-embedding-request", daemon=True).start()
+        if not finished.wait(self._deadline):
+            raise EmbeddingError(self._late_message())
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["body"]
+
+    def _late_message(self) -> str:
+        return (
+            f"{self.server_name} at {self.base_url} did not finish answering within {self._deadline:g} s "
+            "(embeddings.request_deadline); it is stalled or overloaded"
+        )
+
+    def _post_within(self, url: str, payload: dict[str, Any], ends: float) -> Any:
         try:
-            response = self._client.post(url, json=payload)
+            with self._client.stream("POST", url, json=payload) as response:
+                body = bytearray()
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if time.monotonic() > ends:
+                        raise EmbeddingError(self._late_message())
+                    if len(body) > MAX_RESPONSE_BYTES:
+                        raise self._malformed(f"the answer is larger than {MAX_RESPONSE_BYTES // 2**20} MiB")
         except httpx.ConnectError as exc:
             raise EmbeddingError(self._unreachable_message(exc)) from exc
         except httpx.TimeoutException as exc:
+            if time.monotonic() >= ends:  # the per-read timeout is capped by the total deadline
+                raise EmbeddingError(self._late_message()) from exc
             raise EmbeddingError(
                 f"{self.server_name} at {self.base_url} did not answer within {self._timeout:g} s"
             ) from exc
         except httpx.HTTPError as exc:
             raise EmbeddingError(f"request to {self.server_name} at {url} failed: {exc}") from exc
+        text = body.decode("utf-8", "replace")
         if response.is_error:
-            excerpt = response.text[:_BODY_EXCERPT_CHARS].strip()
+            excerpt = text[:_BODY_EXCERPT_CHARS].strip()
             raise EmbeddingError(
                 f"{self.server_name} at {url} answered HTTP {response.status_code} "
                 f"for model {self.model!r}: {excerpt or '(empty body)'}"
             )
         try:
-            return response.json()
-        except ValueError as exc:
-            raise self._malformed(f"the body is not JSON: {response.text[:80]!r}") from exc
+            return json.loads(body)
+        except (ValueError, RecursionError) as exc:
+            raise self._malformed(f"the body is not JSON: {text[:80]!r}") from exc
 
     def _unreachable_message(self, exc: httpx.ConnectError) -> str:
         return f"cannot reach {self.server_name} at {self.base_url}: {exc}"
@@ -134,13 +188,20 @@ class HttpEmbedder(CachingEmbedder):
             got = f"{len(raw)} vectors" if isinstance(raw, list) else type(raw).__name__
             raise self._malformed(f"expected {expected_count} vectors, got {got}")
         try:
-            vectors = np.array(raw, dtype=np.float32)
+            with np.errstate(over="ignore"):  # an overflow becomes inf, refused below
+                vectors = np.array(raw, dtype=np.float32)
         except (TypeError, ValueError) as exc:
             raise self._malformed("the vectors are not lists of numbers of one length") from exc
         if vectors.ndim != 2 or vectors.shape[1] == 0:
             raise self._malformed("the vectors are not lists of numbers of one length")
         if not np.isfinite(vectors).all():
-            raise self._malformed("the vectors contain NaN or infinite values")
+            raise self._malformed("the vectors contain NaN, infinite or overflowing values")
+        zero = np.flatnonzero(~(np.linalg.norm(vectors.astype(np.float64), axis=1) > 0))
+        if zero.size:
+            raise self._malformed(
+                f"{zero.size} of {len(vectors)} vectors are all zeros (the model is not serving embeddings); "
+                "nothing was stored"
+            )
         with self._dim_lock:
             if self._vector_dim is None:
                 self._vector_dim = int(vectors.shape[1])
@@ -165,6 +226,7 @@ class OllamaEmbedder(HttpEmbedder):
         vector_dim: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        request_deadline: float = DEFAULT_REQUEST_DEADLINE_SECONDS,
     ) -> None:
         super().__init__(
             provider="ollama",
@@ -173,6 +235,7 @@ class OllamaEmbedder(HttpEmbedder):
             vector_dim=vector_dim,
             batch_size=batch_size,
             timeout=timeout,
+            request_deadline=request_deadline,
         )
 
     def _request_vectors(self, texts: list[str]) -> Any:
@@ -204,6 +267,7 @@ class OpenAICompatibleEmbedder(HttpEmbedder):
         batch_size: int = DEFAULT_BATCH_SIZE,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         provider: str = "openai-compatible",
+        request_deadline: float = DEFAULT_REQUEST_DEADLINE_SECONDS,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         super().__init__(
@@ -214,6 +278,7 @@ class OpenAICompatibleEmbedder(HttpEmbedder):
             batch_size=batch_size,
             timeout=timeout,
             headers=headers,
+            request_deadline=request_deadline,
         )
         # sent only when configured: many servers reject the field for fixed-size models
         self._requested_dimensions = dimensions

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from haiku.rag.errors import EmbeddingError
 from haiku.rag.search.naming import boost_named, named_documents
 from haiku.rag.search.pages import Candidate, aggregate_pages, page_key
 from haiku.rag.store import schema as S
@@ -245,8 +246,13 @@ def search_chunks(
     fts_only_share: float = 1.0,
     page_share: float | None = None,
     name_weight: float = 0.0,
+    notices: list[str] | None = None,
 ) -> list[SearchResult]:
     """Ranked chunks as ``SearchResult`` (without context expansion).
+
+    A hybrid search whose query cannot be embedded (the embedding server unreachable, stalled
+    past its deadline, answering garbage) answers from the full-text arm alone: the reason is
+    logged and appended to ``notices`` when given. A ``vector`` search raises instead.
 
     The weights and pools shape hybrid fusion only (``fusion``: ``reciprocal_rank_fusion`` or
     ``score_fusion``); an arm of weight 0 is not run. ``fts_only_share`` (score fusion): the
@@ -318,7 +324,13 @@ def search_chunks(
         vec_hits = []
         try:
             if query_vector is not None and vector_weight:
-                vec_hits = vector_arm(vec_pool)
+                try:
+                    vec_hits = vector_arm(vec_pool)
+                except EmbeddingError as exc:
+                    message = f"full-text results only: the query could not be embedded ({exc})"
+                    log.warning("hybrid search: %s", message)
+                    if notices is not None:
+                        notices.append(message)
         finally:
             text_hits = text_future.result() if text_future else []
         rows = {h["id"]: h for h in text_hits}

@@ -293,9 +293,22 @@ def _add_vectors_of(store: Store, documents: list[tuple[dict[str, Any], list[str
 def _append_vectors(
     store: Store, chunk_ids: list[str], document_ids: list[str], generations: list[str], vectors: Any
 ) -> None:
-    """One append to the vectors table (rows in the order of ``chunk_ids``)."""
+    """One append to the vectors table (rows in the order of ``chunk_ids``). Vectors of the
+    wrong size, or with a NaN, an infinite value or a zero length, are refused: a search with
+    them would rank nothing right while the document looked ``hybrid``."""
+    import numpy as np
+
     table = store.table(S.CHUNK_VECTORS)
     dim = table.schema.field("vector").type.list_size
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape != (len(chunk_ids), dim):
+        raise StoreError(f"refused to store vectors of shape {vectors.shape}: {len(chunk_ids)} × {dim} expected")
+    bad = ~np.isfinite(vectors).all(axis=1) | ~(np.linalg.norm(vectors.astype(np.float64), axis=1) > 0)
+    if bad.any():
+        raise StoreError(
+            f"refused to store {int(bad.sum())} of {len(vectors)} vectors: NaN, infinite or all-zero "
+            "(the embedder is not producing embeddings); nothing was stored"
+        )
     data = pa.table(
         {
             "chunk_id": pa.array(chunk_ids, pa.string()),

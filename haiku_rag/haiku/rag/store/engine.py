@@ -12,6 +12,7 @@ until then.
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import json
 import logging
@@ -183,6 +184,14 @@ def _short(exc: BaseException) -> str:
     """The first line of an error, without the Rust source location lance appends."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return re.sub(r",\s*/\S+\.rs:\d+:\d+\s*$", "", text)
+
+
+def create_fts_index(chunks: Any) -> None:
+    """The full-text index on ``chunks.content_fts`` (at creation, and when ``doctor
+    --repair`` rebuilds a damaged one)."""
+    from lancedb.index import FTS
+
+    chunks.create_index("content_fts", config=FTS(with_position=False, remove_stop_words=False), replace=True)
 
 
 def sql_quote(value: str) -> str:
@@ -364,8 +373,6 @@ class Store:
         self._tables[S.SETTINGS] = settings
 
     def _create_indexes(self) -> None:
-        from lancedb.index import FTS
-
         chunks = self._tables[S.CHUNKS]
         # No positions: no query sends a phrase (``search.hybrid.fts_hits`` strips quotes), BM25
         # ranks the same without them (200 of 200 SciFact queries, top 40 ids and scores), and
@@ -373,7 +380,7 @@ class Store:
         # ~1.5 s at 100k chunks after 64 small appends, without ~0.5 s (a whole build ~2 s);
         # it was most of a growing library's upkeep (session 13). Stop words stay indexed, so
         # ranking is unchanged.
-        chunks.create_index("content_fts", config=FTS(with_position=False, remove_stop_words=False))
+        create_fts_index(chunks)
         for table, column in SCALAR_INDEXES:
             with contextlib.suppress(Exception):  # scalar indexes on empty tables are optional
                 self._tables[table].create_scalar_index(column)
@@ -492,7 +499,16 @@ class Store:
         import fcntl
 
         lock_path = Path(self.location) / LOCK_FILE
-        handle = open(lock_path, "a+")  # noqa: SIM115 - held for the store's lifetime
+        try:
+            handle = open(lock_path, "a+")  # noqa: SIM115 - held for the store's lifetime
+        except OSError as exc:
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                why = "is on a read-only file system" if exc.errno == errno.EROFS else "cannot be written by this user"
+                raise ReadOnlyError(
+                    f"the store at {self.location} {why}: it can be read (list, search, ask, "
+                    "--read-only) but not changed"
+                ) from exc
+            raise StoreError(f"cannot open the store at {self.location} for writing: {exc.strerror or exc}") from exc
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -984,6 +1000,13 @@ class Store:
     def keep_versions_for(self) -> timedelta:
         """How long superseded versions stay, decided now (the cleanup policy)."""
         return KEEP_VERSIONS_FOR if self.readers_present() else KEEP_VERSIONS_WITHOUT_READERS
+
+    def folder_intact(self) -> bool:
+        """False when this (local) store's folder or its documents table went away while it
+        was open (deleted, moved, or recreated empty under a reader)."""
+        if self.is_remote:
+            return True
+        return (Path(self.location) / f"{S.DOCUMENTS}.lance" / "_versions").is_dir()
 
     def close(self) -> None:
         if self._lock_file is not None:

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from haiku.rag.errors import StoreError, StoreLockedError
+from haiku.rag.errors import StoreError, StoreLockedError, StoreWriteError
 from haiku.rag.store import schema as S
 
 MAX_MOMENTS_CHECKED = 200  # how far back ``last_complete_cut`` looks
@@ -196,26 +196,55 @@ def _restore_cut(location: str, cut: Cut, *, drop_unneeded: bool) -> None:
 
 def backup(location: str, destination: Path) -> Cut:
     """Copy the store at ``location`` (maybe being written by another process) to a new
-    folder ``destination``, as it was when the backup started."""
+    folder ``destination``, as it was when the backup started.
+
+    The copy is made under a hidden name next to ``destination`` and renamed only when it is
+    complete and opens as a store: a full disk or any other failure removes the partial copy
+    and raises ``StoreWriteError`` (``destination`` never holds half a store)."""
     if destination.exists():
         raise StoreError(f"{destination} already exists; give a new folder for the backup")
-    from haiku.rag.store.engine import reader_lease
+    if not destination.parent.is_dir():
+        raise StoreError(f"{destination.parent} does not exist; give a folder inside an existing one")
+    import os
 
-    lease = reader_lease(location)  # the writer keeps every version while the copy runs
+    from haiku.rag.store.engine import Store, reader_lease
+
+    partial = destination.with_name(f".{destination.name}.partial-{os.getpid()}")
     try:
-        cut = latest_cut(location)
-        source = Path(location)
-        # Files that vanish while copying are not needed by the cut: versions it needs are
-        # newer than any the writer cleans up.
-        shutil.copytree(source, destination, ignore=shutil.ignore_patterns(".haiku-rag-writer.lock", ".haiku-rag-readers.lock"), copy_function=_copy_if_there)
-    finally:
-        if lease is not None:
-            lease.close()
-    restore_cut(str(destination), cut, drop_unneeded=True)
-    from haiku.rag.store.engine import Store
-
-    Store(str(destination)).close()  # recovery: a write in flight at the cut leaves leftovers
+        lease = reader_lease(location)  # the writer keeps every version while the copy runs
+        try:
+            cut = latest_cut(location)
+            source = Path(location)
+            # Files that vanish while copying are not needed by the cut: versions it needs are
+            # newer than any the writer cleans up.
+            shutil.copytree(source, partial, ignore=shutil.ignore_patterns(".haiku-rag-writer.lock", ".haiku-rag-readers.lock"), copy_function=_copy_if_there)
+        finally:
+            if lease is not None:
+                lease.close()
+        restore_cut(str(partial), cut, drop_unneeded=True)
+        Store(str(partial)).close()  # recovery: a write in flight at the cut leaves leftovers
+        partial.rename(destination)
+    except BaseException as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        if isinstance(exc, OSError | RuntimeError) and not isinstance(exc, StoreError):
+            raise StoreWriteError(f"the backup to {destination} failed ({_os_reason(exc)}); nothing was left there") from exc
+        if isinstance(exc, StoreError) and not isinstance(exc, StoreWriteError) and _os_reason(exc) == "the disk is full":
+            raise StoreWriteError(f"the backup to {destination} failed (the disk is full); nothing was left there") from exc
+        raise
     return cut
+
+
+def _os_reason(exc: BaseException) -> str:
+    """A short reason for a failed copy: full disk, permissions, or the error's first line."""
+    from haiku.rag.errors import IngestCategory, categorize
+
+    category = categorize(exc)
+    text = str(exc)
+    if category == IngestCategory.DISK_FULL or "No space left" in text or "os error 28" in text:
+        return "the disk is full"
+    if category == IngestCategory.PERMISSION_DENIED:
+        return "permission denied"
+    return text.strip().splitlines()[0].split(", /")[0][:200] if text.strip() else type(exc).__name__
 
 
 def _copy_if_there(src: str, dst: str) -> None:
