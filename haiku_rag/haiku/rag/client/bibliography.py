@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import PurePath
 from typing import Any
 
 from haiku.rag.client.base import ClientBase
@@ -47,8 +48,10 @@ def add_bibliographic(new: docs.NewDocument, filename: str, replaces: Document |
         return
     from haiku.rag.pdf_metadata import extract_pdf_metadata
 
+    # the title the library shows (the first page's title block), not a file-name fallback
+    shown = new.title if new.title and new.title != PurePath(filename).stem else None
     try:
-        record = extract_pdf_metadata(new.source_bytes, filename=filename)
+        record = extract_pdf_metadata(new.source_bytes, filename=filename, title=shown)
     except Exception:  # metadata is a bonus: never fail an ingest over it
         log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
         return
