@@ -9,6 +9,7 @@ from pathlib import PurePath
 from typing import Any
 
 from haiku.rag.client.base import ClientBase
+from haiku.rag.config import BibliographyConfig
 from haiku.rag.store import documents as docs
 from haiku.rag.store.models import Document
 
@@ -35,9 +36,16 @@ async def update_bibliographic(
     )
 
 
-def add_bibliographic(new: docs.NewDocument, filename: str, replaces: Document | None = None) -> None:
+def add_bibliographic(
+    new: docs.NewDocument,
+    filename: str,
+    replaces: Document | None = None,
+    settings: BibliographyConfig | None = None,
+) -> None:
     """Authors, year, DOI... read from a PDF itself, unless the caller gave them (Zotero) or
-    the person edited them (kept from the version this one replaces)."""
+    the person edited them (kept from the version this one replaces). With
+    ``settings.lookup`` on (off by default), the record is confirmed and filled online
+    (``haiku.rag.bibliography_lookup``)."""
     from haiku.rag.bibliography import METADATA_KEY, USER_SOURCE
 
     edited = replaces.metadata.get(METADATA_KEY) if replaces is not None else None
@@ -55,5 +63,9 @@ def add_bibliographic(new: docs.NewDocument, filename: str, replaces: Document |
     except Exception:  # metadata is a bonus: never fail an ingest over it
         log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
         return
+    if record is not None and settings is not None and settings.lookup:
+        from haiku.rag.bibliography_lookup import lookup_record
+
+        record = lookup_record(record, settings)
     if record is not None:
         new.metadata[METADATA_KEY] = record.to_metadata()

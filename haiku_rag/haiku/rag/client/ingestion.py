@@ -349,6 +349,6 @@ def parse_source(
         log.info("ingest failed for %s: %s", uri, exc)
         return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
     check_cancelled(cancel)
-    add_bibliographic(new, source.filename, existing)
+    add_bibliographic(new, source.filename, existing, client.config.bibliography)
     report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
     return new, existing
