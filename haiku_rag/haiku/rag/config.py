@@ -256,6 +256,23 @@ class _YamlSource(PydanticBaseSettingsSource):
         return read_yaml(path) if path is not None else {}
 
 
+class LookupServiceConfig(_Section):
+    base_url: str
+
+
+class BibliographyConfig(_Section):
+    # Look a PDF's DOI / arXiv id up online (Crossref, arXiv) at ingest, to confirm the record
+    # read from the page and fill what the page does not say. Off: nothing leaves the machine.
+    lookup: bool = False
+    crossref: LookupServiceConfig = Field(
+        default_factory=lambda: LookupServiceConfig(base_url="https://api.crossref.org")
+    )
+    arxiv: LookupServiceConfig = Field(
+        default_factory=lambda: LookupServiceConfig(base_url="https://export.arxiv.org/api")
+    )
+    timeout_seconds: float = Field(default=10, gt=0, le=120)
+
+
 class AppConfig(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX,
@@ -274,6 +291,7 @@ class AppConfig(BaseSettings):
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     providers: ProvidersConfig = Field(default_factory=ProvidersConfig)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    bibliography: BibliographyConfig = Field(default_factory=BibliographyConfig)
     # the YAML file these settings were read from (None: defaults and environment only)
     _source_file: Path | None = PrivateAttr(default=None)
 

@@ -76,10 +76,25 @@ class _Line:
     y1: float
     bold: bool
     baseline: float
+    # the text with a ";" where a superscript mark or a wide gap separates two names ("Yichen
+    # He1∗ Guanhua Huang1∗" -> "Yichen He ; Guanhua Huang ;"): author lines list names
+    # without commas and tell them apart by their marks or spacing alone
+    names: str = ""
 
 
-def extract_pdf_metadata(data: bytes, *, filename: str | None = None) -> Bibliographic | None:
-    """What the PDF says about itself, or None when it says nothing usable."""
+# a superscript that marks a name (affiliation numbers, letters, stars, daggers)
+SUPERSCRIPT_MARK = re.compile(r"[\d,a-z∗*†‡§¶#$+⋆★♯♮·]{1,8}")
+NAME_GAP_EM = 0.8  # a gap this wide between two spans on an author line separates two names
+
+
+def extract_pdf_metadata(
+    data: bytes, *, filename: str | None = None, title: str | None = None
+) -> Bibliographic | None:
+    """What the PDF says about itself, or None when it says nothing usable.
+
+    ``title``: the title the library found for the document (``ingest.pdf.title.find_title``,
+    the first page's title block): the record takes it, and the authors are read from the
+    lines right under it, so the record and the library name the same document."""
     from haiku.rag.mupdf import MUPDF_LOCK, import_pymupdf
 
     with MUPDF_LOCK:
@@ -99,7 +114,7 @@ def extract_pdf_metadata(data: bytes, *, filename: str | None = None) -> Bibliog
             text = "\n".join(doc[i].get_text() for i in range(min(2, doc.page_count)))
         finally:
             doc.close()
-    return _extract(info, xmp, lines, height, text, filename)
+    return _extract(info, xmp, lines, height, text, filename, title)
 
 
 def _lines(page_dict: dict[str, Any]) -> list[_Line]:
@@ -116,14 +131,19 @@ def _lines(page_dict: dict[str, Any]) -> list[_Line]:
             # superscript markers (affiliation numbers, stars) are set smaller: drop them;
             # TeX sets words as separate spans, so a gap between spans is a space
             parts: list[str] = []
+            names: list[str] = []
             previous_end = None
             for span in spans:
-                piece = span["text"] if span["size"] >= 0.8 * main else " "
-                if previous_end is not None and span["bbox"][0] - previous_end > 0.15 * main:
+                small = span["size"] < 0.8 * main
+                piece = span["text"] if not small else " "
+                gap = span["bbox"][0] - previous_end if previous_end is not None else 0.0
+                if previous_end is not None and gap > 0.15 * main:
                     parts.append(" ")
+                    names.append(" ; " if gap > NAME_GAP_EM * main else " ")
                 parts.append(piece)
+                names.append(" ; " if small and SUPERSCRIPT_MARK.fullmatch(span["text"].strip()) else piece)
                 previous_end = span["bbox"][2]
-            text = " ".join("".join(parts).split())
+            text = _compose_accents(" ".join("".join(parts).split()))
             if ARXIV_PATTERN.match(text):
                 continue
             if not text:
@@ -131,16 +151,41 @@ def _lines(page_dict: dict[str, Any]) -> list[_Line]:
             bbox = line["bbox"]
             bold = any("bold" in s.get("font", "").lower() or s.get("flags", 0) & 16 for s in spans)
             baseline = next(s["origin"][1] for s in spans if s["size"] == main)
-            out.append(_Line(text, round(main, 1), bbox[0], bbox[1], bbox[3], bold, baseline))
+            out.append(_Line(text, round(main, 1), bbox[0], bbox[1], bbox[3], bold, baseline, _compose_accents(" ".join("".join(names).split()))))
     # reading order: rows (by baseline, as superscripts stick out above), then left to right
     out.sort(key=lambda ln: (round(ln.baseline / 3), ln.x0))
     return out
 
 
+# TeX draws an accent as a glyph of its own before the letter it sits on ("O˘guz" for
+# "Oğuz"): spacing accents -> the combining marks to compose with the next letter
+_SPACING_ACCENTS = {
+    "˘": "\u0306", "¨": "\u0308", "´": "\u0301", "`": "\u0300", "ˆ": "\u0302", "˜": "\u0303",
+    "ˇ": "\u030c", "˙": "\u0307", "˚": "\u030a", "˝": "\u030b", "¯": "\u0304", "¸": "\u0327",
+}
+_LOOSE_ACCENT = re.compile("([" + "".join(_SPACING_ACCENTS) + "])\\s?([^\\W\\d_])")
+
+
+def _compose_accents(text: str) -> str:
+    if not any(ch in _SPACING_ACCENTS for ch in text):
+        return text
+    return unicodedata.normalize("NFC", _LOOSE_ACCENT.sub(lambda m: m.group(2) + _SPACING_ACCENTS[m.group(1)], text))
+
+
 def _extract(
-    info: dict[str, str], xmp: str, lines: list[_Line], height: float, text: str, filename: str | None
+    info: dict[str, str],
+    xmp: str,
+    lines: list[_Line],
+    height: float,
+    text: str,
+    filename: str | None,
+    known_title: str | None = None,
 ) -> Bibliographic | None:
     title, after_title = _title(lines, height)
+    if known_title:
+        found = _title_lines_end(lines, known_title, height)
+        if found is not None:
+            title, after_title = known_title, found
     authors = _author_block(lines[after_title:], height) if title else []
     source = "first-page"
     xmp_creators = _xmp_list(xmp, "dc:creator")
@@ -155,6 +200,8 @@ def _extract(
     title = title or info_title
     if source == "pdf-info" and info_title:
         title = info_title
+    if known_title:
+        title = known_title  # the library's title: a record names what the library shows
 
     doi = _first_doi(" ".join([_xmp_value(xmp, "prism:doi"), _xmp_value(xmp, "dc:identifier"), info.get("subject") or "", text]))
     arxiv = None
@@ -194,6 +241,35 @@ def _title(lines: list[_Line], height: float) -> tuple[str | None, int]:
     return (title if _letters(title) >= 4 else None), end + 1
 
 
+def _title_lines_end(lines: list[_Line], title: str, height: float) -> int | None:
+    """The index of the first line after the lines that spell ``title`` in the top half of
+    the page (the title block the library found), or None when they are not there."""
+    wanted = _fold_words(title)
+    if not wanted:
+        return None
+    for start, line in enumerate(lines):
+        if line.y0 >= height * 0.6:
+            break
+        words = _fold_words(line.text)
+        if not words or wanted[: len(words)] != words:
+            continue
+        end, seen = start + 1, list(words)
+        while len(seen) < len(wanted) and end < len(lines):
+            more = _fold_words(lines[end].text)
+            if not more or wanted[len(seen) : len(seen) + len(more)] != more:
+                break
+            seen += more
+            end += 1
+        if len(seen) >= len(wanted):
+            return end
+    return None
+
+
+def _fold_words(text: str) -> list[str]:
+    text = re.sub(r"(\w)-\s+(\w)", r"\1\2", text)
+    return re.findall(r"\w+", unicodedata.normalize("NFKC", text).casefold())
+
+
 def _letters(text: str) -> int:
     return sum(ch.isalpha() for ch in text)
 
@@ -209,8 +285,9 @@ def _author_block(lines: list[_Line], height: float) -> list[Creator]:
         stop = _is_stop_line(line.text)
         if stop:
             break
-        if _names_in(line.text) or (joined and _continues_names(line.text)):
-            joined.append(line.text)
+        names = line.names or line.text
+        if _names_in(names) or (joined and _continues_names(names)):
+            joined.append(names)
             continue
         if joined:
             break
@@ -219,6 +296,8 @@ def _author_block(lines: list[_Line], height: float) -> list[Creator]:
             break
     if not joined:
         return []
+    # lines joined with a space: a name wrapped over two lines ("Benjamin Charles Germain" /
+    # "Lee") stays one name; the marks inside the lines separate the names
     return [_creator(name) for name in _split_names(" ".join(joined))]
 
 
@@ -283,7 +362,9 @@ def _is_name(part: str) -> bool:
     if not all(_is_name_token(t) for t in tokens):
         return False
     words = [t for t in tokens if len(t.strip(".")) > 1 and t.lower() not in PARTICLES]
-    return len(words) >= 1 and tokens[-1].lower() not in PARTICLES and len(tokens[-1].strip(".")) > 1
+    last = tokens[-1]
+    # a one-letter family name ("Weinan E") has no full stop; an initial does
+    return len(words) >= 1 and last.lower() not in PARTICLES and (len(last.strip(".")) > 1 or not last.endswith("."))
 
 
 def _creator(name: str) -> Creator:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import PurePath
 from typing import Any
 
 from haiku.rag.client.base import ClientBase
+from haiku.rag.config import BibliographyConfig
 from haiku.rag.store import documents as docs
 from haiku.rag.store.models import Document
 
@@ -34,9 +36,16 @@ async def update_bibliographic(
     )
 
 
-def add_bibliographic(new: docs.NewDocument, filename: str, replaces: Document | None = None) -> None:
+def add_bibliographic(
+    new: docs.NewDocument,
+    filename: str,
+    replaces: Document | None = None,
+    settings: BibliographyConfig | None = None,
+) -> None:
     """Authors, year, DOI... read from a PDF itself, unless the caller gave them (Zotero) or
-    the person edited them (kept from the version this one replaces)."""
+    the person edited them (kept from the version this one replaces). With
+    ``settings.lookup`` on (off by default), the record is confirmed and filled online
+    (``haiku.rag.bibliography_lookup``)."""
     from haiku.rag.bibliography import METADATA_KEY, USER_SOURCE
 
     edited = replaces.metadata.get(METADATA_KEY) if replaces is not None else None
@@ -47,10 +56,16 @@ def add_bibliographic(new: docs.NewDocument, filename: str, replaces: Document |
         return
     from haiku.rag.pdf_metadata import extract_pdf_metadata
 
+    # the title the library shows (the first page's title block), not a file-name fallback
+    shown = new.title if new.title and new.title != PurePath(filename).stem else None
     try:
-        record = extract_pdf_metadata(new.source_bytes, filename=filename)
+        record = extract_pdf_metadata(new.source_bytes, filename=filename, title=shown)
     except Exception:  # metadata is a bonus: never fail an ingest over it
         log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
         return
+    if record is not None and settings is not None and settings.lookup:
+        from haiku.rag.bibliography_lookup import lookup_record
+
+        record = lookup_record(record, settings)
     if record is not None:
         new.metadata[METADATA_KEY] = record.to_metadata()

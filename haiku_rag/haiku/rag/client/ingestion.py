@@ -350,7 +350,7 @@ def parse_source(
         log.info("ingest failed for %s: %s", uri, exc)
         return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
     check_cancelled(cancel)
-    add_bibliographic(new, source.filename, existing)
+    add_bibliographic(new, source.filename, existing, client.config.bibliography)
     bound_stored_fields(new)  # a 5 MB title is not stored whole (haiku.rag.bounds)
     report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
     return new, existing
