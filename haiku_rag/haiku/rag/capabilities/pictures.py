@@ -20,7 +20,18 @@ if TYPE_CHECKING:
     from haiku.rag.client import HaikuRAG
 
 RETRIEVED_IMAGE_TAG = "[haiku.rag/retrieved-image]"
-PICTURE_DPI = 144  # enough to read a chart's labels; the crop keeps the image small
+# The crop is rendered at this resolution at least (enough to read a chart's labels), and
+# more for a small figure, so that the crop's longer side reaches ``MIN_CROP_PX``, up to
+# ``MAX_PICTURE_DPI`` and ``MAX_CROP_PX`` (the image stays small enough for a model).
+PICTURE_DPI = 144
+MAX_PICTURE_DPI = 300
+MIN_CROP_PX = 1000
+MAX_CROP_PX = 2000
+# The crop is the figure with its caption: a caption item on the figure's page, lying
+# within this many points above or below it (``ingest/figures.CAPTION_GAP``), is included;
+# items read from the store around the picture's position, this many each side.
+CAPTION_GAP = 60.0
+CAPTION_WINDOW = 60
 
 
 def search_image_label(position: int, total: int, chunk_id: str, ref: str) -> str:
@@ -50,12 +61,14 @@ def png_image(data: bytes) -> BinaryImage | None:
 
 
 async def render_picture(client: HaikuRAG, document_id: str, self_ref: str) -> bytes | None:
-    """The picture item ``self_ref`` cropped from its rendered page, as PNG; None when the
-    document has no page to render it from (not a PDF, or the item has no box)."""
+    """The picture item ``self_ref`` with its caption, cropped from its rendered page at a
+    readable resolution (``crop_dpi``), as PNG; None when the document has no page to render
+    it from (not a PDF, or the item has no box)."""
     box = await asyncio.to_thread(_picture_box, client, document_id, self_ref)
     if box is None:
         return None
-    pages = await client.visualize(document_id, [box], page_numbers=[box.page], dpi=PICTURE_DPI)
+    dpi = crop_dpi(box)
+    pages = await client.visualize(document_id, [box], page_numbers=[box.page], dpi=dpi)
     if not pages:
         return None
     page = pages[0]
@@ -65,13 +78,56 @@ async def render_picture(client: HaikuRAG, document_id: str, self_ref: str) -> b
     return _png_crop(page.samples, page.width, (crop.x0, crop.y0, crop.x1, crop.y1))
 
 
+def crop_dpi(box: Box) -> float:
+    """The resolution a figure of ``box`` (points) is cropped at: ``PICTURE_DPI``, raised
+    until its longer side is ``MIN_CROP_PX`` (a small chart's tick labels are then ~10 px
+    high, not 5), within ``MAX_PICTURE_DPI`` and ``MAX_CROP_PX``."""
+    longest = max(box.x1 - box.x0, box.y1 - box.y0, 1.0)
+    dpi = max(PICTURE_DPI, MIN_CROP_PX * 72 / longest)
+    return max(36.0, min(dpi, MAX_PICTURE_DPI, MAX_CROP_PX * 72 / longest))
+
+
 def _picture_box(client: HaikuRAG, document_id: str, self_ref: str) -> Box | None:
+    """The picture's box joined with its caption's (the nearest caption item on its page
+    within ``CAPTION_GAP`` above or below it, overlapping it horizontally)."""
     document = docs.get_document(client.store, document_id)
     position = docs.item_positions(client.store, document, [self_ref]).get(self_ref)
     if position is None:
         return None
-    items = docs.get_items(client.store, document, start=position, stop=position + 1)
-    return items[0].boxes[0] if items and items[0].boxes else None
+    items = docs.get_items(
+        client.store,
+        document,
+        start=max(0, position - CAPTION_WINDOW),
+        stop=position + CAPTION_WINDOW + 1,
+    )
+    picture = next((item for item in items if item.self_ref == self_ref), None)
+    if picture is None or not picture.boxes:
+        return None
+    area = picture.boxes[0]
+    best: tuple[float, list[Box]] | None = None
+    for item in items:
+        if item.label != "caption" or not item.boxes:
+            continue
+        lines = [b for b in item.boxes if b.page == area.page]
+        if not lines:
+            continue
+        x0, y0 = min(b.x0 for b in lines), min(b.y0 for b in lines)
+        x1, y1 = max(b.x1 for b in lines), max(b.y1 for b in lines)
+        if min(x1, area.x1) <= max(x0, area.x0):
+            continue
+        gap = y0 - area.y1 if y0 >= area.y1 else area.y0 - y1
+        if -2 <= gap <= CAPTION_GAP and (best is None or gap < best[0]):
+            best = (gap, lines)
+    if best is None:
+        return area
+    every = [area, *best[1]]
+    return Box(
+        area.page,
+        min(b.x0 for b in every),
+        min(b.y0 for b in every),
+        max(b.x1 for b in every),
+        max(b.y1 for b in every),
+    )
 
 
 def _png_crop(samples: bytes, width: int, rect: tuple[int, int, int, int]) -> bytes:
