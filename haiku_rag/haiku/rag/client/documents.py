@@ -85,6 +85,23 @@ async def get_item(client: ClientBase, document_id: str, self_ref: str) -> ItemR
     return await client._store_thread(find)
 
 
+async def get_items_near(
+    client: ClientBase, document_id: str, self_ref: str, window: int
+) -> list[ItemRecord]:
+    """The items within ``window`` positions of ``self_ref`` (it included), in reading order;
+    empty when the document has no such item (a figure's caption is found among these)."""
+
+    def near() -> list[ItemRecord]:
+        document = docs.get_document(client.store, document_id)
+        position = docs.item_positions(client.store, document, [self_ref]).get(self_ref)
+        if position is None:
+            return []
+        start = max(0, position - window)
+        return docs.get_items(client.store, document, start=start, stop=position + window + 1)
+
+    return await client._store_thread(near)
+
+
 async def get_source_bytes(client: ClientBase, document: Document) -> bytes:
     return await client._store_thread(docs.get_source_bytes, client.store, document)
 

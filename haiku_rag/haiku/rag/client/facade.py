@@ -42,6 +42,7 @@ class HaikuRAG(ClientBase):
     get_chunk = documents.get_chunk
     get_items = documents.get_items
     get_item = documents.get_item
+    get_items_near = documents.get_items_near
     get_source_bytes = documents.get_source_bytes
     get_content = documents.get_content
     delete_document = documents.delete_document

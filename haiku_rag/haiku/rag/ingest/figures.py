@@ -36,8 +36,9 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 # pull a whole section into its chunk), and this many characters of text inside it.
 MAX_REFERRING_SENTENCES = 3
 MAX_INNER_CHARS = 1500
-# A caption lies within this many points below or above its picture.
-CAPTION_GAP = 36.0
+# A caption lies within this many points below or above its picture (the PDF converter's
+# figure regions take their caption from as far: ``pdf/figure_regions.CAPTION_GAP``).
+CAPTION_GAP = 60.0
 
 
 def figure_chunks(
@@ -73,6 +74,11 @@ def figure_chunks(
             for caption in (ref.resolve(doc) for ref in picture.captions)
             if isinstance(caption, TextItem) and caption.text.strip()
         ] or _caption_beside(doc, picture, placed, owned)
+        if not captions:
+            # Backgrounds, logos, decorations and the pieces of a figure are not figures:
+            # an uncaptioned picture's "text inside" was the page's own prose under a
+            # background image, or one icon's label (issue 29).
+            continue
         owned.update(caption.self_ref for caption in captions)
         caption_refs = {caption.self_ref for caption in captions}
         inner = _text_inside(doc, picture, placed, caption_refs)

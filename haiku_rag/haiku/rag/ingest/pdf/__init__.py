@@ -49,6 +49,7 @@ from haiku.rag.ingest.pdf.extract import (
     orient_lines,
     read_page,
 )
+from haiku.rag.ingest.pdf.figure_regions import mark_captions, outside_figures, page_pictures
 from haiku.rag.ingest.pdf.geometry import IDENTITY, as_matrix, transform
 from haiku.rag.ingest.pdf.ocr_page import (
     DEFAULT_OCR_DPI,
@@ -227,17 +228,23 @@ def _analyse_page(
 
     usable, needs_ocr, garbled = assess_text_layer(lines, raw.graphics, unrotated)
     geometry = PageGeometry(page_no, rotation, frame)
-    pictures = picture_blocks(raw.graphics.images, unrotated, geometry, lines)
+    layout = analyser is not None and bool(lines)
+    pictures, captions = page_pictures(unrotated, raw.graphics, geometry, lines)
+    tables = [] if layout else ruled_tables(unrotated, raw.graphics, lines, geometry, warnings)
+    tables = outside_figures(tables, pictures)
     blocks = None
-    if analyser is not None and lines:
+    if layout:
         blocks = layout_model.layout_blocks_or_none(page, lines, pictures, geometry, analyser, warnings)
+        if blocks is None:
+            tables = ruled_tables(unrotated, raw.graphics, lines, geometry, warnings)
+            tables = outside_figures(tables, pictures)
     if blocks is None:
-        tables = ruled_tables(unrotated, raw.graphics, lines, geometry, warnings)
         flow = lines
         if tables:
             in_tables = {id(line) for table in tables for line in table.lines}
             flow = [line for line in lines if id(line) not in in_tables]
         blocks = order_blocks(runs(flow, page_no) + tables + pictures)
+    mark_captions(blocks, captions)
     return Page(
         page_no=page_no,
         width=width,

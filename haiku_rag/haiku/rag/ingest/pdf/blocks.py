@@ -57,6 +57,9 @@ class Block:
     # list items: the stripped marker ("•", "1.") and whether it counts
     marker: str = ""
     enumerated: bool = False
+    # pictures: the first line of the caption the figure was found by
+    # (``figure_regions``); the builder attaches that caption to it, not by adjacency
+    caption_line: Line | None = None
 
 
 @dataclass(slots=True)

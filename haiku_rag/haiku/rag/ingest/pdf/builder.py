@@ -59,6 +59,9 @@ def build_document(
     list_enumerated = False
     pending_caption: tuple[DocItem, Block] | None = None  # a caption above its table/figure
     last_float: tuple[DocItem, Block] | None = None  # the last table/picture, for captions below
+    # Figures found by their caption (``figure_regions``) get that caption, wherever it
+    # falls in reading order (labels of the figure come between them), and no other.
+    known = _KnownCaptions(pages)
     for page in pages:
         for block in page.blocks:
             if block.kind in ("header", "footer"):
@@ -73,12 +76,19 @@ def build_document(
             list_group = None
             if block.kind in ("table", "picture"):
                 item = _add_float(doc, page, block, out)
+                if block.caption_line is not None:
+                    known.add_figure(block, item)
+                    pending_caption = last_float = None
+                    continue
                 if pending_caption and _near(pending_caption[1], block):
                     item.captions.append(pending_caption[0].get_ref())
                 pending_caption = None
                 last_float = (item, block)
                 continue
             item = _add_text_item(doc, page, block, None, out)
+            if block.kind == "caption" and known.add_caption(block, item):
+                pending_caption = last_float = None
+                continue
             if block.kind == "caption":
                 if last_float and _near(last_float[1], block):
                     last_float[0].captions.append(item.get_ref())
@@ -89,6 +99,42 @@ def build_document(
             pending_caption = None
             last_float = None
     return doc
+
+
+class _KnownCaptions:
+    """Captions of the figures ``figure_regions`` found by them: attached to their figure
+    whichever of the two the builder adds first."""
+
+    def __init__(self, pages: list[Page]) -> None:
+        self._figure_of = {
+            id(block.caption_line): block
+            for page in pages
+            for block in page.blocks
+            if block.kind == "picture" and block.caption_line is not None
+        }
+        self._items: dict[int, DocItem] = {}  # figure block id -> its picture item
+        self._waiting: dict[int, DocItem] = {}  # figure block id -> its caption, added first
+
+    def add_figure(self, block: Block, item: DocItem) -> None:
+        self._items[id(block)] = item
+        caption = self._waiting.pop(id(block), None)
+        if caption is not None:
+            item.captions.append(caption.get_ref())
+
+    def add_caption(self, block: Block, item: DocItem) -> bool:
+        """Whether ``block`` is a known figure's caption (then attached, or kept until its
+        figure is added)."""
+        if not block.lines or not self._figure_of:
+            return False
+        figure = self._figure_of.get(id(block.lines[0]))
+        if figure is None:
+            return False
+        picture = self._items.get(id(figure))
+        if picture is None:
+            self._waiting[id(figure)] = item
+        else:
+            picture.captions.append(item.get_ref())
+        return True
 
 
 def _near(a: Block, b: Block) -> bool:
