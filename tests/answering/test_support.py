@@ -244,3 +244,18 @@ async def test_a_small_context_chooses_the_fallback_and_sizes_the_passages(filin
     profile = profile_for(None, 2048)
     assert profile.name == "small" and profile.passage_chars * profile.passages < 2048 * 3.5
     assert profile_for(None, None).name == "standard" and profile_for(None, 32_768).name == "standard"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("Revenue was $3.4 billion.", "cited-unsupported"), ("Revenue was $2.1 billion.", "supported")],
+)
+async def test_a_tools_answer_is_checked_against_the_chunks_it_cited(filing_client, text, expected):
+    from capabilities.scripting import answer, cite_top, search
+
+    script = ScriptedModel().play(search("Zephyr Freight revenue"), cite_top(1), answer(text))
+    done = await answering.answer(
+        filing_client, QUESTION, None, AnswerOptions(mode="tools"), model=script.model
+    )
+    assert done.mode == "tools" and done.grounding == "grounded" and done.citations
+    assert done.support.verdict == expected

@@ -110,8 +110,8 @@ def profile_for(
         return SMALL
     # the context less the answer, the instructions (~350 tokens) and a margin, in characters
     room = int((context_tokens - SMALL.max_answer_tokens - 600) * CHARS_PER_TOKEN)  # type: ignore[operator]
-    per_passage = max(400, min(2_500, room // 3))
-    count = max(1, min(5, room // per_passage))
+    per_passage = max(400, min(SMALL.passage_chars or 1_500, room // 3))
+    count = max(1, min(SMALL.passages or 3, room // per_passage))
     return Profile("small", passages=count, passage_chars=per_passage, max_answer_tokens=200)
 
 
