@@ -377,6 +377,8 @@ class TurnWidget(QFrame):
         self.steps = QLabel(self)
         self.steps.setAccessibleName("Tool steps")
         self.steps.setWordWrap(True)
+        # the labels are escaped: shown as rich text always, or "Freight's" reads "Freight&#x27;s"
+        self.steps.setTextFormat(Qt.TextFormat.RichText)
         self.steps.setStyleSheet("color: palette(placeholder-text); font-size: small;")
         self.answer = AnswerView(self)
         self.answer.setAccessibleName("Answer")

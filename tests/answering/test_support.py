@@ -71,6 +71,9 @@ def test_dates_in_any_spelling():
 def test_named_entities_and_quotes_must_appear():
     assert verdict("Mara Lindqvist leads Zephyr Freight [1].") == "supported"
     assert verdict("Anders Holm leads Zephyr Freight [1].") == "cited-unsupported"
+    # a plural or possessive is the same name
+    assert verdict("Capital Expenditures were 5 [1].", cited="capital expenditure: 5") == "supported"
+    assert verdict("Zephyr Freight's revenue was 2,100 [1].") == "supported"
     assert verdict('She called it "a steady climb through rough weather" [1].') == "supported"
     assert verdict('She called it "a steep climb" [1].') == "cited-unsupported"
 

@@ -317,10 +317,12 @@ def _fold(text: str) -> str:
 
 
 def _phrase_found(phrase: str, folded_text: str) -> bool:
-    words = [re.escape(w.strip(".,;:")) for w in _fold(phrase).split() if w.strip(".,;:")]
+    words = [w.strip(".,;:") for w in _fold(phrase).split() if w.strip(".,;:")]
     if not words:
         return True
-    pattern = r"(?<!\w)" + r"[\s,.]+".join(w + r"(?:'?s)?" for w in words) + r"(?!\w)"
+    # a plural or possessive either side: "Capital Expenditures" is the text's "capital expenditure"
+    stems = [re.escape(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w) for w in words]
+    pattern = r"(?<!\w)" + r"[\s,.]+".join(w + r"(?:e?s|'s?)?" for w in stems) + r"(?!\w)"
     return re.search(pattern, folded_text) is not None
 
 
