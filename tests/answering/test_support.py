@@ -262,3 +262,15 @@ async def test_a_tools_answer_is_checked_against_the_chunks_it_cited(filing_clie
     )
     assert done.mode == "tools" and done.grounding == "grounded" and done.citations
     assert done.support.verdict == expected
+
+
+def test_a_huge_document_name_is_bounded_in_the_source_line():
+    from haiku.rag.answering.fallback import passage_heading
+    from haiku.rag.store.models import SearchResult
+
+    passage = SearchResult(
+        chunk_id="b" * 32, score=1.0, document_id="d", document_uri="notes://x",
+        document_title="T", content="text", headings=["H"] * 50,
+    )  # fmt: skip
+    heading = passage_heading(passage, "A" * 2_000_000)
+    assert len(heading) < 5_000 and heading.startswith('Source: "AAAA')

