@@ -204,6 +204,15 @@ def turn_markdown(
     records = records or {}
     lines = [f"## {inline(turn.question)}", "", inert_answer(turn.answer.strip()), ""]
     lines += [f"*{BASIS_LABELS.get(turn.basis, turn.basis)}.*", ""]
+    check = turn.support_check
+    if check is not None and turn.basis in ("grounded", "ungrounded", "missing"):
+        # whether the cited text holds what the answer states (haiku.rag.answering.support)
+        lines += [f"*Support: {check.label}.*", ""]
+        for sentence in check.flagged:
+            why = "no citation" if sentence.status == "uncited" else "not in the cited text"
+            lines.append(f"- ⚠ “{' '.join(sentence.text.split())}” ({why}: {', '.join(sentence.missing)})")
+        if check.flagged:
+            lines.append("")
     if turn.citations:
         lines += ["### Sources", ""]
         for c in turn.citations:

@@ -68,7 +68,9 @@ class StubOpenAI:
             return _call("rag_search", {"query": question})
         prompt = "\n".join(_text(m["content"]) for m in messages)
         match = PASSAGE.search(prompt)
-        first = match.group(1).strip().split(".")[0] if match else "nothing relevant was found"
+        # the passage's lines are quoted with "> ", as in a search return
+        text = "\n".join(line[2:] if line.startswith("> ") else line.lstrip(">") for line in match.group(1).split("\n")) if match else ""
+        first = text.strip().split("\n\n")[0].split(".")[0] if match else "nothing relevant was found"
         return {"content": f"{first} [1]."}
 
     # --- HTTP ---------------------------------------------------------------------------

@@ -432,7 +432,9 @@ def test_the_fallback_flag_answers_without_tools(library, tmp_path):
     assert "tools" not in body
     assert '[1] Source: "Quarterly Report on Zephyrine Logistics"' in user_prompt(body)
 
-    answer_line, blank, citation_line, blank_too, grounding = result.stdout.splitlines()[-5:]
+    lines = result.stdout.splitlines()
+    answer_line, blank, citation_line, blank_too, grounding, support = lines[-6:]
+    assert support == "support: Supported"  # the title it names is in the passage it cites
     assert answer_line == f"{pdf_factory.REPORT_TITLE} [1]."  # the stub quotes passage [1]
     assert blank == blank_too == ""
     title, pages, snippet = citation_line.split(" — ")

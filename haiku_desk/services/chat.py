@@ -593,6 +593,7 @@ class ChatService(QObject):
         turn.answer = answered.text
         turn.citations = list(answered.citations)
         turn.grounding = answered.grounding
+        turn.support = answered.support.model_dump(mode="json") if answered.support else None
         turn.rests_on = BASIS.get(answered.basis, "missing")
         turn.mode = answered.mode
         turn.capability_ids = list(answered.capability_ids)
@@ -601,7 +602,7 @@ class ChatService(QObject):
         if answered.basis == "no-documents":  # say why, and what to do
             turn.answer = no_documents_answer(self.library, self.scope(), self.scope_collection())
         elif answered.mode == "search-only":
-            turn.answer += f"\n\n_{HOW_TO_CONNECT_A_MODEL}_"
+            turn.answer += f"\n\n_{HOW_TO_CONNECT_A_MODEL}_"  # after the checked text: offsets hold
         # Complete: the conversation (history, state, numbering) is replaced, then saved.
         record.set_answering_conversation(work)
         record.turns.append(turn)

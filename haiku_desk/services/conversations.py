@@ -112,12 +112,29 @@ class Turn(_CitingModel):
     # What the answer rests on, as haiku.rag said (None in files older than that field).
     rests_on: Basis | None = None
     capability_ids: list[str] = Field(default_factory=list)  # of the agent that answered
+    # Whether the cited text holds the answer's claims: haiku.rag's SupportCheck as JSON
+    # (None in files older than that field, and for answers no model wrote).
+    support: dict[str, Any] | None = None
     input_tokens: int | None = None  # of the answer's last model request
     saved_tokens: int | None = None  # input tokens compaction saved on that request (estimate)
     # Stopped before it was complete: the partial answer is shown, but it is not part of the
     # model's history (the conversation goes on as if it had not been asked).
     stopped: bool = False
     asked_at: datetime = Field(default_factory=now)
+
+    @property
+    def support_check(self) -> Any:
+        """``support`` as haiku.rag's ``SupportCheck`` (None when absent or unreadable)."""
+        if not self.support:
+            return None
+        from pydantic import ValidationError
+
+        from haiku.rag.answering.support import SupportCheck
+
+        try:
+            return SupportCheck.model_validate(self.support)
+        except ValidationError:
+            return None
 
     @property
     def basis(self) -> Basis:

@@ -84,8 +84,70 @@ BADGES: dict[str, tuple[str, str, str] | None] = {
     "stopped": None,  # the status says it, beside Ask again
     "no-documents": None,  # nothing to search: the answer says why, no badge
 }
+# Whether the cited text holds the answer's claims (Turn.support, haiku.rag's SupportCheck):
+# badge colour and tooltip; it replaces the declared grounding's badge for answers a model wrote.
+SUPPORT_BADGES: dict[str, tuple[str, str]] = {
+    "supported": (
+        "#2e7d32",
+        "Every figure, date, name and quotation the answer states is in the passage it cites.",
+    ),
+    "partly-supported": (
+        "#b26a00",
+        "Some sentences state figures, dates, names or quotations that their citation does not "
+        "hold, or cite nothing: they are marked ⚠ in the answer.",
+    ),
+    "cited-unsupported": (
+        "#c62828",
+        "The answer cites passages, but what it states is not in them: check it against the "
+        "sources before you rely on it.",
+    ),
+    "ungrounded": (
+        "#b26a00",
+        "The answer declared that nothing in your library supports it.",
+    ),
+    "missing": (
+        "#c62828",
+        "The answer cites nothing from your library: treat it with suspicion.",
+    ),
+}
+UNSUPPORTED_MARK = " ⚠"
 CITE_SCHEME = "cite"
 COMMAND_SCHEME = "haiku"
+
+
+def marked_unsupported(text: str, support: object) -> str:
+    """``text`` with ``UNSUPPORTED_MARK`` after each sentence the support check flagged (its
+    offsets are the answer's as checked)."""
+    flagged = getattr(support, "flagged", None) or []
+    ends = sorted({s.end for s in flagged if 0 < s.end <= len(text)}, reverse=True)
+    for end in ends:
+        text = text[:end] + UNSUPPORTED_MARK + text[end:]
+    return text
+
+
+def support_badge(turn: Turn) -> tuple[str, str, str] | None:
+    """The support verdict's badge (label, colour, tooltip) for an answer a model wrote, or
+    None where the basis badge says more (search results, computed, stopped, no documents)."""
+    check = turn.support_check
+    if check is None or turn.basis not in ("grounded", "ungrounded", "missing"):
+        return None
+    colour, tip = SUPPORT_BADGES[check.verdict]
+    if check.recovered:
+        tip += " Its citations were added by matching the answer to the passages it was given."
+    flagged = check.flagged
+    if flagged:
+        listed = "; ".join(
+            f"“{_short_sentence(s.text)}” ({'no citation' if s.status == 'uncited' else 'not in its source'}: "
+            f"{', '.join(s.missing)})"
+            for s in flagged[:5]
+        )
+        tip += f" Flagged: {listed}"
+    return check.label, colour, tip
+
+
+def _short_sentence(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def linked_markers(markdown: str) -> str:
@@ -315,6 +377,8 @@ class TurnWidget(QFrame):
         self.steps = QLabel(self)
         self.steps.setAccessibleName("Tool steps")
         self.steps.setWordWrap(True)
+        # the labels are escaped: shown as rich text always, or "Freight's" reads "Freight&#x27;s"
+        self.steps.setTextFormat(Qt.TextFormat.RichText)
         self.steps.setStyleSheet("color: palette(placeholder-text); font-size: small;")
         self.answer = AnswerView(self)
         self.answer.setAccessibleName("Answer")
@@ -405,11 +469,13 @@ class TurnWidget(QFrame):
     def finish(self, turn: Turn) -> None:
         self.turn = turn
         self.text = turn.answer
+        if support_badge(turn) is not None:  # the sentences the check flagged, marked ⚠
+            self.text = marked_unsupported(turn.answer, turn.support_check)
         self._render_timer.stop()
         self._render()
         self._render_steps()
         self.status.hide()
-        badge = BADGES.get(turn.basis, BADGES["missing"])
+        badge = support_badge(turn) or BADGES.get(turn.basis, BADGES["missing"])
         if badge is None:
             self.badge.hide()
         else:

@@ -106,7 +106,7 @@ def test_a_cited_answer_streams_into_the_pane_with_chips_sources_and_a_badge(
     assert len(shown) > 2 and shown[-1] != ANSWER  # it grew as the deltas came in
     assert "Searching “kerosene otters”" in steps[0]
     assert widget.answer.toPlainText().strip() == ANSWER
-    assert "Grounded" in widget.badge.text() and widget.badge.isVisible()
+    assert "Supported" in widget.badge.text() and widget.badge.isVisible()  # nothing to doubt
     citations = widget.turn.citations
     assert [c.index for c in citations] == [1, 2]
     assert [chip.text() for chip in widget.chips] == ["1", "2"]

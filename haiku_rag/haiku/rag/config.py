@@ -208,6 +208,9 @@ class ModelConfig(_Section):
     vision: bool = False
     # None: assume the model can call tools; False: use the retrieve-then-read fallback
     supports_tools: bool | None = None
+    # The model's context window in tokens; None: unknown (assumed large). Below 8,192 the
+    # answer path uses the small-model profile (haiku.rag.answering.fallback.profile_for).
+    context_tokens: int | None = Field(default=None, ge=256)
 
 
 class QAConfig(_Section):

@@ -195,6 +195,8 @@ def answered_record(done: Any) -> dict[str, Any]:
             for c in done.citations
         ],
         "grounding": done.grounding,
+        # whether the cited text holds the answer's claims (haiku.rag.answering.support)
+        "support": done.support.to_record() if done.support is not None else None,
         "basis": done.basis,
         "mode": done.mode,
         "tokens": {
@@ -221,3 +223,8 @@ def _print(done: Any, as_json: bool) -> None:
         print(" — ".join(part for part in parts if part))
     print()
     print(f"grounding: {done.grounding}")
+    if done.support is not None:
+        print(f"support: {done.support.label}")
+        for sentence in done.support.flagged:
+            why = "no citation" if sentence.status == "uncited" else "not in the cited text"
+            print(f"  {why}: {', '.join(sentence.missing)} — “{' '.join(sentence.text.split())}”")

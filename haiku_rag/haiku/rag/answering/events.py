@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from haiku.rag.answering.options import ModeUsed
+from haiku.rag.answering.support import SupportCheck
 from haiku.rag.capabilities.ledger import CitationStatus
 from haiku.rag.citations import Citation
 
@@ -77,6 +78,9 @@ class Answered:
     mode: ModeUsed
     tokens: TokenFigures
     capability_ids: tuple[str, ...] = ()
+    # whether the cited text holds the answer's claims (``answering.support``), beside the
+    # ledger's ``grounding``; None when no model wrote an answer (nothing in scope)
+    support: SupportCheck | None = None
 
 
 AnswerEvent = Started | TextDelta | TextReset | Step | Cited | Answered

@@ -42,6 +42,8 @@ from haiku.rag.answering.numbering import (
     shown,
 )
 from haiku.rag.answering.options import AnswerOptions, ModeUsed
+from haiku.rag.answering.support import check_answer as check_support
+from haiku.rag.answering.support import covered_text
 from haiku.rag.citations import renumber_markers
 from haiku.rag.errors import ChatModelError, OperationCancelled
 
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from haiku.rag.capabilities.base import EvidenceCapability
+    from haiku.rag.capabilities.ledger import CitationStatus
     from haiku.rag.client import HaikuRAG
 
 NO_DOCUMENTS = "There are no documents in scope to answer from."
@@ -72,9 +75,14 @@ def mode_for(
 ) -> ModeUsed:
     if options.mode != "auto":
         return options.mode
+    from haiku.rag.answering.fallback import SMALL_CONTEXT_TOKENS
+
+    configured = model_config_for(options, client.config)
     if supports_tools is None:
-        supports_tools = model_config_for(options, client.config).supports_tools
-    return "fallback" if supports_tools is False else "tools"
+        supports_tools = configured.supports_tools
+    context = configured.context_tokens
+    small_context = context is not None and context < SMALL_CONTEXT_TOKENS
+    return "fallback" if supports_tools is False or small_context else "tools"
 
 
 async def answer(
@@ -136,7 +144,10 @@ async def answer_stream(
                 "analysis needs a model that can call tools; this one answers without them"
             )
         resolved = resolve_model(options, client.config, model)
-        events = _fallback(client, question, work, options, resolved, model_settings, cancel)
+        events = _fallback(
+            client, question, work, options, resolved, model_settings, cancel,
+            supports_tools=supports_tools,
+        )  # fmt: skip
     else:
         resolved = resolve_model(options, client.config, model)
         built = build_agent(client, options, model=resolved, model_settings=model_settings)
@@ -277,6 +288,9 @@ async def _tools(
     text = renumber_markers(str(result.output), rag_numbers)
     grounding = grounding_of(states)
     computed = _computed(work.state, kinds)
+    support = check_support(
+        text, {c.index: covered_text(c) for c in citations}, grounding=grounding, question=question
+    )
     yield Answered(
         text=text,
         citations=tuple(citations),
@@ -285,6 +299,7 @@ async def _tools(
         mode="tools",
         tokens=_token_figures(result.new_messages(), meter.last_saved if meter else None),
         capability_ids=built.capability_ids,
+        support=support,
     )
 
 
@@ -400,17 +415,32 @@ async def _fallback(
     model: Model,
     model_settings: dict[str, Any] | None,
     cancel: CancellationToken | None,
+    *,
+    supports_tools: bool | None = None,
 ) -> AsyncIterator[AnswerEvent]:
     """Search in code, let the model read numbered passages, and cite what its markers name.
 
     Ledger epochs follow the capability's convention (message counts): the question is the
     history's length, the passages are evidence seen in the request after it, and the answer's
-    declaration comes with the response after that, so it is current.
+    declaration comes with the response after that, so it is current. An answer without
+    markers gets them back where a sentence's claims are found in exactly one passage
+    (``support.recover_markers``): those citations are shown, but the ledger keeps what the
+    model declared (nothing: *missing*).
     """
     from pydantic_ai import Agent
     from pydantic_ai.exceptions import AgentRunError, RunCancelled
 
-    from haiku.rag.answering.fallback import cite_markers, fallback_instructions, passages_prompt
+    from haiku.rag.answering.fallback import (
+        REFUSAL_START,
+        cite_markers,
+        fallback_instructions,
+        passage_heading,
+        passages_prompt,
+        profile_for,
+        tighten,
+    )
+    from haiku.rag.answering.sources import document_names
+    from haiku.rag.answering.support import recover_markers
     from haiku.rag.capabilities.rag import RAGCapability, RAGState
     from haiku.rag.models import model_settings as settings_of
 
@@ -418,26 +448,34 @@ async def _fallback(
     yield Started("fallback", (), notices)
     step = Step("search-1", "search", f"Searching “{_short(question)}”")
     yield step
+    configured = model_config_for(options, client.config)
+    if supports_tools is None:
+        supports_tools = configured.supports_tools
+    profile = profile_for(supports_tools, configured.context_tokens, options.profile)
     _seed_scope(work, [RAGCapability], options.document_ids)
     state = RAGState.model_validate(work.state[RAGCapability.namespace])
     question_id = len(work.messages)
     state.begin_question(question_id)
-    results = await client.search(question, document_ids=options.document_ids)
-    passages = await client.expand_context(results)
+    results = await client.search(question, document_ids=options.document_ids, limit=profile.passages)
+    passages = tighten(await client.expand_context(results), question, profile)
+    names = await document_names(client, passages)
     state.add_search(question, passages)
     state.evidence.note_evidence(question_id + 1)
     yield Step(step.id, step.kind, step.label, finished=True)
 
     config = client.config
-    settings = settings_of(model_config_for(options, config)) if model_settings is None else model_settings
+    settings = settings_of(configured) if model_settings is None else model_settings
+    settings = dict(settings or {})
+    if profile.max_answer_tokens is not None:
+        settings["max_tokens"] = min(settings.get("max_tokens") or profile.max_answer_tokens, profile.max_answer_tokens)
     agent: Agent[None, str] = Agent(
         model,
-        instructions=[AGENT_PREAMBLE, fallback_instructions(config.prompts.domain_preamble)],
+        instructions=[AGENT_PREAMBLE, fallback_instructions(config.prompts.domain_preamble, profile)],
         model_settings=settings or None,  # type: ignore[arg-type]
     )
     try:
         result = await agent.run(
-            passages_prompt(question, passages),
+            passages_prompt(question, passages, names),
             message_history=work.messages,
             cancellation_token=cancel,
         )
@@ -446,16 +484,35 @@ async def _fallback(
     except AgentRunError as exc:
         raise chat_model_error(exc, model, "fallback") from exc
     work.messages = result.all_messages()
-    cited = cite_markers(state, result.output, passages, epoch=len(work.messages))
+    output = result.output
+    cited = cite_markers(state, output, passages, epoch=len(work.messages))
+    recovered: list[int] = []
+    # what each passage covers: its source line (the document as named) and its text
+    shown_texts = [
+        f"{passage_heading(p, names.get(p.document_id))}\n{p.content}" for p in passages
+    ]
+    if not cited and not REFUSAL_START.search(output):
+        output, recovered = recover_markers(output, shown_texts, question=question)
+        for n in recovered:  # shown as citations; not declared (the model declared nothing)
+            state.cite_result(passages[n - 1].chunk_id, passages[n - 1])
+        cited = [(n, passages[n - 1].chunk_id) for n in recovered]
     state.evidence.end_question()
     work.state[RAGCapability.namespace] = state.model_dump(mode="json")
     marker_to_number = {n: display_number(work.numbers, chunk_id) for n, chunk_id in cited}
     citations = tuple(shown(work.numbers, state.citation_index[chunk_id]) for _, chunk_id in cited)
-    text = renumber_markers(result.output, marker_to_number, drop_unknown=True)
+    text = renumber_markers(output, marker_to_number, drop_unknown=True)
     if citations:
         yield Cited(citations)
     yield TextDelta(text)
     grounding = grounding_of([(RAGCapability.namespace, state)])
+    covered = {marker_to_number[n]: shown_texts[n - 1] for n, _ in cited}
+    support = check_support(
+        text,
+        covered,
+        grounding=grounding,
+        question=question,
+        recovered=[marker_to_number[n] for n in recovered],
+    )
     yield Answered(
         text=text,
         citations=citations,
@@ -463,6 +520,7 @@ async def _fallback(
         basis=basis_of(grounding, computed=False),
         mode="fallback",
         tokens=_token_figures(result.new_messages(), None),
+        support=support,
     )
 
 
@@ -500,13 +558,17 @@ async def _search_only(
     else:
         text = NOTHING_FOUND
     yield TextDelta(text)
+    grounding: CitationStatus = "grounded" if citations else "ungrounded"
     yield Answered(
         text=text,
         citations=citations,
-        grounding="grounded" if citations else "ungrounded",
+        grounding=grounding,
         basis="search-results",
         mode="search-only",
         tokens=TokenFigures(),
+        support=check_support(
+            text, {c.index: covered_text(c, whole=True) for c in citations}, grounding=grounding
+        ),
     )
 
 

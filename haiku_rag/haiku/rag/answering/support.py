@@ -1,0 +1,495 @@
+"""Does an answer's cited text hold what the answer says? A deterministic, cheap check.
+
+The ledger records what an answer *declared* (grounded, ungrounded, missing); this module checks
+what the declaration is worth. The answer is split into sentences; each sentence's ``[n]``
+markers name the text the citations cover, and the sentence's *claims* must appear there:
+
+- numbers, compared by value: thousands separators (``1,234.5`` = ``1234.5``), scale words and
+  units (``$2.1 billion`` = ``2,100 million``; a table "in millions" scales its figures),
+  ``%`` = ``per cent`` = ``percent``, negatives (``-5`` = ``−5`` = ``(5)``; the sign is read from
+  words as often as from figures, so values compare without it), and a rounded figure matches
+  the exact one it rounds (``$2.1 billion`` for ``2,134 million``), from two significant digits;
+- dates, in any of the usual spellings (``March 31, 2023``, ``31 March 2023``, ``2023-03-31``,
+  ``3/31/2023``);
+- named entities: capitalised multiword names (``Goldman Sachs``, ``Form 10-Q`` is not a
+  name but ``Apple Inc.`` is), found as a phrase;
+- quoted spans (``"…"``, ``“…”``), found word for word.
+
+A year the question itself names is context, not a claim. A sentence with none of these
+claims is not checkable and counts neither way. The verdict of an answer:
+
+- ``supported``: every checkable cited sentence holds, and no claim is left uncited;
+- ``partly-supported``: some hold; the others (unsupported, or claims with no citation) are
+  listed, with how many;
+- ``cited-unsupported``: the answer cites, but none of its checkable cited sentences holds;
+- ``ungrounded``: the answer declared that nothing supports it (or cites nothing and says so);
+- ``missing``: the answer cites nothing.
+
+``recover_markers`` puts markers back into an answer that has none: a sentence whose claims are
+all found in exactly one of the passages it was given is cited to that passage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from haiku.rag.citations import MARKER, Citation, marker_numbers
+
+Verdict = Literal["supported", "partly-supported", "cited-unsupported", "ungrounded", "missing"]
+SentenceStatus = Literal["supported", "unsupported", "uncited", "unchecked"]
+
+VERDICT_LABELS: dict[str, str] = {
+    "supported": "Supported",
+    "partly-supported": "Partly supported",
+    "cited-unsupported": "Cited but unsupported",
+    "ungrounded": "Ungrounded",
+    "missing": "Missing",
+}
+
+
+class SentenceCheck(BaseModel):
+    """One sentence of the answer and what the check found in the text it cites."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str  # as written in the answer (markers included)
+    start: int  # offsets of ``text`` in the answer
+    end: int
+    markers: list[int] = Field(default_factory=list)  # the citation numbers it names
+    claims: list[str] = Field(default_factory=list)  # as written
+    missing: list[str] = Field(default_factory=list)  # claims the cited text does not hold
+    status: SentenceStatus = "unchecked"
+
+
+class SupportCheck(BaseModel):
+    """An answer's verdict and the sentences behind it (the ones with claims or markers)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    verdict: Verdict
+    sentences: list[SentenceCheck] = Field(default_factory=list)
+    recovered: list[int] = Field(default_factory=list)  # citation numbers added by the check
+
+    @property
+    def flagged(self) -> list[SentenceCheck]:
+        """The sentences that make the answer less than supported."""
+        return [s for s in self.sentences if s.status in ("unsupported", "uncited")]
+
+    @property
+    def unsupported(self) -> int:
+        return sum(1 for s in self.sentences if s.status == "unsupported")
+
+    @property
+    def uncited(self) -> int:
+        return sum(1 for s in self.sentences if s.status == "uncited")
+
+    @property
+    def label(self) -> str:
+        """The verdict as a badge says it: ``Partly supported (2 sentences unsupported)``."""
+        text = VERDICT_LABELS[self.verdict]
+        if self.verdict == "partly-supported":
+            n = len(self.flagged)
+            text += f" ({n} sentence{'s' if n != 1 else ''} unsupported)"
+        return text
+
+    def to_record(self) -> dict[str, object]:
+        """What ``ask --json`` and the exports carry."""
+        return {
+            "verdict": self.verdict,
+            "label": self.label,
+            "unsupported": self.unsupported,
+            "uncited": self.uncited,
+            "recovered": list(self.recovered),
+            "sentences": [
+                {"text": s.text, "status": s.status, "claims": s.claims, "missing": s.missing}
+                for s in self.flagged
+            ],
+        }
+
+
+# --- sentences ------------------------------------------------------------------------------
+
+_ABBREVIATIONS = {
+    "inc", "corp", "co", "ltd", "no", "nos", "vs", "e.g", "i.e", "etc", "mr", "mrs", "ms", "dr",
+    "st", "fig", "figs", "p", "pp", "u.s", "u.k", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
+    "sep", "sept", "oct", "nov", "dec", "approx", "al", "vol", "ed", "eds", "ch", "sec", "art",
+}  # fmt: skip
+_BREAK = re.compile(r"(?<=[.!?])[\"”’)]*\s+|\n+")
+_LEADING_MARKERS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
+_MARKERS_ONLY = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;:]?)+\s*$")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text``: breaks after ``.!?`` and at line ends,
+    not after an abbreviation (``Inc.``, ``U.S.``, ``e.g.``) or a decimal point; a run of
+    markers after a full stop (``… 2023. [1]``) belongs to the sentence before it."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BREAK.finditer(text):
+        piece = text[start : match.start()]
+        if "\n" not in match.group(0):
+            word = re.search(r"([\w.]+)\.[\"”’)]*$", piece)
+            if word and word.group(1).casefold() in _ABBREVIATIONS:
+                continue
+            if word and re.fullmatch(r"(?:[A-Za-z]\.)*[A-Za-z]", word.group(1)):
+                continue  # initials: J. R. R. Tolkien, U.S.A.
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    merged: list[tuple[int, int]] = []
+    for s, e in spans:
+        if not text[s:e].strip():
+            continue
+        if merged and _MARKERS_ONLY.match(text[s:e]):
+            merged[-1] = (merged[-1][0], e)
+            continue
+        leading = _LEADING_MARKERS.match(text, s, e)
+        if merged and leading:  # "… 2023. [1] The next …": the marker is the sentence before's
+            merged[-1] = (merged[-1][0], leading.end())
+            s = leading.end() + len(text[leading.end() : e]) - len(text[leading.end() : e].lstrip())
+        merged.append((s, e))
+    return merged
+
+
+# --- claims ---------------------------------------------------------------------------------
+
+_MONTHS = {
+    m: i
+    for i, names in enumerate(
+        [
+            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
+            ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
+            ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+            ("december", "dec"),
+        ],
+        start=1,
+    )
+    for m in names
+}  # fmt: skip
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DATES = [
+    re.compile(rf"\b{_MONTH}\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<year>(?:19|20)\d\d)\b", re.I),
+    re.compile(rf"\b(?P<day>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(?P<year>(?:19|20)\d\d)\b", re.I),
+    re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<month>\d\d)-(?P<day>\d\d)\b"),
+    re.compile(r"\b(?P<month>\d{1,2})/(?P<day>\d{1,2})/(?P<year>(?:19|20)\d\d)\b"),
+    re.compile(rf"\b{_MONTH}\s+(?P<year>(?:19|20)\d\d)\b", re.I),
+]
+_SCALES = {
+    "thousand": 3, "thousands": 3, "k": 3,
+    "million": 6, "millions": 6, "mn": 6, "mm": 6, "m": 6,
+    "billion": 9, "billions": 9, "bn": 9, "b": 9,
+    "trillion": 12, "trillions": 12, "tn": 12,
+}  # fmt: skip
+_WORD_SCALES = ("thousand", "thousands", "million", "millions", "billion", "billions", "trillion", "trillions")
+_NUMBER = re.compile(
+    r"(?<![\w.])(?P<open>\()?(?P<sign>[-−–](?=[$€£¥\d.]))?(?P<cur>[$€£¥]|US\$)?\s?"
+    r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?P<close>\))?"
+    r"(?:\s?(?P<scale>thousands?|millions?|billions?|trillions?)\b"
+    r"|(?P<short>bn|mn|mm|tn|[kmb])\b(?<=\w))?"
+    r"(?:\s?(?P<pct>%|per\s?cent\b|percent\b))?"
+    r"(?![\w])"
+)
+# A table's or a statement's declared unit: "(in millions)", "in thousands of dollars".
+_DECLARED_SCALE = re.compile(r"\bin\s+(thousands|millions|billions)\b", re.I)
+_CONNECTORS = {"of", "and", "&", "de", "du", "la", "le", "von", "van", "der", "for", "the"}
+_LEADING = {
+    "the", "a", "an", "in", "on", "at", "for", "by", "from", "to", "as", "according", "per",
+    "during", "its", "their", "this", "that", "these", "those", "both", "total", "net",
+    "however", "overall", "also", "and", "but", "while", "since", "after", "before", "under",
+    "our", "we", "it", "he", "she", "they", "there", "here", "yes", "no", "answer", "note",
+}  # fmt: skip
+_CAP_WORD = r"(?:[A-Z][\w&'’.-]*|[A-Z]{2,}|\d+[A-Z][\w-]*)"
+_ENTITY = re.compile(
+    rf"{_CAP_WORD}(?:\s+(?:(?:of|and|&|de|du|la|le|von|van|der|for|the)\s+)?{_CAP_WORD})+"
+)
+_QUOTE = re.compile(r"[\"“”]([^\"“”\n]{3,300})[\"“”]")
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+class _Number:
+    __slots__ = ("exp", "mantissa", "percent", "scaled", "written")
+
+    def __init__(self, mantissa: Decimal, exp: int, percent: bool, scaled: bool, written: str):
+        self.mantissa, self.exp, self.percent, self.scaled = mantissa, exp, percent, scaled
+        self.written = written
+
+    @property
+    def value(self) -> Decimal:
+        return abs(self.mantissa).scaleb(self.exp)
+
+
+def _numbers(text: str, *, claims: bool) -> list[_Number]:
+    found = []
+    for m in _NUMBER.finditer(text):
+        try:
+            mantissa = Decimal(m.group("num").replace(",", ""))
+        except InvalidOperation:  # pragma: no cover - the pattern only matches numbers
+            continue
+        short = (m.group("short") or "").lower()
+        if short and not m.group("cur"):
+            if claims:
+                continue  # "5 m" could be metres: not a figure we can check
+            short = ""
+        scale = (m.group("scale") or "").lower() or short
+        written = m.group(0).strip()
+        if claims and m.start() == 0 and re.match(r"\d+\.\s", text[m.start() :]):
+            continue  # a list item's number
+        found.append(
+            _Number(mantissa, _SCALES.get(scale, 0), bool(m.group("pct")), bool(scale), written)
+        )
+    return found
+
+
+def _significant(value: Decimal) -> int:
+    digits = value.normalize().as_tuple().digits
+    return len(digits)
+
+
+def _number_found(claim: _Number, cited: Sequence[_Number], declared: Sequence[int]) -> bool:
+    """The claim's value among the cited figures (each at its own scale, or a declared one),
+    exactly or as their rounding to the claim's precision (two significant digits at least)."""
+    target = claim.value
+    exponent = claim.mantissa.as_tuple().exponent
+    precision = -exponent if isinstance(exponent, int) else 0  # decimals written
+    quantum = Decimal(1).scaleb(claim.exp - precision)
+    rounded_ok = _significant(abs(claim.mantissa)) >= 2
+    for figure in cited:
+        exps = [figure.exp] if figure.scaled else [0, *declared]
+        for exp in dict.fromkeys(exps):
+            value = abs(figure.mantissa).scaleb(exp)
+            if value == target:
+                return True
+            if rounded_ok and value and value.quantize(quantum) == target.quantize(quantum):
+                if abs(value - target) < quantum:  # quantize rounds half-even: be explicit
+                    return True
+    return False
+
+
+def _dates(text: str) -> list[tuple[str, tuple[int, int, int], tuple[int, int]]]:
+    """``(as written, (year, month, day or 0), span)`` for each date in ``text``."""
+    found: list[tuple[str, tuple[int, int, int], tuple[int, int]]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern in _DATES:
+        for m in pattern.finditer(text):
+            if any(s < m.end() and m.start() < e for s, e in taken):
+                continue
+            month_text = m.group("month").lower().rstrip(".")
+            month = _MONTHS.get(month_text) or (int(month_text) if month_text.isdigit() else 0)
+            day = int(m.groupdict().get("day") or 0)
+            if not 1 <= month <= 12 or day > 31:
+                continue
+            if month_text == "may" and not day and not m.group(0)[0].isupper():
+                continue  # "may 2023" in running text is the verb more often than not
+            found.append((m.group(0), (int(m.group("year")), month, day), m.span()))
+            taken.append(m.span())
+    return found
+
+
+def _entities(text: str) -> list[str]:
+    names = []
+    for m in _ENTITY.finditer(text):
+        words = m.group(0).split()
+        while words and words[0].casefold().strip(".,") in _LEADING:
+            words = words[1:]
+        while words and words[-1].casefold() in _CONNECTORS:
+            words = words[:-1]
+        capitals = [w for w in words if w.casefold() not in _CONNECTORS]
+        if len(capitals) < 2:
+            continue
+        if all(w.rstrip(".,").casefold() in _MONTHS for w in capitals):
+            continue
+        name = " ".join(words).rstrip(".,;:")
+        name = re.sub(r"['’]s$", "", name)
+        names.append(name)
+    return names
+
+
+def _fold(text: str) -> str:
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"')
+    text = re.sub(r"[‐‑‒–—−]", "-", text)
+    text = re.sub(r"[*_`|#>]+", " ", text)  # Markdown emphasis, table pipes, quote marks
+    return " ".join(text.casefold().split())
+
+
+def _phrase_found(phrase: str, folded_text: str) -> bool:
+    words = [w.strip(".,;:") for w in _fold(phrase).split() if w.strip(".,;:")]
+    if not words:
+        return True
+    # a plural or possessive either side: "Capital Expenditures" is the text's "capital expenditure"
+    stems = [re.escape(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w) for w in words]
+    pattern = r"(?<!\w)" + r"[\s,.]+".join(w + r"(?:e?s|'s?)?" for w in stems) + r"(?!\w)"
+    return re.search(pattern, folded_text) is not None
+
+
+class _Cited:
+    """A cited text, read once: its figures, dates and folded text."""
+
+    def __init__(self, text: str) -> None:
+        self.folded = _fold(text)
+        self.numbers = _numbers(text, claims=False)
+        self.declared = sorted(
+            {_SCALES[m.group(1).lower()] for m in _DECLARED_SCALE.finditer(text)}
+        )
+        self.dates = {d for _, d, _ in _dates(text)}
+        self.days = {(d[1], d[2]) for d in self.dates if d[2]}
+        self.years = {int(y) for y in _YEAR.findall(text)}
+
+
+def _claims(sentence: str, question_years: set[int]) -> list[tuple[str, object]]:
+    """The sentence's claims as ``(kind, claim)``: numbers, dates, names, quotes."""
+    body = MARKER.sub(" ", sentence)
+    body = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", body)  # a list item's bullet
+    claims: list[tuple[str, object]] = []
+    masked = list(body)
+    for quote in _QUOTE.finditer(body):
+        claims.append(("quote", quote.group(1)))
+    for written, date, (s, e) in _dates(body):
+        claims.append(("date", (written, date)))
+        masked[s:e] = " " * (e - s)
+    plain = "".join(masked)
+    for name in _entities(plain):
+        claims.append(("entity", name))
+    for number in _numbers(plain, claims=True):
+        if not number.scaled and not number.percent and number.mantissa == number.mantissa.to_integral():
+            whole = int(number.mantissa)
+            if 1900 <= whole <= 2100 and whole in question_years:
+                continue  # the period the question asked about: context, not a claim
+        claims.append(("number", number))
+    return claims
+
+
+def _claim_text(kind: str, claim: object) -> str:
+    if kind == "number":
+        return cast(_Number, claim).written
+    if kind == "date":
+        return cast(tuple[str, tuple[int, int, int]], claim)[0]
+    return str(claim)
+
+
+def _holds(kind: str, claim: object, cited: _Cited) -> bool:
+    if kind == "number":
+        return _number_found(cast(_Number, claim), cited.numbers, cited.declared)
+    if kind == "date":
+        year, month, day = cast(tuple[str, tuple[int, int, int]], claim)[1]
+        if (year, month, day) in cited.dates:
+            return True
+        if day:  # "March 31" and the year apart, as a table's header splits them
+            return (month, day) in cited.days and year in cited.years
+        return any(d[0] == year and d[1] == month for d in cited.dates)
+    if kind == "quote":
+        return _fold(str(claim)).strip(" .,") in cited.folded
+    return _phrase_found(str(claim), cited.folded)
+
+
+# --- the check ------------------------------------------------------------------------------
+
+
+def covered_text(citation: Citation, *, whole: bool = False, source: str = "") -> str:
+    """What a citation covers: its document's name and headings, and the chunk it cites (a
+    tools answer cites one chunk of a widened passage, each shown under its own id), or with
+    ``whole`` the passage it was shown in (a fallback answer's ``[n]`` names a whole passage)."""
+    body = citation.content if whole or not citation.matched_text else citation.matched_text
+    name = [source] if source else []
+    return "\n".join([*name, citation.document_title or "", *citation.headings, body])
+
+
+
+def check_answer(
+    text: str,
+    cited: Mapping[int, str],
+    *,
+    grounding: str = "missing",
+    question: str = "",
+    recovered: Sequence[int] = (),
+) -> SupportCheck:
+    """Check ``text`` against ``cited`` (citation number -> the text that citation covers).
+
+    A sentence's markers name its citations; a marker naming no citation cites nothing. An
+    answer that cites but carries no marker at all (a tools answer cited through the cite
+    tool) has each of its sentences checked against everything it cites. ``grounding`` is the
+    ledger's (``ungrounded`` when the answer declared nothing supports it)."""
+    question_years = {int(y) for y in _YEAR.findall(question)}
+    texts = {n: _Cited(t) for n, t in cited.items()}
+    unmarked = not MARKER.search(text)
+    union = _Cited("\n\n".join(cited.values())) if unmarked and cited else None
+    checks: list[SentenceCheck] = []
+    for start, end in split_sentences(text):
+        sentence = text[start:end]
+        numbers = [n for m in MARKER.finditer(sentence) for n in marker_numbers(m)]
+        numbers = list(dict.fromkeys(n for n in numbers if n in texts))
+        claims = _claims(sentence, question_years)
+        if not claims and not numbers:
+            continue
+        sources = [texts[n] for n in numbers] or ([union] if union is not None else [])
+        written = [_claim_text(k, c) for k, c in claims]
+        if not sources:
+            status: SentenceStatus = "uncited"
+            missing = written
+        else:
+            missing = [
+                w for (k, c), w in zip(claims, written, strict=True)
+                if not any(_holds(k, c, source) for source in sources)
+            ]  # fmt: skip
+            status = "unchecked" if not claims else ("unsupported" if missing else "supported")
+        checks.append(
+            SentenceCheck(
+                text=sentence, start=start, end=end, markers=numbers, claims=written,
+                missing=missing, status=status,
+            )
+        )  # fmt: skip
+    return SupportCheck(
+        verdict=_verdict(checks, bool(cited), grounding),
+        sentences=checks,
+        recovered=list(recovered),
+    )
+
+
+def _verdict(checks: Sequence[SentenceCheck], cites: bool, grounding: str) -> Verdict:
+    if not cites:
+        return "ungrounded" if grounding == "ungrounded" else "missing"
+    statuses = [c.status for c in checks]
+    if "unsupported" not in statuses and "uncited" not in statuses:
+        return "supported"
+    cited_statuses = [s for s in statuses if s in ("supported", "unsupported")]
+    if cited_statuses and "supported" not in cited_statuses:
+        return "cited-unsupported"
+    return "partly-supported"
+
+
+def recover_markers(text: str, passages: Sequence[str], *, question: str = "") -> tuple[str, list[int]]:
+    """``text`` with ``[n]`` after each sentence whose claims are all found in passage ``n``
+    and in no other passage (1-based, as the model was shown them), and the numbers added.
+
+    A sentence without checkable claims, or whose claims are spread over passages or found in
+    several, stays uncited: only an exact match is cited."""
+    if MARKER.search(text) or not passages:
+        return text, []
+    question_years = {int(y) for y in _YEAR.findall(question)}
+    read = [_Cited(p) for p in passages]
+    pieces: list[str] = []
+    added: list[int] = []
+    last = 0
+    for start, end in split_sentences(text):
+        sentence = text[start:end]
+        claims = _claims(sentence, question_years)
+        if not claims:
+            continue
+        holding = [
+            n for n, passage in enumerate(read, start=1)
+            if all(_holds(k, c, passage) for k, c in claims)
+        ]  # fmt: skip
+        if len(holding) != 1:
+            continue
+        body = sentence.rstrip()
+        cut = len(body) - len(body.rstrip(".!?:;"))
+        at = start + len(body) - cut
+        pieces.append(text[last:at] + f" [{holding[0]}]")
+        last = at
+        added.append(holding[0])
+    pieces.append(text[last:])
+    return "".join(pieces), list(dict.fromkeys(added))
