@@ -113,3 +113,18 @@ def test_a_form_button_is_not_a_heading():
     found = _headings(document)
     assert all("Print" not in text for text, _ in found), found
     assert ("1 Purpose of this form", 1) in [(t, lv) for t, lv in found] or ("1 Purpose of this form", 0) in found
+
+
+def test_a_title_or_heading_of_capitalised_words_is_not_taken_for_names():
+    """"Pride and Prejudice" at the top of a first page is its title; a front-matter heading
+    of single capitalised words joined by "and" stays a heading."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 90), "Pride and Prejudice", fontname="hebo", fontsize=20)
+    page.insert_text((72, 130), "Jane Austen and Cassandra Austen", fontname="helv", fontsize=13)
+    page.insert_text((72, 170), "Letters and Drafts", fontname="hebo", fontsize=13)
+    page.insert_textbox(pymupdf.Rect(72, 185, 540, 400), BODY * 2, fontname="helv", fontsize=10)
+    found = dict(_headings(convert_pdf(doc.tobytes(), source="novel.pdf").document))
+    assert found.get("Pride and Prejudice") == 0, found
+    assert "Letters and Drafts" in found
+    assert "Jane Austen and Cassandra Austen" not in found

@@ -141,3 +141,13 @@ async def test_an_answer_about_another_work_or_no_answer_leaves_the_record_as_re
     assert asked == [ARXIV_PATH]
     assert record is not None and record.source == "first-page"
     assert [c.family for c in record.authors] == [f for _, f, _ in PASA_AUTHORS] and record.doi is None
+
+
+def test_a_working_folder_config_that_turns_the_lookup_on_needs_trust():
+    """Turning the lookup on sends the library's identifiers out: like an endpoint, a
+    working-folder haiku.rag.yaml may set it only when named (``--config``) or trusted."""
+    from haiku.rag.config import endpoint_settings
+
+    assert endpoint_settings({"bibliography": {"lookup": True}}) == ["bibliography.lookup"]
+    assert endpoint_settings({"bibliography": {"lookup": False}}) == []
+    assert endpoint_settings({"bibliography": {"crossref": {"base_url": "http://x"}}}) == ["bibliography.crossref.base_url"]

@@ -361,8 +361,9 @@ def is_working_folder_file(path: Path | None) -> bool:
 
 def endpoint_settings(data: Any, prefix: str = "") -> list[str]:
     """The dotted names of the settings in ``data`` that decide where requests (and the keys
-    that go with them) are sent: every ``base_url`` and ``uri``, and ``lancedb.storage_options``
-    (an S3 ``endpoint`` there receives the object-storage credentials)."""
+    that go with them) are sent: every ``base_url`` and ``uri``, ``lancedb.storage_options``
+    (an S3 ``endpoint`` there receives the object-storage credentials), and
+    ``bibliography.lookup`` turned on (the library's DOIs and arXiv ids go online)."""
     found: list[str] = []
     if not isinstance(data, dict):
         return found
@@ -370,6 +371,8 @@ def endpoint_settings(data: Any, prefix: str = "") -> list[str]:
         name = f"{prefix}{key}"
         if key in ("base_url", "uri", "endpoint", "url") or name == "lancedb.storage_options":
             found.append(name)
+        elif name == "bibliography.lookup" and value:
+            found.append(name)  # sends the library's DOIs and arXiv ids to Crossref / arXiv
         elif isinstance(value, dict):
             found += endpoint_settings(value, name + ".")
     return found

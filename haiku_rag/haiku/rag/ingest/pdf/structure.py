@@ -74,6 +74,11 @@ def classify_styles(pages: list[Page]) -> None:
     authors under a title and a form's buttons and fields are not headings."""
     body_size, body_bold = _body_style(pages)
     front = _front_matter_end(pages[0]) if pages else None
+    # the largest type above it: the title's, never taken for a line of names
+    title_size = max(
+        (line.size for b in pages[0].blocks if front is not None and b.box[1] < front for line in b.lines),
+        default=0.0,
+    ) if pages else 0.0
     for page in pages:
         for block in page.blocks:
             if block.kind == "list_item":  # named by the layout model: find its marker
@@ -86,7 +91,11 @@ def classify_styles(pages: list[Page]) -> None:
             elif (
                 first[0] not in BULLET_CHARS
                 and _looks_like_heading(block, body_size, body_bold)
-                and not _names_people(block, in_front_matter=page is pages[0] and front is not None and block.box[1] < front)
+                and not _names_people(
+                    block,
+                    in_front_matter=page is pages[0] and front is not None and block.box[1] < front
+                    and max(line.size for line in block.lines) < title_size - 0.5,
+                )
             ):
                 block.kind = "heading"
             else:
@@ -176,7 +185,10 @@ def _names_people(block: Block, *, in_front_matter: bool) -> bool:
         return True
     if not all(name or t.lower() in _NAME_PARTICLES for t, (name, _) in zip(words, judged, strict=True)):
         return False
-    groups = [g for g in re.split(r"\s*(?:,|\band\b|&|·|•)\s*", text) if g.strip()]
+    # each a given name and a family name at least: "Pride and Prejudice" names no one
+    groups = [g.split() for g in re.split(r"\s*(?:,|\band\b|&|·|•)\s*", text) if g.strip()]
+    if not all(2 <= len(g) <= 5 for g in groups):
+        return False
     return len(groups) >= 2 or any(marked for _, marked in judged)
 
 
