@@ -203,3 +203,17 @@ def test_an_oversized_message_is_refused_and_folders_wait_for_a_yes(qtbot, tmp_p
     server.close()
     assert files == [[str(paper)]]  # files are added at once ...
     assert folders == [[str(private)]]  # ... folders go to the window, which asks first
+
+
+def test_without_a_private_folder_there_is_no_socket_at_all(qapp, shared_tmp, tmp_path):
+    """Every candidate folder is unusable (a file in one's place, a symlink in the other's):
+    the app neither listens nor hands over in a shared, guessable place."""
+    from haiku_desk.single_instance import private_socket_dir
+
+    (shared_tmp / f"haiku-desk-{os.getuid()}").write_text("not a folder")
+    (shared_tmp / "home" / ".haiku-desk-run").symlink_to(shared_tmp)
+    assert private_socket_dir() is None
+    server = InstanceServer()
+    assert not server.listen(tmp_path / "library.lancedb")
+    assert not hand_over(tmp_path / "library.lancedb", [str(tmp_path / "a.pdf")]).handed_over
+    assert sorted(p.name for p in shared_tmp.iterdir()) == [f"haiku-desk-{os.getuid()}", "home"]
