@@ -60,3 +60,20 @@ def test_url_credentials_are_masked_in_settings_and_every_message(tmp_path):
     # the password was registered: masked even where a server echoes it without its URL
     assert "s3cr3t-pass" not in redact("upstream said: user bob password s3cr3t-pass refused")
     assert redact("s3://AKIAXYZ:abc@bucket/x and https://token123@git.example/r") == "s3://***@bucket/x and https://***@git.example/r"
+
+
+def test_the_app_skips_a_refused_working_folder_file_and_says_why(tmp_path, monkeypatch):
+    """haiku-desk started from a desktop has the home folder as its working folder: a refused
+    file there must not stop it; the next file is read and the reason is kept for a notice."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(TRUST_LOCAL_ENV, raising=False)
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    monkeypatch.setenv("HAIKU_RAG_STORAGE__DATA_DIR", str(data_dir))
+    (data_dir / "haiku.rag.yaml").write_text("search:\n  limit: 4\n")
+    (tmp_path / "haiku.rag.yaml").write_text(next(iter(REDIRECTS)))
+    config = load_config(skip_untrusted=True)
+    assert config.source_file == (data_dir / "haiku.rag.yaml").resolve() and config.search.limit == 4
+    assert config.qa.model.base_url is None
+    (reason,) = config.refused
+    assert "qa.model.base_url" in reason and "--config" in reason
