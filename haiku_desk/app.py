@@ -51,8 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     from haiku.rag.logs import configure_logging
 
     try:
-        config = load_config()
-    except ConfigError as exc:  # e.g. a ./haiku.rag.yaml that would redirect API keys
+        # a ./haiku.rag.yaml that would redirect API keys is skipped (and said so in the window)
+        config = load_config(skip_untrusted=True)
+    except ConfigError as exc:
         print(f"haiku-desk: {exc}", file=sys.stderr)
         return 1
     configure_logging("haiku-desk", config.storage.data_dir, debug=args.debug)
@@ -114,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         services.notifications.info(
             f"Settings read from {config.source_file} (the folder haiku-desk was started in)."
         )
+    for reason in config.refused:
+        from haiku_desk.services.notifications import Level
+
+        services.notifications.post(Level.WARNING, f"Settings file not read: {reason}")
     window.show()
 
     def after_first_paint() -> None:

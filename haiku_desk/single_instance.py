@@ -63,8 +63,8 @@ def server_name(db_path: str | os.PathLike[str]) -> str:
 
         return f"haiku-desk-{getpass.getuser()}-{name}"
     folder = private_socket_dir()
-    if folder is None:  # no private folder could be made: a name no other account can predict
-        return f"{name}-{os.getuid()}-{hashlib.sha1(str(Path.home()).encode()).hexdigest()[:8]}"
+    if folder is None:  # never a shared, guessable place: no single-instance check at all
+        raise OSError("no private folder for the single-instance socket (see the log)")
     return str(folder / name)
 
 
@@ -193,7 +193,11 @@ def hand_over(db_path: str | os.PathLike[str], paths: list[str]) -> Handover:
 
     Needs a QCoreApplication. Blocks for at most ``CONNECT_TIMEOUT_MS + ANSWER_TIMEOUT_MS``
     (plus the grace periods when a hung holder has to be stopped)."""
-    name = server_name(db_path)
+    try:
+        name = server_name(db_path)
+    except OSError as exc:
+        log.warning("single-instance check skipped: %s", exc)
+        return Handover(False)
     socket = QLocalSocket()
     socket.connectToServer(name)
     if not socket.waitForConnected(CONNECT_TIMEOUT_MS):
@@ -257,7 +261,11 @@ class InstanceServer(QObject):
         """Listen for the library at ``db_path`` (a previous library's name is released)."""
         if self._server.isListening():
             self.close()
-        self.name = server_name(db_path)
+        try:
+            self.name = server_name(db_path)
+        except OSError as exc:
+            log.warning("not listening for other launches: %s", exc)
+            return False
         if self._server.listen(self.name):
             return True
         QLocalServer.removeServer(self.name)  # a socket file left by an instance that is gone

@@ -51,10 +51,12 @@ class Notifications(QObject):
         key: str | None = None,
         exc: BaseException | None = None,
     ) -> Notice:
-        notice = Notice(level, message, detail, key)
+        from haiku.rag.logs import redact  # no credential reaches the window (issue 32)
+
+        notice = Notice(level, redact(message), redact(detail), key)
         self.history.append(notice)
         log_level = {Level.ERROR: logging.ERROR, Level.WARNING: logging.WARNING}.get(level, logging.INFO)
-        log.log(log_level, "%s", message, exc_info=exc)
+        log.log(log_level, "%s", notice.message, exc_info=exc)
         if key is not None:
             self._live_keys.add(key)
         self.posted.emit(notice)

@@ -129,13 +129,40 @@ def test_another_account_can_neither_receive_a_handover_nor_reach_the_app(qapp, 
             capture_output=True, text=True, timeout=60,
         )
         assert probe.stdout.strip() == "PermissionError", probe.stdout + probe.stderr
+
+        # Where both can meet anyway, each end checks the other's uid (SO_PEERCRED). The running
+        # app's socket moved (by root) to a shared place: the other account reaches it, and is
+        # dropped unheard.
+        exposed = shared_tmp / "exposed-socket"
+        os.rename(server.name, exposed)
+        os.chmod(exposed, 0o777)  # the socket file itself is 0700 too (UserAccessOption)
+        knock = subprocess.Popen(
+            ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", sys.executable, "-c",
+             "import json, socket, sys\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
+             "s.sendall(json.dumps({'paths': ['/etc/passwd']}).encode() + b'\\n')\n"
+             "print(repr(s.recv(100)))",
+             str(exposed)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        from PySide6.QtCore import QCoreApplication
+
+        while knock.poll() is None:  # the app's event loop runs until the knock is answered
+            QCoreApplication.processEvents()
+        assert knock.stdout is not None and knock.stderr is not None
+        answer, problem = knock.stdout.read().strip(), knock.stderr.read()
+        assert answer == "b''" or "ConnectionResetError" in problem, answer + problem  # dropped unheard
         server.close()
         assert received == []
-
-        # and where both can meet, each end sees the other's uid (SO_PEERCRED)
+        # the squatter's socket moved into this account's private folder: the launch sees
+        # another uid at the other end and hands nothing over
+        squatted = shared_tmp / f"haiku-desk-{os.getuid()}" / f"haiku-desk-{digest}"
         with socket.socket(socket.AF_UNIX) as client:
-            client.connect(str(shared_tmp / f"haiku-desk-{os.getuid()}" / f"haiku-desk-{digest}"))
+            client.connect(str(squatted))
             assert peer_uid(client.fileno()) == uid
+        os.rename(squatted, server_name(db))
+        refused = hand_over(db, [secret])
+        assert not refused.handed_over and "Another account" in refused.message
+        assert not record.exists() or secret.encode() not in record.read_bytes()
     finally:
         squatter.kill()
         squatter.wait(timeout=30)
@@ -203,3 +230,17 @@ def test_an_oversized_message_is_refused_and_folders_wait_for_a_yes(qtbot, tmp_p
     server.close()
     assert files == [[str(paper)]]  # files are added at once ...
     assert folders == [[str(private)]]  # ... folders go to the window, which asks first
+
+
+def test_without_a_private_folder_there_is_no_socket_at_all(qapp, shared_tmp, tmp_path):
+    """Every candidate folder is unusable (a file in one's place, a symlink in the other's):
+    the app neither listens nor hands over in a shared, guessable place."""
+    from haiku_desk.single_instance import private_socket_dir
+
+    (shared_tmp / f"haiku-desk-{os.getuid()}").write_text("not a folder")
+    (shared_tmp / "home" / ".haiku-desk-run").symlink_to(shared_tmp)
+    assert private_socket_dir() is None
+    server = InstanceServer()
+    assert not server.listen(tmp_path / "library.lancedb")
+    assert not hand_over(tmp_path / "library.lancedb", [str(tmp_path / "a.pdf")]).handed_over
+    assert sorted(p.name for p in shared_tmp.iterdir()) == [f"haiku-desk-{os.getuid()}", "home"]

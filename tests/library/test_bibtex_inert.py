@@ -35,7 +35,10 @@ def hostile_records() -> list[Bibliographic]:
     return [
         Bibliographic(
             title=f"Wages {BREAKOUT} 100% & $5 #1 a_b ~x^2 {WRITE18}",
-            creators=[Creator(family="O'Neil}, and {Evil", given="Ann {" + PASSWD), Creator(family="Smith", given="J.")],
+            creators=[
+                Creator(family="O'Neil}, and {Evil", given="Ann {" + PASSWD),
+                Creator(family="Smith", given="J. and Mallory, Eve"),
+            ],
             year=2024,
             item_type="journalArticle",
             venue="Journal of } @misc{x,",
@@ -64,6 +67,14 @@ def test_hostile_fields_give_one_entry_per_document_with_the_literal_text():
     assert re.fullmatch(r"[A-Za-z0-9_:.\-]+", first.key)
     assert literal(first.fields_dict["title"].value) == records[0].title.replace("\n", " ")
     assert "O'Neil}, and {Evil" in literal(first.fields_dict["author"].value)
+    # BibTeX splits the author list at a top-level " and ": only the writer's own ones are
+    authors = first.fields_dict["author"].value
+    depth, top_level = 0, []
+    for index, char in enumerate(authors):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth == 0 and authors[index:index + 5] == " and ":
+            top_level.append(index)
+    assert len(top_level) == 1
     assert literal(first.fields_dict["journal"].value) == "Journal of } @misc{x,"
     # a web address stays a usable link, its dangerous characters percent-encoded
     url = first.fields_dict["url"].value

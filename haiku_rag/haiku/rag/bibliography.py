@@ -460,7 +460,10 @@ def _bibtex_name(creator: Creator) -> str:
     family = _bibtex_escape(creator.family)
     if " " in creator.family:
         family = "{" + family + "}"
-    return f"{family}, {_bibtex_escape(creator.given)}" if creator.given else family
+    given = _bibtex_escape(creator.given)
+    if re.search(r"(?i)\band\b|,", creator.given):  # would split the list or the name
+        given = "{" + given + "}"
+    return f"{family}, {given}" if creator.given else family
 
 
 def to_csl_json(items: Iterable[Any]) -> list[dict[str, Any]]:

@@ -33,7 +33,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"haiku-rag {__version__}")
     parser.add_argument("--db", help="store location (default: $HAIKU_RAG_DB, then the data dir)")
-    parser.add_argument("--config", help="YAML config file (default: $HAIKU_RAG_CONFIG_PATH, ./haiku.rag.yaml)")
+    parser.add_argument(
+        "--config",
+        help="YAML config file (default: $HAIKU_RAG_CONFIG_PATH, then ./haiku.rag.yaml unless it sets an "
+        "endpoint, then <data dir>/haiku.rag.yaml)",
+    )
     parser.add_argument("--read-only", action="store_true", help="open the store read-only")
     parser.add_argument(
         "--debug", action="store_true", help="log everything (to stderr and the log file) and show tracebacks"

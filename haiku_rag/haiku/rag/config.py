@@ -297,10 +297,16 @@ class AppConfig(BaseSettings):
     bibliography: BibliographyConfig = Field(default_factory=BibliographyConfig)
     # the YAML file these settings were read from (None: defaults and environment only)
     _source_file: Path | None = PrivateAttr(default=None)
+    # why a working-folder file was skipped (load_config(skip_untrusted=True)), if one was
+    _refused: list[str] = PrivateAttr(default_factory=list)
 
     @property
     def source_file(self) -> Path | None:
         return self._source_file
+
+    @property
+    def refused(self) -> list[str]:
+        return list(self._refused)
 
     @classmethod
     def settings_customise_sources(
@@ -337,8 +343,14 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    """The YAML file to read, or None for built-in defaults."""
+def find_config_file(
+    explicit: str | os.PathLike[str] | None = None, *, refused: list[str] | None = None
+) -> Path | None:
+    """The YAML file to read, or None for built-in defaults.
+
+    A working-folder file that sets an endpoint raises ``ConfigError``; with ``refused`` (a
+    list) it is skipped instead and the reason appended, for a caller that cannot stop to ask
+    (the app, started from a desktop with the home folder as its working folder)."""
     chosen = explicit or os.environ.get(f"{ENV_PREFIX}CONFIG_PATH")
     if chosen:
         path = Path(chosen).expanduser()
@@ -347,8 +359,14 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | N
         return path
     local = Path.cwd() / CONFIG_FILE_NAME
     if local.is_file():
-        _check_local_file(local)
-        return local
+        try:
+            _check_local_file(local)
+            return local
+        except ConfigError as exc:
+            if refused is None:
+                raise
+            log.warning("%s", exc)
+            refused.append(str(exc))
     data_dir = os.environ.get(f"{ENV_PREFIX}STORAGE__DATA_DIR")
     in_data_dir = (Path(data_dir).expanduser() if data_dir else default_data_dir()) / CONFIG_FILE_NAME
     return in_data_dir if in_data_dir.is_file() else None
@@ -404,9 +422,15 @@ def _describe(error: ValidationError, source: Path | None) -> str:
     return "; ".join(lines)
 
 
-def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) -> AppConfig:
-    """Load the effective configuration; raise ``ConfigError`` with the offending key."""
-    source = find_config_file(path)
+def load_config(
+    path: str | os.PathLike[str] | None = None, *, skip_untrusted: bool = False, **overrides: Any
+) -> AppConfig:
+    """Load the effective configuration; raise ``ConfigError`` with the offending key.
+
+    ``skip_untrusted``: a working-folder file that may not be read is skipped (the next
+    candidate is read) and ``AppConfig.refused`` says why, instead of an error."""
+    refused: list[str] | None = [] if skip_untrusted else None
+    source = find_config_file(path, refused=refused)
     token = _yaml_file.set(source)
     try:
         config = AppConfig(**overrides)
@@ -421,6 +445,7 @@ def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) ->
         )
     config.storage.data_dir = config.storage.data_dir.expanduser()
     config._source_file = source.resolve() if source is not None else None
+    config._refused = list(refused or [])
     if source is not None:
         log.info("settings read from %s", config._source_file)
     _register_url_credentials(config)
