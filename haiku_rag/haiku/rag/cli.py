@@ -643,13 +643,15 @@ async def _cmd_doctor_damaged(args: argparse.Namespace, config: Any) -> int:
         client = HaikuRAG(args.db, config, read_only=not args.repair, skip_validation=True)
     except StoreDamagedError as exc:
         print(f"FAIL the store opens: {exc}")
-        from haiku.rag.store.versions import last_complete_cut
+        from haiku.rag.store.versions import find_complete_cut
 
-        cut = await asyncio.to_thread(last_complete_cut, _store_location(args, config))
+        cut, unreadable = await asyncio.to_thread(find_complete_cut, _store_location(args, config))
         if cut is None:
             print("FAIL a complete earlier version is inside: none found; restore the folder from a backup")
         else:
             print(f"ok   last complete version: {cut.describe()}")
+            if unreadable:
+                print(f"     behind {len(unreadable)} unreadable newest manifest(s) ({', '.join(unreadable[:3])}), copied half-way")
             print("     `haiku-rag restore-version` rolls the store back to it (later changes are lost)")
         return EXIT_ERROR
     async with client:
@@ -659,12 +661,15 @@ async def _cmd_doctor_damaged(args: argparse.Namespace, config: Any) -> int:
 async def _cmd_restore_version(args: argparse.Namespace, config: Any) -> int:
     from haiku.rag.doctor import run_doctor
     from haiku.rag.store.engine import Store
-    from haiku.rag.store.versions import last_complete_cut, restore_cut
+    from haiku.rag.store.versions import find_complete_cut, restore_cut, set_aside_unreadable
 
     location = _store_location(args, config)
-    cut = await asyncio.to_thread(last_complete_cut, location)
+    cut, unreadable = await asyncio.to_thread(find_complete_cut, location)
     if cut is None:
         raise HaikuRAGError(f"no complete version found in {location}; restore the folder from a backup")
+    if unreadable:
+        moved = await asyncio.to_thread(set_aside_unreadable, location)
+        print(f"set aside {len(moved)} unreadable manifest(s) in <table>.lance/_versions.unreadable/")
     await asyncio.to_thread(restore_cut, location, cut)
     store = Store(location)  # recovery removes what the cut left half-written
     try:

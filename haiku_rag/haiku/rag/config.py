@@ -74,6 +74,8 @@ class LanceDBConfig(_Section):
     uri: str = ""
     storage_options: dict[str, str] = Field(default_factory=dict)
     read_consistency_interval_seconds: float | None = None
+    # object storage: the most one request may take, retries included (docs/reliability.md)
+    request_deadline_seconds: float = Field(default=60.0, gt=0, le=3600)
     # LanceDB Cloud (db://) only; its API key comes from the LANCEDB_API_KEY environment variable.
     region: str | None = None
 

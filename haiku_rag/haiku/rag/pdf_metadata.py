@@ -110,7 +110,11 @@ def extract_pdf_metadata(
             xmp = doc.get_xml_metadata() or ""
             first = doc[0]
             height = first.rect.height
-            lines = _lines(first.get_text("dict"))
+            # text only: the default flags decode every image of the page into the dict (a
+            # 15,455 x 20,000 px scan cost 2 GB here, in the caller's process, outside the
+            # parse worker's memory and time bounds; issue 32)
+            flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+            lines = _lines(first.get_text("dict", flags=flags))
             text = "\n".join(doc[i].get_text() for i in range(min(2, doc.page_count)))
         finally:
             doc.close()

@@ -18,11 +18,12 @@ from haiku.rag.errors import (
     HaikuRAGError,
     OperationCancelled,
     SourceNotFoundError,
+    StoreError,
     StoreNotFoundError,
     register_secret,
 )
 from haiku.rag.operations import CancelToken
-from haiku.rag.store.engine import Store
+from haiku.rag.store.engine import Store, unanswered
 
 
 class ClientBase:
@@ -53,6 +54,7 @@ class ClientBase:
             read_consistency_interval=self.config.lancedb.read_consistency_interval_seconds,
             region=self.config.lancedb.region,
             exact_search_budget_bytes=self.config.search.exact_search_budget_mb * 1024 * 1024,
+            remote_deadline=self.config.lancedb.request_deadline_seconds,
         )
         self._embedder: Any = None
         self._reranker: Any = None
@@ -178,7 +180,15 @@ class ClientBase:
         try:
             return await asyncio.to_thread(self._reading(func), *args, **kwargs)
         except (OSError, RuntimeError, ValueError) as exc:
-            if isinstance(exc, HaikuRAGError) or self.store.folder_intact():
+            if isinstance(exc, HaikuRAGError):
+                raise
+            if self.store.is_remote and unanswered(exc):
+                raise StoreError(
+                    f"the object store at {self.location} did not answer within the deadline "
+                    f"({self.store.remote_deadline:g} s, lancedb.request_deadline_seconds); check the endpoint "
+                    "and the network, then try again. Nothing was changed."
+                ) from exc
+            if self.store.folder_intact():
                 raise
             raise StoreNotFoundError(
                 f"the store folder {self.location} was deleted or moved while it was open "

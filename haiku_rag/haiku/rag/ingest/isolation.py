@@ -13,7 +13,9 @@ run in one long-lived worker process per Python process:
   file never stops a folder ingest;
 - a parse runs under an address-space limit (``processing.parse_memory_limit_mb`` on top of
   what the worker already maps); a file that needs more is reported with the ``too_large``
-  category and the worker is replaced;
+  category and the worker is replaced. The setting bounds the ingest, not each worker: when
+  up to ``workers`` parses may run at once, each gets its share (two decompression bombs in
+  one folder took 6.8 GB with a 3 GB setting when each worker had the whole of it);
 - cancellation is cooperative first (the worker checks a shared flag between pages) and the
   worker is killed if it does not stop within a grace period;
 - a killed or dead worker is replaced on the next parse. The worker is a fresh interpreter
@@ -112,7 +114,8 @@ def _worker_main(fd: int) -> None:
             return
         data = payload.pop("data")
         token._event.clear()
-        limit_mb = payload["config"].processing.parse_memory_limit_mb
+        total_mb = payload["config"].processing.parse_memory_limit_mb
+        limit_mb = payload.pop("memory_share_mb", None) or total_mb
         try:
             with _memory_limit(limit_mb):
                 new = prepare_document(data, progress=forward, cancel=token, **payload)
@@ -120,7 +123,7 @@ def _worker_main(fd: int) -> None:
                 new.source_bytes = _SAME_BYTES  # type: ignore[assignment]
             message: tuple[str, Any] = ("ok", new)
         except BaseException as exc:
-            message = _failure_message(exc, payload.get("uri") or payload.get("filename"), limit_mb)
+            message = _failure_message(exc, payload.get("uri") or payload.get("filename"), limit_mb, total_mb)
         try:
             # Pickling a long document's records allocates a tuple per box: with the collector
             # running, its collections rescanned the worker's whole heap again and again.
@@ -159,7 +162,7 @@ def _memory_limit(limit_mb: int) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def _failure_message(exc: BaseException, source: str | None, limit_mb: int) -> tuple[str, Any]:
+def _failure_message(exc: BaseException, source: str | None, limit_mb: int, total_mb: int | None = None) -> tuple[str, Any]:
     """What the worker sends back for a parse that raised: a refused allocation under the
     limit becomes ``too_large`` (whatever the parser wrapped it in), typed errors pass, any
     other exception is a parser bug."""
@@ -170,8 +173,13 @@ def _failure_message(exc: BaseException, source: str | None, limit_mb: int) -> t
         link = link.__cause__ or link.__context__
     if limit_mb and any(isinstance(e, MemoryError) or _ALLOCATION_FAILED.search(str(e)) for e in chain):
         name = _name(source or "source")
+        bound = (
+            f"its {limit_mb} MB share of the {total_mb} MB memory limit (parses running at once share it)"
+            if total_mb and total_mb != limit_mb
+            else f"the {limit_mb} MB memory limit"
+        )
         return "error", SourceTooLargeError(
-            f"{name}: parsing it needed more than the {limit_mb} MB memory limit and was stopped "
+            f"{name}: parsing it needed more than {bound} and was stopped "
             "(processing.parse_memory_limit_mb); a file this small that needs this much is often a "
             "decompression bomb",
             source=source,
@@ -435,7 +443,13 @@ class ParsePool:
     def prepare(self, data: bytes, *, workers: int = 1, **kwargs: Any) -> Any:
         """``ParseWorker.prepare`` on an idle worker among the first ``workers`` (waiting for
         one if they are all busy)."""
-        index = self._acquire(max(1, workers))
+        workers = max(1, workers)
+        config = kwargs.get("config")
+        total_mb = getattr(getattr(config, "processing", None), "parse_memory_limit_mb", 0)
+        if total_mb and workers > 1:
+            # the limit holds for the ingest: up to ``workers`` parses at once share it
+            kwargs["memory_share_mb"] = max(total_mb // workers, 1)
+        index = self._acquire(workers)
         try:
             return self._workers[index].prepare(data, **kwargs)
         finally:

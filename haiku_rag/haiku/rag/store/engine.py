@@ -186,6 +186,31 @@ def _short(exc: BaseException) -> str:
     return re.sub(r",\s*/\S+\.rs:\d+:\d+\s*$", "", text)
 
 
+#: object storage: the most one request may take, retries included (lancedb.request_deadline_seconds)
+REMOTE_DEADLINE_SECONDS = 60.0
+
+
+def remote_storage_options(options: dict[str, str] | None, deadline: float | None) -> dict[str, str]:
+    """Object-store client options bounding every request: half the deadline per attempt and
+    retries only within the other half, so an endpoint that stops answering fails the operation
+    within about ``deadline`` seconds (the object store's own defaults retry for 3 minutes,
+    silently). Options the user set in ``lancedb.storage_options`` win."""
+    half = max((deadline or REMOTE_DEADLINE_SECONDS) / 2, 1.0)
+    defaults = {
+        "timeout": f"{half:g}s",
+        "connect_timeout": f"{min(half, 10.0):g}s",
+        "client_max_retries": "3",
+        "client_retry_timeout": str(max(int(half), 1)),
+    }
+    return {**defaults, **(options or {})}
+
+
+def unanswered(exc: BaseException) -> bool:
+    """Whether an object-store error means the endpoint did not answer (timeout, no connection)."""
+    text = str(exc)
+    return any(s in text for s in ("error sending request", "timed out", "operation timed out", "Timeout", "connection refused"))
+
+
 def create_fts_index(chunks: Any) -> None:
     """The full-text index on ``chunks.content_fts`` (at creation, and when ``doctor
     --repair`` rebuilds a damaged one)."""
@@ -223,6 +248,7 @@ class Store:
         read_consistency_interval: float | None = None,
         region: str | None = None,
         exact_search_budget_bytes: int | None = None,
+        remote_deadline: float | None = None,
     ) -> None:
         from haiku.rag.memory import limit_heap_fragmentation
 
@@ -288,6 +314,9 @@ class Store:
                     index_cache_size_bytes=INDEX_CACHE_BYTES, metadata_cache_size_bytes=METADATA_CACHE_BYTES
                 )
                 options = {"session": self._session}
+                if is_remote_uri(location):
+                    storage_options = remote_storage_options(storage_options, remote_deadline)
+            self.remote_deadline = remote_deadline or REMOTE_DEADLINE_SECONDS
             self._connect_options: dict[str, Any] = {"storage_options": storage_options or None, **options}
             self._db = lancedb.connect(
                 location,
@@ -604,6 +633,8 @@ class Store:
         text = _short(exc)
         if "No space left" in text or "os error 28" in text or getattr(exc, "errno", None) == 28:
             reason = "the disk is full"
+        elif self.is_remote and unanswered(exc):
+            reason = f"the object store did not answer within the deadline ({self.remote_deadline:g} s, lancedb.request_deadline_seconds)"
         elif "Permission denied" in text or "os error 13" in text:
             reason = "permission denied"
         else:

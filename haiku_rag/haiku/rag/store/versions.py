@@ -12,6 +12,11 @@ moment* — each at its newest version committed by then — form a complete sto
   hold the newest manifests without all their data files. ``last_complete_cut`` walks back
   through the moments at which any table changed and returns the newest cut whose every data
   file reads and whose documents have their content; ``restore_cut`` rolls back to it.
+- Such a copy may also hold a newest manifest copied half-way: LanceDB then cannot open the
+  table at all, and no version looked readable although older ones were. ``find_complete_cut``
+  looks again with the unreadable newest manifests set aside (in a hard-linked scratch copy,
+  so looking changes nothing); ``set_aside_unreadable`` does the same in place before
+  ``restore-version`` rolls back (the manifests go to ``<table>.lance/_versions.unreadable/``).
 - ``backup`` copies a store that another process may be writing: it fixes the cut at the
   moment it starts, copies the folder and, in the copy, restores that cut and deletes every
   file it does not need. The copy is as the store was at that moment.
@@ -124,6 +129,74 @@ def last_complete_cut(location: str) -> Cut | None:
         if documents is not None:
             return Cut(moment, cut, documents)
     return None
+
+
+def _manifest_version(path: Path) -> int:
+    """A manifest file's version: ``N.manifest``, or ``(2**64 - 1 - N).manifest`` in the
+    newer naming (which sorts the newest first)."""
+    number = int(path.stem)
+    return (1 << 64) - 1 - number if number >= 1 << 63 else number
+
+
+def _table_reads(location: str, name: str) -> bool:
+    import lancedb
+
+    try:
+        _history(lancedb.connect(location).open_table(name))
+    except Exception:  # noqa: BLE001 - lance: a manifest cut short, garbage, or missing
+        return False
+    return True
+
+
+def set_aside_unreadable(location: str) -> list[str]:
+    """Move the newest manifests that stop a table from opening (copied half-way) into
+    ``<table>.lance/_versions.unreadable/``, newest first, until every table opens; returns
+    what was moved (``table/file``). Local stores only."""
+    moved: list[str] = []
+    for table_dir in sorted(Path(location).glob("*.lance")):
+        name = table_dir.name[: -len(".lance")]
+        if name not in S.TABLES:
+            continue
+        versions = table_dir / "_versions"
+        for _ in range(MAX_MOMENTS_CHECKED):
+            if _table_reads(location, name):
+                break
+            manifests = sorted(versions.glob("*.manifest"), key=_manifest_version, reverse=True)
+            if len(manifests) <= 1:
+                break  # nothing older to fall back on
+            aside = table_dir / "_versions.unreadable"
+            aside.mkdir(exist_ok=True)
+            manifests[0].rename(aside / manifests[0].name)
+            moved.append(f"{name}/{manifests[0].name}")
+            hint = versions / "latest_version_hint.json"
+            if hint.exists():  # names the version just set aside
+                hint.replace(aside / hint.name)
+    return moved
+
+
+def find_complete_cut(location: str) -> tuple[Cut | None, list[str]]:
+    """``last_complete_cut``, and when there is none, the same search with the unreadable
+    newest manifests set aside, in a scratch copy made of hard links (so the store itself is
+    not changed). Returns the cut and the manifests ``set_aside_unreadable`` would move."""
+    cut = last_complete_cut(location)
+    if cut is not None:
+        return cut, []
+    import os
+    import tempfile
+
+    source = Path(location)
+    with tempfile.TemporaryDirectory(dir=source.parent, prefix=".haiku-rag-salvage-") as scratch:
+        farm = Path(scratch) / source.name
+
+        def link(src: str, dst: str) -> None:
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+
+        shutil.copytree(source, farm, copy_function=link, ignore=shutil.ignore_patterns(".haiku-rag-*.lock"))
+        moved = set_aside_unreadable(str(farm))
+        return (last_complete_cut(str(farm)) if moved else None), moved
 
 
 def latest_cut(location: str) -> Cut:
