@@ -91,7 +91,9 @@ def test_a_single_bad_file_is_a_one_line_error_and_a_non_zero_exit(tmp_path, lib
 async def test_a_file_that_stalls_the_parser_is_stopped_and_reported(
     tmp_path, db_path, config, stalling_worker
 ):
-    config.processing.parse_timeout_seconds = 0.25
+    # The stuck file stalls for ever (the worker blocks on it), so any bound stops it: a short
+    # one only for that file keeps the test quick, while the good files keep the default bound
+    # and cannot time out on a slow or loaded machine.
     good = pdf_factory.make_report_pdf(tmp_path / "good.pdf").path
     stuck = pdf_factory.make_report_pdf(tmp_path / STUCK_NAME).path  # the worker stalls on it
     async with HaikuRAG(db_path, config, create=True) as client:
@@ -100,7 +102,10 @@ async def test_a_file_that_stalls_the_parser_is_stopped_and_reported(
         before = snapshot(client.store)
         stalled_pid = stalling_worker.pid
 
+        default_bound = client.config.processing.parse_timeout_seconds
+        client.config.processing.parse_timeout_seconds = 0.25
         outcome = await client.ingest_file(stuck, embed=False)
+        client.config.processing.parse_timeout_seconds = default_bound
         assert outcome.status == "failed" and outcome.category == "timeout", outcome
         assert "stuck.pdf" in outcome.reason and "parse_timeout_seconds" in outcome.reason
         assert stalling_worker.pid is None  # killed, not left running
