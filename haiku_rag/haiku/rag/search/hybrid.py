@@ -37,8 +37,9 @@ from haiku.rag.search.naming import boost_named, named_documents
 from haiku.rag.search.pages import Candidate, aggregate_pages, page_key
 from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json
-from haiku.rag.store.engine import Store, sql_in
+from haiku.rag.store.engine import Store
 from haiku.rag.store.models import SearchResult
+from haiku.rag.store.sql import sql_in
 from haiku.rag.store.vectors import NO_PAGE, PAGE_UNKNOWN
 
 if TYPE_CHECKING:
