@@ -27,12 +27,27 @@ def test_every_library_module_imports_with_qt_blocked():
     assert int(result.stdout.strip()) >= 10
 
 
+# This checkout's ``haiku`` only: an editable install of another checkout (a git worktree beside
+# the main one) puts its ``haiku/`` on the path too, and the namespace package would then mix
+# both trees into one graph.
+LINT = f"""
+import os, sys
+mine = {str(REPO_ROOT / "haiku_rag")!r}
+sys.path = [p for p in sys.path
+            if not os.path.isdir(os.path.join(p or ".", "haiku", "rag")) or os.path.abspath(p or ".") == mine]
+sys.path.insert(0, mine)
+sys.argv = ["lint-imports", "--no-cache"]
+from importlinter.cli import lint_imports_command
+lint_imports_command()
+"""
+
+
 def test_import_linter_contract_holds():
-    lint = [sys.executable, "-c", "from importlinter.cli import lint_imports_command; lint_imports_command()"]
-    result = subprocess.run(lint, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run([sys.executable, "-c", LINT], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     kept = re.search(r"Contracts: (\d+) kept, 0 broken", result.stdout)
-    assert kept and int(kept.group(1)) >= 5, result.stdout  # Qt, client, ingest, store, app
+    # Qt, layers, store through the client, client, ingest, store, app
+    assert kept and int(kept.group(1)) >= 7, result.stdout
 
 
 def test_importing_the_library_is_cheap():

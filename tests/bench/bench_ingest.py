@@ -114,7 +114,8 @@ Parsed = list[tuple[str, Any, float]]  # (file name, NewDocument, seconds from s
 def batch_parser(config: Any, *, in_process: bool) -> tuple[Callable[[list[tuple[str, bytes]]], Parsed], str]:
     """The timed path: the library's batch parse (``parse_ahead`` over the worker pool) when it
     has one, else one file at a time through ``parse_document`` (its one worker)."""
-    from haiku.rag.ingest.pipeline import parse_document, prepare_document
+    from haiku.rag.ingest.isolation import parse_document
+    from haiku.rag.ingest.pipeline import prepare_document
 
     def one(source: tuple[str, bytes], parse: Callable[..., Any] = parse_document) -> tuple[str, Any, float]:
         name, data = source

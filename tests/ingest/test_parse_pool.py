@@ -13,11 +13,12 @@ from haiku.rag.client import HaikuRAG
 from haiku.rag.ingest.isolation import (
     largest_first,
     parse_ahead,
+    parse_document,
     parse_workers,
     release_extra_workers,
     shared_pool,
 )
-from haiku.rag.ingest.pipeline import parse_document, prepare_document
+from haiku.rag.ingest.pipeline import prepare_document
 from haiku.rag.operations import Progress
 
 

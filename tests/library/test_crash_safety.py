@@ -47,7 +47,7 @@ CHILD = textwrap.dedent(
             if op == "delete":
                 ids = [d.id for d in await client.list_documents()]
             else:  # start the parse worker and load the embedder now, not after "go"
-                from haiku.rag.ingest.pipeline import parse_document
+                from haiku.rag.ingest.isolation import parse_document
 
                 parse_document(b"Warm-up text.", filename="w.txt", uri="w", config=config)
                 client.embedder.embed_query("warm-up")

@@ -10,7 +10,7 @@ from search.paged import paged_document
 from search.vector_server import vector_server
 
 from haiku.rag.config import FusionConfig, load_config
-from haiku.rag.search.hybrid import score_fusion, search_chunks
+from haiku.rag.search.hybrid import SearchSettings, score_fusion, search_chunks
 from haiku.rag.store import documents as D
 from haiku.rag.store.engine import Store
 
@@ -66,10 +66,7 @@ def _ids(store: Store, share: float, **options) -> list[str]:
         "quokka",
         query_vector=QUERY,
         limit=6,
-        fusion="score",
-        vector_pool=3,
-        fts_only_share=share,
-        **options,
+        settings=SearchSettings(fusion="score", vector_pool=3, fts_only_share=share, **options),
     )
     return [r.chunk_id for r in results]
 
@@ -115,9 +112,7 @@ def _scores(store: Store, share: float) -> dict[str, float]:
         "quokka",
         query_vector=QUERY,
         limit=8,
-        fusion="score",
-        vector_pool=3,
-        fts_only_share=share,
+        settings=SearchSettings(fusion="score", vector_pool=3, fts_only_share=share),
     )
     return {r.chunk_id: r.score for r in results}
 
@@ -132,7 +127,7 @@ def test_the_share_does_not_touch_searches_the_vector_arm_cannot_answer(db_path)
     assert [
         r.chunk_id
         for r in search_chunks(
-            store, "quokka", query_vector=None, limit=6, fts_only_share=0.25, fusion="score"
+            store, "quokka", query_vector=None, limit=6, settings=SearchSettings(fts_only_share=0.25, fusion="score")
         )
     ] == fts
     assert _ids(store, 0.25, vector_weight=0) == fts

@@ -13,7 +13,7 @@ import pytest
 
 from haiku.rag.ingest.records import Box, ChunkRecord, ItemRecord, NewDocument
 from haiku.rag.search import hybrid
-from haiku.rag.search.hybrid import search_chunks
+from haiku.rag.search.hybrid import SearchSettings, search_chunks
 from haiku.rag.store import documents as D
 from haiku.rag.store import schema as S
 from haiku.rag.store.engine import Store
@@ -56,7 +56,7 @@ def _searches(store: Store, queries: np.ndarray) -> list[list[tuple[str, float, 
             for search_type in ("hybrid", "vector"):
                 results = search_chunks(
                     store, WORDS[i % len(WORDS)], query_vector=vector, search_type=search_type,
-                    limit=5, page_share=share, fusion="score" if i % 2 else "rrf",
+                    limit=5, settings=SearchSettings(page_share=share, fusion="score" if i % 2 else "rrf"),
                 )  # fmt: skip
                 found.append([(r.chunk_id, r.score, r.page_numbers) for r in results])
     return found
@@ -198,7 +198,7 @@ def test_grouped_hybrid_searches_through_the_ann_index_find_what_exact_search_fi
     )
     assert both / sum(len(e) for e in exact) >= 0.95
     for vector in queries:
-        results = search_chunks(beyond, "quokka", query_vector=vector, limit=10, page_share=0.0)
+        results = search_chunks(beyond, "quokka", query_vector=vector, limit=10, settings=SearchSettings(page_share=0.0))
         keys = [
             (r.document_id, min(r.page_numbers)) if r.page_numbers else r.chunk_id for r in results
         ]

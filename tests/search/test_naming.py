@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from search.paged import paged_document
 
-from haiku.rag.search.hybrid import search_chunks
+from haiku.rag.search.hybrid import SearchSettings, search_chunks
 from haiku.rag.search.naming import NameIndex, named_documents, query_terms
 from haiku.rag.store import documents as D
 from haiku.rag.store.engine import Store
@@ -80,7 +80,8 @@ def test_a_named_document_ranks_first_even_from_outside_the_plain_pool(db_path):
     for search_type in ("fts", "vector", "hybrid"):
         vector = np.random.default_rng(5).standard_normal(8).astype(np.float32)
         named = search_chunks(
-            store, query, query_vector=vector, search_type=search_type, limit=5, fusion="score", name_weight=1.0
+            store, query, query_vector=vector, search_type=search_type, limit=5,
+            settings=SearchSettings(fusion="score", name_weight=1.0),
         )
         assert named[0].document_id == ids["GLOBEX_2019_10K.pdf"], search_type
         # the same text in a document the query does not name gains nothing

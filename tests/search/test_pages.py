@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from search.paged import paged_document
 
-from haiku.rag.search.hybrid import search_chunks
+from haiku.rag.search.hybrid import SearchSettings, search_chunks
 from haiku.rag.search.pages import Candidate, aggregate_pages
 from haiku.rag.store import documents as D
 from haiku.rag.store.engine import Store
@@ -48,7 +48,7 @@ def test_off_by_default_a_chunk_search_repeats_pages(db_path):
 def test_share_zero_returns_each_page_once_by_its_best_chunk(db_path):
     store, ids, _ = _store(db_path)
     chunks = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=5)
-    pages = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=5, page_share=0.0)
+    pages = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=5, settings=SearchSettings(page_share=0.0))
     assert _pages(pages) == [1, 2]
     # each page is its best chunk, with that chunk's own score
     assert [(r.chunk_id, r.score) for r in pages] == [(r.chunk_id, r.score) for r in chunks[:2]]
@@ -59,7 +59,7 @@ def test_a_page_of_several_matching_chunks_can_outrank_one_strong_chunk(db_path)
     chunks = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=5)
     page_two = sorted((r.score for r in chunks if r.page_numbers == [2]), reverse=True)
     assert chunks[0].page_numbers == [1] and sum(page_two) > chunks[0].score, "precondition"
-    pages = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=5, page_share=1.0)
+    pages = search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=5, settings=SearchSettings(page_share=1.0))
     assert _pages(pages) == [2, 1]
     assert pages[0].score == pytest.approx(sum(page_two))
     assert pages[0].chunk_id == next(r.chunk_id for r in chunks if r.page_numbers == [2])
@@ -67,7 +67,7 @@ def test_a_page_of_several_matching_chunks_can_outrank_one_strong_chunk(db_path)
 
 def test_hybrid_pages_include_vector_only_hits(db_path):
     store, ids, query = _store(db_path)
-    results = search_chunks(store, "quokka", query_vector=query, limit=3, fusion="score", page_share=0.5)
+    results = search_chunks(store, "quokka", query_vector=query, limit=3, settings=SearchSettings(fusion="score", page_share=0.5))
     assert sorted(_pages(results)) == [1, 2, 3]  # page 3 is found by its vector alone
     assert ids[5] in {r.chunk_id for r in results}
 

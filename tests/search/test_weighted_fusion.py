@@ -10,7 +10,7 @@ from store.helpers import new_document
 
 from haiku.rag.config import FusionConfig, load_config
 from haiku.rag.errors import ConfigError
-from haiku.rag.search.hybrid import reciprocal_rank_fusion, search_chunks
+from haiku.rag.search.hybrid import SearchSettings, reciprocal_rank_fusion, search_chunks
 from haiku.rag.store import documents as D
 from haiku.rag.store.engine import Store
 
@@ -56,9 +56,9 @@ def test_weights_one_and_zero_reproduce_the_single_arm(db_path):
     def never_embedded() -> np.ndarray:
         raise AssertionError("an arm of weight 0 is not run")
 
-    text_only = search_chunks(store, "quokka", query_vector=never_embedded, limit=6, vector_weight=0)
+    text_only = search_chunks(store, "quokka", query_vector=never_embedded, limit=6, settings=SearchSettings(vector_weight=0))
     assert _ids(text_only) == fts
-    vector_only = search_chunks(store, "quokka", query_vector=query, limit=6, fts_weight=0)
+    vector_only = search_chunks(store, "quokka", query_vector=query, limit=6, settings=SearchSettings(fts_weight=0))
     assert _ids(vector_only) == vec
 
 
@@ -78,7 +78,7 @@ def test_per_arm_pools_bound_what_each_arm_contributes(db_path):
     store, query = _store(db_path)
     fts_top2 = set(_ids(search_chunks(store, "quokka", query_vector=None, search_type="fts", limit=2)))
     vec_top2 = set(_ids(search_chunks(store, "quokka", query_vector=query, search_type="vector", limit=2)))
-    hits = search_chunks(store, "quokka", query_vector=query, limit=20, fts_pool=2, vector_pool=2)
+    hits = search_chunks(store, "quokka", query_vector=query, limit=20, settings=SearchSettings(fts_pool=2, vector_pool=2))
     assert set(_ids(hits)) == fts_top2 | vec_top2
 
 
@@ -117,8 +117,8 @@ def test_hybrid_search_fuses_by_score_by_default(db_path, config):
 
     assert config.search.fusion.method == "score"
     store, query = _store(db_path)
-    by_score = _ids(search_chunks(store, "quokka island", query_vector=query, limit=6, fusion="score"))
-    by_rank = _ids(search_chunks(store, "quokka island", query_vector=query, limit=6, fusion="rrf"))
+    by_score = _ids(search_chunks(store, "quokka island", query_vector=query, limit=6, settings=SearchSettings(fusion="score")))
+    by_rank = _ids(search_chunks(store, "quokka island", query_vector=query, limit=6, settings=SearchSettings(fusion="rrf")))
     assert by_score != by_rank, "precondition: the two fusions differ here"
     store.close()
     with vector_server(16) as server:

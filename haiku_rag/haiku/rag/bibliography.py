@@ -506,16 +506,9 @@ def to_csl_json(items: Iterable[Any]) -> list[dict[str, Any]]:
 async def bibliographic_of(client: Any, document: Any) -> Bibliographic | None:
     """The stored record of a document; for a PDF ingested before records existed, read
     from its stored file (not stored: reads never write)."""
-    record = bibliographic(document.metadata)
-    if record is None and document.mime_type == "application/pdf":
-        import asyncio
-
-        from haiku.rag.pdf_metadata import extract_pdf_metadata
-
-        data = await client.get_source_bytes(document)
-        record = await asyncio.to_thread(extract_pdf_metadata, data, filename=document.metadata.get("filename"))
-    if record is not None and record.title is None and document.title:
-        record = record.model_copy(update={"title": document.title})
+    # read by the client (``HaikuRAG.bibliographic_record``): this module never imports
+    # pdf_metadata, which builds its records from this one's types
+    record: Bibliographic | None = await client.bibliographic_record(document)
     return record
 
 

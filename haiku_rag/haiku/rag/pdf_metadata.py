@@ -104,20 +104,32 @@ def extract_pdf_metadata(
         except Exception:  # a damaged file: the converter reports it; metadata just stays empty
             return None
         try:
-            if doc.needs_pass or doc.page_count == 0:
+            if doc.needs_pass:
                 return None
-            info = dict(doc.metadata or {})
-            xmp = doc.get_xml_metadata() or ""
-            first = doc[0]
-            height = first.rect.height
-            # text only: the default flags decode every image of the page into the dict (a
-            # 15,455 x 20,000 px scan cost 2 GB here, in the caller's process, outside the
-            # parse worker's memory and time bounds; issue 32)
-            flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
-            lines = _lines(first.get_text("dict", flags=flags))
-            text = "\n".join(doc[i].get_text() for i in range(min(2, doc.page_count)))
+            return read_pdf_metadata(doc, filename=filename, title=title)
         finally:
             doc.close()
+
+
+def read_pdf_metadata(doc: Any, *, filename: str | None = None, title: str | None = None) -> Bibliographic | None:
+    """``extract_pdf_metadata`` from a PDF already open (a ``pymupdf.Document``, authenticated):
+    the parse worker reads the record in the same open as the conversion. The caller holds
+    whatever lock its process needs around PyMuPDF."""
+    from haiku.rag.mupdf import import_pymupdf
+
+    pymupdf = import_pymupdf()
+    if doc.page_count == 0:
+        return None
+    info = dict(doc.metadata or {})
+    xmp = doc.get_xml_metadata() or ""
+    first = doc[0]
+    height = first.rect.height
+    # text only: the default flags decode every image of the page into the dict (a
+    # 15,455 x 20,000 px scan cost 2 GB here, in the caller's process, outside the
+    # parse worker's memory and time bounds; issue 32)
+    flags = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+    lines = _lines(first.get_text("dict", flags=flags))
+    text = "\n".join(doc[i].get_text() for i in range(min(2, doc.page_count)))
     return _extract(info, xmp, lines, height, text, filename, title)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from pathlib import PurePath
 from typing import Any
 
 from haiku.rag.client.base import ClientBase
@@ -36,36 +35,59 @@ async def update_bibliographic(
     )
 
 
-def add_bibliographic(
-    new: docs.NewDocument,
-    filename: str,
-    replaces: Document | None = None,
-    settings: BibliographyConfig | None = None,
-) -> None:
-    """Authors, year, DOI... read from a PDF itself, unless the caller gave them (Zotero) or
-    the person edited them (kept from the version this one replaces). With
-    ``settings.lookup`` on (off by default), the record is confirmed and filled online
-    (``haiku.rag.bibliography_lookup``)."""
+async def bibliographic_record(client: ClientBase, document: Document) -> Any:
+    """The stored record of a document (a ``Bibliographic``, or None); for a PDF ingested
+    before records existed, read from its stored file (not stored: reads never write)."""
+    from haiku.rag.bibliography import bibliographic
+
+    record = bibliographic(document.metadata)
+    if record is None and document.mime_type == "application/pdf":
+        from haiku.rag.pdf_metadata import extract_pdf_metadata
+
+        data = await client._store_thread(docs.get_source_bytes, client.store, document)
+        record = await asyncio.to_thread(extract_pdf_metadata, data, filename=document.metadata.get("filename"))
+    if record is not None and record.title is None and document.title:
+        record = record.model_copy(update={"title": document.title})
+    return record
+
+
+def edited_record(replaces: Document | None) -> dict[str, Any] | None:
+    """The record a person edited on the version being replaced (kept across re-ingests)."""
     from haiku.rag.bibliography import METADATA_KEY, USER_SOURCE
 
     edited = replaces.metadata.get(METADATA_KEY) if replaces is not None else None
-    if METADATA_KEY not in new.metadata and isinstance(edited, dict) and edited.get("source") == USER_SOURCE:
+    return edited if isinstance(edited, dict) and edited.get("source") == USER_SOURCE else None
+
+
+def reads_bibliographic(metadata: dict[str, Any] | None, replaces: Document | None) -> bool:
+    """Whether the parse reads a PDF's record itself (in the parse worker, in the same open of
+    the file): not when the caller gave one (Zotero) or the person edited the one replaced."""
+    from haiku.rag.bibliography import METADATA_KEY
+
+    return METADATA_KEY not in (metadata or {}) and edited_record(replaces) is None
+
+
+def add_bibliographic(
+    new: docs.NewDocument,
+    replaces: Document | None = None,
+    settings: BibliographyConfig | None = None,
+    *,
+    read: bool = False,
+) -> None:
+    """After the parse: the person's edit of the version replaced is kept (unless the caller
+    gave a record); a record the parse read from the PDF (``read``) is, with
+    ``settings.lookup`` on (off by default), confirmed and filled online
+    (``haiku.rag.bibliography_lookup``)."""
+    from haiku.rag.bibliography import METADATA_KEY, bibliographic
+
+    edited = edited_record(replaces)
+    if METADATA_KEY not in new.metadata and edited is not None:
         new.metadata[METADATA_KEY] = edited
         return
-    if new.mime_type != "application/pdf" or METADATA_KEY in new.metadata:
+    if not read or settings is None or not settings.lookup:
         return
-    from haiku.rag.pdf_metadata import extract_pdf_metadata
-
-    # the title the library shows (the first page's title block), not a file-name fallback
-    shown = new.title if new.title and new.title != PurePath(filename).stem else None
-    try:
-        record = extract_pdf_metadata(new.source_bytes, filename=filename, title=shown)
-    except Exception:  # metadata is a bonus: never fail an ingest over it
-        log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
-        return
-    if record is not None and settings is not None and settings.lookup:
+    record = bibliographic(new.metadata)
+    if record is not None:
         from haiku.rag.bibliography_lookup import lookup_record
 
-        record = lookup_record(record, settings)
-    if record is not None:
-        new.metadata[METADATA_KEY] = record.to_metadata()
+        new.metadata[METADATA_KEY] = lookup_record(record, settings).to_metadata()

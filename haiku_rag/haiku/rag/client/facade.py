@@ -51,6 +51,7 @@ class HaikuRAG(ClientBase):
 
     # bibliographic records (client/bibliography.py)
     update_bibliographic = bibliography.update_bibliographic
+    bibliographic_record = bibliography.bibliographic_record
 
     # ingestion (client/ingestion.py; its sources and outcomes in client/sources.py)
     create_document = ingestion.create_document

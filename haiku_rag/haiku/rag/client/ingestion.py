@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from haiku.rag.bounds import bound_stored_fields
 from haiku.rag.client.base import ClientBase, local_path, run_cancellable
-from haiku.rag.client.bibliography import add_bibliographic
+from haiku.rag.client.bibliography import add_bibliographic, reads_bibliographic
 from haiku.rag.client.documents import get_document
 from haiku.rag.client.maintenance import embed_pending, maintain_indexes
 from haiku.rag.client.sources import (
@@ -30,7 +30,8 @@ from haiku.rag.client.sources import (
     source_size,
 )
 from haiku.rag.errors import IngestError, SourceNotFoundError
-from haiku.rag.ingest.pipeline import content_hash, iter_source_files, parse_document
+from haiku.rag.ingest.isolation import parse_document
+from haiku.rag.ingest.pipeline import content_hash, iter_source_files
 from haiku.rag.operations import (
     CancelToken,
     Progress,
@@ -334,6 +335,7 @@ def parse_source(
     if existing is not None and existing.content_hash == content_hash(source.data):
         report(progress, Progress(Stage.DONE, uri, message="unchanged"))
         return IngestOutcome(uri, "unchanged", document=existing)
+    read = reads_bibliographic(source.metadata, existing)
     try:
         new = parse_document(
             source.data,
@@ -345,12 +347,13 @@ def parse_source(
             password=source.password,
             progress=progress,
             cancel=cancel,
+            bibliographic=read,
         )
     except IngestError as exc:
         log.info("ingest failed for %s: %s", uri, exc)
         return IngestOutcome(uri, "failed", category=exc.category, reason=str(exc))
     check_cancelled(cancel)
-    add_bibliographic(new, source.filename, existing, client.config.bibliography)
+    add_bibliographic(new, existing, client.config.bibliography, read=read)
     bound_stored_fields(new)  # a 5 MB title is not stored whole (haiku.rag.bounds)
     report(progress, Progress(Stage.STORING, uri, total=len(new.chunks)))
     return new, existing

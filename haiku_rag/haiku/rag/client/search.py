@@ -50,7 +50,7 @@ def search_sync(
     """``document_ids`` (e.g. a collection's) restricts the search; with ``filter`` too,
     only documents matching both are searched. A hybrid search whose query cannot be
     embedded answers from full text and appends why to ``notices``."""
-    from haiku.rag.search.hybrid import search_chunks
+    from haiku.rag.search.hybrid import SearchSettings, search_chunks
 
     config = client.config
     limit = config.search.limit if limit is None else limit
@@ -67,7 +67,6 @@ def search_sync(
         vector = functools.partial(client.embedder.embed_query, query)
     elif search_type == "vector":
         return []
-    fusion = config.search.fusion
     return search_chunks(
         client.store,
         query,
@@ -75,18 +74,8 @@ def search_sync(
         search_type=search_type,
         limit=limit,
         document_ids=document_ids,
-        rrf_k=config.search.rrf_k,
-        candidate_factor=config.search.candidate_factor,
-        fts_weight=fusion.fts_weight,
-        vector_weight=fusion.vector_weight,
-        fts_pool=fusion.fts_pool,
-        vector_pool=fusion.vector_pool,
-        fusion=fusion.method,
-        fts_only_share=fusion.fts_only_share,
-        page_share=config.search.page_share,
-        name_weight=config.search.name_weight,
+        settings=SearchSettings.from_config(config.search),
         reranker=_reranker_or_none(client),
-        rerank_pool=config.search.rerank.pool,
         notices=notices,
     )
 

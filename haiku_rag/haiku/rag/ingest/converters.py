@@ -12,7 +12,9 @@ __all__ = [
     "supported_extensions",
 ]
 
+from collections.abc import Callable
 from pathlib import PurePath
+from typing import Any
 
 from haiku.rag.errors import DamagedDocumentError, EmptyDocumentError, UnsupportedSourceError
 from haiku.rag.ingest.formats import (
@@ -114,11 +116,13 @@ def convert_source(
     ocr: OcrOptions | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
+    while_open: Callable[[Any, Conversion], None] | None = None,
 ) -> Conversion:
     """Convert the bytes of one source into a Conversion, choosing the converter from the
     file name and content. ``pdf_layout`` is "fast" (heuristics) or "layout" (PyMuPDF's
     ONNX layout model); ``ocr`` says whether (and how) pages without a text layer and image
-    files are recognised (on by default). Raises an IngestError subclass naming ``filename``."""
+    files are recognised (on by default); ``while_open`` goes to a PDF's converter
+    (``convert_pdf``). Raises an IngestError subclass naming ``filename``."""
     if not data:
         raise EmptyDocumentError(f"{filename}: the file is empty (0 bytes)", source=filename)
     check_cancelled(cancel)
@@ -137,6 +141,7 @@ def convert_source(
                 ocr=ocr,
                 progress=progress,
                 cancel=cancel,
+                while_open=while_open,
             )
         case SourceKind.IMAGE:
             # Wrapped as a PDF page and read by OCR, page by page with progress.

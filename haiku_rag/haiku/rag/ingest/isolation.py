@@ -52,7 +52,7 @@ import time
 import traceback
 from collections.abc import Callable, Generator, Iterable, Iterator, Sized
 from multiprocessing.connection import Connection
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from haiku.rag.errors import (
     IngestError,
@@ -63,6 +63,10 @@ from haiku.rag.errors import (
 )
 from haiku.rag.ingest.gc_pause import cyclic_gc_paused
 from haiku.rag.operations import CancelToken, Progress, ProgressCallback, report
+
+if TYPE_CHECKING:
+    from haiku.rag.config import AppConfig
+    from haiku.rag.ingest.records import NewDocument
 
 log = logging.getLogger("haiku.rag")
 
@@ -77,6 +81,45 @@ ResultT = TypeVar("ResultT")
 
 WORKER_FLAG = "--haiku-rag-parse-worker"
 CANCEL_SIGNAL = signal.SIGUSR1
+
+
+def parse_document(
+    data: bytes,
+    *,
+    filename: str,
+    uri: str,
+    config: AppConfig,
+    title: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    password: str | None = None,
+    progress: ProgressCallback | None = None,
+    cancel: CancelToken | None = None,
+    bibliographic: bool = False,
+) -> NewDocument:
+    """``pipeline.prepare_document``, in the parse worker process with a time bound unless
+    ``processing.parse_isolation`` is ``"none"`` (see above). ``bibliographic``: read a PDF's
+    bibliographic record there too, in the same open of the file."""
+    kwargs: dict[str, Any] = {
+        "filename": filename,
+        "uri": uri,
+        "config": config,
+        "title": title,
+        "metadata": metadata,
+        "password": password,
+        "bibliographic": bibliographic,
+    }
+    if config.processing.parse_isolation == "none" or not data:
+        from haiku.rag.ingest.pipeline import prepare_document
+
+        return prepare_document(data, progress=progress, cancel=cancel, **kwargs)
+    return shared_pool().prepare(
+        data,
+        workers=parse_workers(config.processing),
+        timeout=config.processing.parse_timeout_seconds,
+        progress=progress,
+        cancel=cancel,
+        **kwargs,
+    )
 
 
 def run_worker_if_requested(argv: list[str] | None = None) -> None:

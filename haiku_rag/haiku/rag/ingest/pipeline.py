@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from haiku.rag.operations import (
     check_cancelled,
     report,
 )
+
+log = logging.getLogger("haiku.rag")
 
 
 def content_hash(data: bytes) -> str:
@@ -52,8 +55,13 @@ def prepare_document(
     password: str | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
+    bibliographic: bool = False,
 ) -> NewDocument:
     """Convert, extract items and chunk one source. Raises ``IngestError`` subclasses.
+
+    With ``bibliographic``, a PDF's bibliographic record (``haiku.rag.pdf_metadata``) is read
+    while the converter has the file open, and stored in the metadata: the file is opened once
+    per ingest, here, in the parse worker's time and memory bounds.
 
     Runs with the cyclic garbage collector paused (``cyclic_gc_paused``): the converted
     document is alive until the end, and each collection in between rescanned it."""
@@ -65,6 +73,11 @@ def prepare_document(
 
     if not data:
         raise EmptyDocumentError(f"{filename}: the file is empty", source=uri)
+    record: dict[str, Any] = {}
+
+    def read_record(doc: Any, conversion: Any) -> None:
+        record.update(_bibliographic_record(doc, filename, title or conversion.title))
+
     conversion = convert_source(
         data,
         filename=filename,
@@ -73,6 +86,7 @@ def prepare_document(
         ocr=OcrOptions(enabled=config.processing.ocr, dpi=config.processing.ocr_dpi),
         progress=progress,
         cancel=cancel,
+        while_open=read_record if bibliographic else None,
     )
     check_cancelled(cancel)
     report(progress, Progress(Stage.CHUNKING, uri))
@@ -102,6 +116,7 @@ def prepare_document(
         meta["pages_recognised"] = conversion.pages_recognised
     if conversion.warnings:
         meta["warnings"] = conversion.warnings[:20]
+    meta.update(record)
 
     stored_bytes = conversion.stored_bytes or data
     if password and conversion.mime_type == "application/pdf":
@@ -127,6 +142,22 @@ def prepare_document(
     )
 
 
+def _bibliographic_record(doc: Any, filename: str, title: str | None) -> dict[str, Any]:
+    """``{"bibliographic": …}`` read from the open PDF, or nothing: the record is a bonus, never
+    a reason to fail an ingest. ``title``: the one the document will show (the caller's, else
+    the first page's title block), not a file-name fallback."""
+    from haiku.rag.bibliography import METADATA_KEY
+    from haiku.rag.pdf_metadata import read_pdf_metadata
+
+    shown = title if title and title != Path(filename).stem else None
+    try:
+        found = read_pdf_metadata(doc, filename=filename, title=shown)
+    except Exception:
+        log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
+        return {}
+    return {} if found is None else {METADATA_KEY: found.to_metadata()}
+
+
 def _nothing_to_index(filename: str, items: list[Any]) -> str:
     """Why a document with no chunks is refused, naming the text that was dropped."""
     texts = [item for item in items if item.text.strip()]
@@ -140,42 +171,6 @@ def _nothing_to_index(filename: str, items: list[Any]) -> str:
         )
     chars = sum(len(item.text) for item in texts)
     return f"{filename}: its {len(texts)} text item(s) ({chars:,} characters: {sample}) produced nothing to index"
-
-
-def parse_document(
-    data: bytes,
-    *,
-    filename: str,
-    uri: str,
-    config: AppConfig,
-    title: str | None = None,
-    metadata: dict[str, Any] | None = None,
-    password: str | None = None,
-    progress: ProgressCallback | None = None,
-    cancel: CancelToken | None = None,
-) -> NewDocument:
-    """``prepare_document``, in the parse worker process with a time bound unless
-    ``processing.parse_isolation`` is ``"none"`` (see ``haiku.rag.ingest.isolation``)."""
-    kwargs: dict[str, Any] = {
-        "filename": filename,
-        "uri": uri,
-        "config": config,
-        "title": title,
-        "metadata": metadata,
-        "password": password,
-    }
-    if config.processing.parse_isolation == "none" or not data:
-        return prepare_document(data, progress=progress, cancel=cancel, **kwargs)
-    from haiku.rag.ingest.isolation import parse_workers, shared_pool
-
-    return shared_pool().prepare(
-        data,
-        workers=parse_workers(config.processing),
-        timeout=config.processing.parse_timeout_seconds,
-        progress=progress,
-        cancel=cancel,
-        **kwargs,
-    )
 
 
 def decrypted_pdf(data: bytes, password: str) -> bytes:

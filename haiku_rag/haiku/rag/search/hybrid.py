@@ -27,7 +27,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -37,11 +37,13 @@ from haiku.rag.search.naming import boost_named, named_documents
 from haiku.rag.search.pages import Candidate, aggregate_pages, page_key
 from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json
-from haiku.rag.store.engine import Store, sql_in
+from haiku.rag.store.engine import Store
 from haiku.rag.store.models import SearchResult
+from haiku.rag.store.sql import sql_in
 from haiku.rag.store.vectors import NO_PAGE, PAGE_UNKNOWN
 
 if TYPE_CHECKING:
+    from haiku.rag.config import SearchConfig
     from haiku.rag.search.rerank import Reranker
 
 log = logging.getLogger("haiku.rag")
@@ -226,6 +228,58 @@ def _arm_pool() -> concurrent.futures.ThreadPoolExecutor:
     return _ARM_POOL
 
 
+@dataclass(frozen=True)
+class SearchSettings:
+    """How a search ranks and cuts: the library's ``search`` settings, taken whole
+    (``from_config``). The defaults are the plain ones: reciprocal-rank fusion of both arms at
+    weight 1, pools from ``candidate_factor``, one result per chunk, no name boost.
+
+    ``fusion``: ``reciprocal_rank_fusion`` (``"rrf"``, with ``rrf_k``) or ``score_fusion``
+    (``"score"``); an arm of weight 0 is not run; ``fts_pool``/``vector_pool`` set an arm's pool
+    (default ``max(limit × candidate_factor, 20)``). ``fts_only_share`` (score fusion): the share
+    of its score a full-text hit keeps when the vector arm did not return it. ``name_weight`` > 0:
+    documents the query names (``naming.named_documents``) also contribute their own best
+    candidates to each arm, and every candidate gains ``name_weight`` × how fully its document is
+    named (scores are then normalised per arm, as in score fusion). ``page_share`` not None: one
+    result per page, pages scored by their best chunk plus that share of the next ones
+    (``pages.aggregate_pages``). ``rerank_pool``: with a reranker, the best
+    ``max(rerank_pool, limit)`` chunks are reordered by it before the cut to ``limit`` (and, with
+    ``page_share``, each page keeps its first chunk in that order).
+    """
+
+    rrf_k: int = 60
+    candidate_factor: int = 4
+    fusion: Literal["rrf", "score"] = "rrf"
+    fts_weight: float = 1.0
+    vector_weight: float = 1.0
+    fts_pool: int | None = None
+    vector_pool: int | None = None
+    fts_only_share: float = 1.0
+    page_share: float | None = None
+    name_weight: float = 0.0
+    rerank_pool: int = 30
+
+    @classmethod
+    def from_config(cls, search: SearchConfig) -> SearchSettings:
+        fusion = search.fusion
+        return cls(
+            rrf_k=search.rrf_k,
+            candidate_factor=search.candidate_factor,
+            fusion=fusion.method,
+            fts_weight=fusion.fts_weight,
+            vector_weight=fusion.vector_weight,
+            fts_pool=fusion.fts_pool,
+            vector_pool=fusion.vector_pool,
+            fts_only_share=fusion.fts_only_share,
+            page_share=search.page_share,
+            name_weight=search.name_weight,
+            rerank_pool=search.rerank.pool,
+        )
+
+
+PLAIN = SearchSettings()
+
+
 def search_chunks(
     store: Store,
     query: str,
@@ -234,143 +288,196 @@ def search_chunks(
     search_type: SearchType = "hybrid",
     limit: int = 5,
     document_ids: Sequence[str] | None = None,
-    rrf_k: int = 60,
-    candidate_factor: int = 4,
-    fts_weight: float = 1.0,
-    vector_weight: float = 1.0,
-    fts_pool: int | None = None,
-    vector_pool: int | None = None,
+    settings: SearchSettings = PLAIN,
     reranker: Reranker | None = None,
-    rerank_pool: int = 30,
-    fusion: Literal["rrf", "score"] = "rrf",
-    fts_only_share: float = 1.0,
-    page_share: float | None = None,
-    name_weight: float = 0.0,
     notices: list[str] | None = None,
 ) -> list[SearchResult]:
-    """Ranked chunks as ``SearchResult`` (without context expansion).
+    """Ranked chunks as ``SearchResult`` (without context expansion), ranked as ``settings``
+    say, within ``document_ids`` when given. ``query_vector`` may be a callable: the query is
+    then embedded while the full-text arm runs.
 
     A hybrid search whose query cannot be embedded (the embedding server unreachable, stalled
     past its deadline, answering garbage) answers from the full-text arm alone: the reason is
-    logged and appended to ``notices`` when given. A ``vector`` search raises instead.
-
-    The weights and pools shape hybrid fusion only (``fusion``: ``reciprocal_rank_fusion`` or
-    ``score_fusion``); an arm of weight 0 is not run. ``fts_only_share`` (score fusion): the
-    share of its score a full-text hit keeps when the vector arm did not return it.
-    ``name_weight`` > 0: documents the query names (``naming.named_documents``) also contribute
-    their own best candidates to each arm, and every candidate gains ``name_weight`` × how fully
-    its document is named (scores are then normalised per arm, as in score fusion).
-    ``page_share`` not None: one result per page, pages scored by their best chunk plus that
-    share of the next ones (``pages.aggregate_pages``).
-    With ``reranker``, the best ``max(rerank_pool, limit)`` chunks are reordered by it before
-    the cut to ``limit`` (and, with ``page_share``, each page keeps its first chunk in that order).
-    """
+    logged and appended to ``notices`` when given. A ``vector`` search raises instead."""
     if limit <= 0 or not query.strip() or (document_ids is not None and not document_ids):
         return []
-    live = store.current_generations()
-    wanted = max(limit, rerank_pool) if reranker is not None else limit
-    grouped = page_share is not None
-    # a page's score needs its other chunks, so grouped single-arm searches look as deep as hybrid
-    pool = max(limit * candidate_factor, 20) if search_type == "hybrid" or grouped else limit * 2
-    pool = max(pool, wanted)
-    # explicit per-arm pools win, even below the limit: fusion still returns what both give
-    text_pool = fts_pool or pool
-    vec_pool = vector_pool or pool
-    named = _named(store, query, document_ids) if name_weight > 0 else {}
-    # the named documents' own best candidates join each arm's pool (skipped when they are
-    # most of what is searched: the plain pool already speaks for them)
-    searched = len(document_ids) if document_ids is not None else len(live)
-    named_scope = sorted(named) if named and len(named) * 2 <= searched else None
+    search = _Search(store, query, query_vector, search_type, limit, document_ids, settings, reranker, notices)
+    ranking = search.rank()
+    scored = ranking.scored
+    if search.named:
+        scored = search.boost_named(scored, ranking)
+    if settings.page_share is not None and reranker is None:
+        scored = search.group_pages(scored, ranking, settings.page_share)
+    candidates = search.candidates(scored[: search.wanted], ranking)
+    if reranker is not None and len(candidates) > 1:
+        candidates = search.rerank(reranker, candidates)
+    return to_results(store, candidates[:limit])
 
-    def current(hit: dict[str, Any]) -> bool:
+
+@dataclass
+class _Ranking:
+    """The arms' hits as fusion ordered them, and what is known of each hit before its row is
+    read: ``rows`` (full-text hits' ranking columns; whole rows once fetched), its document,
+    its first page (exact vector hits) and its row id (to read the row by)."""
+
+    scored: list[tuple[str, float]]  # (chunk id, score), best first
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    document_of: dict[str, str] = field(default_factory=dict)
+    page_of: dict[str, int | None] = field(default_factory=dict)
+    row_of: dict[str, int] = field(default_factory=dict)
+
+
+class _Search:
+    """One ``search_chunks`` call: its pools, the live generations and the named documents, and
+    its steps (``rank``, ``boost_named``, ``group_pages``, ``candidates``, ``rerank``)."""
+
+    def __init__(
+        self,
+        store: Store,
+        query: str,
+        query_vector: np.ndarray | Callable[[], np.ndarray] | None,
+        search_type: SearchType,
+        limit: int,
+        document_ids: Sequence[str] | None,
+        settings: SearchSettings,
+        reranker: Reranker | None,
+        notices: list[str] | None = None,
+    ) -> None:
+        self.store, self.query, self.query_vector = store, query, query_vector
+        self.notices = notices
+        self.search_type, self.limit, self.settings = search_type, limit, settings
+        self.document_ids = document_ids
+        self.live = store.current_generations()
+        self.wanted = max(limit, settings.rerank_pool) if reranker is not None else limit
+        self.grouped = settings.page_share is not None
+        # a page's score needs its other chunks, so grouped single-arm searches look as deep as hybrid
+        pool = max(limit * settings.candidate_factor, 20) if search_type == "hybrid" or self.grouped else limit * 2
+        self.pool = max(pool, self.wanted)
+        self.named = _named(store, query, document_ids) if settings.name_weight > 0 else {}
+        # the named documents' own best candidates join each arm's pool (skipped when they are
+        # most of what is searched: the plain pool already speaks for them)
+        searched = len(document_ids) if document_ids is not None else len(self.live)
+        self.named_scope = sorted(self.named) if self.named and len(self.named) * 2 <= searched else None
+
+    def current(self, hit: dict[str, Any]) -> bool:
         # Leftovers of an interrupted write are invisible until recovery removes them.
-        return live.get(hit["document_id"]) == hit["generation"]
+        return self.live.get(hit["document_id"]) == hit["generation"]
 
-    def text_arm(size: int) -> list[dict[str, Any]]:
-        hits = fts_hits(store, query, size, document_ids)
-        if named_scope:
-            hits = _union(hits, fts_hits(store, query, size, named_scope), "id")
-        return [h for h in hits if current(h)]
+    # --- the arms and their fusion ------------------------------------------------------------
 
-    def vector_arm(size: int) -> list[dict[str, Any]]:
-        if query_vector is None:
+    def text_arm(self, size: int) -> list[dict[str, Any]]:
+        hits = fts_hits(self.store, self.query, size, self.document_ids)
+        if self.named_scope:
+            hits = _union(hits, fts_hits(self.store, self.query, size, self.named_scope), "id")
+        return [h for h in hits if self.current(h)]
+
+    def vector_arm(self, size: int) -> list[dict[str, Any]]:
+        if self.query_vector is None:
             raise ValueError("vector search needs a query vector")
-        vector = query_vector() if callable(query_vector) else query_vector
-        hits = vector_hits(store, vector, size, document_ids)
-        if named_scope:
-            hits = _union(hits, vector_hits(store, vector, size, named_scope), "chunk_id")
-        return [h for h in hits if current(h)]
+        vector = self.query_vector() if callable(self.query_vector) else self.query_vector
+        hits = vector_hits(self.store, vector, size, self.document_ids)
+        if self.named_scope:
+            hits = _union(hits, vector_hits(self.store, vector, size, self.named_scope), "chunk_id")
+        return [h for h in hits if self.current(h)]
 
-    rows: dict[str, dict[str, Any]] = {}
-    document_of: dict[str, str] = {}
-    page_of: dict[str, int | None] = {}  # vector hits' first pages, where the matrix knows them
-    row_of: dict[str, int] = {}  # hits' chunk row ids: full-text hits' own, vector hits' from the matrix
-    scored: list[tuple[str, float]]
-    if search_type == "fts":
-        hits = text_arm(pool)
-        rows = {h["id"]: h for h in hits}
-        row_of = _row_ids(hits)
+    def rank(self) -> _Ranking:
+        """Run the arms the search type asks for and fuse them."""
+        if self.search_type == "fts":
+            ranking = self._text_ranking()
+        elif self.search_type == "vector":
+            ranking = self._vector_ranking()
+        elif self.search_type == "hybrid":
+            ranking = self._hybrid_ranking()
+        else:
+            raise ValueError(f"unknown search type {self.search_type!r}; use one of {', '.join(SEARCH_TYPES)}")
+        ranking.document_of.update({cid: row["document_id"] for cid, row in ranking.rows.items()})
+        return ranking
+
+    def _text_ranking(self) -> _Ranking:
+        hits = self.text_arm(self.pool)
         scored = [(h["id"], float(h["_score"])) for h in hits]
-    elif search_type == "vector":
-        vec_hits = vector_arm(pool)
-        document_of = {h["chunk_id"]: h["document_id"] for h in vec_hits}
-        page_of = _first_pages(vec_hits)
-        row_of = _chunk_rows(vec_hits)
-        scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits]
-    elif search_type == "hybrid":
+        return _Ranking(scored, rows={h["id"]: h for h in hits}, row_of=_row_ids(hits))
+
+    def _vector_ranking(self) -> _Ranking:
+        vec_hits = self.vector_arm(self.pool)
+        return _Ranking(
+            [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits],
+            document_of={h["chunk_id"]: h["document_id"] for h in vec_hits},
+            page_of=_first_pages(vec_hits),
+            row_of=_chunk_rows(vec_hits),
+        )
+
+    def _hybrid_ranking(self) -> _Ranking:
+        settings = self.settings
+        # explicit per-arm pools win, even below the limit: fusion still returns what both give
+        text_pool = settings.fts_pool or self.pool
+        vec_pool = settings.vector_pool or self.pool
         # The full-text arm runs on another thread while this one embeds the query (when
         # ``query_vector`` is a callable) and ranks vectors: the two arms take similar time.
-        text_future = _arm_pool().submit(text_arm, text_pool) if fts_weight else None
-        vec_hits = []
+        text_future = _arm_pool().submit(self.text_arm, text_pool) if settings.fts_weight else None
+        vec_hits: list[dict[str, Any]] = []
         try:
-            if query_vector is not None and vector_weight:
+            if self.query_vector is not None and settings.vector_weight:
                 try:
-                    vec_hits = vector_arm(vec_pool)
+                    vec_hits = self.vector_arm(vec_pool)
                 except EmbeddingError as exc:
                     message = f"full-text results only: the query could not be embedded ({exc})"
                     log.warning("hybrid search: %s", message)
-                    if notices is not None:
-                        notices.append(message)
+                    if self.notices is not None:
+                        self.notices.append(message)
         finally:
             text_hits = text_future.result() if text_future else []
-        rows = {h["id"]: h for h in text_hits}
-        document_of = {h["chunk_id"]: h["document_id"] for h in vec_hits}
-        page_of = _first_pages(vec_hits)
-        row_of = {**_chunk_rows(vec_hits), **_row_ids(text_hits)}
+        ranking = _Ranking(
+            [],
+            rows={h["id"]: h for h in text_hits},
+            document_of={h["chunk_id"]: h["document_id"] for h in vec_hits},
+            page_of=_first_pages(vec_hits),
+            row_of={**_chunk_rows(vec_hits), **_row_ids(text_hits)},
+        )
         text_scored = [(h["id"], float(h["_score"])) for h in text_hits]
         vec_scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits]
-        if fusion == "score":
-            scored = _fuse_scores(store, text_scored, vec_scored, rows, (fts_weight, vector_weight), fts_only_share)
-        else:
-            scored = reciprocal_rank_fusion(
-                [[cid for cid, _ in text_scored], [cid for cid, _ in vec_scored]],
-                k=rrf_k,
-                weights=[fts_weight, vector_weight],
+        weights = (settings.fts_weight, settings.vector_weight)
+        if settings.fusion == "score":
+            ranking.scored = _fuse_scores(
+                self.store, text_scored, vec_scored, ranking.rows, weights, settings.fts_only_share
             )
-    else:
-        raise ValueError(f"unknown search type {search_type!r}; use one of {', '.join(SEARCH_TYPES)}")
+        else:
+            ranking.scored = reciprocal_rank_fusion(
+                [[cid for cid, _ in text_scored], [cid for cid, _ in vec_scored]], k=settings.rrf_k, weights=list(weights)
+            )
+        return ranking
 
-    document_of.update({cid: row["document_id"] for cid, row in rows.items()})
-    if named:
-        if search_type != "hybrid" or fusion != "score":
+    # --- after fusion -------------------------------------------------------------------------
+
+    def boost_named(self, scored: list[tuple[str, float]], ranking: _Ranking) -> list[tuple[str, float]]:
+        """Documents the query names rank higher (``naming.boost_named``)."""
+        if self.search_type != "hybrid" or self.settings.fusion != "score":
             scored = score_fusion([scored], [1.0])  # onto score fusion's 0 … 1 scale per arm
-        scored = boost_named(scored, document_of, named, name_weight)
-    if page_share is not None and reranker is None:
+        return boost_named(scored, ranking.document_of, self.named, self.settings.name_weight)
+
+    def group_pages(
+        self, scored: list[tuple[str, float]], ranking: _Ranking, page_share: float
+    ) -> list[tuple[str, float]]:
+        """One result per page (``pages.aggregate_pages``)."""
         # full-text hits carry their rows and exact vector hits their first page: rows are read
         # only for hits with neither (beyond the exact-search budget, the ANN's whose chunks the
         # store's page map does not hold yet: see store/vectors.PageMap)
-        _fetch_rows(store, rows, [cid for cid, _ in scored if cid not in page_of], current, row_of)
+        rows, page_of = ranking.rows, ranking.page_of
+        _fetch_rows(self.store, rows, [cid for cid, _ in scored if cid not in page_of], self.current, ranking.row_of)
         known = [(cid, score) for cid, score in scored if cid in rows or cid in page_of]
-        scored = aggregate_pages([_candidate(cid, s, rows, document_of, page_of) for cid, s in known], page_share)
-    scored = scored[:wanted]
-    _fetch_rows(store, rows, [cid for cid, _ in scored], current, row_of, complete=True)
-    candidates = [(rows[cid], score) for cid, score in scored if cid in rows]
-    if reranker is not None and len(candidates) > 1:
+        return aggregate_pages([_candidate(cid, s, rows, ranking.document_of, page_of) for cid, s in known], page_share)
+
+    def candidates(self, scored: list[tuple[str, float]], ranking: _Ranking) -> list[tuple[dict[str, Any], float]]:
+        """The whole rows of the chunks kept, in order (a chunk gone since it was ranked drops)."""
+        _fetch_rows(self.store, ranking.rows, [cid for cid, _ in scored], self.current, ranking.row_of, complete=True)
+        return [(ranking.rows[cid], score) for cid, score in scored if cid in ranking.rows]
+
+    def rerank(
+        self, reranker: Reranker, candidates: list[tuple[dict[str, Any], float]]
+    ) -> list[tuple[dict[str, Any], float]]:
         # the reranker sees chunks; pages are taken from its order after (each page once)
-        candidates = reranked(reranker, query, candidates, len(candidates) if grouped else limit)
-        if grouped:
-            candidates = _first_per_page(candidates)
-    return to_results(store, candidates[:limit])
+        candidates = reranked(reranker, self.query, candidates, len(candidates) if self.grouped else self.limit)
+        return _first_per_page(candidates) if self.grouped else candidates
 
 
 def _first_pages(vec_hits: list[dict[str, Any]]) -> dict[str, int | None]:

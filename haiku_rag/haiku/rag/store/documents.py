@@ -13,8 +13,9 @@ import pyarrow as pa
 from haiku.rag.errors import DocumentNotFoundError, StoreError
 from haiku.rag.ingest.records import Box, ChunkRecord, ItemRecord, NewDocument
 from haiku.rag.store import schema as S
-from haiku.rag.store.engine import Store, new_generation, sql_in, sql_quote
+from haiku.rag.store.engine import Store, new_generation
 from haiku.rag.store.models import Chunk, Document
+from haiku.rag.store.sql import sql_in, sql_quote
 
 # NewDocument (ingestion's output) is defined in ingest.records, with the records it holds.
 _DOCUMENT_COLUMNS = [f.name for f in S.DOCUMENTS_SCHEMA]

@@ -44,6 +44,7 @@ from haiku.rag.errors import (
     StoreWriteError,
 )
 from haiku.rag.store import schema as S
+from haiku.rag.store.sql import sql_in, sql_quote
 
 if TYPE_CHECKING:
     from haiku.rag.store.vectors import VectorMatrix
@@ -217,14 +218,6 @@ def create_fts_index(chunks: Any) -> None:
     from lancedb.index import FTS
 
     chunks.create_index("content_fts", config=FTS(with_position=False, remove_stop_words=False), replace=True)
-
-
-def sql_quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def sql_in(column: str, values: list[str] | set[str]) -> str:
-    return f"{column} IN ({', '.join(sql_quote(v) for v in sorted(values))})"
 
 
 class _DocumentsSnapshot(NamedTuple):

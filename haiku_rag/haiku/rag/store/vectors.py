@@ -241,7 +241,7 @@ def _chunk_pages_and_rows(chunks: Any, chunk_ids: Any, document_ids: Any) -> tup
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from haiku.rag.store.engine import sql_in
+    from haiku.rag.store.sql import sql_in
 
     count = len(chunk_ids)
     pages = np.full(count, PAGE_UNKNOWN, dtype=np.int32)

@@ -21,6 +21,7 @@ Coordinates: see ``blocks``.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -94,6 +95,7 @@ def convert_pdf(
     ocr: OcrOptions | None = None,
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
+    while_open: Callable[[pymupdf.Document, Conversion], None] | None = None,
 ) -> Conversion:
     """Convert PDF bytes into a DoclingDocument whose items carry one provenance per line.
 
@@ -105,13 +107,18 @@ def convert_pdf(
     only when OCR is off or recognised nothing.
     Raises PasswordRequiredError, WrongPasswordError, DamagedDocumentError,
     EmptyDocumentError or NeedsOCRError, each naming ``source``.
+    ``while_open(doc, conversion)`` runs after the conversion, before the document is closed
+    (the parse worker reads the bibliographic record there: the file is opened once).
     """
     if layout not in ("fast", "layout"):
         raise ValueError(f"unknown PDF layout mode {layout!r}: use 'fast' or 'layout'")
     doc = _open(data, source=source, password=password)
     try:
         with cyclic_gc_paused():
-            return _convert_open_document(doc, source, layout, ocr or OcrOptions(), progress, cancel)
+            conversion = _convert_open_document(doc, source, layout, ocr or OcrOptions(), progress, cancel)
+        if while_open is not None:
+            while_open(doc, conversion)
+        return conversion
     finally:
         doc.close()
 
