@@ -141,6 +141,28 @@ class BibliographyService(QObject):
 
     # --- editing ------------------------------------------------------------------------------
 
+    @staticmethod
+    def authors_text(record: Bibliographic | None) -> str:
+        """The authors as the edit form shows them, one "Family, Given" per line."""
+        from haiku.rag.bibliography import authors_text
+
+        return authors_text(record)
+
+    @staticmethod
+    def edited(record: Bibliographic | None, **fields: str) -> Bibliographic:
+        """``record`` with the form's fields (title, authors, year, venue, doi), checked by the
+        library: a bad field raises an error :meth:`field_error` names."""
+        from haiku.rag.bibliography import edited_record
+
+        return edited_record(record, **fields)  # type: ignore[arg-type]
+
+    @staticmethod
+    def field_error(exc: BaseException | None) -> tuple[str, str] | None:
+        """(field, message) when ``exc`` is the library refusing a field the user typed."""
+        from haiku.rag.bibliography import BibliographicError
+
+        return (exc.field, str(exc)) if isinstance(exc, BibliographicError) else None
+
     def details(self, document_id: str) -> asyncio.Future[tuple[Any, str]]:
         """(record or None, title) of a stored document, for the edit dialog."""
         from haiku.rag.bibliography import bibliographic

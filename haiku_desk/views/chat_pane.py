@@ -10,7 +10,6 @@ citation panel; a ``haiku:`` link in an answer (add files, model settings) emits
 from __future__ import annotations
 
 import html
-import re
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, QTimer, QUrl, Signal
@@ -47,8 +46,8 @@ from haiku_desk.views.analysis_panel import AnalysisPanel
 from haiku_desk.views.widgets import ElidedLabel, compact_button
 
 if TYPE_CHECKING:
-    from haiku.rag.citations import Citation
     from haiku_desk.bridge import Operation
+    from haiku_desk.citations import Citation
     from haiku_desk.services import AppServices
     from haiku_desk.services.bibliography import BibliographyService
     from haiku_desk.services.chat import Question
@@ -152,13 +151,9 @@ def _short_sentence(text: str, limit: int = 90) -> str:
 
 def linked_markers(markdown: str) -> str:
     """``[2]`` / ``[1, 3]`` become links the answer view turns into citation activations."""
-    from haiku.rag.citations import MARKER, marker_numbers
+    from haiku_desk.citations import replace_markers
 
-    def link(match: re.Match[str]) -> str:
-        links = " ".join(f"[[{n}]]({CITE_SCHEME}:{n})" for n in marker_numbers(match))
-        return f"{match.group(1)}{links}"
-
-    return MARKER.sub(link, markdown)
+    return replace_markers(markdown, lambda numbers: " ".join(f"[[{n}]]({CITE_SCHEME}:{n})" for n in numbers))
 
 
 class FlowLayout(QLayout):

@@ -33,7 +33,7 @@ from haiku_desk.services.pages import MAX_ZOOM, MIN_ZOOM, PageRender, PagesServi
 from haiku_desk.views.widgets import ElidedLabel
 
 if TYPE_CHECKING:
-    from haiku.rag.citations import Citation
+    from haiku_desk.citations import Citation
     from haiku_desk.services.bibliography import BibliographyService
 
 HINT = "Click a citation to see the cited page."
@@ -241,11 +241,9 @@ class CitationPanel(QWidget):
         that cites nothing (no boxes, no passage); ``reading`` keeps it from being worded or
         copied as a citation.
         """
-        from haiku.rag.citations import Citation
+        from haiku_desk.citations import reading_citation
 
-        self.citation = Citation(
-            index=0, chunk_id="", document_id=document_id, document_uri="", document_title=title, content=""
-        )
+        self.citation = reading_citation(document_id, title)
         self.reading = True
         self.cited = []
         self.page = max(1, page)

@@ -39,7 +39,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from haiku.rag import formats
 from haiku_desk.models.documents import (
     ENTRY_ROLE,
     FILE_NAME_ROLE,
@@ -50,6 +49,7 @@ from haiku_desk.models.documents import (
     DocumentsModel,
     Scope,
 )
+from haiku_desk.services.entries import document_extensions
 from haiku_desk.services.library import LibraryEntry, LibraryService
 from haiku_desk.views.widgets import compact_button, confirm_delete
 
@@ -533,7 +533,7 @@ class LibraryPane(QWidget):
 
     def choose_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(
-            self, "Add files", "", f"Documents ({' '.join('*' + e for e in formats.document_extensions())});;All files (*)"
+            self, "Add files", "", f"Documents ({' '.join('*' + e for e in document_extensions())});;All files (*)"
         )
         if files:
             self.library.add_paths(files)

@@ -35,7 +35,7 @@ from haiku_desk.views.notification_area import NotificationArea
 from haiku_desk.views.quit_dialog import QuitFlow
 
 if TYPE_CHECKING:
-    from haiku.rag.citations import Citation
+    from haiku_desk.citations import Citation
     from haiku_desk.services import AppServices
     from haiku_desk.services.conversations import Turn
 
