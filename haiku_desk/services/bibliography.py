@@ -52,7 +52,7 @@ class BibliographyService(QObject):
         if found is _UNKNOWN:
             self.load([document_id])
             return None
-        return found  # type: ignore[no-any-return]
+        return found
 
     def title(self, document_id: str) -> str | None:
         """The document's title as stored now (a rename or an edit shows in old answers)."""
@@ -154,7 +154,7 @@ class BibliographyService(QObject):
         library: a bad field raises an error :meth:`field_error` names."""
         from haiku.rag.bibliography import edited_record
 
-        return edited_record(record, **fields)  # type: ignore[arg-type]
+        return edited_record(record, **fields)
 
     @staticmethod
     def field_error(exc: BaseException | None) -> tuple[str, str] | None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -306,7 +307,7 @@ class LibraryService(QObject):
 
     # --- adding ----------------------------------------------------------------------------
 
-    def add_paths(self, paths: list[str | os.PathLike[str]]) -> None:
+    def add_paths(self, paths: Sequence[str | os.PathLike[str]]) -> None:
         """Queue files, and every file below folders, for ingestion (returns at once).
 
         This is the user adding them by hand (Add files, a drop): a file deleted earlier from

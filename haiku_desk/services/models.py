@@ -272,7 +272,7 @@ class ModelsService(QObject):
         """The embedder the open library's vectors come from (as configured)."""
         cfg = self.config.embeddings
         provider = cfg.provider if cfg.provider != "openai" else "openai-compatible"
-        return EmbedderChoice(provider=provider, model=cfg.model, base_url=cfg.base_url)  # type: ignore[arg-type]
+        return EmbedderChoice(provider=provider, model=cfg.model, base_url=cfg.base_url)
 
     @property
     def rebuilding(self) -> bool:

@@ -502,8 +502,8 @@ class TurnWidget(QFrame):
             chip.clicked.connect(lambda _=False, c=citation: self.citation_activated.emit(c))
             self.chip_row.insertWidget(position, chip)
             self.chips.append(chip)
-        for label in self.source_labels:
-            label.deleteLater()
+        for old in self.source_labels:
+            old.deleteLater()
         self.source_labels = []
         for citation in turn.citations:
             self._add_source(citation)
@@ -659,6 +659,8 @@ class _InputKeys(QObject):
 
 class ChatPane(QWidget):
     """Conversations on the left; the current conversation, its toggles and the input box."""
+
+    scroll: QScrollArea  # type: ignore[assignment]  # the conversation's (QWidget.scroll, a method, is not used)
 
     citation_activated = Signal(object)  # haiku.rag Citation
     command_requested = Signal(str)  # "add-files", "models": the window opens them
@@ -858,9 +860,11 @@ class ChatPane(QWidget):
     def default_width(self) -> int:
         """The width that shows the conversation list at its default width and every toggle
         on one row."""
-        sidebar = self.splitter.widget(0)
+        sidebar, chat_column = self.splitter.widget(0), self.splitter.widget(1)
+        column_layout = chat_column.layout() if chat_column is not None else None
+        assert sidebar is not None and column_layout is not None  # built in __init__
         conversations = max(CONVERSATIONS_WIDTH, sidebar.minimumSizeHint().width())
-        margins = self.splitter.widget(1).layout().contentsMargins()
+        margins = column_layout.contentsMargins()
         column = self.toggle_layout.sizeHint().width() + margins.left() + margins.right()
         return conversations + self.splitter.handleWidth() + column + TOOLBAR_SLACK
 

@@ -44,6 +44,7 @@ COPY_CITATION_SHORTCUT = "Ctrl+Shift+C"
 
 
 class CitationPanel(QWidget):
+    scroll: QScrollArea  # type: ignore[assignment]  # the page's scroll area (QWidget.scroll, a method, is not used)
     page_shown = Signal(int)  # page number, once its image (with highlights) is on screen
     original_requested = Signal(str)  # path opened in the system viewer
     copied = Signal(str)  # what Copy citation put on the clipboard
@@ -441,7 +442,7 @@ class CitationPanel(QWidget):
         else:
             self.page_label.setText("")
 
-    def resizeEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         if self.fit_width and self.citation is not None:
             self._refit.start()

@@ -35,7 +35,7 @@ def install_fallback_font(data: bytes) -> list[str]:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()
-    if app is None:
+    if not isinstance(app, QApplication):  # none yet (or a core application without fonts)
         return []
     font_id = QFontDatabase.addApplicationFontFromData(QByteArray(data))
     if font_id < 0:
