@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import Any, cast
 
 from haiku_desk import __version__
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from haiku_desk.bridge import install_event_loop
 
     log = logging.getLogger("haiku_desk")
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app = cast(QApplication, QApplication.instance() or QApplication(sys.argv[:1]))  # Qt types it QCoreApplication
     app.setOrganizationName("haiku-desk")
     app.setApplicationName("haiku-desk")
     app.setApplicationDisplayName("haiku-desk")
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: QTimer.singleShot(0, window.quit_flow.force_quit))
     try:
-        with loop:
+        with loop:  # type: ignore[attr-defined]  # qasync's loop is a context manager (stop, close)
             loop.run_until_complete(quit_requested.wait())
     finally:
         log.info("event loop ended")
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     os._exit(0)
 
 
-def _bring_to_front(window) -> None:  # type: ignore[no-untyped-def]
+def _bring_to_front(window) -> None:
     from PySide6.QtCore import Qt
 
     window.setWindowState((window.windowState() & ~Qt.WindowState.WindowMinimized) | Qt.WindowState.WindowActive)
@@ -193,7 +193,7 @@ def _confirm_folders(window: Any, services: Any, folders: list[str]) -> None:
         services.library.add_paths(folders)
 
 
-def _set_icon(app) -> None:  # type: ignore[no-untyped-def]
+def _set_icon(app) -> None:
     from pathlib import Path
 
     from PySide6.QtGui import QIcon

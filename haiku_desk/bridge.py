@@ -104,7 +104,7 @@ def gui_thread_collector() -> GuiThreadCollector | None:
     return _collector
 
 
-def app_event_loop_class() -> type[asyncio.AbstractEventLoop]:
+def app_event_loop_class() -> Callable[[QApplication], asyncio.AbstractEventLoop]:
     """qasync's loop with one repair, used by the app, the self-test and the benches.
 
     qasync's ``run_until_complete`` processes Qt's pending events once more after its loop
@@ -116,7 +116,7 @@ def app_event_loop_class() -> type[asyncio.AbstractEventLoop]:
     """
     import qasync
 
-    class AppEventLoop(qasync.QEventLoop):  # type: ignore[misc, valid-type]
+    class AppEventLoop(qasync.QEventLoop):
         _finishing = False
 
         def _after_run_forever(self) -> None:

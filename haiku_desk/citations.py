@@ -1,17 +1,39 @@
 """How the app words a citation: its title, where in the document it is, and its snippet.
 
 Shared by the chat pane, the citation panel and the Markdown export, so a source reads the same
-everywhere. No Qt here: the export runs off the GUI thread.
+everywhere. No Qt here: the export runs off the GUI thread. The views take the library's
+``Citation`` (a type), its ``[n]`` markers and a citation that opens a document for reading from
+here: they never import ``haiku.rag`` themselves.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from haiku.rag.bibliography import Bibliographic
     from haiku.rag.citations import Citation
+
+def replace_markers(text: str, replace: Callable[[list[int]], str]) -> str:
+    """Every ``[n]`` / ``[1, 3]`` marker of ``text`` (the library's one marker pattern) replaced
+    by ``replace(numbers)``; what precedes a marker in its match is kept."""
+    from haiku.rag.citations import MARKER, marker_numbers
+
+    def one(match: re.Match[str]) -> str:
+        return f"{match.group(1)}{replace(marker_numbers(match))}"
+
+    return MARKER.sub(one, text)
+
+
+def reading_citation(document_id: str, title: str) -> Citation:
+    """A citation that cites nothing of a document (no boxes, no passage): how the citation
+    panel opens a document for reading."""
+    from haiku.rag.citations import Citation
+
+    return Citation(index=0, chunk_id="", document_id=document_id, document_uri="", document_title=title, content="")
 
 
 def _normalised(text: str) -> str:

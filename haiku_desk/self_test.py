@@ -428,7 +428,7 @@ class _Runner:
         self._run_qt_until(self.window.isVisible, 30, "the main window did not become visible")
         shown = "window"
         panel = getattr(self.window, "citation_panel", None)
-        if self.citation is not None and hasattr(panel, "show_citation"):
+        if self.citation is not None and panel is not None and hasattr(panel, "show_citation"):
             panel.open_in_system_viewer = False
             panel.show_citation(self.citation)
             shown = "window with the citation"

@@ -210,7 +210,8 @@ def hand_over(db_path: str | os.PathLike[str], paths: list[str]) -> Handover:
         socket.abort()
         log.warning("the socket %s is held by another account; nothing handed over", name)
         return Handover(False, "Another account is listening where this library's haiku-desk would; nothing was handed over to it.")
-    request = {"paths": [str(Path(p).expanduser().resolve()) for p in paths], "pid": os.getpid()}
+    handed_paths = [str(Path(p).expanduser().resolve()) for p in paths]
+    request = {"paths": handed_paths, "pid": os.getpid()}
     socket.write((json.dumps(request) + "\n").encode())
     socket.flush()
     answer = b""
@@ -227,7 +228,7 @@ def hand_over(db_path: str | os.PathLike[str], paths: list[str]) -> Handover:
         reply = None
     if reply and reply.get("ok"):
         pid = reply.get("pid")
-        count = len(request["paths"])
+        count = len(handed_paths)
         handed = f"; handed over {count} path{'s' if count != 1 else ''}" if count else ""
         return Handover(True, f"haiku-desk is already open on this library (pid {pid}): brought it to the front{handed}.")
     pid = lock_holder_pid(db_path)

@@ -6,11 +6,14 @@ document in the Document column."""
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 
-from haiku_desk.services.library import DocumentState, LibraryEntry, LibraryService
+from haiku_desk.services.entries import DocumentState, LibraryEntry
+
+if TYPE_CHECKING:
+    from PySide6.QtCore import SignalInstance
 
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 1
 PROGRESS_ROLE = Qt.ItemDataRole.UserRole + 2  # int percent, -1 for working without a measure
@@ -33,6 +36,23 @@ def file_name(entry: LibraryEntry) -> str:
     return PurePath(entry.path).name if entry.path else entry.key.rsplit("/", 1)[-1]
 
 
+class Rows(Protocol):
+    """What the table reads of the library (the library service is one): its rows, their
+    changes, and when a library is opened (the rows then take their saved order)."""
+
+    @property
+    def entries(self) -> list[LibraryEntry]: ...
+
+    @property
+    def entry_changed(self) -> SignalInstance: ...  # (LibraryEntry)
+
+    @property
+    def entry_removed(self) -> SignalInstance: ...  # (key)
+
+    @property
+    def opened(self) -> SignalInstance: ...
+
+
 class DocumentsModel(QAbstractTableModel):
     """Rows of the library; the Document column's check boxes are the chat's scope.
 
@@ -42,7 +62,7 @@ class DocumentsModel(QAbstractTableModel):
 
     scope_edited = Signal(object)  # Scope
 
-    def __init__(self, library: LibraryService, parent: Any = None) -> None:
+    def __init__(self, library: Rows, parent: Any = None) -> None:
         super().__init__(parent)
         self._keys: list[str] = []
         self._entries: dict[str, LibraryEntry] = {}

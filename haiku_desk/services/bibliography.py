@@ -19,7 +19,9 @@ from PySide6.QtCore import QObject, Signal
 if TYPE_CHECKING:
     from haiku.rag.bibliography import Bibliographic
     from haiku.rag.citations import Citation
+    from haiku_desk.services.entries import LibraryEntry
     from haiku_desk.services.notifications import Notifications
+    from haiku_desk.services.ports import BibliographyLibrary
 
 log = logging.getLogger("haiku_desk.bibliography")
 
@@ -30,7 +32,7 @@ class BibliographyService(QObject):
     records_changed = Signal(list)  # document ids whose record (or title) was loaded or changed
     details_saved = Signal(str)  # document id, after an edit was stored
 
-    def __init__(self, library: Any, notifications: Notifications, parent: QObject | None = None) -> None:
+    def __init__(self, library: BibliographyLibrary, notifications: Notifications, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.library = library
         self.notifications = notifications
@@ -38,12 +40,8 @@ class BibliographyService(QObject):
         self._titles: dict[str, str] = {}  # document id -> the document's title as stored
         self._loading: set[str] = set()
         self._tasks: set[asyncio.Future[Any]] = set()
-        entry_changed = getattr(library, "entry_changed", None)
-        if entry_changed is not None:  # a re-ingest or a rename: read the record again
-            entry_changed.connect(self._entry_changed)
-        library_changed = getattr(library, "library_changed", None)
-        if library_changed is not None:
-            library_changed.connect(lambda _path: self._forget())
+        library.entry_changed.connect(self._entry_changed)  # a re-ingest or a rename: read it again
+        library.library_changed.connect(lambda _path: self._forget())
 
     # --- records ------------------------------------------------------------------------------
 
@@ -54,7 +52,7 @@ class BibliographyService(QObject):
         if found is _UNKNOWN:
             self.load([document_id])
             return None
-        return found  # type: ignore[no-any-return]
+        return found
 
     def title(self, document_id: str) -> str | None:
         """The document's title as stored now (a rename or an edit shows in old answers)."""
@@ -96,9 +94,9 @@ class BibliographyService(QObject):
         if changed:
             self.records_changed.emit(changed)
 
-    def _entry_changed(self, entry: Any) -> None:
-        document_id = getattr(entry, "document_id", None)
-        if document_id in self._records and not getattr(entry, "busy", False):
+    def _entry_changed(self, entry: LibraryEntry) -> None:
+        document_id = entry.document_id
+        if document_id is not None and document_id in self._records and not entry.busy:
             self.load([document_id])
 
     def _forget(self) -> None:
@@ -143,6 +141,28 @@ class BibliographyService(QObject):
 
     # --- editing ------------------------------------------------------------------------------
 
+    @staticmethod
+    def authors_text(record: Bibliographic | None) -> str:
+        """The authors as the edit form shows them, one "Family, Given" per line."""
+        from haiku.rag.bibliography import authors_text
+
+        return authors_text(record)
+
+    @staticmethod
+    def edited(record: Bibliographic | None, **fields: str) -> Bibliographic:
+        """``record`` with the form's fields (title, authors, year, venue, doi), checked by the
+        library: a bad field raises an error :meth:`field_error` names."""
+        from haiku.rag.bibliography import edited_record
+
+        return edited_record(record, **fields)
+
+    @staticmethod
+    def field_error(exc: BaseException | None) -> tuple[str, str] | None:
+        """(field, message) when ``exc`` is the library refusing a field the user typed."""
+        from haiku.rag.bibliography import BibliographicError
+
+        return (exc.field, str(exc)) if isinstance(exc, BibliographicError) else None
+
     def details(self, document_id: str) -> asyncio.Future[tuple[Any, str]]:
         """(record or None, title) of a stored document, for the edit dialog."""
         from haiku.rag.bibliography import bibliographic
@@ -170,9 +190,7 @@ class BibliographyService(QObject):
             document = await client.update_bibliographic(document_id, record, title=title)
             self._records[document_id] = bibliographic(document.metadata)
             self._titles[document_id] = document.display_name
-            refresh = getattr(self.library, "refresh", None)
-            if refresh is not None:  # the row shows the title
-                await refresh()
+            await self.library.refresh()  # the row shows the title
             self.records_changed.emit([document_id])
             self.details_saved.emit(document_id)
             return document

@@ -42,6 +42,7 @@ from haiku_desk.services.conversations import (
 )
 from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
+from haiku_desk.services.ports import ChatLibrary
 
 log = logging.getLogger("haiku_desk")
 
@@ -130,7 +131,7 @@ class ChatService(QObject):
 
     def __init__(
         self,
-        library: Any,
+        library: ChatLibrary,
         models: ModelsService,
         notifications: Notifications,
         parent: QObject | None = None,
@@ -153,12 +154,9 @@ class ChatService(QObject):
         self._scope_collection: str | None = None  # the collection it was chosen as, if any
         self.collections: Any = None  # the CollectionsService, once attached
         # The library service reopens on another library: its conversations come with it.
-        library_changed = getattr(library, "library_changed", None)
-        if library_changed is not None:
-            library_changed.connect(self._library_changed)
-        opened = getattr(library, "opened", None)
-        if opened is not None:  # its documents are listed: earlier conversations can move in
-            opened.connect(self.adopt_data_dir_conversations)
+        library.library_changed.connect(self._library_changed)
+        # its documents are listed: earlier conversations can move in
+        library.opened.connect(self.adopt_data_dir_conversations)
 
     def attach_collections(self, collections: Any) -> None:
         """Follow the library's collections: a conversation scoped to one searches its
@@ -171,7 +169,7 @@ class ChatService(QObject):
 
     # --- conversations ------------------------------------------------------------------
 
-    def switch_library(self, library: Any = None) -> None:
+    def switch_library(self, library: ChatLibrary | None = None) -> None:
         """Conversations belong to their library: after the app switched to ``library`` (or
         reopened ``self.library`` at another path), list that library's conversations. A
         question still running in the previous library is stopped; its partial answer is kept
@@ -196,7 +194,7 @@ class ChatService(QObject):
         legacy = ConversationStore.in_data_dir(self.models.config.storage.data_dir)
         if legacy.directory == self.store.directory or not legacy.directory.is_dir():
             return 0
-        here = {e.document_id for e in getattr(self.library, "entries", []) if e.document_id}
+        here = {e.document_id for e in self.library.entries if e.document_id}
         moved = 0
         for item in list(legacy.records()):
             if isinstance(item, ConversationFileError):
@@ -635,7 +633,7 @@ class ChatService(QObject):
 
 
 def no_documents_answer(
-    library: Any = None, scope: tuple[str, ...] | None = None, collection: str | None = None
+    library: ChatLibrary | None = None, scope: tuple[str, ...] | None = None, collection: str | None = None
 ) -> str:
     """What a question with nothing to search gets: why, and what to do."""
     if scope == () and collection is not None:
@@ -648,8 +646,8 @@ def no_documents_answer(
             "No documents are ticked in the library, so there is nothing to search. Tick the "
             "documents to ask about (or “All documents”) in the library, then ask again."
         )
-    entries = list(getattr(library, "entries", None) or [])
-    waiting = sum(1 for e in entries if getattr(e, "busy", False))
+    entries = library.entries if library is not None else []
+    waiting = sum(1 for e in entries if e.busy)
     failed = len(entries) - waiting
     if not entries:
         why = "Your library is empty, so there is nothing to answer from yet."
@@ -667,17 +665,10 @@ def no_documents_answer(
     return f"{why} {HOW_TO_ADD_FILES}"
 
 
-def _store_for(library: Any, models: ModelsService) -> ConversationStore:
+def _store_for(library: ChatLibrary, models: ModelsService) -> ConversationStore:
     """The conversations of ``library``, in its app folder (``LibraryService.app_folder``:
-    ``<db>/haiku-desk/`` for a local library); a library service without either, as some
-    tests build, uses the data dir."""
-    folder = getattr(library, "app_folder", None)
-    if folder is not None:
-        return ConversationStore.in_app_folder(folder)
-    db_path = getattr(library, "db_path", None)
-    if db_path is not None:
-        return ConversationStore.for_library(db_path)
-    return ConversationStore.in_data_dir(models.config.storage.data_dir)
+    ``<db>/haiku-desk/`` for a local library)."""
+    return ConversationStore.in_app_folder(library.app_folder)
 
 
 def _load_default_toggles() -> Toggles:

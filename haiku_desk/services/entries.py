@@ -21,6 +21,7 @@ __all__ = [
     "DocumentState",
     "LibraryEntry",
     "PendingWork",
+    "document_extensions",
     "path_from_uri",
     "uri_for",
 ]
@@ -37,6 +38,13 @@ def path_from_uri(uri: str) -> str | None:
     if not uri.startswith("file://"):
         return None
     return unquote(urlparse(uri).path)
+
+
+def document_extensions() -> list[str]:
+    """The file name extensions the library ingests (".pdf", ".docx", …), for a file dialog."""
+    from haiku.rag.formats import document_extensions as extensions
+
+    return extensions()
 
 
 class DocumentState(StrEnum):

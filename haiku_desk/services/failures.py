@@ -127,7 +127,7 @@ class FailedFile:
 class FailedFiles:
     """The failed rows of a library, kept in its app folder."""
 
-    def __init__(self, folder: Path | None, on_error: Callable[[str], None]) -> None:
+    def __init__(self, folder: Path | None, on_error: Callable[[str], object]) -> None:
         self._path = folder / FAILED_FILE if folder is not None else None
         self._on_error = on_error
         self._files: dict[str, FailedFile] = {}

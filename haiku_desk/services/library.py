@@ -22,12 +22,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 
-from haiku_desk.services import opening
 from haiku_desk.services.app_folder import app_folder, is_remote
 from haiku_desk.services.entries import (
     DocumentState,
@@ -195,7 +195,9 @@ class LibraryService(QObject):
         self.watch.close()
         current = self.queue.halt()
         if stop_parse_worker:  # process-wide: a test or a tool closing one library keeps it
-            await asyncio.to_thread(opening.stop_parse_worker)
+            from haiku.rag.operations import stop_parse_workers
+
+            await asyncio.to_thread(stop_parse_workers)
         log.info("parse worker stopped after %.2f s", time.monotonic() - began)
         stopped = await self.queue.wait_stopped(current, timeout)
         self.close()
@@ -305,7 +307,7 @@ class LibraryService(QObject):
 
     # --- adding ----------------------------------------------------------------------------
 
-    def add_paths(self, paths: list[str | os.PathLike[str]]) -> None:
+    def add_paths(self, paths: Sequence[str | os.PathLike[str]]) -> None:
         """Queue files, and every file below folders, for ingestion (returns at once).
 
         This is the user adding them by hand (Add files, a drop): a file deleted earlier from

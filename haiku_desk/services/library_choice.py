@@ -34,7 +34,7 @@ STORE_MARKER = "settings.lance"  # every haiku.rag store has this table
 
 def recent_libraries() -> list[str]:
     value = QSettings().value(RECENT_KEY, [])
-    items = [value] if isinstance(value, str) else list(value or [])
+    items = [value] if isinstance(value, str) else list(value) if isinstance(value, (list, tuple)) else []
     return [str(p) for p in items if p]
 
 

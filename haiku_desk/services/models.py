@@ -11,16 +11,35 @@ configuration. API keys are never written there, nor logged: they live only in t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from PySide6.QtCore import QObject, Signal
 
-from haiku.rag.config import AppConfig, EmbeddingsConfig, ModelConfig, RerankConfig
+from haiku.rag.config import AppConfig, ModelConfig, RerankConfig
 from haiku.rag.files import write_text_atomic
-from haiku.rag.models import KEYRING_SERVICE, PROVIDERS
+from haiku.rag.models import KEYRING_SERVICE
+from haiku_desk.services.model_choices import (
+    DEFAULT_BASE_URLS,
+    DISCOVERY_TIMEOUT,
+    EMBEDDER_LABELS,
+    HOSTED,
+    NO_KEYCHAIN,
+    PROVIDER_LABELS,
+    SETTINGS_DIR_NAME,
+    SETTINGS_FILE_NAME,
+    SETTINGS_VERSION,
+    ChatModelChoice,
+    ConnectionReport,
+    DesktopSettings,
+    EmbedderChoice,
+    EmbedderProvider,
+    KeychainUnavailable,
+    Provider,
+    RerankChoice,
+)
+from haiku_desk.services.model_discovery import check_provider, list_models, ollama_tools
 from haiku_desk.services.notifications import Notifications
 
 if TYPE_CHECKING:
@@ -29,94 +48,28 @@ if TYPE_CHECKING:
     from haiku_desk.bridge import Operation
     from haiku_desk.services.library import LibraryService
 
-Provider = Literal["ollama", "openai-compatible", "openai", "anthropic", "google"]
-
-SETTINGS_VERSION = 1
-SETTINGS_DIR_NAME = "haiku-desk"
-SETTINGS_FILE_NAME = "settings.json"
-DISCOVERY_TIMEOUT = 5.0
-
-PROVIDER_LABELS: dict[str, str] = {
-    "ollama": "Ollama",
-    "openai-compatible": "OpenAI-compatible endpoint (LM Studio, llama.cpp, vLLM)",
-    "openai": "OpenAI",
-    "anthropic": "Anthropic",
-    "google": "Google",
-}
-DEFAULT_BASE_URLS: dict[str, str] = {
-    "ollama": "http://localhost:11434",
-    "openai-compatible": "http://localhost:1234/v1",
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "google": "https://generativelanguage.googleapis.com",
-}
-HOSTED = ("openai", "anthropic", "google")
-NO_KEYCHAIN = (
-    "No OS keychain is available, so the key cannot be stored. Start or unlock your desktop's "
-    "keychain (GNOME Keyring, KWallet, macOS Keychain, Windows Credential Manager), or set the "
-    "provider's environment variable (e.g. OPENAI_API_KEY) before starting haiku-desk."
-)
-
-
-class ChatModelChoice(BaseModel):
-    """The model the user chose: everything but the key."""
-
-    provider: Provider
-    name: str
-    base_url: str | None = None
-    # None: assume tool calling works; False: answer from passages (the no-tool fallback)
-    supports_tools: bool | None = None
-    vision: bool = False
-
-
-EmbedderProvider = Literal["local", "ollama", "openai-compatible"]
-EMBEDDER_LABELS: dict[str, str] = {
-    "local": "Built-in, offline",
-    "ollama": "Ollama",
-    "openai-compatible": "OpenAI-compatible endpoint (LM Studio, llama.cpp, vLLM)",
-}
-
-
-class EmbedderChoice(BaseModel):
-    """The embedder a library's vectors come from (its key, if any, is never here)."""
-
-    provider: EmbedderProvider = "local"
-    model: str | None = None  # None: the provider's default (local: all-MiniLM-L6-v2)
-    base_url: str | None = None
-
-    def to_config(self, base: EmbeddingsConfig) -> EmbeddingsConfig:
-        # the vector size is read from the new model's first answer
-        return base.model_copy(
-            update={"provider": self.provider, "model": self.model, "base_url": self.base_url, "vector_dim": None}
-        )
-
-
-class RerankChoice(BaseModel):
-    """Off, or a /rerank endpoint (llama.cpp --reranking, vLLM, an OpenAI-compatible server)."""
-
-    provider: Literal["none", "http"] = "none"
-    base_url: str | None = None
-    model: str | None = None
-
-
-class DesktopSettings(BaseModel):
-    version: int = SETTINGS_VERSION
-    model: ChatModelChoice | None = None
-    rerank: RerankChoice | None = None
-    # library location -> the embedder its vectors were last rebuilt with from the app
-    embedders: dict[str, EmbedderChoice] = {}
-
-
-class KeychainUnavailable(Exception):
-    """There is no usable OS keychain backend; the message says what to do."""
-
-
-@dataclass
-class ConnectionReport:
-    ok: bool
-    message: str
-    models: list[str] = field(default_factory=list)
-    supports_tools: bool | None = None  # when the server says (Ollama /api/show)
+# The values live in model_choices.py and discovery in model_discovery.py; the views and tests
+# take them from here too.
+__all__ = [
+    "DEFAULT_BASE_URLS",
+    "DISCOVERY_TIMEOUT",
+    "EMBEDDER_LABELS",
+    "HOSTED",
+    "NO_KEYCHAIN",
+    "PROVIDER_LABELS",
+    "SETTINGS_DIR_NAME",
+    "SETTINGS_FILE_NAME",
+    "SETTINGS_VERSION",
+    "ChatModelChoice",
+    "ConnectionReport",
+    "DesktopSettings",
+    "EmbedderChoice",
+    "EmbedderProvider",
+    "KeychainUnavailable",
+    "ModelsService",
+    "Provider",
+    "RerankChoice",
+]
 
 
 class ModelsService(QObject):
@@ -272,7 +225,7 @@ class ModelsService(QObject):
         """The embedder the open library's vectors come from (as configured)."""
         cfg = self.config.embeddings
         provider = cfg.provider if cfg.provider != "openai" else "openai-compatible"
-        return EmbedderChoice(provider=provider, model=cfg.model, base_url=cfg.base_url)  # type: ignore[arg-type]
+        return EmbedderChoice(provider=provider, model=cfg.model, base_url=cfg.base_url)
 
     @property
     def rebuilding(self) -> bool:
@@ -359,7 +312,7 @@ class ModelsService(QObject):
 
     def store_key(self, provider: str, key: str) -> None:
         """Keep ``key`` in the OS keychain; raises ``KeychainUnavailable`` when there is none."""
-        _check_provider(provider)
+        check_provider(provider)
         if not key.strip():
             raise ValueError("the key is empty")
         import keyring
@@ -401,44 +354,11 @@ class ModelsService(QObject):
 
         Raises ``ConnectionError`` with a one-line, key-free reason.
         """
-        import httpx
-
-        _check_provider(provider)
-        base = (base_url or self._default_url(provider)).rstrip("/")
-        key = self._key_for(provider, api_key)
-        url, headers, params = _models_request(provider, base, key)
-        try:
-            async with httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT, trust_env=False) as http:
-                response = await http.get(url, headers=headers, params=params)
-        except httpx.HTTPError as exc:
-            raise ConnectionError(
-                f"cannot reach {_safe_url(url)}: {type(exc).__name__}; is the server running?"
-            ) from exc
-        if response.status_code in (401, 403):
-            raise ConnectionError(
-                f"{PROVIDER_LABELS[provider].split(' (')[0]} refused the key (HTTP {response.status_code})"
-            )
-        if response.status_code >= 400:
-            raise ConnectionError(f"{_safe_url(url)} answered HTTP {response.status_code}")
-        try:
-            return _model_names(provider, response.json())
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ConnectionError(f"{_safe_url(url)} did not answer with a model list") from exc
+        return await list_models(provider, base_url or self._default_url(provider), self._key_for(provider, api_key))
 
     async def ollama_supports_tools(self, name: str, base_url: str | None = None) -> bool | None:
         """What Ollama's ``/api/show`` says about tool calling (None when it does not say)."""
-        import httpx
-
-        base = (base_url or self._default_url("ollama")).rstrip("/").removesuffix("/v1")
-        try:
-            async with httpx.AsyncClient(timeout=DISCOVERY_TIMEOUT, trust_env=False) as http:
-                response = await http.post(f"{base}/api/show", json={"model": name})
-            capabilities = (
-                response.json().get("capabilities") if response.status_code == 200 else None
-            )
-        except (httpx.HTTPError, ValueError, AttributeError):
-            return None
-        return "tools" in capabilities if isinstance(capabilities, list) else None
+        return await ollama_tools(name, base_url or self._default_url("ollama"))
 
     async def test_connection(
         self,
@@ -476,36 +396,3 @@ class ModelsService(QObject):
         from haiku.rag.models import resolve_api_key
 
         return resolve_api_key(provider, explicit)
-
-
-def _check_provider(provider: str) -> None:
-    if provider not in PROVIDERS:
-        raise ValueError(f"unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}")
-
-
-def _models_request(
-    provider: str, base: str, key: str | None
-) -> tuple[str, dict[str, str], dict[str, str]]:
-    if provider == "ollama":
-        return f"{base.removesuffix('/v1')}/api/tags", {}, {}
-    if provider == "anthropic":
-        headers = {"anthropic-version": "2023-06-01"}
-        if key:
-            headers["x-api-key"] = key
-        return f"{base.removesuffix('/v1')}/v1/models", headers, {}
-    if provider == "google":
-        return f"{base}/v1beta/models", {"x-goog-api-key": key} if key else {}, {}
-    root = base if base.endswith("/v1") else f"{base}/v1"
-    return f"{root}/models", {"Authorization": f"Bearer {key}"} if key else {}, {}
-
-
-def _model_names(provider: str, body: Any) -> list[str]:
-    if provider == "ollama":
-        return [m.get("name") or m["model"] for m in body["models"]]
-    if provider == "google":
-        return [m["name"].removeprefix("models/") for m in body["models"]]
-    return [m["id"] for m in body["data"]]
-
-
-def _safe_url(url: str) -> str:
-    return url.split("?", 1)[0]

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from haiku.rag.client import HaikuRAG
     from haiku.rag.config import AppConfig
 
-__all__ = ["describe_open_failure", "open_client", "stop_parse_worker"]
+__all__ = ["describe_open_failure", "open_client"]
 
 
 def open_client(db_path: Path | str, config: AppConfig) -> HaikuRAG:
@@ -46,14 +46,3 @@ def describe_open_failure(db_path: Path, exc: BaseException) -> str:
     if category is IngestCategory.UNEXPECTED:
         return f"The library at {db_path} could not be opened: unexpected error: {type(exc).__name__} ({exc})"
     return f"The library at {db_path} could not be opened: {exc}"
-
-
-def stop_parse_worker() -> None:
-    """Kill the process-wide parse worker now, if one was started (the next parse, in this
-    process, starts a fresh one)."""
-    import sys
-
-    isolation = sys.modules.get("haiku.rag.ingest.isolation")
-    worker = getattr(isolation, "_shared", None) if isolation is not None else None
-    if worker is not None:
-        worker.stop()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, QRectF, Signal
 from PySide6.QtGui import QImage
 
-from haiku.rag.mupdf import import_pymupdf
+from haiku.rag.mupdf import MUPDF_LOCK, import_pymupdf
 from haiku_desk.services.notifications import Notifications
 
 if TYPE_CHECKING:  # haiku.rag.pages loads numpy: on the first render, not at start-up
@@ -213,8 +213,6 @@ class PagesService(QObject):
 
     @staticmethod
     def _warm_sync() -> None:
-        from haiku.rag.mupdf import MUPDF_LOCK
-
         try:
             with MUPDF_LOCK:
                 if "pymupdf" in sys.modules:
@@ -314,3 +312,11 @@ class PagesService(QObject):
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+def font_bytes(name: str) -> bytes:
+    """The TrueType bytes of one of PyMuPDF's bundled fonts (``"cjk"``: Droid Sans Fallback),
+    under the MuPDF lock; no Qt, safe in a worker thread (the views' fallback font)."""
+    with MUPDF_LOCK:
+        pymupdf = import_pymupdf()
+        return bytes(pymupdf.Font(name).buffer)

@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 
 class RowOrder:
-    def __init__(self, folder: Path | None, on_error: Callable[[str], None]) -> None:
+    def __init__(self, folder: Path | None, on_error: Callable[[str], object]) -> None:
         self._path = folder / ORDER_FILE if folder is not None else None
         self._on_error = on_error
         self._saved: list[str] = []

@@ -67,7 +67,7 @@ def _from_dict(data: dict[str, str]) -> Job | None:
 class WorkQueue:
     """Jobs waiting or running, in order, mirrored to ``<folder>/queue.json``."""
 
-    def __init__(self, folder: Path | None, on_error: Callable[[str], None]) -> None:
+    def __init__(self, folder: Path | None, on_error: Callable[[str], object]) -> None:
         self._path = folder / QUEUE_FILE if folder is not None else None
         self._on_error = on_error
         self._jobs: deque[Job] = deque()

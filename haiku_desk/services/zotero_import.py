@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from haiku_desk.bridge import Operation
@@ -30,7 +31,8 @@ async def run_zotero_import(
     from haiku.rag.zotero import import_zotero
 
     async def body(token: Any, report: Any) -> ZoteroImportReport:
-        return await import_zotero(client, source, progress=report, cancel=token, embed=False)
+        folder = Path(source) if source is not None else None
+        return await import_zotero(client, folder, progress=report, cancel=token, embed=False)
 
     operation = Operation("Importing the Zotero library", body)
     started(operation)

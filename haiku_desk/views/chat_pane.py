@@ -10,7 +10,6 @@ citation panel; a ``haiku:`` link in an answer (add files, model settings) emits
 from __future__ import annotations
 
 import html
-import re
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, QTimer, QUrl, Signal
@@ -47,8 +46,8 @@ from haiku_desk.views.analysis_panel import AnalysisPanel
 from haiku_desk.views.widgets import ElidedLabel, compact_button
 
 if TYPE_CHECKING:
-    from haiku.rag.citations import Citation
     from haiku_desk.bridge import Operation
+    from haiku_desk.citations import Citation
     from haiku_desk.services import AppServices
     from haiku_desk.services.bibliography import BibliographyService
     from haiku_desk.services.chat import Question
@@ -152,13 +151,9 @@ def _short_sentence(text: str, limit: int = 90) -> str:
 
 def linked_markers(markdown: str) -> str:
     """``[2]`` / ``[1, 3]`` become links the answer view turns into citation activations."""
-    from haiku.rag.citations import MARKER, marker_numbers
+    from haiku_desk.citations import replace_markers
 
-    def link(match: re.Match[str]) -> str:
-        links = " ".join(f"[[{n}]]({CITE_SCHEME}:{n})" for n in marker_numbers(match))
-        return f"{match.group(1)}{links}"
-
-    return MARKER.sub(link, markdown)
+    return replace_markers(markdown, lambda numbers: " ".join(f"[[{n}]]({CITE_SCHEME}:{n})" for n in numbers))
 
 
 class FlowLayout(QLayout):
@@ -507,8 +502,8 @@ class TurnWidget(QFrame):
             chip.clicked.connect(lambda _=False, c=citation: self.citation_activated.emit(c))
             self.chip_row.insertWidget(position, chip)
             self.chips.append(chip)
-        for label in self.source_labels:
-            label.deleteLater()
+        for old in self.source_labels:
+            old.deleteLater()
         self.source_labels = []
         for citation in turn.citations:
             self._add_source(citation)
@@ -664,6 +659,8 @@ class _InputKeys(QObject):
 
 class ChatPane(QWidget):
     """Conversations on the left; the current conversation, its toggles and the input box."""
+
+    scroll: QScrollArea  # type: ignore[assignment]  # the conversation's (QWidget.scroll, a method, is not used)
 
     citation_activated = Signal(object)  # haiku.rag Citation
     command_requested = Signal(str)  # "add-files", "models": the window opens them
@@ -863,9 +860,11 @@ class ChatPane(QWidget):
     def default_width(self) -> int:
         """The width that shows the conversation list at its default width and every toggle
         on one row."""
-        sidebar = self.splitter.widget(0)
+        sidebar, chat_column = self.splitter.widget(0), self.splitter.widget(1)
+        column_layout = chat_column.layout() if chat_column is not None else None
+        assert sidebar is not None and column_layout is not None  # built in __init__
         conversations = max(CONVERSATIONS_WIDTH, sidebar.minimumSizeHint().width())
-        margins = self.splitter.widget(1).layout().contentsMargins()
+        margins = column_layout.contentsMargins()
         column = self.toggle_layout.sizeHint().width() + margins.left() + margins.right()
         return conversations + self.splitter.handleWidth() + column + TOOLBAR_SLACK
 

@@ -33,7 +33,7 @@ from haiku_desk.services.pages import MAX_ZOOM, MIN_ZOOM, PageRender, PagesServi
 from haiku_desk.views.widgets import ElidedLabel
 
 if TYPE_CHECKING:
-    from haiku.rag.citations import Citation
+    from haiku_desk.citations import Citation
     from haiku_desk.services.bibliography import BibliographyService
 
 HINT = "Click a citation to see the cited page."
@@ -44,6 +44,7 @@ COPY_CITATION_SHORTCUT = "Ctrl+Shift+C"
 
 
 class CitationPanel(QWidget):
+    scroll: QScrollArea  # type: ignore[assignment]  # the page's scroll area (QWidget.scroll, a method, is not used)
     page_shown = Signal(int)  # page number, once its image (with highlights) is on screen
     original_requested = Signal(str)  # path opened in the system viewer
     copied = Signal(str)  # what Copy citation put on the clipboard
@@ -241,11 +242,9 @@ class CitationPanel(QWidget):
         that cites nothing (no boxes, no passage); ``reading`` keeps it from being worded or
         copied as a citation.
         """
-        from haiku.rag.citations import Citation
+        from haiku_desk.citations import reading_citation
 
-        self.citation = Citation(
-            index=0, chunk_id="", document_id=document_id, document_uri="", document_title=title, content=""
-        )
+        self.citation = reading_citation(document_id, title)
         self.reading = True
         self.cited = []
         self.page = max(1, page)
@@ -443,7 +442,7 @@ class CitationPanel(QWidget):
         else:
             self.page_label.setText("")
 
-    def resizeEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+    def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         if self.fit_width and self.citation is not None:
             self._refit.start()

@@ -26,8 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 if TYPE_CHECKING:
-    from haiku.rag.bibliography import Bibliographic
-    from haiku_desk.services.bibliography import BibliographyService
+    from haiku_desk.services.bibliography import Bibliographic, BibliographyService
     from haiku_desk.services.entries import LibraryEntry
 
 ERROR_STYLE = "color: #c62828;"
@@ -46,8 +45,6 @@ class DetailsDialog(QDialog):
         title: str,
         parent: QWidget | None = None,
     ) -> None:
-        from haiku.rag.bibliography import authors_text
-
         super().__init__(parent)
         self.service = service
         self.document_id = document_id
@@ -57,7 +54,7 @@ class DetailsDialog(QDialog):
         self.title_edit = QLineEdit((record.title if record and record.title else None) or title)
         self.title_edit.setCursorPosition(0)  # a long title shows its beginning
         self.initial_title = self.title_edit.text()
-        self.authors_edit = QPlainTextEdit(authors_text(record))
+        self.authors_edit = QPlainTextEdit(service.authors_text(record))
         self.authors_edit.setPlaceholderText("One per line: Family, Given")
         self.authors_edit.setTabChangesFocus(True)
         self.authors_edit.setFixedHeight(self.fontMetrics().lineSpacing() * 5 + 12)
@@ -109,10 +106,8 @@ class DetailsDialog(QDialog):
         return self.buttons.button(QDialogButtonBox.StandardButton.Save)
 
     def edited(self) -> Bibliographic:
-        """The record as the form says (``BibliographicError`` for a bad field)."""
-        from haiku.rag.bibliography import edited_record
-
-        return edited_record(
+        """The record as the form says (an error ``service.field_error`` names for a bad field)."""
+        return self.service.edited(
             self.record,
             title=self.title_edit.text(),
             authors=self.authors_edit.toPlainText(),
@@ -132,13 +127,13 @@ class DetailsDialog(QDialog):
             edit.setFocus()
 
     def save(self) -> None:
-        from haiku.rag.bibliography import BibliographicError
-
         self.status.hide()
         try:
             record = self.edited()
-        except BibliographicError as exc:
-            self.show_error(exc.field, str(exc))
+        except Exception as exc:
+            if (error := self.service.field_error(exc)) is None:
+                raise
+            self.show_error(*error)
             return
         for label in self.errors.values():
             label.hide()
@@ -149,14 +144,12 @@ class DetailsDialog(QDialog):
         self.pending.add_done_callback(self._stored)
 
     def _stored(self, future: Any) -> None:
-        from haiku.rag.bibliography import BibliographicError
-
         self.save_button.setEnabled(True)
         if future.cancelled():
             return
         exc = future.exception()
-        if isinstance(exc, BibliographicError):
-            self.show_error(exc.field, str(exc))
+        if (error := self.service.field_error(exc)) is not None:
+            self.show_error(*error)
         elif exc is not None:  # the store refused: say why; the dialog keeps what was typed
             self.status.setText(f"Not saved: {exc}")
             self.status.show()

@@ -22,11 +22,9 @@ FALLBACK_FONT = "cjk"  # PyMuPDF's name for its bundled Droid Sans Fallback
 
 def fallback_font_bytes() -> bytes:
     """The bundled CJK font's TrueType bytes (no Qt: safe in a worker thread)."""
-    from haiku.rag.mupdf import MUPDF_LOCK, import_pymupdf
+    from haiku_desk.services.pages import font_bytes
 
-    with MUPDF_LOCK:
-        pymupdf = import_pymupdf()
-        return bytes(pymupdf.Font(FALLBACK_FONT).buffer)
+    return font_bytes(FALLBACK_FONT)
 
 
 def install_fallback_font(data: bytes) -> list[str]:
@@ -37,7 +35,7 @@ def install_fallback_font(data: bytes) -> list[str]:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()
-    if app is None:
+    if not isinstance(app, QApplication):  # none yet (or a core application without fonts)
         return []
     font_id = QFontDatabase.addApplicationFontFromData(QByteArray(data))
     if font_id < 0:

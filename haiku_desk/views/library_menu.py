@@ -42,6 +42,15 @@ class SwitchableLibrary(Protocol):
     def open_library(self, db_path: str | os.PathLike[str]) -> Any: ...  # a coroutine -> bool
 
 
+def _menu(menu_bar: QMenuBar, title: str) -> QMenu | None:
+    """The menu bar's menu called ``title`` (its ``&`` shortcut marker aside), if it has one."""
+    for action in menu_bar.actions():
+        menu = action.menu()
+        if isinstance(menu, QMenu) and action.text().replace("&", "") == title:
+            return menu
+    return None
+
+
 class LibraryMenu:
     """The library entries of the File menu and the Help › Open log folder entry."""
 
@@ -52,10 +61,7 @@ class LibraryMenu:
         self.library = library
         self.inform = inform  # an info notice
         self.log_folder = log_folder
-        file_menu = next(
-            (a.menu() for a in menu_bar.actions() if a.menu() and a.text().replace("&", "") == "File"),
-            None,
-        )
+        file_menu = _menu(menu_bar, "File")
         self.new_action = QAction("New library…", window)
         self.new_action.setObjectName("new_library")
         self.new_action.triggered.connect(self.choose_new)
@@ -65,16 +71,17 @@ class LibraryMenu:
         self.recent_menu = QMenu("Recent libraries", window)
         self.recent_menu.setObjectName("recent_libraries")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
-        if file_menu is not None:
-            first = file_menu.actions()[0] if file_menu.actions() else None
+        if file_menu is not None and file_menu.actions():  # before the File menu's own entries
+            first = file_menu.actions()[0]
             file_menu.insertAction(first, self.new_action)
             file_menu.insertAction(first, self.open_action)
             file_menu.insertMenu(first, self.recent_menu)
             file_menu.insertSeparator(first)
-        help_menu = next(
-            (a.menu() for a in menu_bar.actions() if a.menu() and a.text().replace("&", "") == "Help"),
-            None,
-        ) or menu_bar.addMenu("&Help")
+        elif file_menu is not None:
+            file_menu.addActions([self.new_action, self.open_action])
+            file_menu.addMenu(self.recent_menu)
+            file_menu.addSeparator()
+        help_menu = _menu(menu_bar, "Help") or menu_bar.addMenu("&Help")
         self.log_action = QAction("Open log folder", window)
         self.log_action.setObjectName("open_log_folder")
         self.log_action.triggered.connect(self.open_log_folder)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QMenu,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSizePolicy,
@@ -39,7 +40,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from haiku.rag import formats
 from haiku_desk.models.documents import (
     ENTRY_ROLE,
     FILE_NAME_ROLE,
@@ -50,6 +50,7 @@ from haiku_desk.models.documents import (
     DocumentsModel,
     Scope,
 )
+from haiku_desk.services.entries import document_extensions
 from haiku_desk.services.library import LibraryEntry, LibraryService
 from haiku_desk.views.widgets import compact_button, confirm_delete
 
@@ -91,7 +92,7 @@ class _DocumentsDelegate(QStyledItemDelegate):
     colour) with its scope check box; a progress bar in the Progress column while a document
     is being worked on."""
 
-    def paint(self, painter, option, index) -> None:  # type: ignore[no-untyped-def]
+    def paint(self, painter, option, index) -> None:
         if index.column() == NAME:
             self._paint_name(painter, option, index)
             return
@@ -110,7 +111,7 @@ class _DocumentsDelegate(QStyledItemDelegate):
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
 
-    def _paint_name(self, painter, option, index) -> None:  # type: ignore[no-untyped-def]
+    def _paint_name(self, painter, option, index) -> None:
         opt = QStyleOptionViewItem(option)
         self.initStyleOption(opt, index)
         title, opt.text = opt.text, ""
@@ -172,7 +173,7 @@ class LibraryPane(QWidget):
         self.library = library
         self.setAccessibleName("Library")
         self.password_dialog: QInputDialog | None = None
-        self.delete_dialog = None  # the open delete confirmation (QMessageBox), if any
+        self.delete_dialog: QMessageBox | None = None  # the open delete confirmation, if any
         self.rename_dialog: QInputDialog | None = None
         self._password_queue: list[str] = []
 
@@ -449,7 +450,7 @@ class LibraryPane(QWidget):
 
     # --- columns ----------------------------------------------------------------------------
 
-    def eventFilter(self, watched, event) -> bool:  # type: ignore[no-untyped-def]  # noqa: N802
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
             self._fit_columns(event.size().width())
         return super().eventFilter(watched, event)
@@ -465,7 +466,7 @@ class LibraryPane(QWidget):
 
     # --- renaming ---------------------------------------------------------------------------
 
-    def _context_menu(self, pos) -> None:  # type: ignore[no-untyped-def]
+    def _context_menu(self, pos) -> None:
         if not self.table.indexAt(pos).isValid():
             return
         menu = QMenu(self.table)
@@ -520,7 +521,7 @@ class LibraryPane(QWidget):
         self.overall.setFormat(f"{done} of {total} steps")
         self.overall.show()
 
-    def _activated(self, index) -> None:  # type: ignore[no-untyped-def]
+    def _activated(self, index) -> None:
         entry = self.proxy.data(index, ENTRY_ROLE)
         if entry is None:
             return
@@ -533,7 +534,7 @@ class LibraryPane(QWidget):
 
     def choose_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(
-            self, "Add files", "", f"Documents ({' '.join('*' + e for e in formats.document_extensions())});;All files (*)"
+            self, "Add files", "", f"Documents ({' '.join('*' + e for e in document_extensions())});;All files (*)"
         )
         if files:
             self.library.add_paths(files)
@@ -629,7 +630,7 @@ class LibraryPane(QWidget):
             button.setVisible(step in steps)
         self.next_steps_box.setVisible(bool(steps))
 
-    def take_next_step(self, step) -> None:  # type: ignore[no-untyped-def]
+    def take_next_step(self, step) -> None:
         """Do what the failed row's button says (for the row shown in the reason area)."""
         from haiku_desk.services.failures import NextStep
 

@@ -9,6 +9,7 @@ and works down to 1024×640.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
@@ -35,7 +36,7 @@ from haiku_desk.views.notification_area import NotificationArea
 from haiku_desk.views.quit_dialog import QuitFlow
 
 if TYPE_CHECKING:
-    from haiku.rag.citations import Citation
+    from haiku_desk.citations import Citation
     from haiku_desk.services import AppServices
     from haiku_desk.services.conversations import Turn
 
@@ -155,7 +156,12 @@ class MainWindow(QMainWindow):
     # --- actions ------------------------------------------------------------------------------
 
     def _build_actions(self) -> None:
-        def action(text: str, slot, shortcut: QKeySequence | str | None = None, name: str | None = None) -> QAction:  # type: ignore[no-untyped-def]
+        def action(
+            text: str,
+            slot: Callable[..., object],
+            shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None,
+            name: str | None = None,
+        ) -> QAction:
             a = QAction(text, self)
             if shortcut is not None:
                 a.setShortcut(QKeySequence(shortcut))
@@ -253,8 +259,14 @@ class MainWindow(QMainWindow):
         if name == "library":
             return self.library_pane
         if name == "conversations":
-            return self.chat_pane.splitter.widget(0)
+            return self._chat_side(0)
         return self.citation_panel
+
+    def _chat_side(self, index: int) -> QWidget:
+        """The chat pane's conversation list (0) or its chat column (1)."""
+        widget = self.chat_pane.splitter.widget(index)
+        assert widget is not None
+        return widget
 
     def _pane_action(self, text: str, name: str, shortcut: str) -> QAction:
         action = QAction(text, self)
@@ -294,8 +306,8 @@ class MainWindow(QMainWindow):
         if self.pane_visible("library"):
             stops.append((self.library_pane, self.library_pane.table))
         if self.pane_visible("conversations"):
-            stops.append((self.chat_pane.splitter.widget(0), self.chat_pane.conversation_list))
-        stops.append((self.chat_pane.splitter.widget(1), self.chat_pane.input))
+            stops.append((self._chat_side(0), self.chat_pane.conversation_list))
+        stops.append((self._chat_side(1), self.chat_pane.input))
         if self.pane_visible("citations"):
             stops.append((self.citation_panel, getattr(self.citation_panel, "scroll", self.citation_panel)))
         return stops
@@ -323,7 +335,7 @@ class MainWindow(QMainWindow):
                 editor.setTabChangesFocus(True)
         self.library_pane.table.setTabKeyNavigation(False)
 
-    def open_help(self):  # type: ignore[no-untyped-def]
+    def open_help(self):
         from haiku_desk.views.help_dialog import ShortcutsDialog
 
         dialog = ShortcutsDialog(self)
@@ -345,7 +357,7 @@ class MainWindow(QMainWindow):
         self.library_pane.search.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.library_pane.search.selectAll()
 
-    def open_model_settings(self):  # type: ignore[no-untyped-def]
+    def open_model_settings(self):
         from haiku_desk.views.settings_dialog import ModelSettingsDialog
 
         dialog = ModelSettingsDialog(self.services.models, self)
@@ -392,7 +404,7 @@ class MainWindow(QMainWindow):
             if len(seen) >= PREFETCH_PAGES:
                 break
 
-    def showEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if not self._warmed:
             self._warmed = True
@@ -479,7 +491,9 @@ class MainWindow(QMainWindow):
             event.setDropAction(Qt.DropAction.CopyAction)
             event.accept()
             if kind == QEvent.Type.DragEnter:
-                self.drop_overlay.setGeometry(self.centralWidget().rect())
+                central = self.centralWidget()
+                assert central is not None  # set in __init__
+                self.drop_overlay.setGeometry(central.rect())
                 self.drop_overlay.raise_()
                 self.drop_overlay.show()
             return True
@@ -531,7 +545,7 @@ class MainWindow(QMainWindow):
         settings.endGroup()
         settings.sync()
 
-    def closeEvent(self, event) -> None:  # type: ignore[no-untyped-def]
+    def closeEvent(self, event) -> None:
         if not self.quit_flow.allow_close():
             event.ignore()
             return

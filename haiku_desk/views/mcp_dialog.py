@@ -26,19 +26,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from haiku_desk.services.mcp import mcp_config
+
 INTRO = (
     "Other apps that speak the Model Context Protocol (Claude Desktop, IDEs, agents) can search "
     "this library and get page-cited passages. Paste this into the client's MCP configuration "
     "(for Claude Desktop: Settings › Developer › Edit Config, claude_desktop_config.json), then "
     "restart the client. The server only reads the library."
 )
-
-
-def mcp_config(db_path: str) -> dict[str, Any]:
-    """The ``mcpServers`` entry for the library at ``db_path``."""
-    from haiku.rag.mcp_server import client_config
-
-    return client_config(str(db_path))
 
 
 def missing_parts(config: dict[str, Any]) -> list[str]:

@@ -12,7 +12,7 @@ run on the event loop, never blocking the window.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -40,6 +40,7 @@ from haiku_desk.services.models import (
     ChatModelChoice,
     ConnectionReport,
     EmbedderChoice,
+    EmbedderProvider,
     KeychainUnavailable,
     ModelsService,
     RerankChoice,
@@ -410,7 +411,7 @@ class SearchSettings(QWidget):
         if provider == "local":
             return EmbedderChoice(provider="local", model=model)
         return EmbedderChoice(
-            provider=provider,
+            provider=cast(EmbedderProvider, provider),  # one of the combo box's (checked again by pydantic)
             model=self.embedder_model.text().strip() or None,
             base_url=self.embedder_url.text().strip() or None,
         )

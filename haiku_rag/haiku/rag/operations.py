@@ -66,3 +66,16 @@ class CancelToken:
 def check_cancelled(token: CancelToken | None) -> None:
     if token is not None:
         token.raise_if_cancelled()
+
+
+def stop_parse_workers() -> None:
+    """Kill the process-wide parse workers now, if any were started: what a program quitting
+    in the middle of an ingest calls, so no child process outlives it (the app's Quit, before it
+    waits for the running ingest to roll back). The next parse in this process starts a fresh
+    worker. When nothing was ever parsed, the ingest machinery is not even imported."""
+    import sys
+
+    if "haiku.rag.ingest.isolation" in sys.modules:
+        from haiku.rag.ingest.isolation import stop_all_workers
+
+        stop_all_workers()

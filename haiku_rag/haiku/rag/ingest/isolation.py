@@ -609,3 +609,10 @@ def release_extra_workers() -> None:
     (imports, tokenizer), and batches come in runs (a drop, then a rescan)."""
     if _shared is not None:
         _shared.shrink(1)
+
+
+def stop_all_workers() -> None:
+    """Kill every parse worker now, busy or not (quitting: a parse in progress is abandoned and
+    its caller sees the worker end). The pool stays usable: the next parse starts a fresh one."""
+    if _shared is not None:
+        _shared.stop()

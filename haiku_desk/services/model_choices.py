@@ -1,0 +1,121 @@
+"""The model and search choices the app keeps (``<data_dir>/haiku-desk/settings.json``): the
+chat model, the reranker and each library's embedder, as typed values; with the provider names
+and default endpoints the settings dialog shows. Keys are never part of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel
+
+from haiku.rag.config import EmbeddingsConfig
+
+__all__ = [
+    "DEFAULT_BASE_URLS",
+    "DISCOVERY_TIMEOUT",
+    "EMBEDDER_LABELS",
+    "HOSTED",
+    "NO_KEYCHAIN",
+    "PROVIDER_LABELS",
+    "SETTINGS_DIR_NAME",
+    "SETTINGS_FILE_NAME",
+    "SETTINGS_VERSION",
+    "ChatModelChoice",
+    "ConnectionReport",
+    "DesktopSettings",
+    "EmbedderChoice",
+    "EmbedderProvider",
+    "KeychainUnavailable",
+    "Provider",
+    "RerankChoice",
+]
+
+Provider = Literal["ollama", "openai-compatible", "openai", "anthropic", "google"]
+
+SETTINGS_VERSION = 1
+SETTINGS_DIR_NAME = "haiku-desk"
+SETTINGS_FILE_NAME = "settings.json"
+DISCOVERY_TIMEOUT = 5.0
+
+PROVIDER_LABELS: dict[str, str] = {
+    "ollama": "Ollama",
+    "openai-compatible": "OpenAI-compatible endpoint (LM Studio, llama.cpp, vLLM)",
+    "openai": "OpenAI",
+    "anthropic": "Anthropic",
+    "google": "Google",
+}
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "ollama": "http://localhost:11434",
+    "openai-compatible": "http://localhost:1234/v1",
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",
+    "google": "https://generativelanguage.googleapis.com",
+}
+HOSTED = ("openai", "anthropic", "google")
+NO_KEYCHAIN = (
+    "No OS keychain is available, so the key cannot be stored. Start or unlock your desktop's "
+    "keychain (GNOME Keyring, KWallet, macOS Keychain, Windows Credential Manager), or set the "
+    "provider's environment variable (e.g. OPENAI_API_KEY) before starting haiku-desk."
+)
+
+
+class ChatModelChoice(BaseModel):
+    """The model the user chose: everything but the key."""
+
+    provider: Provider
+    name: str
+    base_url: str | None = None
+    # None: assume tool calling works; False: answer from passages (the no-tool fallback)
+    supports_tools: bool | None = None
+    vision: bool = False
+
+
+EmbedderProvider = Literal["local", "ollama", "openai-compatible"]
+EMBEDDER_LABELS: dict[str, str] = {
+    "local": "Built-in, offline",
+    "ollama": "Ollama",
+    "openai-compatible": "OpenAI-compatible endpoint (LM Studio, llama.cpp, vLLM)",
+}
+
+
+class EmbedderChoice(BaseModel):
+    """The embedder a library's vectors come from (its key, if any, is never here)."""
+
+    provider: EmbedderProvider = "local"
+    model: str | None = None  # None: the provider's default (local: all-MiniLM-L6-v2)
+    base_url: str | None = None
+
+    def to_config(self, base: EmbeddingsConfig) -> EmbeddingsConfig:
+        # the vector size is read from the new model's first answer
+        return base.model_copy(
+            update={"provider": self.provider, "model": self.model, "base_url": self.base_url, "vector_dim": None}
+        )
+
+
+class RerankChoice(BaseModel):
+    """Off, or a /rerank endpoint (llama.cpp --reranking, vLLM, an OpenAI-compatible server)."""
+
+    provider: Literal["none", "http"] = "none"
+    base_url: str | None = None
+    model: str | None = None
+
+
+class DesktopSettings(BaseModel):
+    version: int = SETTINGS_VERSION
+    model: ChatModelChoice | None = None
+    rerank: RerankChoice | None = None
+    # library location -> the embedder its vectors were last rebuilt with from the app
+    embedders: dict[str, EmbedderChoice] = {}
+
+
+class KeychainUnavailable(Exception):
+    """There is no usable OS keychain backend; the message says what to do."""
+
+
+@dataclass
+class ConnectionReport:
+    ok: bool
+    message: str
+    models: list[str] = field(default_factory=list)
+    supports_tools: bool | None = None  # when the server says (Ollama /api/show)
