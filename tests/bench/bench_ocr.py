@@ -18,6 +18,10 @@ Reads ``DIR/pdfs_realworld`` (``DIR`` defaults to ``../shared/data`` beside the 
   scans that print the Linn page again: ``ocrmypdf__skew.pdf`` (skewed) and
   ``ocrmypdf__cardinal.pdf`` (turned 0/90/180/270 degrees), against linn's reference.
   Reading order counts: a page read in another order than the reference's has a higher CER.
+* ``--dpi-sweep [DPI ...]``: only one generated page of text scanned at 150, 300, 600 and
+  1200 dpi (PNG files without a resolution, so the page's letters render as large as the
+  scan's dpi makes them): whether each reads the same text as at the first dpi, its CER,
+  the turn the orientation vote chose, time (issue 32: 400 dpi and above read upside down).
 * Text PDFs, side by side: ``prepare_document`` (convert + items + chunks) over the text
   PDFs with the current code and with the code of ``--baseline-rev`` (extracted with
   ``git archive`` into a temporary folder and run in a subprocess), alternating which goes
@@ -169,6 +173,82 @@ def bench_ocr(scans: list[Path], groundtruth: Path, dpi: int) -> dict:
     }
 
 
+SWEEP_LINES = [
+    "Archival scans are commonly made at 400 to 600 dots per inch.",
+    "The committee approved the budget for the new library wing,",
+    "and the reading room will open to the public in the spring.",
+    "Each page of the ledger was photographed twice, once in colour,",
+    "once in grey, and the better copy kept for the catalogue.",
+    "Letters from 1912 to 1931 fill the remaining eleven boxes.",
+]
+
+
+def sweep_page(dpi: int) -> bytes:
+    """One Letter page of text rendered at ``dpi`` as a PNG without a resolution: the image
+    converter takes it as 150 dpi, so a 1200 dpi scan is a page 8x too large whose letters
+    render 8x too tall (up to the render's size cap), as with real files that carry no or a
+    meaningless resolution."""
+    import io
+
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((72, 80), "Records of the Harbour Board", fontsize=18, fontname="tiro")
+    for index, line in enumerate(SWEEP_LINES):
+        page.insert_text((72, 120 + 18 * index), line, fontsize=11, fontname="tiro")
+    pixmap = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
+    doc.close()
+    from PIL import Image
+
+    image = Image.frombytes("L", (pixmap.width, pixmap.height), pixmap.samples)
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+def bench_dpi_sweep(dpis: list[int]) -> list[dict]:
+    """The same page scanned at each of ``dpis``: its text (CER against the printed lines,
+    and whether it equals the text read at the first dpi), how the page was turned, time."""
+    from haiku.rag.ingest import ocr
+    from haiku.rag.ingest.converters import convert_source
+
+    reference = " ".join(["Records of the Harbour Board", *SWEEP_LINES])
+    rows = []
+    first: str | None = None
+    turned: list[int] = []
+    original = ocr.read_lines
+
+    def recording(page, cancel=None):  # type: ignore[no-untyped-def]
+        turned.append(page.rotation)
+        return original(page, cancel)
+
+    for dpi in dpis:
+        data = sweep_page(dpi)
+        turned.clear()
+        ocr.read_lines = recording  # the converter imports it at each call
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            conversion = convert_source(data, filename=f"scan-{dpi}.png")
+        finally:
+            ocr.read_lines = original
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        text = " ".join(page_texts(conversion.document).values())
+        first = text if first is None else first
+        row = {
+            "dpi": dpi,
+            "cer": round(cer(reference, text), 4),
+            "same_as_first": " ".join(text.split()) == " ".join(first.split()),
+            "rotation": turned[:1],
+            "wall_s": round(wall, 2),
+            "cpu_s": round(cpu, 2),
+            "text": text[:70],
+        }
+        rows.append(row)
+        print(f"  sweep {row}", flush=True)
+    return rows
+
+
 def extract_baseline(rev: str, into: Path) -> Path:
     archive = into / "baseline.tar"
     subprocess.run(
@@ -203,7 +283,18 @@ def main() -> int:
     parser.add_argument("--skip-text", action="store_true")
     parser.add_argument("--skip-ocr", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--dpi-sweep",
+        type=int,
+        nargs="*",
+        help="only the resolution sweep: one page scanned at these dpi (default 150 300 600 1200)",
+    )
     args = parser.parse_args()
+    if args.dpi_sweep is not None:
+        rows = bench_dpi_sweep(args.dpi_sweep or [150, 300, 600, 1200])
+        if args.json:
+            args.json.write_text(json.dumps({"sweep": rows, "load": os.getloadavg()}, indent=1))
+        return 0
     root = args.data / REALWORLD
     if not (root / "files").is_dir():
         print(f"skipped: {root} not found (set --data or HAIKU_SHARED_DATA)")

