@@ -84,23 +84,23 @@ def extract_items(
 class ItemTexts:
     """Text items: their text; tables: Markdown; pictures: their captions; anything else: "".
 
-    One Markdown serializer serves every table of the document: ``TableItem.export_to_markdown``
-    per table built one each, and building one validated the whole document, which made filings
-    with hundreds of tables quadratic (minutes per filing).
+    A table's Markdown is ``table_markdown``'s (its header line names each column, stacked
+    header rows joined), the same lines its chunks hold. docling-core's serializer wrote a
+    spanning header once per column and a multi-row header as body rows; calling it per
+    table (``TableItem.export_to_markdown``) also validated the whole document each time.
     """
 
     def __init__(self, doc: DoclingDocument) -> None:
         self._doc = doc
-        self._serializer: Any = None
         self._tables: dict[str, str] = {}  # a table's Markdown, made once for items and content
 
     def text(self, item: DocItem) -> str:
         if isinstance(item, TableItem):
             markdown = self._tables.get(item.self_ref)
             if markdown is None:
-                if self._serializer is None:
-                    self._serializer = markdown_serializer(self._doc)
-                markdown = self._tables[item.self_ref] = self._serializer.serialize(item=item).text
+                from haiku.rag.ingest.table_markdown import table_parts
+
+                markdown = self._tables[item.self_ref] = table_parts(item, self._doc).markdown
             return markdown
         if isinstance(item, PictureItem):
             return " ".join(self._captions(item))

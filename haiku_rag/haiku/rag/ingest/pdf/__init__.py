@@ -62,7 +62,8 @@ from haiku.rag.ingest.pdf.ocr_page import (
 )
 from haiku.rag.ingest.pdf.page_blocks import order_blocks, picture_blocks, runs
 from haiku.rag.ingest.pdf.structure import classify_styles, mark_running_furniture
-from haiku.rag.ingest.pdf.tables import ruled_tables
+from haiku.rag.ingest.pdf.tables import horizontal_rules, ruled_tables
+from haiku.rag.ingest.pdf.text_tables import text_tables
 from haiku.rag.ingest.pdf.title import find_title
 from haiku.rag.ingest.records import Box, Conversion
 from haiku.rag.mupdf import MUPDF_LOCK
@@ -246,10 +247,14 @@ def _analyse_page(
             tables = ruled_tables(unrotated, raw.graphics, lines, geometry, warnings)
             tables = outside_figures(tables, pictures)
     if blocks is None:
-        flow = lines
-        if tables:
-            in_tables = {id(line) for table in tables for line in table.lines}
-            flow = [line for line in lines if id(line) not in in_tables]
+        flow = _outside(lines, tables)
+        unruled = text_tables(
+            flow, geometry, _frame_width(unrotated, frame), horizontal_rules(raw.graphics, frame)
+        )
+        unruled = outside_figures(unruled, pictures)  # a chart's labels are not a table
+        if unruled:
+            tables = [*tables, *unruled]
+            flow = _outside(flow, unruled)
         blocks = order_blocks(runs(flow, page_no) + tables + pictures)
     mark_captions(blocks, captions)
     return Page(
@@ -402,16 +407,32 @@ def _analyse_ocr_page(
     geometry = PageGeometry(page_no, rotation, frame)
     pictures = picture_blocks(images, unrotated, geometry, lines)
     usable = sum(len(line.text) - line.text.count(" ") for line in lines)
+    # tables rebuilt from the recognised line boxes (their rules are pixels, not paths)
+    tables = text_tables(lines, geometry, _frame_width(unrotated, frame))
+    flow = _outside(lines, tables)
     return Page(
         page_no=page_no,
         width=width,
         height=height,
         frame_box=transform(unrotated, frame),
-        blocks=order_blocks(runs(lines, page_no) + pictures),
+        blocks=order_blocks(runs(flow, page_no) + tables + pictures),
         usable_chars=usable,
         needs_ocr=False,
         garbled=False,
     )
+
+
+def _outside(lines: list[Line], tables: list) -> list[Line]:
+    """The lines that are not in any of ``tables``."""
+    if not tables:
+        return lines
+    inside = {id(line) for table in tables for line in table.lines}
+    return [line for line in lines if id(line) not in inside]
+
+
+def _frame_width(unrotated: tuple[float, float, float, float], frame: tuple) -> float:
+    box = transform(unrotated, frame)
+    return box[2] - box[0]
 
 
 def _raise_for_missing_text(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
-from docling_core.types.doc import TableCell, TableData
+from docling_core.types.doc import BoundingBox, CoordOrigin, TableCell, TableData
 
 from haiku.rag.ingest.pdf.blocks import Block, Line, PageGeometry
 from haiku.rag.ingest.pdf.extract import PageGraphics
@@ -120,6 +120,7 @@ def _grid_table(
     cell_of = _merge_unruled_neighbours(ys, xs, rows, columns)
     table_box = (xs[0], ys[0], xs[-1], ys[-1])
     texts: dict[int, list[str]] = {}
+    shown: dict[int, list[Bbox]] = {}  # each cell's lines' display boxes (its highlight)
     members = []
     for line in lines:
         cx = (line.unrotated[0] + line.unrotated[2]) / 2
@@ -129,7 +130,9 @@ def _grid_table(
         members.append(line)
         row = min(max(bisect.bisect_right(ys, cy) - 1, 0), n_rows - 1)
         col = min(max(bisect.bisect_right(xs, cx) - 1, 0), n_cols - 1)
-        texts.setdefault(cell_of[row * n_cols + col], []).append(line.text)
+        root = cell_of[row * n_cols + col]
+        texts.setdefault(root, []).append(line.text)
+        shown.setdefault(root, []).append(line.display)
     if len(texts) < 2 or len(texts) < MIN_FILLED_CELLS * len(set(cell_of)):
         # Mostly empty cells: the boxes and arrows of a diagram, or a form, not a table.
         return None
@@ -141,6 +144,7 @@ def _grid_table(
         span[2], span[3] = min(span[2], col), max(span[3], col)
     cells = [
         TableCell(
+            bbox=_display_bbox(shown.get(root)),
             text=" ".join(texts.get(root, [])),
             start_row_offset_idx=row0,
             end_row_offset_idx=row1 + 1,
@@ -155,6 +159,13 @@ def _grid_table(
     block = geometry.block("table", table_box, members)
     block.table = TableData(num_rows=n_rows, num_cols=n_cols, table_cells=cells)
     return block
+
+
+def _display_bbox(boxes: list[Bbox] | None) -> BoundingBox | None:
+    if not boxes:
+        return None
+    x0, y0, x1, y1 = union(boxes)
+    return BoundingBox(l=x0, t=y0, r=x1, b=y1, coord_origin=CoordOrigin.TOPLEFT)
 
 
 def _merge_unruled_neighbours(
@@ -214,3 +225,16 @@ def _cluster_edges(values: Iterable[float], tolerance: float = 2.0) -> list[floa
         if not edges or value - edges[-1] > tolerance:
             edges.append(value)
     return edges
+
+
+def horizontal_rules(graphics: PageGraphics, frame: tuple[float, ...]) -> list[Segment]:
+    """The page's thin horizontal paths (rules: booktabs' top, mid and bottom rules, a line
+    under a header) as (y, x0, x1) in the reading frame ``frame`` (unrotated -> frame)."""
+    from haiku.rag.ingest.pdf.geometry import transform
+
+    rules: list[Segment] = []
+    for box in (*graphics.stroke_paths, *graphics.fill_paths):
+        x0, y0, x1, y1 = transform(box, frame)  # type: ignore[arg-type]
+        if y1 - y0 <= 3 and x1 - x0 >= 10:
+            rules.append(((y0 + y1) / 2, x0, x1))
+    return rules
