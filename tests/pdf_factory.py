@@ -631,10 +631,14 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
     ``spanning`` (the OTSL results table: two header rows, "TEDs" spanning three columns,
     booktabs rules), ``scanned`` (the unruled table rendered to an image: no text layer),
     ``rotated`` (a landscape expenditure table on a page with /Rotate 90, drawn so that it
-    reads upright). ``rows``: body rows of the ledger tables (ruled, unruled, scanned).
+    reads upright), ``statement`` (a cash-flow statement: labels far from right-aligned
+    amounts, "$" printed apart, years centred over the amounts, section rows; no caption).
+    ``rows``: body rows of the ledger tables (ruled, unruled, scanned).
     Blocks: h_results, p_before, h_next, p_after."""
     if kind == "scanned":
         return _scanned_table_pdf(Path(path), rows)
+    if kind == "statement":
+        return _statement_pdf(Path(path))
     path = Path(path)
     layout = PdfLayout(path=path, page_count=1, page_size=A4)
     doc = pymupdf.open()
@@ -789,3 +793,71 @@ def _scanned_table_pdf(path: Path, rows: int) -> tuple[PdfLayout, DrawnTable]:
     doc.save(path)
     doc.close()
     return PdfLayout(path=path, page_count=1, page_size=A4), table
+
+
+STATEMENT_ROWS = [
+    ["Net income including noncontrolling interest", "$ 5,363", "$ 4,869", "$ 5,058"],
+    ["Depreciation and amortization", "1,488", "1,544", "1,474"],
+    ["Company pension and postretirement contributions", "(370)", "(967)", "(383)"],
+    ["Stock-based compensation expense", "302", "324", "298"],
+    ["Cash Flows from Investing Activities"],
+    ["Purchases of property, plant and equipment (PP&E)", "(1,577)", "(1,373)", "(1,420)"],
+    ["Proceeds from sale of PP&E and other assets", "262", "49", "58"],
+    ["Net cash provided by (used in) investing activities", "222", "(3,086)", "(1,403)"],
+    ["Cash and cash equivalents at end of period", "$ 2,853", "$ 3,053", "$ 2,398"],
+]
+
+
+def _statement_pdf(path: Path) -> tuple[PdfLayout, DrawnTable]:
+    """A 10-K cash-flow statement page: labels at the left margin, amounts right-aligned
+    near the right margin (the gap wider than a third of the page), currency signs drawn
+    apart from their amounts, bold years centred over the amount columns."""
+    layout = PdfLayout(path=path, page_count=1, page_size=A4)
+    doc = pymupdf.open()
+    page = doc.new_page(width=A4[0], height=A4[1])
+    w = _PageWriter(layout, page, 1)
+    w.block("h_results", "h1", ["Consolidated Statement of Cash Flows"], size=H1_SIZE, bold=True)
+    w.paragraph(
+        "p_before",
+        "The statement below shows how cash moved through the company in each of the last "
+        "three years, from operations, from investments and from financing, in millions of "
+        "dollars. Amounts in parentheses are outflows.",
+    )
+    size = 8.0
+    rights = [425.0, 485.0, 545.0]  # right edges of the amount columns
+    font = _FONTS[BODY_FONT]
+    bold = _FONTS[BOLD_FONT]
+    y = w.y + 6
+    table = DrawnTable(1, "", ["2018", "2017", "2016"], [])
+
+    def text_at(x: float, top: float, text: str, is_bold: bool = False) -> Rect:
+        f = bold if is_bold else font
+        baseline = top + f.ascender * size
+        page.insert_text((x, baseline), text, fontname=BOLD_FONT if is_bold else BODY_FONT, fontsize=size)
+        return (x, top, x + f.text_length(text, size), baseline - f.descender * size)
+
+    header = [text_at(MARGIN, y, "(Millions)", True)]
+    for right, year in zip(rights, table.header, strict=True):
+        header.append(text_at(right - 21 - bold.text_length(year, size) / 2, y, year, True))
+    table.header_rect = _union(header)
+    y += size * 1.6
+    for row in STATEMENT_ROWS:
+        rects = [text_at(MARGIN, y, row[0], len(row) == 1)]
+        for right, amount in zip(rights, row[1:], strict=False):
+            if amount.startswith("$ "):
+                rects.append(text_at(right - 40, y, "$"))
+                amount = amount[2:]
+            rects.append(text_at(right - font.text_length(amount, size), y, amount))
+        table.rows.append(list(row) + [""] * (4 - len(row)))
+        table.row_rects.append(_union(rects))
+        y += size * 1.45
+    w.y = y + 14
+    w.block("h_next", "h1", ["Notes to the Statements"], size=H1_SIZE, bold=True)
+    w.paragraph(
+        "p_after",
+        "The accompanying notes are an integral part of these statements and describe the "
+        "accounting policies the amounts were prepared under.",
+    )
+    doc.save(path)
+    doc.close()
+    return layout, table

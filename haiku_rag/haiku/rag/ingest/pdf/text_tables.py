@@ -8,8 +8,9 @@ or a table printed sideways, is read as it is printed.
 How, in one pass over the page's lines (O(n log n)):
 
 1. *Bands*: lines whose vertical extents overlap form a band (one printed row). A band is cut
-   where two neighbouring lines are further apart than ``MAX_CELL_GAP`` of the page width (the
-   facing page of a two-page spread is not a column of the table).
+   at the page's gutters: clean vertical channels with running text on both sides (the
+   columns of a two-column page, the facing page of a spread), so the text beside a table
+   is not a column of it, while a statement's labels and amounts, far apart, stay one row.
 2. *Runs*: consecutive bands, less than ``MAX_ROW_GAP`` line heights apart, whose text sits in
    two or more separate pieces ("cells": lines with a gap of at least ``MIN_CELL_GAP`` em
    between them). A run of ``MIN_ROWS`` or more such bands is a table candidate; a band with
@@ -39,7 +40,8 @@ from docling_core.types.doc import BoundingBox, CoordOrigin, TableCell, TableDat
 from haiku.rag.ingest.pdf.blocks import Block, Line, PageGeometry
 from haiku.rag.ingest.pdf.geometry import Bbox, union
 
-MAX_CELL_GAP = 0.35  # of the page width: wider gaps separate unrelated text on one band
+MIN_GUTTER = 6.0  # points: a narrower clean channel between lines is no page gutter
+GUTTER_PROSE_LINES = 3  # lines of running text needed on each side of a page gutter
 MIN_CELL_GAP = 0.45  # em: narrower gaps are word spaces inside one cell
 MAX_ROW_GAP = 2.2  # line heights between consecutive rows of one table
 MIN_ROWS = 3  # bands with two or more cells
@@ -51,6 +53,7 @@ PROSE_WORDS = 6  # a cell with this many words is a line of running text
 WRAP_GAP = 0.6  # em: a one-cell band this close under a row continues a cell of it
 
 _WORD = re.compile(r"\w")
+CURRENCY = frozenset("$€£¥₹")
 
 
 @dataclass(slots=True)
@@ -88,12 +91,13 @@ def text_tables(
 ) -> list[Block]:
     """The unruled tables among ``lines`` as table blocks (their ``lines`` are the members).
 
-    ``page_width``: the page's width in the reading frame; ``rules``: horizontal rules as
-    (y, x0, x1) in the reading frame, to find where a header ends."""
+    ``page_width``: the page's width in the reading frame (unused: kept for callers);
+    ``rules``: horizontal rules as (y, x0, x1) in the reading frame, to find where a header
+    ends."""
     candidates = [line for line in lines if line.on_axis and line.text.strip()]
     if len(candidates) < 2 * MIN_ROWS:
         return []
-    bands = _bands(candidates, MAX_CELL_GAP * page_width)
+    bands = _bands(candidates, _gutters(candidates))
     tables: list[Block] = []
     for run in _runs(bands):
         block = _table(run, geometry, rules)
@@ -102,8 +106,32 @@ def text_tables(
     return tables
 
 
-def _bands(lines: list[Line], max_gap: float) -> list[_Band]:
-    """Lines grouped into printed rows, top to bottom; a row is cut at very wide gaps."""
+def _gutters(lines: list[Line]) -> list[float]:
+    """The x of the page's gutters: channels no line crosses, at least ``MIN_GUTTER`` wide,
+    with ``GUTTER_PROSE_LINES`` lines of running text on each side."""
+    spans = sorted((line.box[0], line.box[2]) for line in lines)
+    channels: list[tuple[float, float]] = []
+    reach = spans[0][1]
+    for x0, x1 in spans[1:]:
+        if x0 - reach >= MIN_GUTTER:
+            channels.append((reach, x0))
+        reach = max(reach, x1)
+    if not channels:
+        return []
+    prose = sorted(
+        (line.box[0], line.box[2]) for line in lines if len(line.text.split()) >= PROSE_WORDS
+    )
+    gutters = []
+    for left, right in channels:
+        before = sum(1 for _, x1 in prose if x1 <= left)
+        after = sum(1 for x0, _ in prose if x0 >= right)
+        if before >= GUTTER_PROSE_LINES and after >= GUTTER_PROSE_LINES:
+            gutters.append((left + right) / 2)
+    return gutters
+
+
+def _bands(lines: list[Line], gutters: list[float]) -> list[_Band]:
+    """Lines grouped into printed rows, top to bottom; a row is cut at the page's gutters."""
     rows: list[list[Line]] = []
     bottoms: list[float] = []
     for line in sorted(lines, key=lambda item: (item.box[1] + item.box[3]) / 2):
@@ -119,7 +147,7 @@ def _bands(lines: list[Line], max_gap: float) -> list[_Band]:
         row.sort(key=lambda item: item.box[0])
         piece: list[Line] = []
         for line in row:
-            if piece and line.box[0] - max(p.box[2] for p in piece) > max_gap:
+            if piece and any(piece[-1].box[2] <= x <= line.box[0] for x in gutters):
                 bands.append(_band(piece))
                 piece = []
             piece.append(line)
@@ -156,6 +184,7 @@ def _runs(bands: list[_Band]) -> list[list[_Band]]:
         members = [start]
         x0, x1 = band.lines[0].box[0], max(line.box[2] for line in band.lines)
         width = x1 - x0
+        left = x0  # the run's first column starts here
         last = band
         loose = 0  # one-cell bands since the last multi-cell band
         for index in range(start + 1, len(bands)):
@@ -170,9 +199,14 @@ def _runs(bands: list[_Band]) -> list[list[_Band]]:
             if other.top - last.bottom > MAX_ROW_GAP * max(last.size, other.size):
                 break
             if not multi[index] and (
-                ox0 < x0 - 0.5 * width or ox1 > x1 + 0.5 * width or _is_prose_line(other)
+                ox0 < x0 - 0.5 * width
+                or ox1 > x1 + 0.5 * width
+                or (_is_prose_line(other) and ox0 > left + other.size)
             ):
-                break  # a paragraph wider than the table, or a line of one, ends it
+                # a paragraph wider than the table, or a line of running text that is not
+                # in the first column (a long row label is), ends it
+                break
+            left = min(left, ox0)
             loose = 0 if multi[index] else loose + 1
             if loose > MAX_LOOSE_BANDS:
                 break
@@ -201,6 +235,7 @@ def _columns(run: list[_Band]) -> list[tuple[float, float]]:
         for band in run
         if len(band.word_cells()) >= typical
         for cell in band.cells
+        if not _is_currency(cell)
     )
     columns: list[tuple[float, float]] = []
     for x0, x1 in extents:
@@ -209,6 +244,37 @@ def _columns(run: list[_Band]) -> list[tuple[float, float]]:
         else:
             columns.append((x0, x1))
     return columns
+
+
+def _merge_complementary(
+    columns: list[tuple[float, float]], placed: list[list[tuple[int, int, list[Line]]]]
+) -> tuple[list[tuple[float, float]], list[list[tuple[int, int, list[Line]]]]]:
+    """Neighbouring columns that no row fills both of are one column whose cells are aligned
+    differently (a year centred over right-aligned amounts)."""
+    while True:
+        filled: list[set[int]] = [set() for _ in columns]
+        for index, cells in enumerate(placed):
+            for c0, c1, _ in cells:
+                for c in range(c0, c1 + 1):
+                    filled[c].add(index)
+        join = next(
+            (c for c in range(len(columns) - 1) if filled[c] and filled[c + 1] and not filled[c] & filled[c + 1]),
+            None,
+        )
+        if join is None:
+            return columns, placed
+        columns = [*columns[:join], (columns[join][0], columns[join + 1][1]), *columns[join + 2 :]]
+
+        def moved(c: int, j: int = join) -> int:
+            return c if c <= j else c - 1
+
+        placed = [[(moved(c0), moved(c1), cell) for c0, c1, cell in cells] for cells in placed]
+
+
+def _is_currency(cell: list[Line]) -> bool:
+    """A currency sign printed apart from its amount ("$   5,363"): it belongs to the amount's
+    column, not a column of its own."""
+    return len(cell) == 1 and cell[0].text.strip() in CURRENCY
 
 
 def _span(x0: float, x1: float, columns: list[tuple[float, float]]) -> tuple[int, int] | None:
@@ -239,12 +305,21 @@ def _table(
     placed: list[list[tuple[int, int, list[Line]]]] = []
     for band in run:
         cells = []
+        signs: list[Line] = []  # currency signs waiting for the amount to their right
         for cell in band.cells:
+            if _is_currency(cell):
+                signs.extend(cell)
+                continue
             x0, x1 = cell[0].box[0], max(line.box[2] for line in cell)
             span = _span(x0, x1, columns)
             if span is not None:
-                cells.append((span[0], span[1], cell))
+                cells.append((span[0], span[1], [*signs, *cell]))
+                signs = []
+        if signs and cells:
+            c0, c1, last_cell = cells[-1]
+            cells[-1] = (c0, c1, [*last_cell, *signs])
         placed.append(cells)
+    columns, placed = _merge_complementary(columns, placed)
     # drop edge columns few rows use (text beside the table)
     first, last = 0, len(columns) - 1
     rows_with = [0] * len(columns)
