@@ -537,6 +537,10 @@ class DrawnTable:
     rows: list[list[str]]
     row_rects: list[Rect] = field(default_factory=list)
     header_rect: Rect | None = None
+    row_pages: list[int] = field(default_factory=list)  # each body row's page (default: page)
+
+    def page_of(self, row: int) -> int:
+        return self.row_pages[row] if self.row_pages else self.page
 
 
 OTSL_CAPTION = (
@@ -686,6 +690,7 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
                 table.header_rect = rect
             else:
                 table.row_rects.append(rect)
+                table.row_pages.append(w.page_no)
             w.y = top + row_height
         w.y += 14
     w.block("h_next", "h1", ["6 Conclusion"], size=H1_SIZE, bold=True)

@@ -48,10 +48,12 @@ def _overlaps(box: Box, rect: tuple[float, float, float, float]) -> bool:
     return min(box.x1, rect[2]) - max(box.x0, rect[0]) > 1 and min(box.y1, rect[3]) - max(box.y0, rect[1]) > 1
 
 
-def _highlighted(rect: tuple[float, float, float, float], cells: int, boxes: list[Box]) -> bool:
+def _highlighted(
+    rect: tuple[float, float, float, float], cells: int, boxes: list[Box], page: int = 1
+) -> bool:
     """Whether ``boxes`` highlight each of the row's ``cells`` (a box per cell at least)
     from the row's first cell to its last."""
-    on_row = [b for b in boxes if _overlaps(b, rect)]
+    on_row = [b for b in boxes if b.page == page and _overlaps(b, rect)]
     if len(on_row) < cells:
         return False
     return min(b.x0 for b in on_row) <= rect[0] + 2 and max(b.x1 for b in on_row) >= rect[2] - 2
@@ -75,14 +77,18 @@ def _check_rows(chunks: list[ChunkRecord], table: DrawnTable, headings: list[str
             assert chunk.text.startswith(caption_head), "the chunk does not start with the caption"
         assert chunk.headings == headings
         # the highlight: this row's cells and the header, not the other rows
-        assert _highlighted(table.row_rects[index], sum(map(bool, row)), chunk.boxes)
-        assert table.header_rect is not None and _highlighted(table.header_rect, 2, chunk.boxes)
+        page = table.page_of(index)
+        assert _highlighted(table.row_rects[index], sum(map(bool, row)), chunk.boxes, page)
+        assert table.header_rect is not None
+        if page == table.page:  # the header is printed on the table's first page only
+            assert _highlighted(table.header_rect, 2, chunk.boxes, page)
+        assert chunk.page_numbers == sorted({table.page_of(i) for i, r in enumerate(table.rows) if _markdown_row(r) in lines})
         held = {i for i, other in enumerate(table.rows) if _markdown_row(other) in lines}
         for other_index, rect in enumerate(table.row_rects):
             if other_index not in held:
-                assert not any(_overlaps(b, rect) for b in chunk.boxes), (
-                    f"chunk of row {index} highlights row {other_index}, which it does not hold"
-                )
+                assert not any(
+                    b.page == table.page_of(other_index) and _overlaps(b, rect) for b in chunk.boxes
+                ), f"chunk of row {index} highlights row {other_index}, which it does not hold"
     # every chunk of the table holds whole rows only
     for chunk in table_chunks:
         for text in chunk.text.splitlines()[1 if table.caption else 0 :]:
@@ -96,6 +102,14 @@ def test_each_row_is_one_markdown_line_with_the_caption_header_and_its_own_boxes
     _check_rows(chunks, table, HEADINGS[kind])
     if kind in ("ruled", "unruled"):
         assert sum("table" in c.labels for c in chunks) >= 2  # long enough to be cut by rows
+
+
+def test_a_table_running_on_over_a_page_break_keeps_its_caption_and_header(tmp_path):
+    layout, table = make_table_pdf(tmp_path / "long.pdf", "unruled", rows=60)
+    assert layout.page_count == 2 and table.page_of(59) == 2
+    chunks, conversion = _chunks(layout.path)
+    _check_rows(chunks, table, HEADINGS["unruled"])
+    assert any(c.page_numbers == [2] for c in chunks if "table" in c.labels)
 
 
 def test_spanning_headers_name_every_column_they_cover(tmp_path):

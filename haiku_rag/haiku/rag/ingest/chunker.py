@@ -210,6 +210,13 @@ def _table_units(
                 start += len(caption_text) + 1
             start = len(cap) + 1
         boxes = [*parts.header_boxes, *(b for i in rows for b in parts.row_boxes[i])]
+        if boxes:
+            # a caption printed on another page (the table ran on over a page break) is
+            # context for these rows, not part of their highlight or their pages
+            pages = {box.page for box in boxes}
+            for part in unit_parts:
+                if not {prov.page_no for prov in part.item.prov} & pages:
+                    part.boxes = []
         unit_parts.append(_Part(table, start, len(text), boxes or None))
         yield _Unit(text, headings, unit_parts, table=table.self_ref)
 

@@ -40,6 +40,7 @@ from haiku.rag.ingest.gc_pause import cyclic_gc_paused
 from haiku.rag.ingest.pdf import layout_model
 from haiku.rag.ingest.pdf.blocks import Line, Page, PageGeometry
 from haiku.rag.ingest.pdf.builder import build_document
+from haiku.rag.ingest.pdf.continued_tables import join_continued_tables
 from haiku.rag.ingest.pdf.extract import (
     MIN_USABLE_CHARS,
     RawPage,
@@ -205,6 +206,7 @@ def _convert_open_document(
     classify_styles(pages)
     item_boxes: dict[str, list[Box]] = {}
     document = build_document(pages, name=source, boxes=item_boxes)
+    join_continued_tables(document)
     return Conversion(
         document=document,
         item_boxes=item_boxes,
