@@ -75,10 +75,11 @@ async def test_without_tools_the_model_reads_the_times_beside_their_rows_and_hea
     async with HaikuRAG(db, config, read_only=True) as client:
         done = await answering.answer(client, QUESTION, None, AnswerOptions(mode="fallback"), model=script.model)
     prompt = script.seen[0].user_texts()[0]
-    first = prompt.split("\n\n---")[0]
+    # the first passage's lines, without the quoting marks passages are shown with
+    first = [line.removeprefix(">").strip() for line in prompt.split("\n\n---")[0].splitlines()]
     assert HEADER in first
     for row in table.rows:  # all eight rows, each whole, under that header
-        assert _row(row) in first.splitlines()
+        assert _row(row) in first[first.index(HEADER) :]
     assert "| 6 | 6 | HTML | 0.969 | 0.927 | 0.955 | 0.857 | 5.39 |" in done.text
     (citation,) = done.citations
     # [1] is the passage's best chunk; the table's rows it showed are lit (strong when the
