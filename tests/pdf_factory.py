@@ -635,7 +635,7 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
     ``spanning`` (the OTSL results table: two header rows, "TEDs" spanning three columns,
     booktabs rules), ``scanned`` (the unruled table rendered to an image: no text layer),
     ``rotated`` (a landscape expenditure table on a page with /Rotate 90, drawn so that it
-    reads upright), ``statement`` (a cash-flow statement: labels far from right-aligned
+    reads upright), ``rotated_ruled`` (the same, every cell stroked), ``statement`` (a cash-flow statement: labels far from right-aligned
     amounts, "$" printed apart, years centred over the amounts, section rows; no caption).
     ``rows``: body rows of the ledger tables (ruled, unruled, scanned).
     Blocks: h_results, p_before, h_next, p_after."""
@@ -647,8 +647,8 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
     layout = PdfLayout(path=path, page_count=1, page_size=A4)
     doc = pymupdf.open()
     page = doc.new_page(width=A4[0], height=A4[1])
-    if kind == "rotated":
-        return _rotated_table_pdf(path, doc, layout)
+    if kind in ("rotated", "rotated_ruled"):
+        return _rotated_table_pdf(path, doc, layout, ruled=kind == "rotated_ruled")
     w = _PageWriter(layout, page, 1)
     w.block("h_results", "h1", ["5 Experiments"], size=H1_SIZE, bold=True)
     w.paragraph(
@@ -751,9 +751,11 @@ EXPENSES_ROWS = [
 ]
 
 
-def _rotated_table_pdf(path: Path, doc: pymupdf.Document, layout: PdfLayout) -> tuple[PdfLayout, DrawnTable]:
+def _rotated_table_pdf(
+    path: Path, doc: pymupdf.Document, layout: PdfLayout, *, ruled: bool = False
+) -> tuple[PdfLayout, DrawnTable]:
     """An expenditure table on a landscape page: a portrait page with /Rotate 90 whose text
-    is drawn turned, so the rendered page shows it upright."""
+    is drawn turned, so the rendered page shows it upright; ``ruled``: every cell stroked."""
     page = doc[0]
     page.set_rotation(90)
     to_display = page.rotation_matrix
@@ -773,12 +775,20 @@ def _rotated_table_pdf(path: Path, doc: pymupdf.Document, layout: PdfLayout) -> 
     table.header_rect = _draw_cells(
         page, EXPENSES_HEADER, columns, y, size, bold=True, to_display=to_display, rotate=90
     )
+    header_top = y
     y += size * 2
     for row in EXPENSES_ROWS:
         table.row_rects.append(
             _draw_cells(page, row, columns, y, size, to_display=to_display, rotate=90)
         )
         y += size * 1.8
+    if ruled:  # rules in display space, drawn in the page's own (unrotated) space
+        edges = [c[0] - 8 for c in columns] + [columns[-1][1] + 8]
+        tops = [header_top - 4, header_top + size * 2 - 4]
+        tops += [tops[-1] + size * 1.8 * (i + 1) for i in range(len(EXPENSES_ROWS))]
+        for top, bottom in zip(tops, tops[1:], strict=False):
+            for left, right in zip(edges, edges[1:], strict=False):
+                page.draw_rect(pymupdf.Rect(left, top, right, bottom) * ~to_display, color=(0, 0, 0), width=0.6)
     doc.save(path)
     doc.close()
     return layout, table

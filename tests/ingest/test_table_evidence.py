@@ -30,6 +30,7 @@ HEADINGS = {
     "unruled": ["5 Experiments"],
     "spanning": ["5 Experiments"],
     "rotated": ["Councillors' expenditure 2023"],
+    "rotated_ruled": ["Councillors' expenditure 2023"],
     "statement": ["Consolidated Statement of Cash Flows"],
 }
 
@@ -95,7 +96,9 @@ def _check_rows(chunks: list[ChunkRecord], table: DrawnTable, headings: list[str
             assert text.startswith("| ") and text.endswith(" |")
 
 
-@pytest.mark.parametrize("kind", ["ruled", "unruled", "spanning", "rotated", "statement"])
+@pytest.mark.parametrize(
+    "kind", ["ruled", "unruled", "spanning", "rotated", "rotated_ruled", "statement"]
+)
 def test_each_row_is_one_markdown_line_with_the_caption_header_and_its_own_boxes(tmp_path, kind):
     layout, table = make_table_pdf(tmp_path / f"{kind}.pdf", kind)
     chunks, _ = _chunks(layout.path)

@@ -15,7 +15,17 @@ from docling_core.types.doc import BoundingBox, CoordOrigin, TableCell, TableDat
 
 from haiku.rag.ingest.pdf.blocks import Block, Line, PageGeometry
 from haiku.rag.ingest.pdf.extract import PageGraphics
-from haiku.rag.ingest.pdf.geometry import Bbox, area, boxes_touch, expand, intersect, union
+from haiku.rag.ingest.pdf.geometry import (
+    IDENTITY,
+    Bbox,
+    Matrix,
+    area,
+    boxes_touch,
+    expand,
+    intersect,
+    transform,
+    union,
+)
 
 MAX_PATHS_FOR_TABLES = 5_000  # grid reconstruction is quadratic in rules: skip beyond this
 # Share of a ruled grid's cells that must hold text for it to be a table. Measured on the
@@ -38,7 +48,10 @@ def ruled_tables(
             f"page {geometry.page_no}: table detection skipped, too many vector paths"
         )
         return []
-    rows, columns = _rules(graphics, page_box)
+    # the grid is read in the reading frame, where rows run across: on a page turned 90°
+    # the PDF's own x runs down the rendered page, and rows read there came out as columns
+    frame = geometry.frame
+    rows, columns = _rules(graphics, transform(page_box, frame), frame)
     if len(rows) < 3 or len(columns) < 2:
         return []
     tables = []
@@ -49,7 +62,7 @@ def ruled_tables(
     return tables
 
 
-def _rules(graphics: PageGraphics, page_box: Bbox) -> tuple[list[Segment], list[Segment]]:
+def _rules(graphics: PageGraphics, page_box: Bbox, frame: Matrix = IDENTITY) -> tuple[list[Segment], list[Segment]]:
     """Horizontal and vertical rules on the page. A rectangle (stroked cell, shaded band)
     contributes its four edges; collinear pieces are joined (tables drawn cell by cell).
     Page frames and crop marks outside the page are ignored."""
@@ -57,7 +70,7 @@ def _rules(graphics: PageGraphics, page_box: Bbox) -> tuple[list[Segment], list[
     vertical: list[Segment] = []
     max_box_area = 0.5 * area(page_box)
     for box in (*graphics.stroke_paths, *graphics.fill_paths):
-        x0, y0, x1, y1 = intersect(box, page_box)
+        x0, y0, x1, y1 = intersect(transform(box, frame), page_box)
         width, height = x1 - x0, y1 - y0
         if height <= 3 and width >= 10:
             horizontal.append(((y0 + y1) / 2, x0, x1))
@@ -123,8 +136,8 @@ def _grid_table(
     shown: dict[int, list[Bbox]] = {}  # each cell's lines' display boxes (its highlight)
     members = []
     for line in lines:
-        cx = (line.unrotated[0] + line.unrotated[2]) / 2
-        cy = (line.unrotated[1] + line.unrotated[3]) / 2
+        cx = (line.box[0] + line.box[2]) / 2
+        cy = (line.box[1] + line.box[3]) / 2
         if not (table_box[0] <= cx <= table_box[2] and table_box[1] <= cy <= table_box[3]):
             continue
         members.append(line)
@@ -156,9 +169,19 @@ def _grid_table(
         )
         for root, (row0, row1, col0, col1) in spans.items()
     ]
-    block = geometry.block("table", table_box, members)
+    block = geometry.block("table", _unrotated(table_box, geometry.frame), members)
     block.table = TableData(num_rows=n_rows, num_cols=n_cols, table_cells=cells)
     return block
+
+
+def _unrotated(box: Bbox, frame: Matrix) -> Bbox:
+    """A reading-frame box back in the page's unrotated space."""
+    if frame == IDENTITY:
+        return box
+    a, b, c, d, e, f = frame
+    det = a * d - b * c
+    inverse = (d / det, -b / det, -c / det, a / det, (c * f - d * e) / det, (b * e - a * f) / det)
+    return transform(box, inverse)
 
 
 def _display_bbox(boxes: list[Bbox] | None) -> BoundingBox | None:
@@ -230,8 +253,6 @@ def _cluster_edges(values: Iterable[float], tolerance: float = 2.0) -> list[floa
 def horizontal_rules(graphics: PageGraphics, frame: tuple[float, ...]) -> list[Segment]:
     """The page's thin horizontal paths (rules: booktabs' top, mid and bottom rules, a line
     under a header) as (y, x0, x1) in the reading frame ``frame`` (unrotated -> frame)."""
-    from haiku.rag.ingest.pdf.geometry import transform
-
     rules: list[Segment] = []
     for box in (*graphics.stroke_paths, *graphics.fill_paths):
         x0, y0, x1, y1 = transform(box, frame)  # type: ignore[arg-type]
