@@ -50,11 +50,13 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-from haiku.rag.ingest.items import ItemBoxes, reading_order
+from haiku.rag.ingest.items import ItemBoxes, ItemTexts, reading_order
 from haiku.rag.ingest.records import Box, ChunkRecord
 
 if TYPE_CHECKING:
     import tokenizers
+
+    from haiku.rag.ingest.table_markdown import TableParts
 
 
 def chunk_document(
@@ -65,6 +67,7 @@ def chunk_document(
     merge_peers: bool = True,
     ordered: Sequence[NodeItem] | None = None,
     boxes: ItemBoxes | None = None,
+    texts: ItemTexts | None = None,
 ) -> list[ChunkRecord]:
     """Chunks of at most ``max_tokens`` tokens ([CLS]/[SEP] included), in document order.
 
@@ -74,7 +77,8 @@ def chunk_document(
     ``Encoding``); its own truncation and padding settings are ignored.
     """
     counter = _TokenCounter(_untruncated(tokenizer))
-    units = list(_units(doc, reading_order(doc) if ordered is None else ordered, counter, max_tokens))
+    texts = texts or ItemTexts(doc)  # each table's Markdown parts, made once for items and chunks
+    units = list(_units(doc, reading_order(doc) if ordered is None else ordered, counter, max_tokens, texts))
     counter.count_all(units)
     pieces: list[_Piece] = []
     for unit in units:
@@ -111,7 +115,11 @@ class _Unit:
 
 
 def _units(
-    doc: DoclingDocument, ordered: Sequence[NodeItem], counter: _TokenCounter, max_tokens: int
+    doc: DoclingDocument,
+    ordered: Sequence[NodeItem],
+    counter: _TokenCounter,
+    max_tokens: int,
+    texts: ItemTexts,
 ) -> Iterable[_Unit]:
     heading_by_level: dict[int, str] = {}
     headings: tuple[str, ...] = ()
@@ -129,15 +137,15 @@ def _units(
             headings = tuple(heading_by_level[k] for k in sorted(heading_by_level))
             continue
         if isinstance(item, (TableItem, PictureItem)):
-            texts: list[tuple[DocItem, str]] = []
+            captions: list[tuple[DocItem, str]] = []
             for ref in item.captions:
                 caption = ref.resolve(doc)
                 if isinstance(caption, TextItem) and caption.text.strip():
-                    texts.append((caption, caption.text))
+                    captions.append((caption, caption.text))
             if isinstance(item, TableItem):
-                yield from _table_units(doc, item, texts, headings, counter, max_tokens)
+                yield from _table_units(texts.table_parts(item), item, captions, headings, counter, max_tokens)
                 continue
-            unit = _joined(texts, headings)
+            unit = _joined(captions, headings)
             if unit is not None:
                 yield unit
             continue
@@ -148,7 +156,7 @@ def _units(
 
 
 def _table_units(
-    doc: DoclingDocument,
+    parts: TableParts,
     table: TableItem,
     captions: list[tuple[DocItem, str]],
     headings: tuple[str, ...],
@@ -159,9 +167,6 @@ def _table_units(
     as many body rows as fit the budget, and its boxes are those rows' cells and the header
     cells (the table's box when its cells have none). A row longer than the budget alone is
     a unit of its own (cut later like any long unit)."""
-    from haiku.rag.ingest.table_markdown import table_parts
-
-    parts = table_parts(table, doc)
     if not parts.rows and not any(text.strip(" |-") for text in parts.header):
         unit = _joined(captions, headings)
         if unit is not None:

@@ -22,21 +22,37 @@ _NUMBER = re.compile(r"^[\s$€£¥(+\-–—]*[\d.,]+[)%\s]*$")
 
 def join_continued_tables(doc: DoclingDocument) -> int:
     """Give each continued table its header and captions, in place; returns how many."""
-    body = [
-        item
-        for item, _ in doc.iterate_items()
-        if isinstance(item, DocItem) and item.content_layer != ContentLayer.FURNITURE and item.prov
-    ]
+    if len(doc.tables) < 2:
+        return 0
+    body = _top_level(doc)
     joined = 0
     for before, item in zip(body, body[1:], strict=False):
         if not (isinstance(before, TableItem) and isinstance(item, TableItem)):
-            continue
+            continue  # (a list between them is None: not adjacent)
         if item.prov[0].page_no != before.prov[-1].page_no + 1:
             continue
         if _continues(before, item):
             _give_header(before, item)
             joined += 1
     return joined
+
+
+def _top_level(doc: DoclingDocument) -> list[DocItem | None]:
+    """The body's items in order, page furniture left out; a group (a list) as None. The
+    converter puts every item at the top level but list items, so this is the reading order
+    without walking docling-core's tree (``iterate_items`` cost more than the joining)."""
+    items: list[DocItem | None] = []
+    for ref in doc.body.children:
+        kind, _, index = ref.cref.rpartition("/")
+        if kind == "#/tables":
+            items.append(doc.tables[int(index)])
+        elif kind == "#/texts":
+            text = doc.texts[int(index)]
+            if text.content_layer != ContentLayer.FURNITURE and text.prov:
+                items.append(text)
+        else:
+            items.append(None)  # a list, a picture: content between two tables
+    return items
 
 
 def _pattern(row: list[TableCell]) -> tuple[str, ...]:

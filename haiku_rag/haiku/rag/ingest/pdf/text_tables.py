@@ -62,25 +62,11 @@ class _Band:
     top: float
     bottom: float
     size: float
-
-    @property
-    def cells(self) -> list[list[Line]]:
-        """The band's lines grouped into cells: neighbours closer than a word space join."""
-        groups: list[list[Line]] = []
-        for line in self.lines:
-            if groups and line.box[0] - groups[-1][-1].box[2] < MIN_CELL_GAP * self.size:
-                groups[-1].append(line)
-            else:
-                groups.append([line])
-        return groups
+    cells: list[list[Line]] = field(default_factory=list)  # lines grouped into cells
+    words: list[list[Line]] = field(default_factory=list)  # the cells that hold a word
 
     def word_cells(self) -> list[list[Line]]:
-        return [cell for cell in self.cells if any(_WORD.search(line.text) for line in cell)]
-
-
-@dataclass(slots=True)
-class _Row:
-    bands: list[_Band] = field(default_factory=list)
+        return self.words
 
 
 def text_tables(
@@ -133,21 +119,26 @@ def _gutters(lines: list[Line]) -> list[float]:
 def _bands(lines: list[Line], gutters: list[float]) -> list[_Band]:
     """Lines grouped into printed rows, top to bottom; a row is cut at the page's gutters."""
     rows: list[list[Line]] = []
+    tops: list[float] = []
     bottoms: list[float] = []
-    for line in sorted(lines, key=lambda item: (item.box[1] + item.box[3]) / 2):
-        middle = (line.box[1] + line.box[3]) / 2
-        if rows and middle < bottoms[-1] and _overlaps(rows[-1], line):
-            rows[-1].append(line)
-            bottoms[-1] = max(bottoms[-1], line.box[3])
-        else:
-            rows.append([line])
-            bottoms.append(line.box[3])
+    for line in sorted(lines, key=lambda item: item.box[1] + item.box[3]):
+        y0, y1 = line.box[1], line.box[3]
+        if rows and (y0 + y1) / 2 < bottoms[-1]:
+            top, bottom = tops[-1], bottoms[-1]
+            if min(bottom, y1) - max(top, y0) > 0.5 * min(bottom - top, y1 - y0):
+                rows[-1].append(line)
+                tops[-1], bottoms[-1] = min(top, y0), max(bottom, y1)
+                continue
+        rows.append([line])
+        tops.append(y0)
+        bottoms.append(y1)
     bands: list[_Band] = []
     for row in rows:
-        row.sort(key=lambda item: item.box[0])
+        if len(row) > 1:
+            row.sort(key=lambda item: item.box[0])
         piece: list[Line] = []
         for line in row:
-            if piece and any(piece[-1].box[2] <= x <= line.box[0] for x in gutters):
+            if piece and gutters and any(piece[-1].box[2] <= x <= line.box[0] for x in gutters):
                 bands.append(_band(piece))
                 piece = []
             piece.append(line)
@@ -156,19 +147,22 @@ def _bands(lines: list[Line], gutters: list[float]) -> list[_Band]:
     return bands
 
 
-def _overlaps(row: list[Line], line: Line) -> bool:
-    top = min(item.box[1] for item in row)
-    bottom = max(item.box[3] for item in row)
-    overlap = min(bottom, line.box[3]) - max(top, line.box[1])
-    return overlap > 0.5 * min(bottom - top, line.box[3] - line.box[1])
-
-
 def _band(lines: list[Line]) -> _Band:
+    sizes = sorted(line.size for line in lines)
+    size = sizes[len(sizes) // 2] or 1.0
+    cells: list[list[Line]] = []
+    for line in lines:
+        if cells and line.box[0] - cells[-1][-1].box[2] < MIN_CELL_GAP * size:
+            cells[-1].append(line)
+        else:
+            cells.append([line])
     return _Band(
         lines=lines,
         top=min(line.box[1] for line in lines),
         bottom=max(line.box[3] for line in lines),
-        size=statistics.median(line.size for line in lines) or 1.0,
+        size=size,
+        cells=cells,
+        words=[cell for cell in cells if any(_WORD.search(line.text) for line in cell)],
     )
 
 
