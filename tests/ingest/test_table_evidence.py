@@ -159,3 +159,21 @@ def test_a_scanned_table_is_rebuilt_from_the_recognised_boxes(tmp_path):
         (line,) = [text for text in lines if text.startswith(f"| {row[0]} |")]
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         assert cells[1] == row[1] and cells[-1] == row[-1], line
+
+
+def test_running_text_in_columns_and_lists_is_not_a_table(tmp_path):
+    """Two columns of prose side by side (bands of two long cells each), headings, a
+    numbered list and a picture's caption make no table; the report's one ruled table stays
+    the only table."""
+    from pdf_factory import make_paper_pdf, make_report_pdf, make_two_column_pdf
+
+    two = make_two_column_pdf(tmp_path / "two.pdf")
+    assert convert_pdf(two.path.read_bytes(), source="two.pdf").document.tables == []
+    report = make_report_pdf(tmp_path / "report.pdf")
+    assert len(convert_pdf(report.path.read_bytes(), source="report.pdf").document.tables) == 1
+    paragraphs = [
+        f"Paragraph {n} of the study reports what the field team measured at site {n}, "
+        "how the samples were stored, and which of them were sent to the laboratory." for n in range(12)
+    ]
+    paper = make_paper_pdf(tmp_path / "paper.pdf", title="A Field Study", authors=["A. Author"], paragraphs=paragraphs)
+    assert convert_pdf(paper.path.read_bytes(), source="paper.pdf").document.tables == []
