@@ -32,6 +32,7 @@ HEADINGS = {
     "rotated": ["Councillors' expenditure 2023"],
     "rotated_ruled": ["Councillors' expenditure 2023"],
     "statement": ["Consolidated Statement of Cash Flows"],
+    "in_column": ["4 Experimental Setup"],
 }
 
 
@@ -97,7 +98,7 @@ def _check_rows(chunks: list[ChunkRecord], table: DrawnTable, headings: list[str
 
 
 @pytest.mark.parametrize(
-    "kind", ["ruled", "unruled", "spanning", "rotated", "rotated_ruled", "statement"]
+    "kind", ["ruled", "unruled", "spanning", "rotated", "rotated_ruled", "statement", "in_column"]
 )
 def test_each_row_is_one_markdown_line_with_the_caption_header_and_its_own_boxes(tmp_path, kind):
     layout, table = make_table_pdf(tmp_path / f"{kind}.pdf", kind)

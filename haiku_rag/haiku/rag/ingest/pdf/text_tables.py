@@ -39,6 +39,7 @@ from docling_core.types.doc import BoundingBox, CoordOrigin, TableCell, TableDat
 
 from haiku.rag.ingest.pdf.blocks import Block, Line, PageGeometry
 from haiku.rag.ingest.pdf.geometry import Bbox, union
+from haiku.rag.ingest.pdf.structure import CAPTION_START
 
 MIN_GUTTER = 6.0  # points: a narrower clean channel between lines is no page gutter
 GUTTER_PROSE_LINES = 3  # lines of running text needed on each side of a page gutter
@@ -80,7 +81,10 @@ def text_tables(
     ``page_width``: the page's width in the reading frame (unused: kept for callers);
     ``rules``: horizontal rules as (y, x0, x1) in the reading frame, to find where a header
     ends."""
-    candidates = [line for line in lines if line.on_axis and line.text.strip()]
+    # a caption is the table's title, never one of its cells
+    candidates = [
+        line for line in lines if line.on_axis and line.text.strip() and not CAPTION_START.match(line.text)
+    ]
     if len(candidates) < 2 * MIN_ROWS:
         return []
     bands = _bands(candidates, _gutters(candidates))
