@@ -249,6 +249,8 @@ def _analyse_page(
             tables = ruled_tables(unrotated, raw.graphics, lines, geometry, warnings)
             tables = outside_figures(tables, pictures)
     if blocks is None:
+        if tables:
+            tables = _narrower_than_text(tables, lines, geometry, unrotated, frame, raw.graphics)
         flow = _outside(lines, tables)
         unruled = text_tables(
             flow, geometry, _frame_width(unrotated, frame), horizontal_rules(raw.graphics, frame)
@@ -422,6 +424,59 @@ def _analyse_ocr_page(
         needs_ocr=False,
         garbled=False,
     )
+
+
+def _narrower_than_text(
+    ruled: list, lines: list[Line], geometry: PageGeometry, unrotated: tuple, frame: tuple, graphics: Any
+) -> list:
+    """The ruled tables that are the whole table: a grid whose rules enclose only some of a
+    table's columns (rules between column groups, the first and last column open; rows in
+    pairs between rules) gives way to the table read from its text, when that one reaches
+    beyond the grid on the same rows."""
+    read = text_tables(lines, geometry, _frame_width(unrotated, frame), horizontal_rules(graphics, frame))
+    if not read:
+        return ruled
+    kept = []
+    for grid in ruled:
+        x0, y0, x1, y1 = grid.box
+        wider = any(
+            min(y1, t.box[3]) - max(y0, t.box[1]) > 0.5 * (y1 - y0)
+            and (t.box[0] < x0 - 0.05 * (x1 - x0) or t.box[2] > x1 + 0.05 * (x1 - x0))
+            and min(x1, t.box[2]) > max(x0, t.box[0])
+            for t in read
+        )
+        overlapping = any(min(y1, t.box[3]) > max(y0, t.box[1]) and min(x1, t.box[2]) > max(x0, t.box[0]) for t in read)
+        if not wider and not (overlapping and _stacked_rows(grid)):
+            kept.append(grid)
+    return kept
+
+
+def _stacked_rows(grid: Any) -> bool:
+    """Whether the grid's rows hold several printed rows each (rules every few rows: five
+    states between two rules, an OTSL/HTML pair): two or more cells of one grid row with
+    lines on two or more baselines. Such a grid reads its rows wrong; the text's rows are
+    right."""
+    table = grid.table
+    if table is None:
+        return False
+    per_row: dict[int, int] = {}
+    for cell in table.table_cells:
+        box = cell.bbox
+        if box is None or cell.row_span > 1:
+            continue
+        inside = [
+            line for line in grid.lines
+            if box.l - 1 <= (line.display[0] + line.display[2]) / 2 <= box.r + 1
+            and box.t - 1 <= (line.display[1] + line.display[3]) / 2 <= box.b + 1
+        ]
+        if not inside:
+            continue
+        tall = max(line.display[3] - line.display[1] for line in inside)
+        middles = sorted((line.display[1] + line.display[3]) / 2 for line in inside)
+        baselines = 1 + sum(1 for a, b in zip(middles, middles[1:], strict=False) if b - a > 0.8 * tall)
+        if baselines >= 2:
+            per_row[cell.start_row_offset_idx] = per_row.get(cell.start_row_offset_idx, 0) + 1
+    return any(count >= 2 for count in per_row.values())
 
 
 def _outside(lines: list[Line], tables: list) -> list[Line]:

@@ -128,10 +128,12 @@ def _bands(lines: list[Line], gutters: list[float]) -> list[_Band]:
     for line in sorted(lines, key=lambda item: item.box[1] + item.box[3]):
         y0, y1 = line.box[1], line.box[3]
         if rows and (y0 + y1) / 2 < bottoms[-1]:
-            top, bottom = tops[-1], bottoms[-1]
+            # measured against the row's first line, not the union of its lines: a union
+            # grows line by line, and staggered header lines chained into one row
+            top, bottom = rows[-1][0].box[1], rows[-1][0].box[3]
             if min(bottom, y1) - max(top, y0) > 0.5 * min(bottom - top, y1 - y0):
                 rows[-1].append(line)
-                tops[-1], bottoms[-1] = min(top, y0), max(bottom, y1)
+                bottoms[-1] = max(bottoms[-1], y1)
                 continue
         rows.append([line])
         tops.append(y0)
