@@ -674,7 +674,7 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
         table = DrawnTable(1, caption.text, list(LEDGER_HEADER), body)
         columns = _columns_for([LEDGER_HEADER, *body], MARGIN, size, 24.0)
         row_height = size * 1.6
-        if kind == "ruled":
+        if kind in ("ruled", "ruled_groups"):
             right = columns[-1][1] + 6
             edges = [c[0] - 6 for c in columns] + [right]
         for r, texts in enumerate([LEDGER_HEADER, *body]):
@@ -690,6 +690,13 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
                         pymupdf.Rect(edges[c], top, edges[c + 1], top + row_height),
                         color=(0, 0, 0), width=0.6,
                     )
+            if kind == "ruled_groups":  # every column ruled, a rule under every third row
+                for x in edges:
+                    page.draw_line((x, top), (x, top + row_height), width=0.6)
+                if r % 3 == 0:
+                    page.draw_line((edges[0], top + row_height), (edges[-1], top + row_height), width=0.6)
+                if r == 0:
+                    page.draw_line((edges[0], top), (edges[-1], top), width=0.6)
             if r == 0:
                 table.header_rect = rect
             else:

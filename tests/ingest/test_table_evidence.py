@@ -27,6 +27,7 @@ from haiku.rag.ingest.records import Box, ChunkRecord
 
 HEADINGS = {
     "ruled": ["5 Experiments"],
+    "ruled_groups": ["5 Experiments"],
     "unruled": ["5 Experiments"],
     "spanning": ["5 Experiments"],
     "rotated": ["Councillors' expenditure 2023"],
@@ -98,7 +99,8 @@ def _check_rows(chunks: list[ChunkRecord], table: DrawnTable, headings: list[str
 
 
 @pytest.mark.parametrize(
-    "kind", ["ruled", "unruled", "spanning", "rotated", "rotated_ruled", "statement", "in_column"]
+    "kind",
+    ["ruled", "ruled_groups", "unruled", "spanning", "rotated", "rotated_ruled", "statement", "in_column"],
 )
 def test_each_row_is_one_markdown_line_with_the_caption_header_and_its_own_boxes(tmp_path, kind):
     layout, table = make_table_pdf(tmp_path / f"{kind}.pdf", kind)
