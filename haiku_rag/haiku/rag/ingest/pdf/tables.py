@@ -169,9 +169,39 @@ def _grid_table(
         )
         for root, (row0, row1, col0, col1) in spans.items()
     ]
+    cells, n_rows, n_cols = _without_empty_lines(cells, n_rows, n_cols)
     block = geometry.block("table", _unrotated(table_box, geometry.frame), members)
     block.table = TableData(num_rows=n_rows, num_cols=n_cols, table_cells=cells)
     return block
+
+
+def _without_empty_lines(cells: list[TableCell], n_rows: int, n_cols: int) -> tuple[list[TableCell], int, int]:
+    """The grid without rows and columns that hold no text: a cell's shading inset from
+    its border adds rules a few points inside it, and the slots between them are empty
+    (a styled three-column table read as nine columns, two empty per real one)."""
+    used_rows = sorted({r for c in cells if c.text.strip() for r in range(c.start_row_offset_idx, c.end_row_offset_idx)})
+    used_cols = sorted({k for c in cells if c.text.strip() for k in range(c.start_col_offset_idx, c.end_col_offset_idx)})
+    if len(used_rows) == n_rows and len(used_cols) == n_cols:
+        return cells, n_rows, n_cols
+    row_at = {r: i for i, r in enumerate(used_rows)}
+    col_at = {k: i for i, k in enumerate(used_cols)}
+    kept: list[TableCell] = []
+    for cell in cells:
+        rows = [row_at[r] for r in range(cell.start_row_offset_idx, cell.end_row_offset_idx) if r in row_at]
+        cols = [col_at[k] for k in range(cell.start_col_offset_idx, cell.end_col_offset_idx) if k in col_at]
+        if not rows or not cols:
+            continue
+        kept.append(
+            cell.model_copy(
+                update={
+                    "start_row_offset_idx": rows[0], "end_row_offset_idx": rows[-1] + 1,
+                    "start_col_offset_idx": cols[0], "end_col_offset_idx": cols[-1] + 1,
+                    "row_span": rows[-1] + 1 - rows[0], "col_span": cols[-1] + 1 - cols[0],
+                    "column_header": rows[0] == 0,
+                }
+            )
+        )
+    return kept, len(used_rows), len(used_cols)
 
 
 def _unrotated(box: Bbox, frame: Matrix) -> Bbox:
