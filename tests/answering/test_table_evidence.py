@@ -89,7 +89,7 @@ async def test_without_tools_the_model_reads_the_times_beside_their_rows_and_hea
         assert any(_on(b, rect) for b in lit)
     async with HaikuRAG(db, config, read_only=True) as client:
         cited = await client.get_chunk(citation.chunk_id)
-    if "| --- |" in cited.content:
+    if "\n|-|" in cited.content:
         _check_highlight(citation, cited.content, table)
 
 

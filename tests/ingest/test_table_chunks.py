@@ -72,7 +72,7 @@ def test_each_row_is_a_line_of_triplets_and_spanning_or_empty_cells_add_no_noise
     [chunk] = chunk_document(doc)
     assert chunk.text.splitlines() == [
         "| Site | Yield kg/ha | Water mm | Note |",
-        "| --- | --- | --- | --- |",
+        "|-|-|-|-|",
         "| North | 2,410 | 95 |  |",
         "| South | drip line failed in week 3 |  |  |",
     ]
@@ -81,12 +81,12 @@ def test_each_row_is_a_line_of_triplets_and_spanning_or_empty_cells_add_no_noise
 
 def test_a_header_only_table_gives_its_headers_and_a_header_less_table_uses_its_first_row() -> None:
     headers_only = document_with_table([cell("A", 0, 0, header=True), cell("B", 0, 1, header=True)], 1, 2)
-    assert table_parts(headers_only.tables[0], headers_only).markdown == "| A | B |\n| --- | --- |"
+    assert table_parts(headers_only.tables[0], headers_only).markdown == "| A | B |\n|-|-|"
     unflagged = document_with_table(
         [cell("Name", 0, 0), cell("Age", 0, 1), cell("Ada", 1, 0), cell("36", 1, 1)], 2, 2
     )
     assert table_parts(unflagged.tables[0], unflagged).markdown.splitlines() == [
-        "| Name | Age |", "| --- | --- |", "| Ada | 36 |"
+        "| Name | Age |", "|-|-|", "| Ada | 36 |"
     ]
 
 
@@ -103,7 +103,7 @@ def test_a_pipe_in_a_cell_is_escaped_and_a_title_spanning_the_width_is_written_o
     doc = document_with_table(cells, num_rows=3, num_cols=3)
     assert table_parts(doc.tables[0], doc).markdown.splitlines() == [
         "| Checks by state State | Permit | Handgun |",
-        "| --- | --- | --- |",
+        "|-|-|-|",
         "| Ohio | 12 \\| 14 | 7 |",
     ]
 
