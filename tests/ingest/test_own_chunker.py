@@ -67,7 +67,8 @@ def test_the_table_is_chunked_row_by_row_with_its_box(report) -> None:
     (table_chunk,) = [c for c in chunks if "table" in c.labels]
     lines = table_chunk.text.splitlines()
     for region, shipments, delay in pdf_factory.REPORT_TABLE[1:]:
-        assert f"{region}, Shipments = {shipments}. {region}, Delay = {delay}" in lines
+        assert f"| {region} | {shipments} | {delay} |" in lines
+    assert "| Region | Shipments | Delay |" in lines
     page, rect = layout.tables["table"]
     assert any(overlaps(box, page, rect) for box in table_chunk.boxes)
 

@@ -1,4 +1,5 @@
-"""Tables in chunks: one triplet line per row, and chunking work that grows linearly.
+"""Tables in chunks: one Markdown line per row under the table's header, and chunking work
+that grows linearly.
 
 The work test counts the characters handed to the tokenizer, not seconds: a table twice as
 long must not cost much more than twice as much tokenising (it cost the square before).
@@ -20,7 +21,7 @@ from docling_core.types.doc import (
 
 from haiku.rag.embeddings.local import default_tokenizer
 from haiku.rag.ingest.chunker import chunk_document
-from haiku.rag.ingest.table_rows import table_row_lines
+from haiku.rag.ingest.table_markdown import table_parts
 
 PAGE = Size(width=612, height=792)
 
@@ -64,22 +65,47 @@ def test_each_row_is_a_line_of_triplets_and_spanning_or_empty_cells_add_no_noise
         cell("drip line failed in week 3", 2, 1, cols=3),  # spans three columns
     ]
     doc = document_with_table(cells, num_rows=3, num_cols=4)
-    assert table_row_lines(doc.tables[0], doc) == [
-        "North, Yield kg/ha = 2,410. North, Water mm = 95",
-        "South, Yield kg/ha = drip line failed in week 3",
+    assert table_parts(doc.tables[0], doc).rows == [
+        "| North | 2,410 | 95 |  |",
+        "| South | drip line failed in week 3 |  |  |",
     ]
     [chunk] = chunk_document(doc)
-    assert chunk.text.splitlines() == table_row_lines(doc.tables[0], doc)
+    assert chunk.text.splitlines() == [
+        "| Site | Yield kg/ha | Water mm | Note |",
+        "|-|-|-|-|",
+        "| North | 2,410 | 95 |  |",
+        "| South | drip line failed in week 3 |  |  |",
+    ]
     assert chunk.labels == ["table"] and chunk.headings == ["Results"]
 
 
 def test_a_header_only_table_gives_its_headers_and_a_header_less_table_uses_its_first_row() -> None:
     headers_only = document_with_table([cell("A", 0, 0, header=True), cell("B", 0, 1, header=True)], 1, 2)
-    assert table_row_lines(headers_only.tables[0], headers_only) == ["A. B"]
+    assert table_parts(headers_only.tables[0], headers_only).markdown == "| A | B |\n|-|-|"
     unflagged = document_with_table(
         [cell("Name", 0, 0), cell("Age", 0, 1), cell("Ada", 1, 0), cell("36", 1, 1)], 2, 2
     )
-    assert table_row_lines(unflagged.tables[0], unflagged) == ["Ada, Age = 36"]
+    assert table_parts(unflagged.tables[0], unflagged).markdown.splitlines() == [
+        "| Name | Age |", "|-|-|", "| Ada | 36 |"
+    ]
+
+
+def test_a_pipe_in_a_cell_is_escaped_and_a_title_spanning_the_width_is_written_once() -> None:
+    cells = [
+        cell("Checks by state", 0, 0, cols=3, header=True),
+        cell("State", 1, 0, header=True),
+        cell("Permit", 1, 1, header=True),
+        cell("Handgun", 1, 2, header=True),
+        cell("Ohio", 2, 0),
+        cell("12 | 14", 2, 1),
+        cell("7", 2, 2),
+    ]
+    doc = document_with_table(cells, num_rows=3, num_cols=3)
+    assert table_parts(doc.tables[0], doc).markdown.splitlines() == [
+        "| Checks by state State | Permit | Handgun |",
+        "|-|-|-|",
+        "| Ohio | 12 \\| 14 | 7 |",
+    ]
 
 
 def wide_table(rows: int) -> DoclingDocument:
@@ -113,6 +139,6 @@ def test_chunking_a_table_twice_as_long_costs_about_twice_the_tokenising() -> No
         tokenizer = CountingTokenizer()
         chunks = chunk_document(wide_table(rows), tokenizer=tokenizer)
         assert all(len(default_tokenizer().encode(c.embed_text).ids) <= 256 for c in chunks)
-        assert any(f"State {rows - 1}, " in c.text for c in chunks)  # nothing lost at the end
+        assert any(f"| State {rows - 1} |" in c.text for c in chunks)  # nothing lost at the end
         work[rows] = tokenizer.characters
     assert work[200] < 2.6 * work[100], work

@@ -19,9 +19,11 @@ joined by newlines. Counts are added up from the per-item encodings, which is ex
 default WordPiece tokenizer (it splits on whitespace first); every final chunk is counted
 again as a whole and cut further in the rare case a tokenizer merges across the joins.
 
-Tables are one line of ``row, column = value`` triplets per row (``table_rows``), with their
-captions first, so a long table is packed and cut by whole rows. Pictures contribute their
-captions. Page furniture (running headers and footers) is not chunked.
+Tables are Markdown (``table_markdown``): each table chunk is the caption, the header lines
+(stacked header rows joined per column) and as many whole body rows as fit, so a row is never
+split from its header or cut in two, and its boxes are its rows' cells and the header's, so a
+citation highlights the rows it quotes. Pieces of one table are never packed together (that
+would repeat the header). Pictures contribute their captions. Page furniture (running headers and footers) is not chunked.
 
 This replaced docling-core's HybridChunker, whose serializers and pydantic copies were about
 two thirds of parse+chunk time (see docs/benchmarks.md); the chunks it made follow the same
@@ -48,11 +50,13 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-from haiku.rag.ingest.items import ItemBoxes, reading_order
+from haiku.rag.ingest.items import ItemBoxes, ItemTexts, reading_order
 from haiku.rag.ingest.records import Box, ChunkRecord
 
 if TYPE_CHECKING:
     import tokenizers
+
+    from haiku.rag.ingest.table_markdown import TableParts
 
 
 def chunk_document(
@@ -63,6 +67,7 @@ def chunk_document(
     merge_peers: bool = True,
     ordered: Sequence[NodeItem] | None = None,
     boxes: ItemBoxes | None = None,
+    texts: ItemTexts | None = None,
 ) -> list[ChunkRecord]:
     """Chunks of at most ``max_tokens`` tokens ([CLS]/[SEP] included), in document order.
 
@@ -72,7 +77,8 @@ def chunk_document(
     ``Encoding``); its own truncation and padding settings are ignored.
     """
     counter = _TokenCounter(_untruncated(tokenizer))
-    units = list(_units(doc, reading_order(doc) if ordered is None else ordered))
+    texts = texts or ItemTexts(doc)  # each table's Markdown parts, made once for items and chunks
+    units = list(_units(doc, reading_order(doc) if ordered is None else ordered, counter, max_tokens, texts))
     counter.count_all(units)
     pieces: list[_Piece] = []
     for unit in units:
@@ -90,11 +96,13 @@ def chunk_document(
 
 @dataclass(slots=True)
 class _Part:
-    """One item inside a unit: its text's characters ``[start, end)`` in the unit text."""
+    """One item inside a unit: its text's characters ``[start, end)`` in the unit text.
+    ``boxes``: the part's own boxes when they are not the item's (a table's rows)."""
 
     item: DocItem
     start: int
     end: int
+    boxes: list[Box] | None = None
 
 
 @dataclass(slots=True)
@@ -103,11 +111,16 @@ class _Unit:
     headings: tuple[str, ...]
     parts: list[_Part]
     tokens: int = 0  # without special tokens
+    table: str | None = None  # a table's self_ref: pieces of one table are never packed together
 
 
-def _units(doc: DoclingDocument, ordered: Sequence[NodeItem]) -> Iterable[_Unit]:
-    from haiku.rag.ingest.table_rows import table_row_lines
-
+def _units(
+    doc: DoclingDocument,
+    ordered: Sequence[NodeItem],
+    counter: _TokenCounter,
+    max_tokens: int,
+    texts: ItemTexts,
+) -> Iterable[_Unit]:
     heading_by_level: dict[int, str] = {}
     headings: tuple[str, ...] = ()
     captions_of_floats = {
@@ -124,16 +137,15 @@ def _units(doc: DoclingDocument, ordered: Sequence[NodeItem]) -> Iterable[_Unit]
             headings = tuple(heading_by_level[k] for k in sorted(heading_by_level))
             continue
         if isinstance(item, (TableItem, PictureItem)):
-            texts: list[tuple[DocItem, str]] = []
+            captions: list[tuple[DocItem, str]] = []
             for ref in item.captions:
                 caption = ref.resolve(doc)
                 if isinstance(caption, TextItem) and caption.text.strip():
-                    texts.append((caption, caption.text))
+                    captions.append((caption, caption.text))
             if isinstance(item, TableItem):
-                rows = table_row_lines(item, doc)
-                if rows:
-                    texts.append((item, "\n".join(rows)))
-            unit = _joined(texts, headings)
+                yield from _table_units(texts.table_parts(item), item, captions, headings, counter, max_tokens)
+                continue
+            unit = _joined(captions, headings)
             if unit is not None:
                 yield unit
             continue
@@ -141,6 +153,82 @@ def _units(doc: DoclingDocument, ordered: Sequence[NodeItem]) -> Iterable[_Unit]
             if item.self_ref in captions_of_floats or not item.text.strip():
                 continue  # a caption goes with its table or figure
             yield _Unit(item.text, headings, [_Part(item, 0, len(item.text))])
+
+
+def _table_units(
+    parts: TableParts,
+    table: TableItem,
+    captions: list[tuple[DocItem, str]],
+    headings: tuple[str, ...],
+    counter: _TokenCounter,
+    max_tokens: int,
+) -> Iterable[_Unit]:
+    """A table as Markdown cut by whole rows: each unit is the caption, the header lines and
+    as many body rows as fit the budget, and its boxes are those rows' cells and the header
+    cells (the table's box when its cells have none). A row longer than the budget alone is
+    a unit of its own (cut later like any long unit)."""
+    if not parts.rows and not any(text.strip(" |-") for text in parts.header):
+        unit = _joined(captions, headings)
+        if unit is not None:
+            yield unit
+        return
+    caption = "\n".join(text for _, text in captions)
+    header = "\n".join(parts.header)
+    budget = _budget(headings, counter, max_tokens)
+    counts = [c - counter.specials for c in counter.count_many([caption + "\n" + header, *parts.rows])]
+    prefix_tokens, row_tokens = counts[0], counts[1:]
+    if prefix_tokens > budget // 2 and caption:
+        # a caption too long to repeat: later pieces carry its first sentence
+        short = _first_sentence(caption)
+        later_caption = short
+    else:
+        later_caption = caption
+    later_tokens = (
+        prefix_tokens
+        if later_caption == caption
+        else counter.count(later_caption + "\n" + header) - counter.specials
+    )
+    groups: list[list[int]] = []
+    used = prefix_tokens
+    for index, tokens in enumerate(row_tokens):
+        if groups and groups[-1] and used + tokens > budget:
+            groups.append([])
+            used = later_tokens
+        if not groups:
+            groups.append([])
+        groups[-1].append(index)
+        used += tokens
+    if not groups:
+        groups = [[]]
+    for number, rows in enumerate(groups):
+        cap = caption if number == 0 else later_caption
+        lines = [*([cap] if cap else []), *parts.header, *(parts.rows[i] for i in rows)]
+        text = "\n".join(lines)
+        unit_parts: list[_Part] = []
+        start = 0
+        if cap and captions:
+            end = len(cap)
+            for caption_item, caption_text in captions:  # captions are joined by newlines
+                length = min(len(caption_text), max(end - start, 0))
+                if length > 0:
+                    unit_parts.append(_Part(caption_item, start, start + length))
+                start += len(caption_text) + 1
+            start = len(cap) + 1
+        boxes = [*parts.header_boxes, *(b for i in rows for b in parts.row_boxes[i])]
+        if boxes:
+            # a caption printed on another page (the table ran on over a page break) is
+            # context for these rows, not part of their highlight or their pages
+            pages = {box.page for box in boxes}
+            for part in unit_parts:
+                if not {prov.page_no for prov in part.item.prov} & pages:
+                    part.boxes = []
+        unit_parts.append(_Part(table, start, len(text), boxes or None))
+        yield _Unit(text, headings, unit_parts, table=table.self_ref)
+
+
+def _first_sentence(text: str) -> str:
+    match = re.search(r"[.!?](\s|$)", text)
+    return text[: match.start() + 1] if match else text
 
 
 def _joined(texts: Sequence[tuple[DocItem, str]], headings: tuple[str, ...]) -> _Unit | None:
@@ -425,7 +513,10 @@ def _pack(pieces: list[_Piece], counter: _TokenCounter, max_tokens: int) -> list
     current: list[_Piece] = []
     used = 0
     for piece in pieces:
-        if current and current[0].unit.headings == piece.unit.headings:
+        same_table = piece.unit.table is not None and any(
+            p.unit.table == piece.unit.table and p.unit is not piece.unit for p in current
+        )
+        if current and current[0].unit.headings == piece.unit.headings and not same_table:
             budget = _budget(piece.unit.headings, counter, max_tokens)
             if used + piece.tokens <= budget:
                 current.append(piece)
@@ -520,6 +611,8 @@ def _record(item_boxes: ItemBoxes, order: int, group: list[_Piece]) -> ChunkReco
 def _part_boxes(item_boxes: ItemBoxes, part: _Part, piece: _Piece) -> list[Box]:
     """The provenance lines of ``part.item`` that the piece overlaps (all when it holds the
     whole item, or when the item's lines carry no character spans)."""
+    if part.boxes is not None:
+        return part.boxes
     provs = part.item.prov
     boxes = item_boxes.of(part.item)
     start, end = piece.start - part.start, piece.end - part.start

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docling_core.types.doc import (
     CodeItem,
@@ -22,6 +22,9 @@ from docling_core.types.doc import (
 )
 
 from haiku.rag.ingest.records import Box, ItemRecord
+
+if TYPE_CHECKING:
+    from haiku.rag.ingest.table_markdown import TableParts
 
 
 def reading_order(doc: DoclingDocument) -> list[NodeItem]:
@@ -84,23 +87,31 @@ def extract_items(
 class ItemTexts:
     """Text items: their text; tables: Markdown; pictures: their captions; anything else: "".
 
-    One Markdown serializer serves every table of the document: ``TableItem.export_to_markdown``
-    per table built one each, and building one validated the whole document, which made filings
-    with hundreds of tables quadratic (minutes per filing).
+    A table's Markdown is ``table_markdown``'s (its header line names each column, stacked
+    header rows joined), the same lines its chunks hold. docling-core's serializer wrote a
+    spanning header once per column and a multi-row header as body rows; calling it per
+    table (``TableItem.export_to_markdown``) also validated the whole document each time.
     """
 
     def __init__(self, doc: DoclingDocument) -> None:
         self._doc = doc
-        self._serializer: Any = None
+        self._parts: dict[str, TableParts] = {}
         self._tables: dict[str, str] = {}  # a table's Markdown, made once for items and content
+
+    def table_parts(self, item: TableItem) -> TableParts:
+        """The table's Markdown header, rows and cell boxes (made once per table)."""
+        parts = self._parts.get(item.self_ref)
+        if parts is None:
+            from haiku.rag.ingest.table_markdown import table_parts
+
+            parts = self._parts[item.self_ref] = table_parts(item, self._doc)
+        return parts
 
     def text(self, item: DocItem) -> str:
         if isinstance(item, TableItem):
             markdown = self._tables.get(item.self_ref)
             if markdown is None:
-                if self._serializer is None:
-                    self._serializer = markdown_serializer(self._doc)
-                markdown = self._tables[item.self_ref] = self._serializer.serialize(item=item).text
+                markdown = self._tables[item.self_ref] = self.table_parts(item).markdown
             return markdown
         if isinstance(item, PictureItem):
             return " ".join(self._captions(item))

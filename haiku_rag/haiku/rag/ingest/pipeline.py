@@ -101,6 +101,7 @@ def prepare_document(
         merge_peers=config.processing.merge_peers,
         ordered=ordered,
         boxes=boxes,
+        texts=texts,
     )
     if not chunks:
         raise EmptyDocumentError(_nothing_to_index(filename, items), source=uri)

@@ -40,6 +40,7 @@ from haiku.rag.ingest.gc_pause import cyclic_gc_paused
 from haiku.rag.ingest.pdf import layout_model
 from haiku.rag.ingest.pdf.blocks import Line, Page, PageGeometry
 from haiku.rag.ingest.pdf.builder import build_document
+from haiku.rag.ingest.pdf.continued_tables import join_continued_tables
 from haiku.rag.ingest.pdf.extract import (
     MIN_USABLE_CHARS,
     RawPage,
@@ -62,7 +63,8 @@ from haiku.rag.ingest.pdf.ocr_page import (
 )
 from haiku.rag.ingest.pdf.page_blocks import order_blocks, picture_blocks, runs
 from haiku.rag.ingest.pdf.structure import classify_styles, mark_running_furniture
-from haiku.rag.ingest.pdf.tables import ruled_tables
+from haiku.rag.ingest.pdf.tables import horizontal_rules, ruled_tables
+from haiku.rag.ingest.pdf.text_tables import text_tables
 from haiku.rag.ingest.pdf.title import find_title
 from haiku.rag.ingest.records import Box, Conversion
 from haiku.rag.mupdf import MUPDF_LOCK
@@ -204,6 +206,7 @@ def _convert_open_document(
     classify_styles(pages)
     item_boxes: dict[str, list[Box]] = {}
     document = build_document(pages, name=source, boxes=item_boxes)
+    join_continued_tables(document)
     return Conversion(
         document=document,
         item_boxes=item_boxes,
@@ -246,10 +249,16 @@ def _analyse_page(
             tables = ruled_tables(unrotated, raw.graphics, lines, geometry, warnings)
             tables = outside_figures(tables, pictures)
     if blocks is None:
-        flow = lines
         if tables:
-            in_tables = {id(line) for table in tables for line in table.lines}
-            flow = [line for line in lines if id(line) not in in_tables]
+            tables = _narrower_than_text(tables, lines, geometry, unrotated, frame, raw.graphics)
+        flow = _outside(lines, tables)
+        unruled = text_tables(
+            flow, geometry, _frame_width(unrotated, frame), horizontal_rules(raw.graphics, frame)
+        )
+        unruled = outside_figures(unruled, pictures)  # a chart's labels are not a table
+        if unruled:
+            tables = [*tables, *unruled]
+            flow = _outside(flow, unruled)
         blocks = order_blocks(runs(flow, page_no) + tables + pictures)
     mark_captions(blocks, captions)
     return Page(
@@ -402,16 +411,85 @@ def _analyse_ocr_page(
     geometry = PageGeometry(page_no, rotation, frame)
     pictures = picture_blocks(images, unrotated, geometry, lines)
     usable = sum(len(line.text) - line.text.count(" ") for line in lines)
+    # tables rebuilt from the recognised line boxes (their rules are pixels, not paths)
+    tables = text_tables(lines, geometry, _frame_width(unrotated, frame))
+    flow = _outside(lines, tables)
     return Page(
         page_no=page_no,
         width=width,
         height=height,
         frame_box=transform(unrotated, frame),
-        blocks=order_blocks(runs(lines, page_no) + pictures),
+        blocks=order_blocks(runs(flow, page_no) + tables + pictures),
         usable_chars=usable,
         needs_ocr=False,
         garbled=False,
     )
+
+
+def _narrower_than_text(
+    ruled: list, lines: list[Line], geometry: PageGeometry, unrotated: tuple, frame: tuple, graphics: Any
+) -> list:
+    """The ruled tables that are the whole table: a grid whose rules enclose only some of a
+    table's columns (rules between column groups, the first and last column open; rows in
+    pairs between rules) gives way to the table read from its text, when that one reaches
+    beyond the grid on the same rows."""
+    read = text_tables(lines, geometry, _frame_width(unrotated, frame), horizontal_rules(graphics, frame))
+    if not read:
+        return ruled
+    kept = []
+    for grid in ruled:
+        x0, y0, x1, y1 = grid.box
+        wider = any(
+            min(y1, t.box[3]) - max(y0, t.box[1]) > 0.5 * (y1 - y0)
+            and (t.box[0] < x0 - 0.05 * (x1 - x0) or t.box[2] > x1 + 0.05 * (x1 - x0))
+            and min(x1, t.box[2]) > max(x0, t.box[0])
+            for t in read
+        )
+        overlapping = any(min(y1, t.box[3]) > max(y0, t.box[1]) and min(x1, t.box[2]) > max(x0, t.box[0]) for t in read)
+        if not wider and not (overlapping and _stacked_rows(grid)):
+            kept.append(grid)
+    return kept
+
+
+def _stacked_rows(grid: Any) -> bool:
+    """Whether the grid's rows hold several printed rows each (rules every few rows: five
+    states between two rules, an OTSL/HTML pair): two or more cells of one grid row with
+    lines on two or more baselines. Such a grid reads its rows wrong; the text's rows are
+    right."""
+    table = grid.table
+    if table is None:
+        return False
+    per_row: dict[int, int] = {}
+    for cell in table.table_cells:
+        box = cell.bbox
+        if box is None or cell.row_span > 1:
+            continue
+        inside = [
+            line for line in grid.lines
+            if box.l - 1 <= (line.display[0] + line.display[2]) / 2 <= box.r + 1
+            and box.t - 1 <= (line.display[1] + line.display[3]) / 2 <= box.b + 1
+        ]
+        if not inside:
+            continue
+        tall = max(line.display[3] - line.display[1] for line in inside)
+        middles = sorted((line.display[1] + line.display[3]) / 2 for line in inside)
+        baselines = 1 + sum(1 for a, b in zip(middles, middles[1:], strict=False) if b - a > 0.8 * tall)
+        if baselines >= 2:
+            per_row[cell.start_row_offset_idx] = per_row.get(cell.start_row_offset_idx, 0) + 1
+    return any(count >= 2 for count in per_row.values())
+
+
+def _outside(lines: list[Line], tables: list) -> list[Line]:
+    """The lines that are not in any of ``tables``."""
+    if not tables:
+        return lines
+    inside = {id(line) for table in tables for line in table.lines}
+    return [line for line in lines if id(line) not in inside]
+
+
+def _frame_width(unrotated: tuple[float, float, float, float], frame: tuple) -> float:
+    box = transform(unrotated, frame)
+    return box[2] - box[0]
 
 
 def _raise_for_missing_text(

@@ -11,11 +11,21 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 
-from docling_core.types.doc import TableCell, TableData
+from docling_core.types.doc import BoundingBox, CoordOrigin, TableCell, TableData
 
 from haiku.rag.ingest.pdf.blocks import Block, Line, PageGeometry
 from haiku.rag.ingest.pdf.extract import PageGraphics
-from haiku.rag.ingest.pdf.geometry import Bbox, area, boxes_touch, expand, intersect, union
+from haiku.rag.ingest.pdf.geometry import (
+    IDENTITY,
+    Bbox,
+    Matrix,
+    area,
+    boxes_touch,
+    expand,
+    intersect,
+    transform,
+    union,
+)
 
 MAX_PATHS_FOR_TABLES = 5_000  # grid reconstruction is quadratic in rules: skip beyond this
 # Share of a ruled grid's cells that must hold text for it to be a table. Measured on the
@@ -38,7 +48,10 @@ def ruled_tables(
             f"page {geometry.page_no}: table detection skipped, too many vector paths"
         )
         return []
-    rows, columns = _rules(graphics, page_box)
+    # the grid is read in the reading frame, where rows run across: on a page turned 90°
+    # the PDF's own x runs down the rendered page, and rows read there came out as columns
+    frame = geometry.frame
+    rows, columns = _rules(graphics, transform(page_box, frame), frame)
     if len(rows) < 3 or len(columns) < 2:
         return []
     tables = []
@@ -49,7 +62,7 @@ def ruled_tables(
     return tables
 
 
-def _rules(graphics: PageGraphics, page_box: Bbox) -> tuple[list[Segment], list[Segment]]:
+def _rules(graphics: PageGraphics, page_box: Bbox, frame: Matrix = IDENTITY) -> tuple[list[Segment], list[Segment]]:
     """Horizontal and vertical rules on the page. A rectangle (stroked cell, shaded band)
     contributes its four edges; collinear pieces are joined (tables drawn cell by cell).
     Page frames and crop marks outside the page are ignored."""
@@ -57,7 +70,7 @@ def _rules(graphics: PageGraphics, page_box: Bbox) -> tuple[list[Segment], list[
     vertical: list[Segment] = []
     max_box_area = 0.5 * area(page_box)
     for box in (*graphics.stroke_paths, *graphics.fill_paths):
-        x0, y0, x1, y1 = intersect(box, page_box)
+        x0, y0, x1, y1 = intersect(transform(box, frame), page_box)
         width, height = x1 - x0, y1 - y0
         if height <= 3 and width >= 10:
             horizontal.append(((y0 + y1) / 2, x0, x1))
@@ -120,16 +133,19 @@ def _grid_table(
     cell_of = _merge_unruled_neighbours(ys, xs, rows, columns)
     table_box = (xs[0], ys[0], xs[-1], ys[-1])
     texts: dict[int, list[str]] = {}
+    shown: dict[int, list[Bbox]] = {}  # each cell's lines' display boxes (its highlight)
     members = []
     for line in lines:
-        cx = (line.unrotated[0] + line.unrotated[2]) / 2
-        cy = (line.unrotated[1] + line.unrotated[3]) / 2
+        cx = (line.box[0] + line.box[2]) / 2
+        cy = (line.box[1] + line.box[3]) / 2
         if not (table_box[0] <= cx <= table_box[2] and table_box[1] <= cy <= table_box[3]):
             continue
         members.append(line)
         row = min(max(bisect.bisect_right(ys, cy) - 1, 0), n_rows - 1)
         col = min(max(bisect.bisect_right(xs, cx) - 1, 0), n_cols - 1)
-        texts.setdefault(cell_of[row * n_cols + col], []).append(line.text)
+        root = cell_of[row * n_cols + col]
+        texts.setdefault(root, []).append(line.text)
+        shown.setdefault(root, []).append(line.display)
     if len(texts) < 2 or len(texts) < MIN_FILLED_CELLS * len(set(cell_of)):
         # Mostly empty cells: the boxes and arrows of a diagram, or a form, not a table.
         return None
@@ -141,6 +157,7 @@ def _grid_table(
         span[2], span[3] = min(span[2], col), max(span[3], col)
     cells = [
         TableCell(
+            bbox=_display_bbox(shown.get(root)),
             text=" ".join(texts.get(root, [])),
             start_row_offset_idx=row0,
             end_row_offset_idx=row1 + 1,
@@ -152,9 +169,56 @@ def _grid_table(
         )
         for root, (row0, row1, col0, col1) in spans.items()
     ]
-    block = geometry.block("table", table_box, members)
+    cells, n_rows, n_cols = _without_empty_lines(cells, n_rows, n_cols)
+    block = geometry.block("table", _unrotated(table_box, geometry.frame), members)
     block.table = TableData(num_rows=n_rows, num_cols=n_cols, table_cells=cells)
     return block
+
+
+def _without_empty_lines(cells: list[TableCell], n_rows: int, n_cols: int) -> tuple[list[TableCell], int, int]:
+    """The grid without rows and columns that hold no text: a cell's shading inset from
+    its border adds rules a few points inside it, and the slots between them are empty
+    (a styled three-column table read as nine columns, two empty per real one)."""
+    used_rows = sorted({r for c in cells if c.text.strip() for r in range(c.start_row_offset_idx, c.end_row_offset_idx)})
+    used_cols = sorted({k for c in cells if c.text.strip() for k in range(c.start_col_offset_idx, c.end_col_offset_idx)})
+    if len(used_rows) == n_rows and len(used_cols) == n_cols:
+        return cells, n_rows, n_cols
+    row_at = {r: i for i, r in enumerate(used_rows)}
+    col_at = {k: i for i, k in enumerate(used_cols)}
+    kept: list[TableCell] = []
+    for cell in cells:
+        rows = [row_at[r] for r in range(cell.start_row_offset_idx, cell.end_row_offset_idx) if r in row_at]
+        cols = [col_at[k] for k in range(cell.start_col_offset_idx, cell.end_col_offset_idx) if k in col_at]
+        if not rows or not cols:
+            continue
+        kept.append(
+            cell.model_copy(
+                update={
+                    "start_row_offset_idx": rows[0], "end_row_offset_idx": rows[-1] + 1,
+                    "start_col_offset_idx": cols[0], "end_col_offset_idx": cols[-1] + 1,
+                    "row_span": rows[-1] + 1 - rows[0], "col_span": cols[-1] + 1 - cols[0],
+                    "column_header": rows[0] == 0,
+                }
+            )
+        )
+    return kept, len(used_rows), len(used_cols)
+
+
+def _unrotated(box: Bbox, frame: Matrix) -> Bbox:
+    """A reading-frame box back in the page's unrotated space."""
+    if frame == IDENTITY:
+        return box
+    a, b, c, d, e, f = frame
+    det = a * d - b * c
+    inverse = (d / det, -b / det, -c / det, a / det, (c * f - d * e) / det, (b * e - a * f) / det)
+    return transform(box, inverse)
+
+
+def _display_bbox(boxes: list[Bbox] | None) -> BoundingBox | None:
+    if not boxes:
+        return None
+    x0, y0, x1, y1 = union(boxes)
+    return BoundingBox(l=x0, t=y0, r=x1, b=y1, coord_origin=CoordOrigin.TOPLEFT)
 
 
 def _merge_unruled_neighbours(
@@ -214,3 +278,14 @@ def _cluster_edges(values: Iterable[float], tolerance: float = 2.0) -> list[floa
         if not edges or value - edges[-1] > tolerance:
             edges.append(value)
     return edges
+
+
+def horizontal_rules(graphics: PageGraphics, frame: tuple[float, ...]) -> list[Segment]:
+    """The page's thin horizontal paths (rules: booktabs' top, mid and bottom rules, a line
+    under a header) as (y, x0, x1) in the reading frame ``frame`` (unrotated -> frame)."""
+    rules: list[Segment] = []
+    for box in (*graphics.stroke_paths, *graphics.fill_paths):
+        x0, y0, x1, y1 = transform(box, frame)  # type: ignore[arg-type]
+        if y1 - y0 <= 3 and x1 - x0 >= 10:
+            rules.append(((y0 + y1) / 2, x0, x1))
+    return rules
