@@ -62,7 +62,7 @@ async def stream_text(model: object, prompt: str, max_tokens: int = 12) -> list[
 
 
 async def test_loads_on_first_use_streams_on_loopback_with_a_key_and_unloads(model_file: Path) -> None:
-    model = get_model(ModelConfig(provider="local", name=str(model_file)), AppConfig())
+    model = get_model(ModelConfig(provider="model-file", name=str(model_file)), AppConfig())
     runtime = provider.current_runtime()
     assert runtime is not None and not runtime.running  # nothing starts before a request
     deltas = await stream_text(model, "Hello")
@@ -84,7 +84,7 @@ async def test_loads_on_first_use_streams_on_loopback_with_a_key_and_unloads(mod
 async def test_stop_mid_stream_leaves_nothing_in_flight_and_the_next_request_works(model_file: Path) -> None:
     from pydantic_ai import Agent
 
-    model = get_model(ModelConfig(provider="local", name=str(model_file)), AppConfig())
+    model = get_model(ModelConfig(provider="model-file", name=str(model_file)), AppConfig())
     runtime = provider.current_runtime()
     assert runtime is not None
     agent = Agent(model)
@@ -98,7 +98,7 @@ async def test_stop_mid_stream_leaves_nothing_in_flight_and_the_next_request_wor
 
 
 async def test_a_killed_child_gives_a_clear_error_and_the_next_request_starts_a_new_one(model_file: Path) -> None:
-    model = get_model(ModelConfig(provider="local", name=str(model_file)), AppConfig())
+    model = get_model(ModelConfig(provider="model-file", name=str(model_file)), AppConfig())
     runtime = provider.current_runtime()
     assert runtime is not None
     await stream_text(model, "Hello")
@@ -169,14 +169,14 @@ def test_not_a_model_file_is_refused_before_any_process(tmp_path: Path) -> None:
     text = tmp_path / "notes.gguf"
     text.write_text("hello")
     with pytest.raises(ModelLoadError, match="not a GGUF model file"):
-        get_model(ModelConfig(provider="local", name=str(text)), AppConfig())
+        get_model(ModelConfig(provider="model-file", name=str(text)), AppConfig())
     assert provider.current_runtime() is None
 
 
 def test_without_xllamacpp_the_provider_says_so(model_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "xllamacpp", None)  # as if not installed
     with pytest.raises(RuntimeMissingError, match=r"not installed: pip install 'xllamacpp"):
-        get_model(ModelConfig(provider="local", name=str(model_file)), AppConfig())
+        get_model(ModelConfig(provider="model-file", name=str(model_file)), AppConfig())
 
 
 def test_tool_probe_runs_once_per_file_and_is_kept(model_file: Path, tmp_path: Path) -> None:
@@ -208,7 +208,7 @@ def test_a_correct_tool_call_is_recognised() -> None:
 
 
 async def test_answer_path_follows_the_probe(model_file: Path) -> None:
-    model = ModelConfig(provider="local", name=str(model_file))
+    model = ModelConfig(provider="model-file", name=str(model_file))
     assert await provider.tools_support(model) is False
     assert await provider.tools_support(model.model_copy(update={"supports_tools": True})) is True
     assert await provider.tools_support(ModelConfig(provider="ollama", name="x")) is None

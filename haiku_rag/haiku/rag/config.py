@@ -201,7 +201,7 @@ class SearchConfig(_Section):
 
 
 class ModelConfig(_Section):
-    # ollama | openai-compatible | openai | anthropic | google | local (name: a GGUF file's
+    # ollama | openai-compatible | openai | anthropic | google | model-file (name: a GGUF file's
     # path, run by the built-in llama.cpp); None: no model configured
     provider: str | None = None
     name: str | None = None

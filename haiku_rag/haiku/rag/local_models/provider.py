@@ -1,7 +1,7 @@
 """The "Model file (built in)" provider: a GGUF file served by ``runtime``, talked to through
 the same OpenAI-compatible path as any model server (``haiku.rag.models``).
 
-Configuration: ``qa.model.provider: local`` and ``qa.model.name: /path/to/model.gguf``
+Configuration: ``qa.model.provider: model-file`` and ``qa.model.name: /path/to/model.gguf``
 (optionally ``context_tokens``; default: what fits, ``fit.plan``). One model is loaded at a
 time: choosing another file unloads the previous one.
 
@@ -40,7 +40,7 @@ from haiku.rag.local_models.runtime import (
 
 log = logging.getLogger("haiku.rag")
 
-PROVIDER = "local"
+PROVIDER = "model-file"
 PROBE_TOOL = {
     "type": "function",
     "function": {
@@ -115,7 +115,7 @@ def chat_model(model: ModelConfig, *, runtime: ModelRuntime | None = None) -> An
     """A Pydantic AI chat model answered by the built-in runtime (nothing starts until the first
     request)."""
     if not model.name:
-        raise ChatModelError("qa.model.name must be the path of a GGUF model file for the local provider")
+        raise ChatModelError("qa.model.name must be the path of a GGUF model file for the model-file provider")
     runtime = runtime or runtime_for(model.name, context=model.context_tokens)
     from openai import AsyncOpenAI
     from pydantic_ai.models.openai import OpenAIChatModel
@@ -297,7 +297,7 @@ def _read_cache(cache: Path | None) -> dict[str, Any]:
 
 async def tools_support(model: ModelConfig, cache: Path | None = None) -> bool | None:
     """For ``answer_stream``'s auto mode: the configured ``supports_tools`` when set; for the
-    local provider, the probe's verdict (in a worker thread: it may load the model); else None."""
+    model-file provider, the probe's verdict (in a worker thread: it may load the model); else None."""
     if model.supports_tools is not None or model.provider != PROVIDER or not model.name:
         return model.supports_tools
     runtime = runtime_for(model.name, context=model.context_tokens)
