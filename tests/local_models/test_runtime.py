@@ -207,8 +207,18 @@ def test_a_correct_tool_call_is_recognised() -> None:
     assert not provider.called_probe_tool({})
 
 
-async def test_answer_path_follows_the_probe(model_file: Path) -> None:
-    model = ModelConfig(provider="model-file", name=str(model_file))
-    assert await provider.tools_support(model) is False
+async def test_answer_path_follows_the_probe(tmp_path: Path) -> None:
+    roomy = tiny_llama(tmp_path / "roomy.gguf", context=8192)
+    model = ModelConfig(provider="model-file", name=str(roomy))
+    assert await provider.tools_support(model) is False  # probed: random weights call no tool
+    runtime = provider.current_runtime()
+    assert runtime is not None and runtime.starts == 1 and runtime.settings.context == 8192
     assert await provider.tools_support(model.model_copy(update={"supports_tools": True})) is True
     assert await provider.tools_support(ModelConfig(provider="ollama", name="x")) is None
+
+
+async def test_a_context_too_small_for_tools_answers_from_passages_without_a_probe(model_file: Path) -> None:
+    model = ModelConfig(provider="model-file", name=str(model_file))  # trained for 2,048 tokens
+    assert await provider.tools_support(model) is False
+    runtime = provider.current_runtime()
+    assert runtime is not None and runtime.starts == 0  # nothing loaded to decide

@@ -300,5 +300,11 @@ async def tools_support(model: ModelConfig, cache: Path | None = None) -> bool |
     model-file provider, the probe's verdict (in a worker thread: it may load the model); else None."""
     if model.supports_tools is not None or model.provider != PROVIDER or not model.name:
         return model.supports_tools
+    from haiku.rag.answering.fallback import SMALL_CONTEXT_TOKENS
+
     runtime = runtime_for(model.name, context=model.context_tokens)
+    if runtime.settings.context < SMALL_CONTEXT_TOKENS:
+        # the context chosen to fit memory is too small for the tools path (the answering
+        # engine's own rule for a small context_tokens): no need to probe
+        return False
     return await asyncio.to_thread(tools_verdict, runtime, cache)
