@@ -43,11 +43,13 @@ def unload_after() -> Iterator[None]:
 
 
 def gone(pid: int) -> bool:
+    """Ended (a zombie not yet reaped by whoever adopted it counts: it holds no memory)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (ProcessLookupError, FileNotFoundError):
         return True
-    return False
 
 
 async def stream_text(model: object, prompt: str, max_tokens: int = 12) -> list[str]:
@@ -222,3 +224,26 @@ async def test_a_context_too_small_for_tools_answers_from_passages_without_a_pro
     assert await provider.tools_support(model) is False
     runtime = provider.current_runtime()
     assert runtime is not None and runtime.starts == 0  # nothing loaded to decide
+
+
+def test_the_model_process_ends_with_a_parent_that_dies_without_cleaning_up(model_file: Path, tmp_path: Path) -> None:
+    """The app ends with os._exit (no atexit): the child must not outlive it."""
+    import subprocess
+    import time
+
+    script = (
+        "import os, sys\n"
+        "from pathlib import Path\n"
+        "from haiku.rag.local_models.runtime import ModelRuntime, RuntimeSettings\n"
+        f"rt = ModelRuntime(RuntimeSettings(Path({str(model_file)!r}), context=512, threads=1), idle_seconds=None)\n"
+        "rt.ensure_started()\n"
+        "print(rt.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    child = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 60  # it checks for its parent every second
+    while not gone(child) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert gone(child)
