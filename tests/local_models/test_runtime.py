@@ -175,6 +175,22 @@ def test_not_a_model_file_is_refused_before_any_process(tmp_path: Path) -> None:
     assert provider.current_runtime() is None
 
 
+def test_an_embedding_model_is_refused_for_chat(tmp_path: Path) -> None:
+    import gguf
+    import numpy as np
+
+    path = tmp_path / "embed.gguf"
+    writer = gguf.GGUFWriter(str(path), "nomic-bert")
+    writer.add_name("Nomic Embed")
+    writer.add_tensor("token_embd.weight", np.zeros((8, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(ModelLoadError, match=r"Nomic Embed \(embed.gguf\) is an embedding model: it cannot chat"):
+        get_model(ModelConfig(provider="model-file", name=str(path)), AppConfig())
+
+
 def test_without_xllamacpp_the_provider_says_so(model_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "xllamacpp", None)  # as if not installed
     with pytest.raises(RuntimeMissingError, match=r"not installed: pip install 'xllamacpp"):

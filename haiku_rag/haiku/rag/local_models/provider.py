@@ -61,7 +61,9 @@ _current: ModelRuntime | None = None
 _verdicts: dict[tuple[str, int, int], bool] = {}
 
 
-def runtime_for(path: str | Path, *, context: int | None = None, idle_seconds: float | None = None) -> ModelRuntime:
+def runtime_for(
+    path: str | Path, *, context: int | None = None, idle_seconds: float | None = None, purpose: str = "chat"
+) -> ModelRuntime:
     """The runtime serving ``path`` (made if needed; another file's runtime is stopped first).
     Raises ``RuntimeMissingError`` without xllamacpp, ``ModelLoadError`` for a file that is
     not a model or does not fit in memory."""
@@ -74,6 +76,8 @@ def runtime_for(path: str | Path, *, context: int | None = None, idle_seconds: f
         raise ModelLoadError(str(exc)) from exc
     if info.kind == "projector":
         raise ModelLoadError(f"{path.name} is a vision projector, not a model: choose the model file beside it")
+    if purpose == "chat" and info.kind == "embedding":
+        raise ModelLoadError(f"{info.name} ({path.name}) is an embedding model: it cannot chat; choose a chat model")
     fit = plan(info, context=context, file_size=_size_with_parts(path, info.split_count))
     if fit.needs_bytes > fit.available_bytes:
         raise ModelLoadError(f"{info.name} {fit.message}")
