@@ -204,8 +204,11 @@ def test_tool_probe_runs_once_per_file_and_is_kept(model_file: Path, tmp_path: P
     assert runtime.starts == 1
     stored = json.loads(cache.read_text())
     assert list(stored.values()) == [False]
+    assert provider.known_tools_verdict(model_file) is False
     provider.unload()
     provider._verdicts.clear()
+    assert provider.known_tools_verdict(model_file) is None  # not probed in this session...
+    assert provider.known_tools_verdict(model_file, cache) is False  # ...but kept
     again = provider.runtime_for(model_file)
     assert provider.tools_verdict(again, cache) is False
     assert again.starts == 0  # answered from the kept verdict: nothing loaded

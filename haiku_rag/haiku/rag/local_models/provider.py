@@ -299,6 +299,21 @@ def _read_cache(cache: Path | None) -> dict[str, Any]:
         return {}
 
 
+def known_tools_verdict(path: str | Path, cache: Path | None = None) -> bool | None:
+    """The probe's verdict for ``path`` if it is already known (this session or ``cache``),
+    without loading anything; None when the model was never probed (for an app deciding the
+    answer path without blocking)."""
+    path = Path(path).expanduser()
+    try:
+        key = _key(path)
+    except OSError:
+        return None
+    if key in _verdicts:
+        return _verdicts[key]
+    stored = _read_cache(cache).get("|".join(map(str, key)))
+    return bool(stored) if stored is not None else None
+
+
 async def tools_support(model: ModelConfig, cache: Path | None = None) -> bool | None:
     """For ``answer_stream``'s auto mode: the configured ``supports_tools`` when set; for the
     model-file provider, the probe's verdict (in a worker thread: it may load the model); else None."""
