@@ -314,16 +314,16 @@ def known_tools_verdict(path: str | Path, cache: Path | None = None) -> bool | N
     return bool(stored) if stored is not None else None
 
 
-async def tools_support(model: ModelConfig, cache: Path | None = None) -> bool | None:
+async def tools_support(
+    model: ModelConfig, cache: Path | None = None, *, min_tools_context: int = 8192
+) -> bool | None:
     """For ``answer_stream``'s auto mode: the configured ``supports_tools`` when set; for the
     model-file provider, the probe's verdict (in a worker thread: it may load the model); else None."""
     if model.supports_tools is not None or model.provider != PROVIDER or not model.name:
         return model.supports_tools
-    from haiku.rag.answering.fallback import SMALL_CONTEXT_TOKENS
-
     runtime = runtime_for(model.name, context=model.context_tokens)
-    if runtime.settings.context < SMALL_CONTEXT_TOKENS:
+    if runtime.settings.context < min_tools_context:
         # the context chosen to fit memory is too small for the tools path (the answering
-        # engine's own rule for a small context_tokens): no need to probe
+        # engine passes its own small-context threshold): no need to probe
         return False
     return await asyncio.to_thread(tools_verdict, runtime, cache)
