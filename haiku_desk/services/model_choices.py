@@ -31,7 +31,7 @@ __all__ = [
     "RerankChoice",
 ]
 
-Provider = Literal["ollama", "openai-compatible", "openai", "anthropic", "google"]
+Provider = Literal["ollama", "openai-compatible", "openai", "anthropic", "google", "model-file"]
 
 SETTINGS_VERSION = 1
 SETTINGS_DIR_NAME = "haiku-desk"
@@ -44,6 +44,8 @@ PROVIDER_LABELS: dict[str, str] = {
     "openai": "OpenAI",
     "anthropic": "Anthropic",
     "google": "Google",
+    # a GGUF file on this computer, run by the built-in llama.cpp (haiku.rag.local_models)
+    "model-file": "Model file on this computer (built in)",
 }
 DEFAULT_BASE_URLS: dict[str, str] = {
     "ollama": "http://localhost:11434",

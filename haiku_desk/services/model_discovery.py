@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from haiku.rag.models import PROVIDERS
-from haiku_desk.services.model_choices import DISCOVERY_TIMEOUT, PROVIDER_LABELS
+from haiku_desk.services.model_choices import DISCOVERY_TIMEOUT, PROVIDER_LABELS, ConnectionReport
 
-__all__ = ["check_provider", "list_models", "ollama_tools"]
+__all__ = ["check_provider", "list_models", "model_file_report", "ollama_tools"]
 
 
 async def list_models(provider: str, base_url: str, key: str | None) -> list[str]:
@@ -78,3 +78,32 @@ def _model_names(provider: str, body: Any) -> list[str]:
 
 def _safe_url(url: str) -> str:
     return url.split("?", 1)[0]
+
+
+async def model_file_report(name: str | None, roots: Any = None, probe_cache: Any = None) -> ConnectionReport:
+    """"Find models" / "Test" for a model file: the chat models found on this computer; with
+    ``name``, that file's description and fit, then a load and the tool probe (seconds)."""
+    import asyncio
+
+    from haiku.rag.errors import HaikuRAGError
+    from haiku.rag.local_models import describe, discover, plan
+    from haiku.rag.local_models.provider import runtime_for, tools_verdict
+
+    found = await asyncio.to_thread(discover, roots)
+    names = [str(m.path) for m in found if m.kind == "chat"]
+    if not name:
+        count = f"{len(names)} model file{'s' if len(names) != 1 else ''} found on this computer"
+        return ConnectionReport(True, count, names)
+    model = describe(name)
+    if model.info is None:
+        return ConnectionReport(False, f"cannot use {name}: {model.error}", names)
+    fit = plan(model.info, file_size=model.size)
+    try:
+        runtime = runtime_for(name)
+        tools = await asyncio.to_thread(tools_verdict, runtime, probe_cache)
+    except HaikuRAGError as exc:
+        return ConnectionReport(False, str(exc), names)
+    message = f"Loaded {model.summary()}: {fit.message}"
+    if not tools:
+        message += "; it cannot call tools, so answers will come from passages (no-tool mode)"
+    return ConnectionReport(True, message, names, tools)

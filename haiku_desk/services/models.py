@@ -39,7 +39,12 @@ from haiku_desk.services.model_choices import (
     Provider,
     RerankChoice,
 )
-from haiku_desk.services.model_discovery import check_provider, list_models, ollama_tools
+from haiku_desk.services.model_discovery import (
+    check_provider,
+    list_models,
+    model_file_report,
+    ollama_tools,
+)
 from haiku_desk.services.notifications import Notifications
 
 if TYPE_CHECKING:
@@ -144,7 +149,14 @@ class ModelsService(QObject):
     def supports_tools(self) -> bool:
         if self._instance is not None:
             return self._instance_supports_tools
-        return self.model_config().supports_tools is not False
+        model = self.model_config()
+        if model.provider == "model-file" and model.supports_tools is None and model.name:
+            # a model file calls tools only once its probe said so (Test runs it); until
+            # then it answers from retrieved passages, as most small local models must
+            from haiku.rag.local_models.provider import known_tools_verdict
+
+            return known_tools_verdict(model.name, self.probe_cache) is True
+        return model.supports_tools is not False
 
     def describe(self) -> str:
         if self._instance is not None:
@@ -368,6 +380,8 @@ class ModelsService(QObject):
         api_key: str | None = None,
     ) -> ConnectionReport:
         """Reach the provider and list its models; never raises for an unreachable server."""
+        if provider == "model-file":
+            return await model_file_report(name, self.model_file_roots, self.probe_cache)
         try:
             names = await self.discover(provider, base_url, api_key)
         except ConnectionError as exc:
@@ -386,6 +400,14 @@ class ModelsService(QObject):
                 f"; {name} cannot call tools, so answers will come from passages (no-tool mode)"
             )
         return ConnectionReport(True, message, names, tools)
+
+    # where "Find models" looks for model files (None: Ollama, LM Studio, GPT4All, HF cache)
+    model_file_roots: Any = None
+
+    @property
+    def probe_cache(self) -> Path:
+        """The tool probe's verdicts per model file, beside the settings."""
+        return self.settings_path.with_name("model-file-probes.json")
 
     def _default_url(self, provider: str) -> str:
         if provider == "ollama":

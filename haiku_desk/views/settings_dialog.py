@@ -53,6 +53,8 @@ LOCAL_HINT = {
     "openai": "Your key is stored in the OS keychain, never in a file.",
     "anthropic": "Your key is stored in the OS keychain, never in a file.",
     "google": "Your key is stored in the OS keychain, never in a file.",
+    "model-file": "A GGUF file from Ollama, LM Studio, GPT4All or your disk, run inside "
+    "haiku-desk: no server. Test loads it and checks whether it can call tools.",
     NO_MODEL: "Without a model, questions are answered with the best passages from your library.",
 }
 
@@ -163,11 +165,12 @@ class ModelSettingsDialog(QDialog):
             self.no_tools,
         ):
             widget.setEnabled(chosen)
-        self.key.setEnabled(chosen and provider != "ollama")
+        self.key.setEnabled(chosen and provider not in ("ollama", "model-file"))
+        self.base_url.setEnabled(chosen and provider != "model-file")  # no server
         if provider == "ollama":
             self.base_url.setText(self.models.config.providers.ollama.base_url)
         elif chosen:
-            self.base_url.setText(DEFAULT_BASE_URLS[provider])
+            self.base_url.setText(DEFAULT_BASE_URLS.get(provider, ""))
         else:
             self.base_url.clear()
         self.model_name.clear()
@@ -177,7 +180,7 @@ class ModelSettingsDialog(QDialog):
 
     def _show_key_status(self) -> None:
         provider = self.provider_key
-        if provider in (NO_MODEL, "ollama"):
+        if provider in (NO_MODEL, "ollama", "model-file"):
             self.key_status.setText("")
         elif not self.models.keychain_available():
             self.key_status.setText(

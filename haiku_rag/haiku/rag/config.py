@@ -201,7 +201,8 @@ class SearchConfig(_Section):
 
 
 class ModelConfig(_Section):
-    # ollama | openai-compatible | openai | anthropic | google; None: no model configured
+    # ollama | openai-compatible | openai | anthropic | google | model-file (name: a GGUF file's
+    # path, run by the built-in llama.cpp); None: no model configured
     provider: str | None = None
     name: str | None = None
     base_url: str | None = None

@@ -17,7 +17,7 @@ from haiku.rag.errors import HaikuRAGError, ModelNotConfiguredError, register_se
 log = logging.getLogger("haiku.rag")
 
 KEYRING_SERVICE = "haiku-desk"
-PROVIDERS = ("ollama", "openai-compatible", "openai", "anthropic", "google")
+PROVIDERS = ("ollama", "openai-compatible", "openai", "anthropic", "google", "model-file")
 _KEY_ENV = {
     "openai": ("OPENAI_API_KEY",),
     "openai-compatible": ("OPENAI_COMPATIBLE_API_KEY",),
@@ -73,6 +73,10 @@ def get_model(model: ModelConfig, config: AppConfig, *, api_key: str | None = No
         raise ModelNotConfiguredError(HOW_TO_CONNECT)
     provider, name = model.provider, model.name
     assert provider is not None and name is not None
+    if provider == "model-file":  # a GGUF file run by the built-in llama.cpp (haiku.rag.local_models)
+        from haiku.rag.local_models.provider import chat_model
+
+        return chat_model(model)
     key = resolve_api_key(provider, api_key)
 
     if provider == "ollama":

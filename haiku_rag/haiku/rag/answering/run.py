@@ -129,6 +129,13 @@ async def answer_stream(
         raise ValueError("the question is empty")
     conversation = conversation if conversation is not None else Conversation()
     work = conversation.copy()
+    if supports_tools is None and options.mode == "auto":
+        # a model file run by the built-in llama.cpp: probed once for tool calling
+        from haiku.rag.answering.fallback import SMALL_CONTEXT_TOKENS
+        from haiku.rag.local_models.provider import tools_support
+
+        configured = model_config_for(options, client.config)
+        supports_tools = await tools_support(configured, min_tools_context=SMALL_CONTEXT_TOKENS)
     mode = mode_for(options, client, supports_tools)
     scope = options.document_ids
     if not await _has_documents(client, scope):

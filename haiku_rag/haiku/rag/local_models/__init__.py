@@ -1,0 +1,28 @@
+"""Chat with a model file: GGUF models already on this computer, run by llama.cpp.
+
+- ``discovery``: the files Ollama, LM Studio, GPT4All and the Hugging Face cache keep, and any
+  file or folder picked, each described from its header (``header``) without loading weights;
+- ``fit``: the memory a model needs for a context against what is free, and the threads;
+- ``runtime``: llama.cpp's OpenAI-compatible server (xllamacpp) in a child process on
+  127.0.0.1 with a per-session key, started on first use, stopped when idle or on close;
+- ``provider``: the chat model (the OpenAI-compatible path of ``haiku.rag.models``) and the
+  once-per-model tool-calling probe.
+
+Standard library only at import; xllamacpp is imported in the child process alone.
+"""
+
+from haiku.rag.local_models.discovery import LocalModel, Roots, describe, discover
+from haiku.rag.local_models.fit import Fit, plan
+from haiku.rag.local_models.header import GGUFError, GGUFInfo, read_header
+
+__all__ = [
+    "Fit",
+    "GGUFError",
+    "GGUFInfo",
+    "LocalModel",
+    "Roots",
+    "describe",
+    "discover",
+    "plan",
+    "read_header",
+]

@@ -1,0 +1,98 @@
+"""Tiny GGUF model files made in a test (random weights, a byte-level vocabulary).
+
+``tiny_llama`` writes a llama-architecture model llama.cpp can load and run: a few layers,
+a 16-wide embedding, a SentencePiece-style vocabulary of byte tokens (so any text tokenizes)
+and a chat template. Its answers are noise; what it proves is the plumbing: discovery, the
+header, the child process, streaming, stop, unload. Made with the ``gguf`` package (test
+extra), so no weights are ever downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+TOOLS_TEMPLATE = (
+    "{% if tools %}<|tools|>{{ tools | tojson }}\n{% endif %}" + CHAT_TEMPLATE
+)
+
+
+def tiny_llama(
+    path: Path,
+    *,
+    name: str = "Tiny Llama",
+    layers: int = 2,
+    embd: int = 16,
+    heads: int = 2,
+    kv_heads: int = 1,
+    ff: int = 32,
+    context: int = 2048,
+    chat_template: str | None = CHAT_TEMPLATE,
+    seed: int = 0,
+) -> Path:
+    import gguf
+
+    rng = np.random.default_rng(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tokens = [b"<unk>", b"<s>", b"</s>"] + [f"<0x{i:02X}>".encode() for i in range(256)]
+    tokens += ["\u2581" .encode() + w for w in (b"the", b"page", b"a")]
+    types = [2, 3, 3] + [6] * 256 + [1] * 3  # unknown, control, byte, normal
+    vocab = len(tokens)
+    head_dim = embd // heads
+
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name(name)
+    writer.add_context_length(context)
+    writer.add_embedding_length(embd)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores([0.0] * vocab)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    if chat_template is not None:
+        writer.add_chat_template(chat_template)
+
+    def tensor(name: str, *shape: int) -> None:
+        writer.add_tensor(name, (rng.standard_normal(shape) * 0.02).astype(np.float32))
+
+    tensor("token_embd.weight", vocab, embd)
+    for i in range(layers):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(embd, dtype=np.float32))
+        tensor(f"blk.{i}.attn_q.weight", embd, embd)
+        tensor(f"blk.{i}.attn_k.weight", kv_heads * head_dim, embd)
+        tensor(f"blk.{i}.attn_v.weight", kv_heads * head_dim, embd)
+        tensor(f"blk.{i}.attn_output.weight", embd, embd)
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(embd, dtype=np.float32))
+        tensor(f"blk.{i}.ffn_gate.weight", ff, embd)
+        tensor(f"blk.{i}.ffn_up.weight", ff, embd)
+        tensor(f"blk.{i}.ffn_down.weight", embd, ff)
+    writer.add_tensor("output_norm.weight", np.ones(embd, dtype=np.float32))
+    tensor("output.weight", vocab, embd)
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def parameter_count(layers: int = 2, embd: int = 16, heads: int = 2, kv_heads: int = 1, ff: int = 32) -> int:
+    """What ``tiny_llama`` holds, counted by hand (for the header reader's test)."""
+    vocab = 3 + 256 + 3
+    kv = kv_heads * (embd // heads)
+    per_layer = embd + embd * embd + 2 * kv * embd + embd * embd + embd + 3 * ff * embd
+    return 2 * vocab * embd + layers * per_layer + embd
