@@ -10,8 +10,7 @@ import sys
 
 from conftest import REPO_ROOT
 
-from haiku.rag.ingest.isolation import shared_pool
-from haiku.rag.ingest.pipeline import parse_document
+from haiku.rag.ingest.isolation import parse_document, shared_pool
 from haiku.rag.operations import stop_parse_workers
 
 

@@ -68,14 +68,20 @@ def check_cancelled(token: CancelToken | None) -> None:
         token.raise_if_cancelled()
 
 
+# What stops the parse workers, registered by ``ingest.isolation`` when it is imported: this
+# module is imported by all of ingestion, so it names none of it (no import cycle).
+_PARSE_WORKER_STOPPERS: list[Callable[[], None]] = []
+
+
+def on_stop_parse_workers(stop: Callable[[], None]) -> None:
+    """Register ``stop`` for ``stop_parse_workers`` (``ingest.isolation`` does, on import)."""
+    _PARSE_WORKER_STOPPERS.append(stop)
+
+
 def stop_parse_workers() -> None:
     """Kill the process-wide parse workers now, if any were started: what a program quitting
     in the middle of an ingest calls, so no child process outlives it (the app's Quit, before it
     waits for the running ingest to roll back). The next parse in this process starts a fresh
     worker. When nothing was ever parsed, the ingest machinery is not even imported."""
-    import sys
-
-    if "haiku.rag.ingest.isolation" in sys.modules:
-        from haiku.rag.ingest.isolation import stop_all_workers
-
-        stop_all_workers()
+    for stop in list(_PARSE_WORKER_STOPPERS):
+        stop()

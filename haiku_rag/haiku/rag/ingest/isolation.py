@@ -62,7 +62,13 @@ from haiku.rag.errors import (
     SourceTooLargeError,
 )
 from haiku.rag.ingest.gc_pause import cyclic_gc_paused
-from haiku.rag.operations import CancelToken, Progress, ProgressCallback, report
+from haiku.rag.operations import (
+    CancelToken,
+    Progress,
+    ProgressCallback,
+    on_stop_parse_workers,
+    report,
+)
 
 if TYPE_CHECKING:
     from haiku.rag.config import AppConfig
@@ -616,3 +622,6 @@ def stop_all_workers() -> None:
     its caller sees the worker end). The pool stays usable: the next parse starts a fresh one."""
     if _shared is not None:
         _shared.stop()
+
+
+on_stop_parse_workers(stop_all_workers)  # ``operations.stop_parse_workers``, the public way in

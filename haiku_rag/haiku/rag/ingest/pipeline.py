@@ -152,7 +152,8 @@ def _bibliographic_record(doc: Any, filename: str, title: str | None) -> dict[st
 
     shown = title if title and title != Path(filename).stem else None
     try:
-        found = read_pdf_metadata(doc, filename=filename, title=shown)
+        with MUPDF_LOCK:  # uncontended in the worker; in-process parses share MuPDF with renders
+            found = read_pdf_metadata(doc, filename=filename, title=shown)
     except Exception:
         log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
         return {}
