@@ -64,6 +64,7 @@ def convert_docx(data: bytes, *, source: str) -> Conversion:
         raise _damaged(source, "Word", exc) from exc
     doc = DoclingDocument(name=source)
     numbering = _NumberingFormats(word)
+    style_names = _StyleNames(word)
     lists = ListBuilder(doc)
     title = clean(word.core_properties.title or "") or None
     first_heading: str | None = None
@@ -77,7 +78,7 @@ def convert_docx(data: bytes, *, source: str) -> Conversion:
         text = clean(block.text)
         if not text:
             continue
-        style = _style_name(block)
+        style = style_names.of(block)
         heading = HEADING_STYLE.match(style)
         list_format = numbering.of(block)
         if style.lower() == "title":
@@ -97,11 +98,31 @@ def convert_docx(data: bytes, *, source: str) -> Conversion:
     return _conversion(doc, source=source, mime=DOCX_MIME, title=title or first_heading, warnings=[])
 
 
-def _style_name(paragraph: Any) -> str:
-    try:
-        return str(paragraph.style.name or "") if paragraph.style is not None else ""
-    except (KeyError, ValueError, AttributeError):
-        return ""
+class _StyleNames:
+    """Paragraph style names by style id, read once: python-docx's ``paragraph.style`` searches
+    every style per call (80% of the conversion time of a 40-section report)."""
+
+    def __init__(self, word: Any) -> None:
+        self._names: dict[str, str] = {}
+        self._default = ""
+        try:
+            for style in word.styles:
+                if style.style_id:
+                    self._names[style.style_id] = str(style.name or "")
+            default = word.styles.default(_paragraph_style_type())
+            self._default = str(default.name or "") if default is not None else ""
+        except (KeyError, ValueError, AttributeError):
+            pass
+
+    def of(self, paragraph: Any) -> str:
+        style_id = paragraph._p.style
+        return self._names.get(style_id, "") if style_id else self._default
+
+
+def _paragraph_style_type() -> Any:
+    from docx.enum.style import WD_STYLE_TYPE
+
+    return WD_STYLE_TYPE.PARAGRAPH
 
 
 def _docx_rows(table: Any) -> list[list[str]]:
