@@ -171,3 +171,27 @@ def test_encrypted_office_files_are_refused_in_plain_words():
 def test_a_zip_that_is_not_the_format_is_damaged(name: str):
     with pytest.raises(DamagedDocumentError, match=rf"^{name.replace('.', '[.]')}: "):
         convert_source(_zip({"hello.txt": "hi"}), filename=name)
+
+
+def test_the_cli_adds_office_files_and_refuses_an_old_word_file_in_plain_words(tmp_path: Path, capsys):
+    import json
+
+    from haiku.rag.cli import main
+
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    make_docx(folder / "notes.docx")
+    make_epub(folder / "keepers.epub")
+    (folder / "minutes.doc").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 1024)
+    db = str(tmp_path / "lib.lancedb")
+    assert main(["--db", db, "add-src", str(folder), "--no-embed", "--json"]) == 0
+    records = {Path(r["source"]).name: r for r in json.loads(capsys.readouterr().out)}
+    assert records["notes.docx"]["status"] == "ingested" and records["keepers.epub"]["status"] == "ingested"
+    refused = records["minutes.doc"]
+    assert refused["status"] == "failed" and refused["category"] == "unsupported_type"
+    assert refused["reason"].startswith("minutes.doc: .doc files aren't supported yet — save it as PDF")
+    assert main(["--db", db, "search", "paraffin wick", "--search-type", "fts", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    assert "paraffin wick" in hits[0]["text"] and hits[0]["headings"] == ["Chapter 1: The Lamp"]
+    assert main(["--db", db, "search", "crayfish willow", "--search-type", "fts"]) == 0
+    assert "section: Otter field notes > Habitat" in capsys.readouterr().out
