@@ -195,3 +195,40 @@ def test_the_cli_adds_office_files_and_refuses_an_old_word_file_in_plain_words(t
     assert "paraffin wick" in hits[0]["text"] and hits[0]["headings"] == ["Chapter 1: The Lamp"]
     assert main(["--db", db, "search", "crayfish willow", "--search-type", "fts"]) == 0
     assert "section: Otter field notes > Habitat" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("make", [make_docx, make_pptx, make_xlsx, make_odt, make_epub], ids=lambda m: m.__name__)
+def test_a_member_missing_cut_short_or_corrupt_is_a_clear_ingest_error_never_a_crash(tmp_path: Path, make):
+    """Every member of the file removed in turn, then cut to half: the converter either reads
+    what is left or says the file is damaged (an IngestError naming it); no KeyError, zlib or
+    ZIP error escapes (which the app would report as an unexpected failure)."""
+    from haiku.rag.errors import IngestError
+
+    suffix = "." + make.__name__.removeprefix("make_")
+    path = make(tmp_path / f"original{suffix}")
+    with zipfile.ZipFile(path) as original:
+        members = {name: original.read(name) for name in original.namelist()}
+    variants = [{n: b for n, b in members.items() if n != dropped} for dropped in members]
+    variants += [{n: (b[: len(b) // 2] if n == cut else b) for n, b in members.items()} for cut in members]
+    blobs = [_zip(variant) for variant in variants] + _corrupted_streams(_zip(members))
+    for blob in blobs:
+        try:
+            convert_source(blob, filename=f"file{suffix}")
+        except IngestError as exc:
+            assert str(exc).startswith(f"file{suffix}"), exc
+
+
+def _corrupted_streams(data: bytes) -> list[bytes]:
+    """``data`` with the compressed bytes of one member at a time overwritten in the middle
+    (the ZIP directory intact, so only decompressing that member fails)."""
+    corrupted = []
+    with zipfile.ZipFile(io.BytesIO(data)) as package:
+        for info in package.infolist():
+            if info.compress_type != zipfile.ZIP_DEFLATED or info.compress_size < 8:
+                continue
+            name_length = int.from_bytes(data[info.header_offset + 26 : info.header_offset + 28], "little")
+            extra_length = int.from_bytes(data[info.header_offset + 28 : info.header_offset + 30], "little")
+            start = info.header_offset + 30 + name_length + extra_length
+            middle = start + info.compress_size // 2
+            corrupted.append(data[:middle] + b"\xff\x00\xff\x00" + data[middle + 4 :])
+    return corrupted

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -61,11 +62,20 @@ def open_package(data: bytes, *, source: str, kind: str) -> zipfile.ZipFile:
 
 def read_member(package: zipfile.ZipFile, name: str, *, source: str, kind: str) -> bytes:
     """One member of a package; a missing or corrupt member is a damaged file."""
+    found = read_optional(package, name, source=source, kind=kind)
+    if found is None:
+        raise DamagedDocumentError(f"{source}: not a readable {kind} file (it has no {name})", source=source)
+    return found
+
+
+def read_optional(package: zipfile.ZipFile, name: str, *, source: str, kind: str) -> bytes | None:
+    """One member of a package, None when it has none by that name; a corrupt member (bad
+    compressed data, a header that disagrees with the directory) is a damaged file."""
     try:
         return package.read(name)
-    except KeyError as exc:
-        raise DamagedDocumentError(f"{source}: not a readable {kind} file (it has no {name})", source=source) from exc
-    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
+    except KeyError:
+        return None
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, ValueError) as exc:
         raise DamagedDocumentError(f"{source}: {name} inside this {kind} file is damaged ({exc})", source=source) from exc
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from docling_core.types.doc import DocItemLabel, DoclingDocument
 
-from haiku.rag.errors import DamagedDocumentError, EmptyDocumentError
+from haiku.rag.errors import DamagedDocumentError, EmptyDocumentError, IngestError
 from haiku.rag.ingest.formats_common import ListBuilder, add_table, clean, open_package
 from haiku.rag.ingest.records import Conversion
 
@@ -54,14 +54,24 @@ def convert_docx(data: bytes, *, source: str) -> Conversion:
     and tables, in body order."""
     open_package(data, source=source, kind="Word").close()
     import docx
-    from docx.table import Table
-    from docx.text.paragraph import Paragraph
 
     try:
         word = docx.Document(io.BytesIO(data))
         blocks = list(word.iter_inner_content())
     except Exception as exc:  # python-docx raises KeyError, ValueError, lxml errors...
         raise _damaged(source, "Word", exc) from exc
+    try:
+        return _docx_document(word, blocks, source=source)
+    except IngestError:
+        raise
+    except Exception as exc:  # a part that is missing or malformed
+        raise _damaged(source, "Word", exc) from exc
+
+
+def _docx_document(word: Any, blocks: list[Any], *, source: str) -> Conversion:
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
     doc = DoclingDocument(name=source)
     numbering = _NumberingFormats(word)
     style_names = _StyleNames(word)
@@ -184,6 +194,15 @@ def convert_pptx(data: bytes, *, source: str) -> Conversion:
         slides = list(deck.slides)
     except Exception as exc:  # python-pptx raises KeyError, ValueError, lxml errors...
         raise _damaged(source, "PowerPoint", exc) from exc
+    try:
+        return _pptx_document(deck, slides, source=source)
+    except IngestError:
+        raise
+    except Exception as exc:  # a slide whose layout, master or part is missing or malformed
+        raise _damaged(source, "PowerPoint", exc) from exc
+
+
+def _pptx_document(deck: Any, slides: list[Any], *, source: str) -> Conversion:
     doc = DoclingDocument(name=source)
     title = clean(deck.core_properties.title or "") or None
     for number, slide in enumerate(slides, start=1):
@@ -282,7 +301,7 @@ def convert_xlsx(data: bytes, *, source: str) -> Conversion:
                     doc.add_text(label=DocItemLabel.TEXT, text=next(cell for cell in block[0] if cell))
                 else:
                     add_table(doc, block)
-    except DamagedDocumentError:
+    except IngestError:
         raise
     except Exception as exc:
         raise _damaged(source, "Excel", exc) from exc

@@ -24,6 +24,7 @@ from haiku.rag.ingest.formats_common import (
     open_package,
     parse_xml,
     read_member,
+    read_optional,
 )
 from haiku.rag.ingest.records import Conversion
 
@@ -56,16 +57,10 @@ def convert_odt(data: bytes, *, source: str) -> Conversion:
     package = open_package(data, source=source, kind="OpenDocument")
     with package:
         content = parse_xml(read_member(package, "content.xml", source=source, kind="OpenDocument"), source=source, what="content.xml")
-        styles = (
-            parse_xml(package.read("styles.xml"), source=source, what="styles.xml")
-            if "styles.xml" in package.namelist()
-            else None
-        )
-        meta = (
-            parse_xml(package.read("meta.xml"), source=source, what="meta.xml")
-            if "meta.xml" in package.namelist()
-            else None
-        )
+        styles_xml = read_optional(package, "styles.xml", source=source, kind="OpenDocument")
+        meta_xml = read_optional(package, "meta.xml", source=source, kind="OpenDocument")
+        styles = parse_xml(styles_xml, source=source, what="styles.xml") if styles_xml else None
+        meta = parse_xml(meta_xml, source=source, what="meta.xml") if meta_xml else None
     body = content.find(f"{_OFFICE}body/{_OFFICE}text")
     if body is None:
         raise DamagedDocumentError(
@@ -237,9 +232,8 @@ def convert_epub(data: bytes, *, source: str) -> Conversion:
             if item is None or item.get("media-type") not in _HTML_TYPES:
                 continue
             path = posixpath.normpath(posixpath.join(base, unquote(item.get("href", "").split("#")[0])))
-            try:
-                chapter = package.read(path)
-            except KeyError:
+            chapter = read_optional(package, path, source=source, kind="EPUB")
+            if chapter is None:
                 warnings.append(f"{source}: the chapter {path} listed in the book is missing")
                 continue
             html_into(doc, chapter, source=f"{source}:{path}", warnings=warnings)
