@@ -87,9 +87,13 @@ def test_office_and_book_formats_are_ingested_searched_and_cited_with_their_loca
     assert table_citation.headings == case.table_location
     for word in case.table_words:
         assert word in table_citation.content, (word, table_citation.content)
-    # one line per body row, its values named by the header (``row, column = value``)
-    table_line = next(line for line in table_citation.content.splitlines() if case.table_words[1] in line)
-    assert case.table_words[0] in table_line and case.table_words[-1] in table_line
+    # the table as the chunker writes PDF tables: its header line over a separator, then one
+    # line per body row (the row's own cells, none lost to a neighbour)
+    lines = table_citation.content.splitlines()
+    row_index = next(i for i, line in enumerate(lines) if case.table_words[1] in line)
+    header_index = next(i for i, line in enumerate(lines) if case.table_words[0] in line)
+    assert header_index < row_index and set(lines[header_index + 1].replace("|", "").strip()) <= {"-", ":", " "}
+    assert all(word in lines[row_index] for word in case.table_words[1:])
     # the stored Markdown has the table with its header row over a separator
     header_line = next(line for line in content.splitlines() if case.table_words[0] in line and line.startswith("|"))
     following = content.splitlines()[content.splitlines().index(header_line) + 1]

@@ -105,8 +105,8 @@ def add_table(
     parent: NodeItem | None = None,
 ) -> None:
     """A table of ``rows`` (short rows padded), its first ``header_rows`` rows marked as column
-    headers, so that the chunker writes each body row as ``row, column = value`` under its
-    header and cuts a long table between whole rows (as for PDF tables)."""
+    headers, so that the chunker writes it as PDF tables are written (a Markdown header line,
+    one line per body row) and cuts a long table between whole rows under its header."""
     from docling_core.types.doc import TableCell, TableData
 
     rows = [list(row) for row in rows if any(cell.strip() for cell in row)]
