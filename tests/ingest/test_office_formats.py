@@ -236,3 +236,33 @@ def _corrupted_streams(data: bytes) -> list[bytes]:
             middle = start + info.compress_size // 2
             corrupted.append(data[:middle] + b"\xff\x00\xff\x00" + data[middle + 4 :])
     return corrupted
+
+
+def test_a_long_sheet_is_cut_between_rows_and_every_piece_keeps_the_header(tmp_path: Path, config):
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Tide log"
+    sheet.append(("Station", "Reading", "Observer"))
+    for n in range(400):
+        sheet.append((f"station{n:03d}", n * 0.25, f"observer{n % 9}"))
+    path = tmp_path / "tides.xlsx"
+    book.save(path)
+
+    async def run() -> list[str]:
+        async with HaikuRAG(tmp_path / "library.lancedb", config, create=True) as client:
+            outcome = await client.ingest_file(path, embed=False)
+            assert outcome.status == "ingested", outcome.reason
+            assert outcome.document is not None
+            chunks = await client.get_chunks(outcome.document)
+            hits = await client.search("station377", limit=1, search_type="fts")
+            return [chunk.content for chunk in chunks] + [hits[0].content]
+
+    *chunks, hit = asyncio.run(run())
+    assert len(chunks) > 3  # 400 rows do not fit one chunk
+    for text in chunks:
+        assert text.splitlines()[0] == "| Station | Reading | Observer |", text[:200]
+    rows = [line for text in chunks for line in text.splitlines()[2:]]
+    assert len(rows) == 400 and rows[377] == "| station377 | 94.25 | observer8 |"  # none split or lost
+    assert "| station377 | 94.25 | observer8 |" in hit.splitlines() and "| Station | Reading | Observer |" in hit
