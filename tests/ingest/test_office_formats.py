@@ -266,3 +266,31 @@ def test_a_long_sheet_is_cut_between_rows_and_every_piece_keeps_the_header(tmp_p
     rows = [line for text in chunks for line in text.splitlines()[2:]]
     assert len(rows) == 400 and rows[377] == "| station377 | 94.25 | observer8 |"  # none split or lost
     assert "| station377 | 94.25 | observer8 |" in hit.splitlines() and "| Station | Reading | Observer |" in hit
+
+
+def test_word_text_inside_content_controls_and_tracked_insertions_is_kept(tmp_path: Path):
+    """A cover page in a content control (w:sdt) and a tracked insertion (w:ins) are text a
+    reader sees; deleted text (w:delText) is not."""
+    import docx
+    from docx.oxml import parse_xml
+
+    w = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"'
+    document = docx.Document()
+    document.add_paragraph("Plain opening paragraph.")
+    body = document.element.body
+    body.insert(0, parse_xml(
+        f'<w:sdt {w}><w:sdtPr/><w:sdtContent><w:p><w:r><w:t>Cover page inside a content control</w:t></w:r></w:p>'
+        "</w:sdtContent></w:sdt>"
+    ))
+    paragraph = parse_xml(
+        f'<w:p {w}><w:r><w:t xml:space="preserve">Seals were </w:t></w:r>'
+        '<w:ins w:id="1" w:author="a" w:date="2024-01-01T00:00:00Z"><w:r><w:t>newly </w:t></w:r></w:ins>'
+        '<w:del w:id="2" w:author="a" w:date="2024-01-01T00:00:00Z"><w:r><w:delText>never </w:delText></w:r></w:del>'
+        "<w:r><w:t>counted.</w:t></w:r></w:p>"
+    )
+    body.insert(len(body) - 1, paragraph)  # before the section properties
+    path = tmp_path / "controls.docx"
+    document.save(path)
+    conversion = convert_source(path.read_bytes(), filename="controls.docx")
+    texts = [getattr(item, "text", "") for item, _ in conversion.document.iterate_items()]
+    assert texts == ["Cover page inside a content control", "Plain opening paragraph.", "Seals were newly counted."]

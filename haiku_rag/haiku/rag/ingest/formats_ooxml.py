@@ -57,7 +57,7 @@ def convert_docx(data: bytes, *, source: str) -> Conversion:
 
     try:
         word = docx.Document(io.BytesIO(data))
-        blocks = list(word.iter_inner_content())
+        blocks = list(_body_blocks(word))
     except Exception as exc:  # python-docx raises KeyError, ValueError, lxml errors...
         raise _damaged(source, "Word", exc) from exc
     try:
@@ -85,7 +85,7 @@ def _docx_document(word: Any, blocks: list[Any], *, source: str) -> Conversion:
             continue
         if not isinstance(block, Paragraph):
             continue
-        text = clean(block.text)
+        text = _paragraph_text(block._p)
         if not text:
             continue
         style = style_names.of(block)
@@ -135,12 +135,53 @@ def _paragraph_style_type() -> Any:
     return WD_STYLE_TYPE.PARAGRAPH
 
 
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _body_blocks(word: Any) -> Iterator[Any]:
+    """The body's paragraphs and tables in order, including those inside content controls
+    (``w:sdt``: cover pages, tables of contents, form templates) and custom XML, which
+    python-docx's ``iter_inner_content`` skips."""
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    body = word.element.body
+
+    def walk(parent: Any) -> Iterator[Any]:
+        for child in parent.iterchildren():
+            if child.tag == f"{_W}p":
+                yield Paragraph(child, word._body)
+            elif child.tag == f"{_W}tbl":
+                yield Table(child, word._body)
+            elif child.tag == f"{_W}sdt":
+                for content in child.iterchildren(f"{_W}sdtContent"):
+                    yield from walk(content)
+            elif child.tag == f"{_W}customXml":
+                yield from walk(child)
+
+    yield from walk(body)
+
+
+def _paragraph_text(paragraph: Any) -> str:
+    """A paragraph's text from every run in it, also those inside tracked insertions, smart
+    tags, fields and content controls (python-docx's ``Paragraph.text`` reads only its direct
+    runs and hyperlinks); deleted text (``w:delText``) stays out."""
+    parts = []
+    for node in paragraph.iter(f"{_W}t", f"{_W}tab", f"{_W}br", f"{_W}cr"):
+        parts.append(node.text or "" if node.tag == f"{_W}t" else " ")
+    return clean("".join(parts))
+
+
+def _cell_paragraphs(tc: Any) -> str:
+    return clean(" ".join(_paragraph_text(p) for p in tc.iter(f"{_W}p")))
+
+
 def _docx_rows(table: Any) -> list[list[str]]:
     """Each row's cell texts by grid column (a merged cell's text in each column it spans)."""
     rows = []
     for row in table.rows:
         try:
-            rows.append([clean(cell.text) for cell in row.cells])
+            rows.append([_cell_paragraphs(cell._tc) for cell in row.cells])
         except (IndexError, ValueError):  # a malformed grid: keep the row's own cells
             rows.append([clean(tc.xpath("string(.)")) for tc in row._tr.tc_lst])
     return rows
