@@ -21,6 +21,7 @@ __all__ = [
     "DocumentState",
     "LibraryEntry",
     "PendingWork",
+    "dialog_filters",
     "document_extensions",
     "path_from_uri",
     "uri_for",
@@ -45,6 +46,15 @@ def document_extensions() -> list[str]:
     from haiku.rag.formats import document_extensions as extensions
 
     return extensions()
+
+
+def dialog_filters() -> str:
+    """The Add files dialog's filter: exactly the types that ingest (the library's list), the
+    documents a person adds by hand first (PDF, Word, PowerPoint, Excel, ODT, EPUB, HTML,
+    Markdown, text, images), then text variants and source code; no "All files"."""
+    from haiku.rag.formats import dialog_filters as filters
+
+    return ";;".join(f"{label} ({' '.join('*' + e for e in extensions)})" for label, extensions in filters())
 
 
 class DocumentState(StrEnum):

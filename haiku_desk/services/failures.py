@@ -42,8 +42,10 @@ FAILURE_HINTS: dict[IngestCategory, str] = {
     C.NEEDS_OCR: "It has no readable text and OCR did not recover any: turn on processing.ocr if it is off, or check that the scan is legible, then Re-ingest.",
     C.DAMAGED: "The file is damaged or not what its name says. Re-download or re-export it.",
     C.EMPTY: "There is no text in it to index.",
-    C.UNSUPPORTED_TYPE: "This file type cannot be indexed. PDF, Markdown, text and source code work out of the box.",
-    C.EXTRA_MISSING: "Install the docling extra (pip install 'haiku-desk[docling]') to index Office and HTML files, then Re-ingest.",
+    C.UNSUPPORTED_TYPE: "This file type isn't supported yet — save it as PDF (or Word, EPUB, Markdown) and add it again.",
+    # no format needs an extra any more (Office, ODT, EPUB and HTML are read natively); kept for
+    # failures recorded by older versions: re-ingesting them now works
+    C.EXTRA_MISSING: "This version reads the file without extras: Re-ingest it.",
     C.TOO_LARGE: "Raise processing.max_file_mb in the configuration (haiku.rag.yaml) to let it in, then Re-ingest.",
     C.TIMEOUT: "Parsing made no progress for too long. Raise processing.parse_timeout_seconds, or Re-ingest to try again.",
     C.NOT_FOUND: "The file is gone or unreadable. Remove the row, or put the file back and Re-ingest.",

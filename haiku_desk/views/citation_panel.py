@@ -286,7 +286,7 @@ class CitationPanel(QWidget):
         # the pages of the cited text itself; the pages of its widened context (``cited``)
         # are the ones the panel pages through
         pages = ", ".join(map(str, matched_pages(citation)))
-        self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}")
+        self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}" if pages else "")
         self.headings.set_full_text(" › ".join(headings))
         self.headings.setVisible(True)  # holds the row of Copy citation and Open original
 

@@ -50,7 +50,7 @@ from haiku_desk.models.documents import (
     DocumentsModel,
     Scope,
 )
-from haiku_desk.services.entries import document_extensions
+from haiku_desk.services.entries import dialog_filters
 from haiku_desk.services.library import LibraryEntry, LibraryService
 from haiku_desk.views.widgets import compact_button, confirm_delete
 
@@ -533,9 +533,7 @@ class LibraryPane(QWidget):
     # --- adding -------------------------------------------------------------------------------
 
     def choose_files(self) -> None:
-        files, _ = QFileDialog.getOpenFileNames(
-            self, "Add files", "", f"Documents ({' '.join('*' + e for e in document_extensions())});;All files (*)"
-        )
+        files, _ = QFileDialog.getOpenFileNames(self, "Add files", "", dialog_filters())
         if files:
             self.library.add_paths(files)
 

@@ -10,7 +10,24 @@ from pathlib import Path
 
 from haiku.rag.ingest.formats import document_extensions, extensions_by_kind, supported_extensions
 
-__all__ = ["content_hash", "document_extensions", "extensions_by_kind", "source_files", "supported_extensions"]
+__all__ = [
+    "content_hash",
+    "dialog_filters",
+    "document_extensions",
+    "extensions_by_kind",
+    "source_files",
+    "supported_extensions",
+]
+
+
+def dialog_filters() -> list[tuple[str, list[str]]]:
+    """What a file dialog offers, as (label, extensions) pairs: the documents a person adds by
+    hand first, then every other type that ingests (plain text variants, source code, data).
+    Together they are exactly the supported extensions: nothing offered is refused, and a
+    type that is refused is not offered."""
+    documents = document_extensions()
+    rest = sorted(set(supported_extensions()) - set(documents))
+    return [("Documents", documents), ("Text and source code", rest)]
 
 
 def source_files(folder: str | Path) -> list[Path]:

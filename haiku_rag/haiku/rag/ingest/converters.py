@@ -10,6 +10,7 @@ __all__ = [
     "detect_kind",
     "document_extensions",
     "supported_extensions",
+    "unsupported_message",
 ]
 
 from collections.abc import Callable
@@ -88,10 +89,15 @@ def detect_kind(filename: str, head_bytes: bytes) -> SourceKind:
         )
     if not extension and path.name.lower() in PLAIN_TEXT_NAMES:
         return SourceKind.TEXT
-    described = f"'{extension}' files" if extension else "files without an extension"
-    raise UnsupportedSourceError(
-        f"{filename}: {described} are not supported (supported: {SUPPORTED_SUMMARY})",
-        source=filename,
+    raise UnsupportedSourceError(unsupported_message(filename, extension), source=filename)
+
+
+def unsupported_message(filename: str, extension: str) -> str:
+    """The refusal of a file type no converter reads, in words a person can act on."""
+    described = f"{extension} files" if extension else "files without an extension"
+    return (
+        f"{filename}: {described} aren't supported yet — save it as PDF (or Word, EPUB, "
+        f"Markdown) and add it again. Supported: {SUPPORTED_SUMMARY}."
     )
 
 

@@ -19,7 +19,8 @@ class SourceKind(StrEnum):
 
 PDF_EXTENSIONS = frozenset({".pdf"})
 SUPPORTED_SUMMARY = (
-    "PDF, Markdown, plain text, source code, DOCX/PPTX/XLSX/HTML, and images (PNG/JPEG/TIFF/WebP)"
+    "PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument text (.odt), EPUB, "
+    "HTML, Markdown, plain text, source code, and images (PNG/JPEG/TIFF/WebP)"
 )
 # The kinds a person picks in a file dialog (source code and data files are found by
 # folder ingest, not offered one by one); plain text is offered as ".txt".

@@ -1,18 +1,14 @@
-"""DOCX / PPTX / XLSX / HTML -> DoclingDocument.
+"""Word, PowerPoint, Excel, OpenDocument text, EPUB and HTML -> DoclingDocument, natively.
 
-Office formats go through docling's ``DocumentConverter``, which is the optional ``docling``
-extra (it needs torch; see README). docling is imported inside the function: importing it
-takes seconds, and the core install must work without it. HTML has a small native
-converter used when docling is absent (headings, paragraphs, lists, tables, code).
+Every format here converts in the default install, without torch or docling's converters:
+Word/PowerPoint/Excel with the format libraries made for each (``formats_ooxml``), ODT and
+EPUB with the standard library's ZIP and XML readers (``formats_package``), HTML with the small
+parser below (EPUB chapters go through it too). The choice was measured: docs/formats.md.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
-import io
 from html.parser import HTMLParser
-from typing import Any
 
 from docling_core.types.doc import (
     CodeLanguageLabel,
@@ -23,7 +19,7 @@ from docling_core.types.doc import (
     TableData,
 )
 
-from haiku.rag.errors import DamagedDocumentError, EmptyDocumentError, ExtraMissingError
+from haiku.rag.errors import EmptyDocumentError
 from haiku.rag.ingest.records import Conversion
 from haiku.rag.ingest.text import decode_text
 
@@ -31,71 +27,29 @@ OFFICE_MIME_TYPES = {
     ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
     ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
     ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".odt": "application/vnd.oasis.opendocument.text",
+    ".epub": "application/epub+zip",
     ".html": "text/html",
     ".htm": "text/html",
     ".xhtml": "application/xhtml+xml",
 }
 OFFICE_EXTENSIONS = frozenset(OFFICE_MIME_TYPES)
 HTML_EXTENSIONS = frozenset({".html", ".htm", ".xhtml"})
-DOCLING_INSTALL_HINT = "pip install 'haiku-desk[docling]' (see README)"
 
 
 def convert_office(data: bytes, *, source: str, extension: str) -> Conversion:
-    """Convert an Office or HTML file. Without docling, HTML uses the native converter and
-    the other formats raise ExtraMissingError."""
+    """Convert a Word, PowerPoint, Excel, ODT, EPUB or HTML file (chosen by ``extension``)."""
     extension = extension.lower()
-    try:
-        from docling.datamodel.base_models import ConversionStatus, DocumentStream
+    if extension in HTML_EXTENSIONS:
+        return convert_html(data, source=source)
+    if extension in (".odt", ".epub"):
+        from haiku.rag.ingest.formats_package import convert_epub, convert_odt
 
-        converter = _docling_converter()
-    except ImportError as exc:
-        if extension in HTML_EXTENSIONS:
-            return convert_html(data, source=source)
-        if importlib.util.find_spec("docling") is None:
-            reason = DOCLING_INSTALL_HINT
-        else:  # e.g. docling-slim without torch: "No module named 'torch'"
-            reason = f"it is installed but does not load ({_one_line(exc)}); see README"
-        raise ExtraMissingError(
-            f"{source}: {extension} files need the docling extra: {reason}", source=source
-        ) from exc
+        return convert_odt(data, source=source) if extension == ".odt" else convert_epub(data, source=source)
+    from haiku.rag.ingest.formats_ooxml import convert_docx, convert_pptx, convert_xlsx
 
-    stream = DocumentStream(name=_docling_name(source, extension), stream=io.BytesIO(data))
-    try:
-        result = converter.convert(stream, raises_on_error=False)
-    except Exception as exc:  # docling wraps backend failures in many exception types
-        raise DamagedDocumentError(
-            f"{source}: docling could not read this {extension} file ({_one_line(exc)})",
-            source=source,
-        ) from exc
-    if result.status not in (ConversionStatus.SUCCESS, ConversionStatus.PARTIAL_SUCCESS):
-        reasons = "; ".join(e.error_message for e in result.errors) or str(result.status)
-        raise DamagedDocumentError(
-            f"{source}: docling could not read this {extension} file ({_one_line(reasons)})",
-            source=source,
-        )
-    document = result.document
-    if not any(True for _ in document.iterate_items()):
-        raise EmptyDocumentError(f"{source}: the document contains no text", source=source)
-    warnings = [f"{source}: docling: {_one_line(e.error_message)}" for e in result.errors]
-    return Conversion(
-        document=document,
-        mime_type=OFFICE_MIME_TYPES[extension],
-        title=_first_title(document),
-        warnings=warnings,
-    )
-
-
-@functools.cache
-def _docling_converter() -> Any:
-    """One DocumentConverter per process: building it loads docling's format backends."""
-    from docling.document_converter import DocumentConverter
-
-    return DocumentConverter()
-
-
-def _docling_name(source: str, extension: str) -> str:
-    """docling picks the backend from the stream name's extension."""
-    return source if source.lower().endswith(extension) else f"{source}{extension}"
+    converters = {".docx": convert_docx, ".pptx": convert_pptx, ".xlsx": convert_xlsx}
+    return converters[extension](data, source=source)
 
 
 def _first_title(document: DoclingDocument) -> str | None:
@@ -106,21 +60,17 @@ def _first_title(document: DoclingDocument) -> str | None:
     return None
 
 
-def _one_line(value: object) -> str:
-    return " ".join(str(value).split()) or type(value).__name__
-
-
 # --- native HTML --------------------------------------------------------------------------
 
 
 def convert_html(data: bytes, *, source: str) -> Conversion:
-    """A small HTML converter for when docling is absent: <title>, h1-h6, p / div text,
-    ul/ol items, tables (one row per <tr>, spans ignored), <pre> as code. Scripts, styles,
-    navigation and forms are skipped."""
+    """A small HTML converter: <title>, h1-h6, p / div text, ul/ol items, tables (one row per
+    <tr>, spans ignored), <pre> as code. Scripts, styles, navigation and forms are skipped."""
     text, warnings = decode_text(data, source=source)
     parser = _HtmlToDocling(DoclingDocument(name=source))
     parser.feed(text)
     parser.close()
+    parser.finish()
     if not any(True for _ in parser.doc.iterate_items()):
         raise EmptyDocumentError(f"{source}: the HTML page contains no text", source=source)
     return Conversion(
@@ -129,6 +79,20 @@ def convert_html(data: bytes, *, source: str) -> Conversion:
         title=parser.title or _first_title(parser.doc),
         warnings=warnings,
     )
+
+
+def html_into(doc: DoclingDocument, data: bytes, *, source: str, warnings: list[str]) -> None:
+    """Add one HTML page's items to ``doc`` (an EPUB's chapters, one after another); a page
+    with no text adds nothing."""
+    try:
+        text, decoded = decode_text(data, source=source)
+    except EmptyDocumentError:
+        return
+    warnings.extend(decoded)
+    parser = _HtmlToDocling(doc)
+    parser.feed(text)
+    parser.close()
+    parser.finish()
 
 
 SKIPPED_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "nav", "form"})
@@ -234,6 +198,13 @@ class _HtmlToDocling(HTMLParser):
             self._text.append(data)
 
     # -- output --
+
+    def finish(self) -> None:
+        """Keep the text after the last block's end (a page cut short, a bare fragment)."""
+        if self._cell is not None or self._table_rows is not None:
+            self._cell = None
+            self._add_table()
+        self._flush()
 
     def _flush(self) -> None:
         raw = "".join(self._text)
