@@ -111,3 +111,30 @@ async def test_with_tools_the_cited_rows_and_header_are_what_is_highlighted(libr
     (citation,) = done.citations
     assert citation.chunk_id == hit.chunk_id
     _check_highlight(citation, cited.content, table)
+
+
+async def test_a_table_chunk_swept_in_as_a_neighbour_is_highlighted_by_its_own_rows(library):
+    """Context expansion merges the table's chunks with the prose around the hit; citing one
+    of those neighbours must light that chunk's own rows and the header (its stored boxes), not
+    the whole table the doc item covers."""
+    from haiku.rag.citations import Citation
+
+    db, config, table = library
+    async with HaikuRAG(db, config, read_only=True) as client:
+        # the prose after the table is the hit; expansion sweeps the table's chunks in
+        hits = await client.search("smaller representation faster to decode vocabulary", limit=1)
+        expanded = await client.expand_context(hits)
+        table_chunks = {}
+        for result in expanded:
+            for chunk_id in result.chunk_boxes:
+                chunk = await client.get_chunk(chunk_id)
+                if "\n|-|" in chunk.content:
+                    table_chunks[chunk_id] = (result, chunk)
+    neighbours = {
+        cid: pair for cid, pair in table_chunks.items() if cid not in {h.chunk_id for h in hits}
+    }
+    assert neighbours, "no table chunk was swept in as a neighbour: the test shows nothing"
+    for chunk_id, (result, chunk) in neighbours.items():
+        citation = Citation.from_result(1, chunk_id, result)
+        assert citation.boxes == chunk.boxes
+        _check_highlight(citation, chunk.content, table)

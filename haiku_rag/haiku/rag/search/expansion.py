@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from haiku.rag.ingest.records import Box, ItemRecord
 from haiku.rag.store import schema as S
-from haiku.rag.store.documents import get_document, get_items, item_positions
+from haiku.rag.store.documents import boxes_from_json, get_document, get_items, item_positions
 from haiku.rag.store.engine import Store, sql_quote
 from haiku.rag.store.models import SearchResult
 
@@ -201,7 +201,11 @@ def _to_result(
     if len(passages) > 1:
         chunk_texts = {cid: "\n\n".join(i.text for i in group) for cid, group in passages}
         for cid, group in passages:
-            chunk_boxes.setdefault(cid, [b for i in group for b in i.boxes])
+            if cid not in chunk_boxes:
+                # a neighbour swept in: its own stored boxes (a table chunk's are its rows' cells
+                # and the header's; its items' boxes would be the whole table)
+                stored_boxes = boxes_from_json(owners.boxes.get(cid))
+                chunk_boxes[cid] = stored_boxes or [b for i in group for b in i.boxes]
             # a neighbour swept in: its own stored pages and path (its items' pages otherwise)
             stored = owners.chunks.get(cid)
             if stored is None:
@@ -236,6 +240,7 @@ def _to_result(
 class _Owners:
     refs: dict[str, list[str]]  # item ref -> the chunks holding it, in chunk order
     chunks: dict[str, tuple[list[int], list[str]]]  # chunk id -> (its pages, its heading path)
+    boxes: dict[str, str | None]  # chunk id -> its stored boxes (JSON, parsed only when cited)
 
 
 def _item_owners(store: Store, generation: str, first: int, last: int) -> _Owners:
@@ -251,17 +256,19 @@ def _item_owners(store: Store, generation: str, first: int, last: int) -> _Owner
         store.table(S.CHUNKS)
         .search()
         .where(f"generation = {sql_quote(generation)} AND `order` BETWEEN {int(first)} AND {int(last)}")
-        .select(["id", "order", "doc_item_refs", "page_numbers", "headings"])
+        .select(["id", "order", "doc_item_refs", "page_numbers", "headings", "boxes"])
         .limit(None)
         .to_list()
     )
     owners: dict[str, list[str]] = {}
     chunks: dict[str, tuple[list[int], list[str]]] = {}
+    boxes: dict[str, str | None] = {}
     for row in sorted(rows, key=lambda r: r["order"]):
         chunks[row["id"]] = (list(row["page_numbers"] or []), list(row["headings"] or []))
+        boxes[row["id"]] = row["boxes"]
         for ref in row["doc_item_refs"] or []:
             owners.setdefault(ref, []).append(row["id"])
-    return _Owners(owners, chunks)
+    return _Owners(owners, chunks, boxes)
 
 
 def _passages(
