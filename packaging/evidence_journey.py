@@ -140,7 +140,7 @@ class ScriptedModel(StubOpenAI):
                 if plan.answer:  # {n1}: the first decimal figure of the cited passage
                     figures = re.findall(r"\b\d\.\d{3}\b", chosen[1]) if chosen else []
                     return {"content": plan.answer.replace("{n1}", figures[0] if figures else "0.5")}
-                quoted = "\n".join(f"> {line}" for line in (chosen[1] if chosen else "nothing").split("\n")[:14])
+                quoted = "\n".join(f"> {line}" for line in (chosen[1] if chosen else "nothing").split("\n")[:24])
                 return {"content": f"The passage I was given reads:\n\n{quoted}"}
         return super().reply(body)
 
@@ -217,7 +217,12 @@ class EvidenceJourney(Journey):
                 wait_for(lambda: plan.done, f"the scripted answer to {question!r}", timeout=timeout)
             except JourneyError as exc:
                 print(f"  NO SCRIPTED ANSWER: {exc}", flush=True)
-        time.sleep(4.0)
+            else:  # the answer is finished when its badge shows (checked, cited, saved)
+                try:
+                    wait_for(lambda: find_badge(x.shot(self.tmp / "poll.png")) is not None, "the badge", timeout=90.0, every=2.0)
+                except JourneyError as exc:
+                    print(f"  NO BADGE: {exc}", flush=True)
+        time.sleep(2.0)
 
     def open_first_chip(self, x: XSession, png: Path) -> bool:
         """Click the chip left of the badge (any verdict's colour), in the chat pane only."""
