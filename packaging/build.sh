@@ -64,8 +64,8 @@ Check the bundle: ./haiku-desk --self-test   (offscreen; exits 0 when everything
 Application menu: ./install-desktop-entry.sh (--uninstall to remove)
 
 Chat models are not included: connect Ollama, an OpenAI-compatible server (LM Studio,
-llama.cpp, vLLM) or a hosted provider in the app's settings. Office formats (the docling
-extra) are not included; PDF, Markdown, text and code are.
+llama.cpp, vLLM) or a hosted provider in the app's settings. PDF, Word, PowerPoint, Excel,
+OpenDocument text, EPUB, HTML, Markdown, text and code are read.
 TXT
 
 echo "== archive $archive"

@@ -3,7 +3,8 @@
 haiku.rag parses documents in a worker process. In a frozen app ``sys.executable`` is the
 bundle's own executable, so the worker is started as ``haiku-desk --haiku-rag-parse-worker FD``
 and ``run_worker_if_requested()`` must turn that process into the worker before anything else
-(it returns at once otherwise). ``multiprocessing.freeze_support()`` does the same for any
+(it returns at once otherwise); the built-in model runtime's child (``haiku.rag.local_models``)
+is started the same way with ``--haiku-rag-model-worker FD``. ``multiprocessing.freeze_support()`` does the same for any
 library that spawns through ``multiprocessing``.
 """
 
@@ -17,6 +18,10 @@ if __name__ == "__main__":
         from haiku.rag.ingest.isolation import run_worker_if_requested
 
         run_worker_if_requested()
+    if sys.argv[1:2] == ["--haiku-rag-model-worker"]:  # the built-in llama.cpp runtime's child
+        from haiku.rag.local_models.runtime import run_worker_if_requested as run_model_worker
+
+        run_model_worker()
     # Started with no locale at all (env -i, some launchers), Qt warns and falls back to
     # C.UTF-8 by itself; say so up front instead.
     if not any(os.environ.get(name) for name in ("LC_ALL", "LC_CTYPE", "LANG")):
