@@ -274,3 +274,24 @@ def test_a_huge_document_name_is_bounded_in_the_source_line():
     )  # fmt: skip
     heading = passage_heading(passage, "A" * 2_000_000)
     assert len(heading) < 5_000 and heading.startswith('Source: "AAAA')
+
+
+def test_a_tools_search_return_names_papers_by_author_year_and_never_by_boilerplate():
+    from haiku.rag.capabilities.formatting import format_for_agent
+    from haiku.rag.store.models import SearchResult
+
+    def shown(title, uri="file:///x/AMCOR_2023Q2_10Q.pdf", meta=None):
+        result = SearchResult(
+            chunk_id="c" * 32, score=1.0, document_id="d", document_uri=uri,
+            document_title=title, document_meta=meta or {}, content="text", headings=["Notes"],
+        )  # fmt: skip
+        return format_for_agent(result, 1, 1).split("\n")[1]
+
+    assert shown("FORM 10-Q") == 'Source: "AMCOR_2023Q2_10Q.pdf" > "Notes"'
+    assert shown("UNITED STATES SECURITIES AND EXCHANGE COMMISSION").startswith('Source: "AMCOR_2023Q2')
+    paper = {"bibliographic": {"title": "Attention Is All You Need", "year": 2017,
+                               "creators": [{"family": "Vaswani"}, {"family": "Shazeer"}, {"family": "Parmar"}]}}  # fmt: skip
+    assert shown("Attention Is All You Need", meta=paper) == (
+        'Source: "Vaswani et al. (2017), \\"Attention Is All You Need\\"" > "Notes"'
+    )
+    assert shown("Field Guide to Lantern Otters") == 'Source: "Field Guide to Lantern Otters" > "Notes"'

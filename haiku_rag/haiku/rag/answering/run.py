@@ -446,9 +446,9 @@ async def _fallback(
         profile_for,
         tighten,
     )
-    from haiku.rag.answering.sources import document_names
     from haiku.rag.answering.support import recover_markers
     from haiku.rag.capabilities.rag import RAGCapability, RAGState
+    from haiku.rag.capabilities.sources import document_names
     from haiku.rag.models import model_settings as settings_of
 
     notices = ("analysis needs tools: answered from passages without it",) if options.analysis else ()
