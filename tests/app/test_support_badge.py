@@ -101,6 +101,11 @@ def test_a_supported_answer_stays_supported(qloop, qtbot, library, built, tmp_pa
         "Revenue was $2.1 billion for the quarter ended March 31, 2023 [1].",
     )  # fmt: skip
     assert widget.turn.support["verdict"] == "supported"
+    # the step line is rich text: the escaped question's apostrophe shows as one, not &#x27;
+    from PySide6.QtCore import Qt
+
+    assert "Freight&#x27;s" in widget.steps.text()  # escaped ...
+    assert widget.steps.textFormat() == Qt.TextFormat.RichText  # ... and rendered
     assert "Supported" in widget.badge.text() and "unsupported" not in widget.badge.text()
     assert UNSUPPORTED_MARK.strip() not in widget.answer.toPlainText()
 
