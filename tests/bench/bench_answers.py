@@ -172,11 +172,16 @@ async def run(args: argparse.Namespace) -> int:
     model.context_tokens = args.context
     model.temperature = 0.0
     records: list[dict[str, Any]] = []
+    if args.records and Path(args.records).exists():  # a run goes on where the file stops
+        records = [json.loads(line) for line in Path(args.records).open() if line.strip()]
+    done_before = {(r["profile"], r["id"]) for r in records}
     sink = open(args.records, "a") if args.records else None  # noqa: SIM115 - written as we go
     async with HaikuRAG(library / "library.lancedb", config, create=True) as client:
         ids = await ingest(client, root, questions)
         for profile in args.profiles.split(","):
             for q in questions:
+                if (profile, q["financebench_id"]) in done_before:
+                    continue
                 options = AnswerOptions(
                     mode="fallback", profile=profile, document_ids=(ids[q["doc_name"]],)  # type: ignore[arg-type]
                 )
