@@ -570,6 +570,9 @@ class ChatService(QObject):
                 options,
                 model=model,
                 model_settings=settings,
+                # the app's model setting, not the library config's: it picks the small-model
+                # profile for a model that cannot call tools
+                supports_tools=self.models.supports_tools() if model is not None else None,
                 cancel=token,
             ):
                 if isinstance(event, TextDelta):

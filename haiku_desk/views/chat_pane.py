@@ -106,7 +106,9 @@ SUPPORT_BADGES: dict[str, tuple[str, str]] = {
     ),
     "missing": (
         "#c62828",
-        "The answer cites nothing from your library: treat it with suspicion.",
+        "The answer cites no passage of your library, and none of its sentences could be "
+        "matched to the passages it was given: nothing shows where it comes from. Treat it "
+        "with suspicion and check the sources yourself.",
     ),
 }
 UNSUPPORTED_MARK = " ⚠"
@@ -149,11 +151,19 @@ def _short_sentence(text: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def linked_markers(markdown: str) -> str:
-    """``[2]`` / ``[1, 3]`` become links the answer view turns into citation activations."""
+def linked_markers(markdown: str, known: set[int] | None = None) -> str:
+    """``[2]`` / ``[1, 3]`` become links the answer view turns into citation activations; with
+    ``known`` (the answer's citation numbers) only those: a reference number quoted from a
+    document ("TableFormer [9]") stays text."""
     from haiku_desk.citations import replace_markers
 
-    return replace_markers(markdown, lambda numbers: " ".join(f"[[{n}]]({CITE_SCHEME}:{n})" for n in numbers))
+    def link(numbers: list[int]) -> str:
+        return " ".join(
+            f"[[{n}]]({CITE_SCHEME}:{n})" if known is None or n in known else f"\\[{n}\\]"
+            for n in numbers
+        )
+
+    return replace_markers(markdown, link)
 
 
 class FlowLayout(QLayout):
@@ -453,7 +463,8 @@ class TurnWidget(QFrame):
         self.steps.setVisible(bool(labels))
 
     def _render(self) -> None:
-        self.answer.setMarkdown(linked_markers(self.text))
+        known = {c.index for c in self.turn.citations} if self.turn.answer else None
+        self.answer.setMarkdown(linked_markers(self.text, known))
 
     def mark(self, status: str) -> None:
         self.status.setText(f"<i>{html.escape(status)}</i>")

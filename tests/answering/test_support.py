@@ -274,3 +274,65 @@ def test_a_huge_document_name_is_bounded_in_the_source_line():
     )  # fmt: skip
     heading = passage_heading(passage, "A" * 2_000_000)
     assert len(heading) < 5_000 and heading.startswith('Source: "AAAA')
+
+
+def test_a_tools_search_return_names_papers_by_author_year_and_never_by_boilerplate():
+    from haiku.rag.capabilities.formatting import format_for_agent
+    from haiku.rag.store.models import SearchResult
+
+    def shown(title, uri="file:///x/AMCOR_2023Q2_10Q.pdf", meta=None):
+        result = SearchResult(
+            chunk_id="c" * 32, score=1.0, document_id="d", document_uri=uri,
+            document_title=title, document_meta=meta or {}, content="text", headings=["Notes"],
+        )  # fmt: skip
+        return format_for_agent(result, 1, 1).split("\n")[1]
+
+    assert shown("FORM 10-Q") == 'Source: "AMCOR_2023Q2_10Q.pdf" > "Notes"'
+    assert shown("UNITED STATES SECURITIES AND EXCHANGE COMMISSION").startswith('Source: "AMCOR_2023Q2')
+    paper = {"bibliographic": {"title": "Attention Is All You Need", "year": 2017,
+                               "creators": [{"family": "Vaswani"}, {"family": "Shazeer"}, {"family": "Parmar"}]}}  # fmt: skip
+    assert shown("Attention Is All You Need", meta=paper) == (
+        'Source: "Vaswani et al. (2017), \\"Attention Is All You Need\\"" > "Notes"'
+    )
+    assert shown("Field Guide to Lantern Otters") == 'Source: "Field Guide to Lantern Otters" > "Notes"'
+
+
+def test_a_documents_own_reference_numbers_are_not_markers():
+    # a tools answer quoting its passage, with the paper's "[9]": checked against what it cites
+    cited = {1: "OTSL gives a 2x speed up over TableFormer [9] on PubTabNet [22]."}
+    text = "OTSL is 2 times faster than TableFormer [9]. It was tested on PubTabNet [22]."
+    check = check_answer(text, cited, grounding="grounded")
+    assert check.verdict == "supported", check.flagged
+    assert check_answer("OTSL is 3 times faster [9].", cited, grounding="grounded").verdict == (
+        "cited-unsupported"
+    )
+
+
+def test_multipliers_read_as_figures():
+    assert verdict("It was 2 times faster [1].", cited="a 2x speed up") == "supported"
+    assert verdict("It was 2x faster [1].", cited="a 2-fold speed up") == "supported"
+    assert verdict("It was 3x faster [1].", cited="a 2× speed up") == "cited-unsupported"
+
+
+def test_headings_and_titles_name_a_document_but_never_support_a_figure():
+    names = {1: 'Source: "Zephyr Freight Inc. — Form 10-Q, quarterly period ended March 31, 2023"\n'
+                "2305.03393v1-pg9\n5.1 Hyper Parameter Optimization"}  # fmt: skip
+    body = {1: "Training takes a while on 2,100 samples."}
+
+    def of(text: str) -> str:
+        return check_answer(text, body, names=names, grounding="grounded").verdict
+
+    assert of("Training takes 5.1 seconds [1].") == "cited-unsupported"
+    assert of("It used 2305 samples [1].") == "cited-unsupported"
+    assert of("Zephyr Freight trained on 2,100 samples [1].") == "supported"  # a name: identifies
+    assert of("In the quarter ended March 31, 2023 it used 2,100 samples [1].") == "supported"
+
+
+def test_a_time_of_day_is_one_claim():
+    check = check_answer("It ran from 22:00 to 04:00 [1].", {1: "It ran at night."}, grounding="grounded")
+    assert check.flagged[0].missing == ["22:00", "04:00"]
+    assert verdict("It ran from 22:00 to 04:00 [1].", cited="between 22:00 and 04:00") == "supported"
+
+
+def test_no_citation_reads_no_citations():
+    assert check_answer("Revenue was 5.", {}, grounding="missing").label == "No citations"

@@ -70,9 +70,10 @@ def make_pane(qtbot, library, built, tmp_path) -> ChatPane:
     return pane
 
 
-def answered(qloop, qtbot, library, built, tmp_path, reply: str):
+def answered(qloop, qtbot, library, built, tmp_path, reply: str, script=None):
     pane = make_pane(qtbot, library, built, tmp_path)
-    script = StreamingScript().play(ModelResponse(parts=[TextPart(reply)]))
+    script = script or StreamingScript()
+    script.play(ModelResponse(parts=[TextPart(reply)]))
     pane.models.use_model_instance(script.model, supports_tools=False)
     pane.input.setPlainText(QUESTION)
     pane.send_button.click()
@@ -101,6 +102,11 @@ def test_a_supported_answer_stays_supported(qloop, qtbot, library, built, tmp_pa
         "Revenue was $2.1 billion for the quarter ended March 31, 2023 [1].",
     )  # fmt: skip
     assert widget.turn.support["verdict"] == "supported"
+    # the step line is rich text: the escaped question's apostrophe shows as one, not &#x27;
+    from PySide6.QtCore import Qt
+
+    assert "Freight&#x27;s" in widget.steps.text()  # escaped ...
+    assert widget.steps.textFormat() == Qt.TextFormat.RichText  # ... and rendered
     assert "Supported" in widget.badge.text() and "unsupported" not in widget.badge.text()
     assert UNSUPPORTED_MARK.strip() not in widget.answer.toPlainText()
 
@@ -116,3 +122,27 @@ def test_partly_supported_says_how_many_and_marks_the_sentence(
     shown = widget.answer.toPlainText()
     assert f"Net income was $910 million [1].{UNSUPPORTED_MARK}" in shown
     assert f"$2,100 million [1].{UNSUPPORTED_MARK}" not in shown
+
+
+def test_a_model_that_cannot_call_tools_gets_the_small_profile_in_the_app(
+    qloop, qtbot, library, built, tmp_path
+):
+    from haiku.rag.answering.fallback import FALLBACK_INSTRUCTIONS, SMALL_INSTRUCTIONS
+
+    script = StreamingScript()
+    answered(qloop, qtbot, library, built, tmp_path, "Revenue was $2,100 million [1].", script)
+    assert SMALL_INSTRUCTIONS in script.seen[0].instructions
+    assert FALLBACK_INSTRUCTIONS not in script.seen[0].instructions
+
+
+def test_an_answer_without_citations_says_so_and_a_documents_reference_number_is_not_a_link(
+    qloop, qtbot, library, built, tmp_path
+):
+    from haiku_desk.views.chat_pane import linked_markers
+
+    _, widget = answered(qloop, qtbot, library, built, tmp_path, "It rained in Oslo City.")
+    assert "No citations" in widget.badge.text() and "Missing" not in widget.badge.text()
+    assert "cites no passage" in widget.badge.toolTip()
+    assert linked_markers("TableFormer [9] is slower [1].", {1}) == (
+        "TableFormer \\[9\\] is slower [[1]](cite:1)."
+    )

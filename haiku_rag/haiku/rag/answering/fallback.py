@@ -7,7 +7,7 @@ list the model was given: document text cannot add a passage or move a number, b
 model reads are the passage headers. A marker naming no passage is dropped.
 
 Each passage opens with a source line naming its document as a reader would
-(``answering.sources``: company, form and period for a filing; author–year–title for a paper),
+(``capabilities.sources``: company, form and period for a filing; author–year–title for a paper),
 then its text with every line quoted (``> ``), as the tools mode shows it: a ``Source:`` line
 or a ``---`` separator planted in a document stays inside its quote and cannot pass for ours.
 

@@ -43,7 +43,7 @@ from haiku.rag.answering.numbering import (
 )
 from haiku.rag.answering.options import AnswerOptions, ModeUsed
 from haiku.rag.answering.support import check_answer as check_support
-from haiku.rag.answering.support import covered_text
+from haiku.rag.answering.support import citation_name, covered_text
 from haiku.rag.citations import renumber_markers
 from haiku.rag.errors import ChatModelError, OperationCancelled
 
@@ -296,7 +296,11 @@ async def _tools(
     grounding = grounding_of(states)
     computed = _computed(work.state, kinds)
     support = check_support(
-        text, {c.index: covered_text(c) for c in citations}, grounding=grounding, question=question
+        text,
+        {c.index: covered_text(c) for c in citations},
+        names={c.index: citation_name(c) for c in citations},
+        grounding=grounding,
+        question=question,
     )
     yield Answered(
         text=text,
@@ -446,9 +450,9 @@ async def _fallback(
         profile_for,
         tighten,
     )
-    from haiku.rag.answering.sources import document_names
     from haiku.rag.answering.support import recover_markers
     from haiku.rag.capabilities.rag import RAGCapability, RAGState
+    from haiku.rag.capabilities.sources import document_names
     from haiku.rag.models import model_settings as settings_of
 
     notices = ("analysis needs tools: answered from passages without it",) if options.analysis else ()
@@ -494,12 +498,13 @@ async def _fallback(
     output = result.output
     cited = cite_markers(state, output, passages, epoch=len(work.messages))
     recovered: list[int] = []
-    # what each passage covers: its source line (the document as named) and its text
-    shown_texts = [
-        f"{passage_heading(p, names.get(p.document_id))}\n{p.content}" for p in passages
-    ]
+    # what each passage covers (its text) and how it was named (its source line)
+    shown_texts = [p.content for p in passages]
+    shown_names = [passage_heading(p, names.get(p.document_id)) for p in passages]
     if not cited and not REFUSAL_START.search(output):
-        output, recovered = recover_markers(output, shown_texts, question=question)
+        output, recovered = recover_markers(
+            output, shown_texts, question=question, names=shown_names
+        )
         for n in recovered:  # shown as citations; not declared (the model declared nothing)
             state.cite_result(passages[n - 1].chunk_id, passages[n - 1])
         cited = [(n, passages[n - 1].chunk_id) for n in recovered]
@@ -516,6 +521,7 @@ async def _fallback(
     support = check_support(
         text,
         covered,
+        names={marker_to_number[n]: shown_names[n - 1] for n, _ in cited},
         grounding=grounding,
         question=question,
         recovered=[marker_to_number[n] for n in recovered],
@@ -574,7 +580,10 @@ async def _search_only(
         mode="search-only",
         tokens=TokenFigures(),
         support=check_support(
-            text, {c.index: covered_text(c, whole=True) for c in citations}, grounding=grounding
+            text,
+            {c.index: covered_text(c, whole=True) for c in citations},
+            names={c.index: citation_name(c) for c in citations},
+            grounding=grounding,
         ),
     )
 

@@ -48,7 +48,7 @@ VERDICT_LABELS: dict[str, str] = {
     "partly-supported": "Partly supported",
     "cited-unsupported": "Cited but unsupported",
     "ungrounded": "Ungrounded",
-    "missing": "Missing",
+    "missing": "No citations",
 }
 
 
@@ -192,6 +192,7 @@ _NUMBER = re.compile(
     r"(?:\s?(?P<scale>thousands?|millions?|billions?|trillions?)\b"
     r"|(?P<short>bn|mn|mm|tn|[kmb])\b(?<=\w))?"
     r"(?:\s?(?P<pct>%|per\s?cent\b|percent\b))?"
+    r"(?:[x×](?![\w])|-?fold\b)?"  # "2x", "2×", "2-fold": the figure 2 ("2 times" reads 2 too)
     r"(?![\w])"
 )
 # A table's or a statement's declared unit: "(in millions)", "in thousands of dollars".
@@ -208,6 +209,7 @@ _ENTITY = re.compile(
     rf"{_CAP_WORD}(?:\s+(?:(?:of|and|&|de|du|la|le|von|van|der|for|the)\s+)?{_CAP_WORD})+"
 )
 _QUOTE = re.compile(r"[\"“”]([^\"“”\n]{3,300})[\"“”]")
+_TIME = re.compile(r"(?<![\w.:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])")
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
 
 
@@ -327,10 +329,14 @@ def _phrase_found(phrase: str, folded_text: str) -> bool:
 
 
 class _Cited:
-    """A cited text, read once: its figures, dates and folded text."""
+    """A cited text, read once: its figures, dates and folded text; ``name`` (the document's
+    source line, title, headings) counts for names and dates only."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, name: str = "") -> None:
         self.folded = _fold(text)
+        self.name_folded = _fold(name)
+        self.name_dates = {d for _, d, _ in _dates(name)}
+        self.name_years = {int(y) for y in _YEAR.findall(name)}
         self.numbers = _numbers(text, claims=False)
         self.declared = sorted(
             {_SCALES[m.group(1).lower()] for m in _DECLARED_SCALE.finditer(text)}
@@ -351,6 +357,9 @@ def _claims(sentence: str, question_years: set[int]) -> list[tuple[str, object]]
     for written, date, (s, e) in _dates(body):
         claims.append(("date", (written, date)))
         masked[s:e] = " " * (e - s)
+    for time in _TIME.finditer("".join(masked)):  # "22:00" is one claim, not 22 and 00
+        claims.append(("quote", time.group(0)))
+        masked[time.start() : time.end()] = " " * len(time.group(0))
     plain = "".join(masked)
     for name in _entities(plain):
         claims.append(("entity", name))
@@ -376,47 +385,63 @@ def _holds(kind: str, claim: object, cited: _Cited) -> bool:
         return _number_found(cast(_Number, claim), cited.numbers, cited.declared)
     if kind == "date":
         year, month, day = cast(tuple[str, tuple[int, int, int]], claim)[1]
-        if (year, month, day) in cited.dates:
-            return True
+        if (year, month, day) in cited.dates or (year, month, day) in cited.name_dates:
+            return True  # the period a filing's source line names identifies the passage
         if day:  # "March 31" and the year apart, as a table's header splits them
             return (month, day) in cited.days and year in cited.years
         return any(d[0] == year and d[1] == month for d in cited.dates)
     if kind == "quote":
         return _fold(str(claim)).strip(" .,") in cited.folded
-    return _phrase_found(str(claim), cited.folded)
+    return _phrase_found(str(claim), cited.folded) or _phrase_found(str(claim), cited.name_folded)
 
 
 # --- the check ------------------------------------------------------------------------------
 
 
-def covered_text(citation: Citation, *, whole: bool = False, source: str = "") -> str:
-    """What a citation covers: its document's name and headings, and the chunk it cites (a
-    tools answer cites one chunk of a widened passage, each shown under its own id), or with
-    ``whole`` the passage it was shown in (a fallback answer's ``[n]`` names a whole passage)."""
-    body = citation.content if whole or not citation.matched_text else citation.matched_text
-    name = [source] if source else []
-    return "\n".join([*name, citation.document_title or "", *citation.headings, body])
+def covered_text(citation: Citation, *, whole: bool = False) -> str:
+    """What a citation covers: the chunk it cites (a tools answer cites one chunk of a widened
+    passage, each shown under its own id), or with ``whole`` the passage it was shown in (a
+    fallback answer's ``[n]`` names a whole passage). Figures and quotes must be found here."""
+    return citation.content if whole or not citation.matched_text else citation.matched_text
 
+
+def citation_name(citation: Citation, source: str = "") -> str:
+    """How a citation's document is named (its source line, title and headings): it may
+    identify (a company, a period) but never supports a figure: a heading "5.1 Results" does
+    not make "5.1 seconds" true."""
+    return "\n".join([source, citation.document_title or "", *citation.headings])
 
 
 def check_answer(
     text: str,
     cited: Mapping[int, str],
     *,
+    names: Mapping[int, str] | None = None,
     grounding: str = "missing",
     question: str = "",
     recovered: Sequence[int] = (),
 ) -> SupportCheck:
-    """Check ``text`` against ``cited`` (citation number -> the text that citation covers).
+    """Check ``text`` against ``cited`` (citation number -> the text that citation covers);
+    ``names`` (citation number -> its document's source line, title, headings) may hold a
+    sentence's names and dates, never its figures or quotes.
 
-    A sentence's markers name its citations; a marker naming no citation cites nothing. An
-    answer that cites but carries no marker at all (a tools answer cited through the cite
-    tool) has each of its sentences checked against everything it cites. ``grounding`` is the
-    ledger's (``ungrounded`` when the answer declared nothing supports it)."""
+    A sentence's markers name its citations. A ``[n]`` naming no citation is not a marker
+    (document text quoted into an answer carries its own reference numbers, "TableFormer
+    [9]"). An answer that cites but carries no marker naming a citation (a tools answer cited
+    through the cite tool) has each of its sentences checked against everything it cites.
+    ``grounding`` is the ledger's (``ungrounded`` when the answer declared nothing supports
+    it)."""
+    names = names or {}
     question_years = {int(y) for y in _YEAR.findall(question)}
-    texts = {n: _Cited(t) for n, t in cited.items()}
-    unmarked = not MARKER.search(text)
-    union = _Cited("\n\n".join(cited.values())) if unmarked and cited else None
+    texts = {n: _Cited(t, names.get(n, "")) for n, t in cited.items()}
+    unmarked = not any(
+        n in texts for m in MARKER.finditer(text) for n in marker_numbers(m)
+    )
+    union = (
+        _Cited("\n\n".join(cited.values()), "\n".join(names.values()))
+        if unmarked and cited
+        else None
+    )
     checks: list[SentenceCheck] = []
     for start, end in split_sentences(text):
         sentence = text[start:end]
@@ -461,16 +486,18 @@ def _verdict(checks: Sequence[SentenceCheck], cites: bool, grounding: str) -> Ve
     return "partly-supported"
 
 
-def recover_markers(text: str, passages: Sequence[str], *, question: str = "") -> tuple[str, list[int]]:
+def recover_markers(
+    text: str, passages: Sequence[str], *, question: str = "", names: Sequence[str] = ()
+) -> tuple[str, list[int]]:
     """``text`` with ``[n]`` after each sentence whose claims are all found in passage ``n``
     and in no other passage (1-based, as the model was shown them), and the numbers added.
 
     A sentence without checkable claims, or whose claims are spread over passages or found in
     several, stays uncited: only an exact match is cited."""
-    if MARKER.search(text) or not passages:
+    if MARKER.search(text) or not passages:  # (a marker the model wrote: nothing to recover)
         return text, []
     question_years = {int(y) for y in _YEAR.findall(question)}
-    read = [_Cited(p) for p in passages]
+    read = [_Cited(p, names[i] if i < len(names) else "") for i, p in enumerate(passages)]
     pieces: list[str] = []
     added: list[int] = []
     last = 0

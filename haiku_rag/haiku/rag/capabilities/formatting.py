@@ -18,6 +18,7 @@ import json
 import re
 
 from haiku.rag.bounds import bounded_source
+from haiku.rag.capabilities.sources import document_name
 from haiku.rag.store.models import SearchResult
 
 RESULT_SEPARATOR = "\n\n---\n\n"
@@ -91,7 +92,7 @@ def result_ids(text: str) -> list[str]:
 
 
 def format_for_agent(result: SearchResult, rank: int, total: int) -> str:
-    lines = [f"[{result.chunk_id}] [rank {rank} of {total}]", f"Source: {source_line(result)}"]
+    lines = [f"[{result.chunk_id}] [rank {rank} of {total}]", f"Source: {named_source_line(result)}"]
     label = primary_label(result)
     if label:
         lines.append(f"Type: {label}")
@@ -150,6 +151,19 @@ def source_line(result: SearchResult) -> str:
     title = result.document_title or result.document_uri
     headings = [h for h in result.headings if h != title]
     parts = bounded_source(title, headings)  # a 5 MB title must not ride along with every result
+    return " > ".join(json.dumps(part, ensure_ascii=False) for part in parts)
+
+
+def named_source_line(result: SearchResult) -> str:
+    """``source_line`` with the document named as a reader would from its record: author–year
+    and title for a paper, the file name for a boilerplate title ("FORM 10-Q"); a plain title
+    stays as it is. (The no-tools path also reads a filing's cover page: capabilities.sources.)"""
+    title = result.document_title or result.document_uri
+    name = document_name(result.document_title, result.document_uri, result.document_meta)
+    if name == title:
+        return source_line(result)
+    headings = [h for h in result.headings if h != title]
+    parts = bounded_source(" ".join(name.split()), headings)
     return " > ".join(json.dumps(part, ensure_ascii=False) for part in parts)
 
 
