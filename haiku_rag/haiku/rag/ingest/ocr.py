@@ -623,7 +623,7 @@ def _detect(engine: Any, bgr: Any, on_work: Callable[[], None] | None = None) ->
     line to the next column's line in the same row (CER 37 %)."""
     height, width = bgr.shape[:2]
     rows = max(DET_STRIP_MIN_ROWS, DET_STRIP_PIXELS // max(1, width))
-    if height * width <= DET_STRIP_PIXELS * 3 // 2 or height < 2 * rows:
+    if height * width <= DET_STRIP_PIXELS * 3 // 2 or height <= rows:
         boxes, _ = engine.text_det(bgr)
         return [] if boxes is None or len(boxes) == 0 else list(engine.sorted_boxes(boxes))
     return _detect_in_strips(engine, bgr, rows, on_work)
