@@ -673,7 +673,7 @@ def _detect_in_strips(
         if boxes is None:
             continue
         for quad in boxes:
-            quad = np.asarray(quad, dtype=np.float32) + np.float32([0, top])
+            quad = np.asarray(quad, dtype=np.float32) + np.array([0, top], dtype=np.float32)
             centre = float(quad[:, 1].mean())
             if keep_from <= centre < keep_to:
                 found.append(quad)
