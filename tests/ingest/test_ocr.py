@@ -113,7 +113,11 @@ def test_a_scanned_page_is_recognised_with_its_boxes_where_the_text_was_drawn():
     boxes = _phrase_boxes(conversion)
     assert boxes and all(_overlaps(box, drawn) for box in boxes)
     recognising = [p for p in seen if p.stage is Stage.RECOGNISING]
-    assert [(p.done, p.total) for p in recognising] == [(0, 1), (1, 1)]
+    # 0 of 1 (repeated while the page's work moves on, as often as the machine is slow),
+    # then 1 of 1
+    reported = [(p.done, p.total) for p in recognising]
+    assert reported[0] == (0, 1) and reported[-1] == (1, 1)
+    assert set(reported[1:-1]) <= {(0, 1)}
 
 
 @pytest.mark.parametrize("turn", [90, 270])
