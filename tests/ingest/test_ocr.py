@@ -113,7 +113,11 @@ def test_a_scanned_page_is_recognised_with_its_boxes_where_the_text_was_drawn():
     boxes = _phrase_boxes(conversion)
     assert boxes and all(_overlaps(box, drawn) for box in boxes)
     recognising = [p for p in seen if p.stage is Stage.RECOGNISING]
-    assert [(p.done, p.total) for p in recognising] == [(0, 1), (1, 1)]
+    # 0 of 1 (repeated while the page's work moves on, as often as the machine is slow),
+    # then 1 of 1
+    reported = [(p.done, p.total) for p in recognising]
+    assert reported[0] == (0, 1) and reported[-1] == (1, 1)
+    assert set(reported[1:-1]) <= {(0, 1)}
 
 
 @pytest.mark.parametrize("turn", [90, 270])
@@ -253,7 +257,7 @@ def test_scans_and_png_files_are_found_by_cli_full_text_search_with_their_boxes(
 def test_a_page_the_engine_fails_on_stays_needing_ocr_and_the_rest_is_kept(monkeypatch):
     from haiku.rag.ingest import ocr
 
-    def broken(image, cancel=None):
+    def broken(image, cancel=None, on_work=None):
         raise RuntimeError("onnxruntime exploded")
 
     # detection runs a page ahead, on its own thread: its failure is still this page's
@@ -787,21 +791,21 @@ def _pipeline_log(monkeypatch, on_read=None):
     detect, read = ocr.detect_lines, ocr.read_lines
     counts = {"detect": 0, "read": 0}
 
-    def detecting(image, cancel=None):
+    def detecting(image, cancel=None, on_work=None):
         index = counts["detect"]
         counts["detect"] += 1
         log.append(("detect", index, threading.current_thread().name))
         if index == 1:
             detected_second.set()
-        return detect(image, cancel)
+        return detect(image, cancel, on_work)
 
-    def reading(page, cancel=None):
+    def reading(page, cancel=None, on_work=None):
         index = counts["read"]
         counts["read"] += 1
         log.append(("read", index, threading.current_thread().name))
         if on_read is not None:
             on_read(index)
-        return read(page, cancel)
+        return read(page, cancel, on_work)
 
     monkeypatch.setattr(ocr, "detect_lines", detecting)
     monkeypatch.setattr(ocr, "read_lines", reading)
@@ -857,10 +861,10 @@ def test_cancelling_while_the_next_page_is_detected_stops_before_any_further_pag
     log, detected_second = _pipeline_log(monkeypatch, cancel_on_the_first_read)
     counted = ocr.detect_lines
 
-    def tracked(image, cancel=None):
+    def tracked(image, cancel=None, on_work=None):
         detecting.append(1)
         try:
-            return counted(image, cancel)
+            return counted(image, cancel, on_work)
         finally:
             detecting.pop()
 
@@ -882,9 +886,9 @@ def test_pages_of_successive_documents_are_detected_on_one_thread(monkeypatch):
     threads = []
     detect = ocr.detect_lines
 
-    def recording(image, cancel=None):
+    def recording(image, cancel=None, on_work=None):
         threads.append(threading.current_thread())  # the object: an ident can be reused
-        return detect(image, cancel)
+        return detect(image, cancel, on_work)
 
     monkeypatch.setattr(ocr, "detect_lines", recording)
     image, _ = _text_image()

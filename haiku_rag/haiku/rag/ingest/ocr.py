@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -478,17 +478,21 @@ def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
     return read_lines(detect_lines(image, cancel), cancel)
 
 
-def detect_lines(image: Any, cancel: CancelToken | None = None) -> DetectedPage:
+def detect_lines(
+    image: Any, cancel: CancelToken | None = None, on_work: Callable[[], None] | None = None
+) -> DetectedPage:
     """The first half of ``recognise``: the page's lines detected and its orientation
-    voted, on the image brought to a working resolution first (``_working_scale``)."""
+    voted, on the image brought to a working resolution first (``_working_scale``).
+    ``on_work`` is called (from this thread) after each part of the detection, so that a
+    caller can show that a long page is moving (the parse worker's no-progress bound)."""
     import numpy as np
 
     engine = _load_engine()
     bgr = np.ascontiguousarray(image[..., ::-1])
-    scale, boxes = _working_scale(engine, bgr)
+    scale, boxes = _working_scale(engine, bgr, on_work)
     if scale != 1.0:
         bgr = _shrink(bgr, scale)
-        boxes = _detect(engine, bgr)
+        boxes = _detect(engine, bgr, on_work)
     height, width = bgr.shape[:2]
     if not boxes:
         return DetectedPage(bgr, [], 0, width, height, scale)
@@ -499,7 +503,7 @@ def detect_lines(image: Any, cancel: CancelToken | None = None) -> DetectedPage:
         # horizontal lines, finds vertical ones less well (cardinal's sideways pages: CER
         # 1.8 % detected again, 12-22 % with the turned boxes). Which quarter turn was
         # voted on the sideways lines, so this is the page's last detection.
-        boxes = _detect(engine, upright)
+        boxes = _detect(engine, upright, on_work)
     check_cancelled(cancel)
     if boxes and _upside_down(engine, upright, boxes):
         # Detected again, not the upside-down boxes turned: those lie 1-4 px off the lines
@@ -507,7 +511,7 @@ def detect_lines(image: Any, cancel: CancelToken | None = None) -> DetectedPage:
         # cardinal's upside-down page read worse (CER 1.72 % -> 2.05 %, session 11).
         rotation = (rotation + 180) % 360
         upright = _rotate(bgr, rotation)
-        boxes = _detect(engine, upright)
+        boxes = _detect(engine, upright, on_work)
     check_cancelled(cancel)
     return DetectedPage(upright, boxes, rotation, width, height, scale)
 
@@ -529,17 +533,21 @@ WORKING_LINE_PX = 32
 PROBE_SIDE = 1700
 
 
-def _working_scale(engine: Any, bgr: Any) -> tuple[float, list[Any]]:
+def _working_scale(
+    engine: Any, bgr: Any, on_work: Callable[[], None] | None = None
+) -> tuple[float, list[Any]]:
     """How much to shrink ``bgr`` (image pixels per working pixel; 1: not at all), and the
     lines detected on the image as given when it stays as it is."""
     longest = max(bgr.shape[:2])
     if longest > PROBE_SIDE:
         probe_scale = longest / PROBE_SIDE
         line = _median_line_height(_detect(engine, _shrink(bgr, probe_scale))) * probe_scale
+        if on_work is not None:
+            on_work()
         if line > MAX_LINE_PX:
             return line / WORKING_LINE_PX, []
-        return 1.0, _detect(engine, bgr)
-    boxes = _detect(engine, bgr)
+        return 1.0, _detect(engine, bgr, on_work)
+    boxes = _detect(engine, bgr, on_work)
     line = _median_line_height(boxes)
     if line > MAX_LINE_PX:
         return line / WORKING_LINE_PX, []
@@ -572,13 +580,16 @@ def _shrink(bgr: Any, scale: float) -> Any:
     return cv2.resize(bgr, size, interpolation=cv2.INTER_AREA)
 
 
-def read_lines(page: DetectedPage, cancel: CancelToken | None = None) -> OcrResult:
+def read_lines(
+    page: DetectedPage, cancel: CancelToken | None = None, on_work: Callable[[], None] | None = None
+) -> OcrResult:
     """The second half of ``recognise``: the detected lines read, their quads mapped back
-    into the image as given."""
+    into the image as given. ``on_work`` is called after each line is read (from the
+    recognition threads)."""
     if not page.quads:
         return OcrResult([], page.rotation)
     check_cancelled(cancel)
-    texts = _recognise_lines(_load_engine(), page.upright, page.quads, cancel)
+    texts = _recognise_lines(_load_engine(), page.upright, page.quads, cancel, on_work)
     rotation = page.rotation
     direction = _DIRECTION_FOR_ROTATION[rotation]
     lines = []
@@ -602,7 +613,7 @@ def _scaled(point: Point, scale: float) -> Point:
     return point if scale == 1.0 else (point[0] * scale, point[1] * scale)
 
 
-def _detect(engine: Any, bgr: Any) -> list[Any]:
+def _detect(engine: Any, bgr: Any, on_work: Callable[[], None] | None = None) -> list[Any]:
     """Detected line quadrilaterals, in reading order. Detection sees the page at the
     render's full resolution: on a scaled-down copy (longer side 1024 or 1408 px) the
     detector joins lines across a two-column gap and crops them tighter, and linn's
@@ -610,10 +621,65 @@ def _detect(engine: Any, bgr: Any) -> list[Any]:
     tried 0.75 and 0.85 of the page with the lines still cropped from the full page: linn
     held (1.85 %, text-map dilation off), but on the skewed scan the detector joined a short
     line to the next column's line in the same row (CER 37 %)."""
-    boxes, _ = engine.text_det(bgr)
-    if boxes is None or len(boxes) == 0:
+    height, width = bgr.shape[:2]
+    rows = max(DET_STRIP_MIN_ROWS, DET_STRIP_PIXELS // max(1, width))
+    if height * width <= DET_STRIP_PIXELS * 3 // 2 or height <= rows:
+        boxes, _ = engine.text_det(bgr)
+        return [] if boxes is None or len(boxes) == 0 else list(engine.sorted_boxes(boxes))
+    return _detect_in_strips(engine, bgr, rows, on_work)
+
+
+# A detector input of 16 Mpx (a poster-size page rendered at ``MAX_RENDER_SIDE``, 4000 x 4000)
+# peaked at 2.4 GB of address space in onnxruntime (the same page's 1.7 Mpx probe and then
+# the full page: 2.9 GB), over a parse worker's 3 GB share once anything else was mapped: the
+# detection failed with std::bad_alloc and the page was stored as "OCR recognised no text"
+# (ocrmypdf's hugemono page, session 14). An image above 1.5 x ``DET_STRIP_PIXELS`` is
+# detected in horizontal strips of about that many pixels (at least ``DET_STRIP_MIN_ROWS``
+# rows: RapidOCR scales an input whose shorter side is under 736 px up to it), overlapping
+# by ``DET_STRIP_OVERLAP`` rows; a line is kept from the strip whose middle part holds its
+# centre, so a line up to that overlap thick lies whole in the strip it is kept from. Lines
+# run along the strips (a sideways page is detected again once turned upright). A strip
+# without contrast (``BLANK_CONTRAST`` grey levels between its darkest and lightest pixel)
+# holds no text and is not detected: a large page with a little text costs the strips that
+# hold it.
+DET_STRIP_PIXELS = 4_000_000
+DET_STRIP_MIN_ROWS = 1024
+DET_STRIP_OVERLAP = 256
+BLANK_CONTRAST = 32
+
+
+def _detect_in_strips(
+    engine: Any, bgr: Any, rows: int, on_work: Callable[[], None] | None
+) -> list[Any]:
+    import numpy as np
+
+    height = bgr.shape[0]
+    gray = bgr.min(axis=2)
+    darkest, lightest = gray.min(axis=1), gray.max(axis=1)
+    step = rows - DET_STRIP_OVERLAP
+    starts = list(range(0, height - rows, step)) + [height - rows]
+    found: list[Any] = []
+    for index, top in enumerate(starts):
+        bottom = top + rows
+        # the rows whose lines this strip keeps: from the middle of the overlap above it to
+        # the middle of the overlap below it
+        keep_from = 0 if index == 0 else (top + starts[index - 1] + rows) / 2
+        keep_to = height if index == len(starts) - 1 else (starts[index + 1] + bottom) / 2
+        if int(lightest[top:bottom].max()) - int(darkest[top:bottom].min()) < BLANK_CONTRAST:
+            continue
+        boxes, _ = engine.text_det(np.ascontiguousarray(bgr[top:bottom]))
+        if on_work is not None:
+            on_work()
+        if boxes is None:
+            continue
+        for quad in boxes:
+            quad = np.asarray(quad, dtype=np.float32) + np.array([0, top], dtype=np.float32)
+            centre = float(quad[:, 1].mean())
+            if keep_from <= centre < keep_to:
+                found.append(quad)
+    if not found:
         return []
-    return list(engine.sorted_boxes(boxes))
+    return list(engine.sorted_boxes(np.stack(found)))
 
 
 def _upside_down(engine: Any, upright: Any, boxes: Sequence[Any]) -> bool:
@@ -684,7 +750,11 @@ def _distance(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def _recognise_lines(
-    engine: Any, upright: Any, quads: list[Any], cancel: CancelToken | None
+    engine: Any,
+    upright: Any,
+    quads: list[Any],
+    cancel: CancelToken | None,
+    on_work: Callable[[], None] | None = None,
 ) -> list[tuple[str, float]]:
     """RapidOCR's recogniser, one line per model call, on ``REC_THREADS`` threads at once
     (cancellable between lines), with our own CTC decoding that restores word spaces. Each
@@ -700,7 +770,10 @@ def _recognise_lines(
         crop = engine.get_crop_img_list(upright, [quad])[0]
         line = line_input(crop, rec_height, rec_width, bucket)
         prediction = recogniser.session(line)[0][0]
-        return decode_with_spaces(prediction, line[0], characters, REC_WIDTH_SCALE)
+        text = decode_with_spaces(prediction, line[0], characters, REC_WIDTH_SCALE)
+        if on_work is not None:
+            on_work()
+        return text
 
     pool = _recognition_pool()
     if pool is None or len(quads) < 2:

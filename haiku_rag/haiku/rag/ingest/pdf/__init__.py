@@ -284,26 +284,44 @@ def _recognise_pages(
     warnings: list[str],
 ) -> list[int]:
     """OCR the pages that need it, in place; returns the pages that got text. Progress is
-    reported per page ("recognising text 3/12"), which also keeps the parse worker's
-    no-progress timeout from firing on a long scan.
+    reported per page ("recognising text 3/12"), and while one page's work moves on
+    (``_PageReporter``), which keeps the parse worker's no-progress timeout from firing on a
+    long scan or one large page.
 
     Pipelined one page ahead: while a page's lines are read (``read_lines``, on the
     recognition threads), the next page is rendered and its lines detected (``_OcrAhead``,
     one thread); on 2 cores that fills the core the serial parts of a page (render,
     detection's pre- and post-processing, cropping, the last lines, this page's layout)
     left idle. Pages are still read, analysed and reported one by one, in order."""
+    todo = [i for i, p in enumerate(pages) if p.page_no in images_of]
+    reporter = _PageReporter(progress, source, len(todo))
+    reporter.report(0)
+    try:
+        return _read_pages(doc, pages, todo, images_of, ocr, cancel, warnings, reporter)
+    finally:
+        reporter.close()  # no report from an OCR thread still running after this
+
+
+def _read_pages(
+    doc: pymupdf.Document,
+    pages: list[Page],
+    todo: list[int],
+    images_of: dict[int, list],
+    ocr: OcrOptions,
+    cancel: CancelToken | None,
+    warnings: list[str],
+    reporter: _PageReporter,
+) -> list[int]:
     from haiku.rag.ingest.ocr import OcrUnavailableError, read_lines
 
-    todo = [i for i, p in enumerate(pages) if p.page_no in images_of]
     recognised: list[int] = []
-    report_progress(progress, Progress(Stage.RECOGNISING, source=source, done=0, total=len(todo)))
-    with _OcrAhead(doc, [pages[i].page_no for i in todo], ocr.dpi, cancel) as ahead:
+    with _OcrAhead(doc, [pages[i].page_no for i in todo], ocr.dpi, cancel, reporter.work) as ahead:
         for done, index in enumerate(todo, start=1):
             check_cancelled(cancel)
             page_no = pages[index].page_no
             try:
                 rendered, detected = ahead.next_page()
-                lines = rendered_lines(rendered, read_lines(detected, cancel))
+                lines = rendered_lines(rendered, read_lines(detected, cancel, reporter.work))
             except OperationCancelled:
                 raise
             except OcrUnavailableError as exc:
@@ -323,10 +341,57 @@ def _recognise_pages(
                     recognised.append(page_no)
                 else:
                     warnings.append(f"page {page_no}: OCR recognised no text on it")
-            report_progress(
-                progress, Progress(Stage.RECOGNISING, source=source, done=done, total=len(todo))
-            )
+            reporter.report(done)
     return recognised
+
+
+class _PageReporter:
+    """The RECOGNISING reports of ``_recognise_pages``: one per page read, and in between,
+    at most one a ``WORK_REPORT_SECONDS`` while a page's work moves on (a detection strip
+    done, a line read; ``work``, called from the OCR threads). One page of a large scan is
+    minutes of work on a slow machine: the parse worker's watchdog, which stops a parse that
+    reports nothing for ``processing.parse_timeout_seconds``, must see it moving, and only
+    when it does (a page stuck in one call still times out). Reports are sent one at a time
+    (the worker's progress callback writes to its socket)."""
+
+    WORK_REPORT_SECONDS = 2.0
+
+    def __init__(self, progress: ProgressCallback | None, source: str, total: int) -> None:
+        self._progress, self._source, self._total = progress, source, total
+        self._lock = threading.Lock()
+        self._done = 0
+        self._last = 0.0
+
+    def report(self, done: int) -> None:
+        import time
+
+        with self._lock:
+            if self._progress is None:
+                return
+            self._done = done
+            self._send()
+            self._last = time.monotonic()
+
+    def close(self) -> None:
+        with self._lock:
+            self._progress = None
+
+    def work(self) -> None:
+        import time
+
+        if self._progress is None:
+            return
+        now = time.monotonic()
+        with self._lock:
+            if self._progress is not None and now - self._last >= self.WORK_REPORT_SECONDS:
+                self._last = now
+                self._send()
+
+    def _send(self) -> None:
+        report_progress(
+            self._progress,
+            Progress(Stage.RECOGNISING, source=self._source, done=self._done, total=self._total),
+        )
 
 
 class _OcrAhead:
@@ -342,9 +407,14 @@ class _OcrAhead:
     compiled it again for every scan."""
 
     def __init__(
-        self, doc: pymupdf.Document, page_nos: list[int], dpi: int, cancel: CancelToken | None
+        self,
+        doc: pymupdf.Document,
+        page_nos: list[int],
+        dpi: int,
+        cancel: CancelToken | None,
+        on_work: Callable[[], None] | None = None,
     ) -> None:
-        self._doc, self._dpi, self._cancel = doc, dpi, cancel
+        self._doc, self._dpi, self._cancel, self._on_work = doc, dpi, cancel, on_work
         self._waiting = iter(page_nos)
         self._executor = _ahead_thread()
         self._in_flight: Future[tuple[RenderedPage, DetectedPage]] | None = None
@@ -372,7 +442,7 @@ class _OcrAhead:
         check_cancelled(self._cancel)
         with MUPDF_LOCK:
             rendered = render_page(self._doc.load_page(page_no - 1), self._dpi)
-        return rendered, detect_lines(rendered.image, self._cancel)
+        return rendered, detect_lines(rendered.image, self._cancel, self._on_work)
 
     def next_page(self) -> tuple[RenderedPage, DetectedPage]:
         current = self._in_flight
