@@ -204,7 +204,7 @@ _HTML_TYPES = frozenset({"application/xhtml+xml", "text/html", "application/x-dt
 
 def convert_epub(data: bytes, *, source: str) -> Conversion:
     """The spine's XHTML chapters in order, through the HTML converter, into one document."""
-    from haiku.rag.ingest.office import html_into
+    from haiku.rag.ingest.formats_html import html_into
 
     package = open_package(data, source=source, kind="EPUB")
     warnings: list[str] = []
