@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -286,3 +286,31 @@ class ConversationStore:
                 yield exc
             except FileNotFoundError:  # deleted meanwhile
                 continue
+
+    def adopt(
+        self,
+        legacy: ConversationStore,
+        here: set[str],
+        report: Callable[[str, BaseException], object],
+    ) -> int:
+        """Move the conversations of ``legacy`` (saved before they belonged to a library) here
+        when every document they cite is among ``here`` (one citing nothing moves into the
+        first library opened); others stay for the library they belong to. A move that fails
+        is reported and leaves the conversation where it was. Returns how many moved."""
+        if legacy.directory == self.directory or not legacy.directory.is_dir():
+            return 0
+        moved = 0
+        for item in list(legacy.records()):
+            if isinstance(item, ConversationFileError):
+                continue
+            cited = {c.document_id for t in item.turns for c in t.citations}
+            if not cited <= here or self.path_of(item.id).exists():
+                continue
+            try:
+                self.save(item)  # written whole in the library first, then removed
+                legacy.delete(item.id)
+            except OSError as exc:
+                report(f"Moving the conversation {item.title!r} into the library failed", exc)
+                continue
+            moved += 1
+        return moved

@@ -418,7 +418,7 @@ def test_stop_while_streaming_is_a_cancellation_and_the_conversation_goes_on(
         assert snapshot(chat) == before  # history, state, answered turns, the saved file
         assert record.turns[-1].stopped
         assert errors(notifications) == []
-        assert chat._run_token is None
+        assert chat.questions._run_token is None  # the run token goes with the run
 
         models.use_model_instance(
             StreamingScript().play(search("otters glass eels"), cite_top(1), answer("Eels.")).model
