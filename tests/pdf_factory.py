@@ -628,7 +628,9 @@ def _columns_for(rows: list[list[str]], x0: float, size: float, gap: float) -> l
     return columns
 
 
-def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfLayout, DrawnTable]:
+def make_table_pdf(
+    path: str | Path, kind: str, *, rows: int = 28, caption_in_pieces: bool = False
+) -> tuple[PdfLayout, DrawnTable]:
     """A page (or two) with one table between a heading's paragraph and the next heading.
 
     ``kind``: ``ruled`` (every cell stroked), ``unruled`` (whitespace only, bold header),
@@ -640,6 +642,8 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
     ``in_column`` (a two-column page: running text in the left column, a small results table
     with its caption in the right one, their lines side by side).
     ``rows``: body rows of the ledger tables (ruled, unruled, scanned).
+    ``caption_in_pieces``: the ledger caption's label printed as its own bold spans, spread
+    apart as justified text spreads them ("Table", "2:", then the caption's text).
     Blocks: h_results, p_before, h_next, p_after."""
     if kind == "scanned":
         return _scanned_table_pdf(Path(path), rows)
@@ -670,8 +674,11 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
         table = _draw_otsl_table(w, size)
     else:
         body = ledger_rows(rows)
-        caption = w.block("caption", "caption", wrap(LEDGER_CAPTION, 450, size), size=size)
-        table = DrawnTable(1, caption.text, list(LEDGER_HEADER), body)
+        if caption_in_pieces:
+            caption_text = _draw_caption_in_pieces(w, LEDGER_CAPTION, size)
+        else:
+            caption_text = w.block("caption", "caption", wrap(LEDGER_CAPTION, 450, size), size=size).text
+        table = DrawnTable(1, caption_text, list(LEDGER_HEADER), body)
         columns = _columns_for([LEDGER_HEADER, *body], MARGIN, size, 24.0)
         row_height = size * 1.6
         if kind in ("ruled", "ruled_groups"):
@@ -716,6 +723,20 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
     doc.save(path)
     doc.close()
     return layout, table
+
+
+def _draw_caption_in_pieces(w: _PageWriter, caption: str, size: float) -> str:
+    """A caption whose label ("Table", "2:") is printed in bold spans of its own, with wide
+    justified gaps before the text; returns the caption's text as a reader reads it."""
+    word, number, text = caption.split(" ", 2)
+    font, bold = _FONTS[BODY_FONT], _FONTS[BOLD_FONT]
+    baseline = w.y + font.ascender * size
+    x = MARGIN
+    for piece, is_bold, gap in ((word, True, 9.0), (number, True, 14.0), (text, False, 0.0)):
+        w.page.insert_text((x, baseline), piece, fontname=BOLD_FONT if is_bold else BODY_FONT, fontsize=size)
+        x += (bold if is_bold else font).text_length(piece, size) + gap
+    w.y += size * LINE_GAP + 8.0
+    return caption
 
 
 def _draw_otsl_table(w: _PageWriter, size: float) -> DrawnTable:

@@ -118,6 +118,19 @@ def test_a_table_running_on_over_a_page_break_keeps_its_caption_and_header(tmp_p
     assert any(c.page_numbers == [2] for c in chunks if "table" in c.labels)
 
 
+@pytest.mark.parametrize("kind", ["ruled", "unruled"])
+def test_a_caption_whose_label_is_printed_in_pieces_goes_with_its_table(tmp_path, kind):
+    """"Table" and "2:" in bold spans of their own, spread apart, then the caption's text
+    (as on the OTSL paper's own page): still the table's caption, in every chunk of it."""
+    layout, table = make_table_pdf(tmp_path / "pieces.pdf", kind, caption_in_pieces=True)
+    chunks, _ = _chunks(layout.path)
+    _check_rows(chunks, table, HEADINGS[kind])
+    table_chunks = [c for c in chunks if "table" in c.labels]
+    assert len(table_chunks) >= 2
+    assert all(c.text.startswith("Table 2: Shipments") for c in table_chunks)
+    assert not any(table.caption in c.text for c in chunks if "table" not in c.labels)
+
+
 def test_spanning_headers_name_every_column_they_cover(tmp_path):
     layout, _ = make_table_pdf(tmp_path / "otsl.pdf", "spanning")
     chunks, conversion = _chunks(layout.path)

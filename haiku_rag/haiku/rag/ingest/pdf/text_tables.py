@@ -39,7 +39,7 @@ from docling_core.types.doc import BoundingBox, CoordOrigin, TableCell, TableDat
 
 from haiku.rag.ingest.pdf.blocks import Block, Line, PageGeometry
 from haiku.rag.ingest.pdf.geometry import Bbox, union
-from haiku.rag.ingest.pdf.structure import CAPTION_START
+from haiku.rag.ingest.pdf.structure import CAPTION_LABEL, CAPTION_START
 
 MIN_GUTTER = 6.0  # points: a narrower clean channel between lines is no page gutter
 GUTTER_PROSE_LINES = 3  # lines of running text needed on each side of a page gutter
@@ -81,9 +81,18 @@ def text_tables(
     ``page_width``: the page's width in the reading frame (unused: kept for callers);
     ``rules``: horizontal rules as (y, x0, x1) in the reading frame, to find where a header
     ends."""
-    # a caption is the table's title, never one of its cells
+    # a caption is the table's title, never one of its cells: its label line and, when the
+    # label is printed apart ("Table 2:" in bold), the caption's text beside it
+    caption_rows = _caption_rows(lines)
     candidates = [
-        line for line in lines if line.on_axis and line.text.strip() and not CAPTION_START.match(line.text)
+        line
+        for line in lines
+        if line.on_axis
+        and line.text.strip()
+        and not any(
+            top <= (line.box[1] + line.box[3]) / 2 <= bottom and line.box[0] >= x0
+            for top, bottom, x0 in caption_rows
+        )
     ]
     if len(candidates) < 2 * MIN_ROWS:
         return []
@@ -94,6 +103,32 @@ def text_tables(
         if block is not None:
             tables.append(block)
     return tables
+
+
+_CAPTION_WORDS = frozenset({"Table", "TABLE", "Tab.", "Figure", "FIGURE", "Fig.", "FIG."})
+_CAPTION_NUMBER = re.compile(r"^[0-9IVX]+[A-Za-z]?\s*[:.|—–-]?")
+
+
+def _caption_rows(lines: Sequence[Line]) -> list[tuple[float, float, float]]:
+    """(top, bottom, x0) of the caption labels among ``lines``: a line that starts a caption
+    ("Table 2: ..."), or the word "Table" printed alone with its number beside it."""
+    rows = []
+    for index, line in enumerate(lines):
+        text = line.text.strip()
+        if CAPTION_START.match(text) or CAPTION_LABEL.match(text):
+            rows.append((line.box[1], line.box[3], line.box[0]))
+        elif text in _CAPTION_WORDS:
+            top, bottom = line.box[1], line.box[3]
+            for other in lines[max(0, index - 3) : index + 4]:
+                middle = (other.box[1] + other.box[3]) / 2
+                if (
+                    other is not line and top <= middle <= bottom
+                    and 0 <= other.box[0] - line.box[2] <= 3 * line.size
+                    and _CAPTION_NUMBER.match(other.text.strip())
+                ):
+                    rows.append((top, bottom, line.box[0]))
+                    break
+    return rows
 
 
 def _gutters(lines: list[Line]) -> list[float]:
