@@ -910,6 +910,67 @@ def _statement_pdf(path: Path) -> tuple[PdfLayout, DrawnTable]:
     return layout, table
 
 
+GROUPS = [("Pre-Pawn", ["Handgun", "Long Gun", "Other"]), ("Redemption", ["Handgun", "Long Gun", "Other"]),
+          ("Rentals", ["Handgun", "Long Gun"])]
+GROUP_STATES = ["Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Delaware"]
+
+
+def make_group_header_pdf(path: str | Path, *, ruled: bool) -> tuple[PdfLayout, list[str], list[list[str]]]:
+    """A checks report like the NICS one: single columns ("State", "Permit", "Admin"), then
+    groups ("Pre-Pawn", "Redemption", "Rentals") whose labels are centred over their
+    sub-columns ("Handgun", "Long Gun", "Other"), all columns of one width, numbers in the
+    body; ``ruled``: vertical rules between the groups, from the group row down (the
+    group's cell), no horizontal rules. Returns the layout, each column's expected name
+    (group and sub-column) and the body rows."""
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=1, page_size=(842.0, 595.0))
+    doc = pymupdf.open()
+    page = doc.new_page(width=842.0, height=595.0)
+    w = _PageWriter(layout, page, 1)
+    w.block("h_results", "h1", ["Background checks, November"], size=H1_SIZE, bold=True)
+    size, width, gap = 7.0, 40.0, 8.0
+    names = ["State", "Permit", "Admin"]
+    subs: list[str] = ["", "", ""]
+    group_cells: list[tuple[str, int, int]] = []
+    for group, members in GROUPS:
+        group_cells.append((group, len(subs), len(subs) + len(members) - 1))
+        subs += members
+        names += [f"{group} {m}" for m in members]
+    subs.append("")
+    names.append("Totals")
+    x0 = MARGIN
+    columns = [(x0, x0 + 62.0)]
+    x = x0 + 62.0 + gap
+    for _ in range(len(names) - 1):
+        columns.append((x, x + width))
+        x += width + gap
+    top = w.y + 6
+    font = _FONTS[BOLD_FONT]
+    for group, first, last in group_cells:  # centred over its sub-columns
+        middle = (columns[first][0] + columns[last][0] + width) / 2
+        page.insert_text(
+            (middle - font.text_length(group, size) / 2, top + font.ascender * size), group,
+            fontname=BOLD_FONT, fontsize=size,
+        )
+    y = top + size * 1.6
+    heads = ["State", "Permit", "Admin", *subs[3:-1], "Totals"]
+    _draw_cells(page, heads, columns, y, size, bold=True)
+    y += size * 1.6
+    rows = []
+    for i, state in enumerate(GROUP_STATES):
+        values = [state] + [f"{(37 * i + 11 * c) % 900 + 10:,}" for c in range(1, len(names))]
+        _draw_cells(page, values, columns, y, size)
+        rows.append(values)
+        y += size * 1.5
+    if ruled:
+        for _, first, last in group_cells:
+            for edge in (columns[first][0] - gap / 2, columns[last][1] + gap / 2):
+                page.draw_line((edge, top - 2), (edge, y), width=0.5)
+    doc.save(path)
+    doc.close()
+    return layout, names, rows
+
+
 DATASET_HEADER = ["Dataset", "Train", "Dev", "Test"]
 DATASET_ROWS = [
     ["Natural Questions", "79,168", "8,757", "3,610"],

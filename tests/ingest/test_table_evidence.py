@@ -18,7 +18,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # must precede docling-core/transformers imp
 from pathlib import Path
 
 import pytest
-from pdf_factory import DrawnTable, make_table_pdf
+from pdf_factory import DrawnTable, make_group_header_pdf, make_table_pdf
 
 from haiku.rag.ingest.chunker import chunk_document
 from haiku.rag.ingest.items import ItemBoxes, ItemTexts
@@ -129,6 +129,24 @@ def test_a_caption_whose_label_is_printed_in_pieces_goes_with_its_table(tmp_path
     assert len(table_chunks) >= 2
     assert all(c.text.startswith("Table 2: Shipments") for c in table_chunks)
     assert not any(table.caption in c.text for c in chunks if "table" not in c.labels)
+
+
+@pytest.mark.parametrize("ruled", [True, False])
+def test_a_group_header_names_the_sub_columns_under_it(tmp_path, ruled):
+    """ "Pre-Pawn" centred over its three sub-columns (the NICS report): it names those
+    three, not the single column before them ("Admin") nor the next group's first column,
+    whether the groups are ruled apart (its cell) or not (where it is centred)."""
+    layout, names, rows = make_group_header_pdf(tmp_path / "groups.pdf", ruled=ruled)
+    chunks, _ = _chunks(layout.path)
+    table_chunks = [c for c in chunks if "table" in c.labels]
+    assert table_chunks
+    for chunk in table_chunks:
+        lines = chunk.text.splitlines()
+        header_line = next(i for i, text in enumerate(lines) if text.startswith("|-"))
+        assert lines[header_line - 1] == _markdown_row(names)
+    held = [line for c in table_chunks for line in c.text.splitlines()]
+    for row in rows:
+        assert _markdown_row(row) in held
 
 
 def test_spanning_headers_name_every_column_they_cover(tmp_path):

@@ -63,7 +63,7 @@ from haiku.rag.ingest.pdf.ocr_page import (
 )
 from haiku.rag.ingest.pdf.page_blocks import order_blocks, picture_blocks, runs
 from haiku.rag.ingest.pdf.structure import classify_styles, mark_running_furniture
-from haiku.rag.ingest.pdf.tables import horizontal_rules, ruled_tables
+from haiku.rag.ingest.pdf.tables import page_rules, ruled_tables
 from haiku.rag.ingest.pdf.text_tables import text_tables
 from haiku.rag.ingest.pdf.title import find_title
 from haiku.rag.ingest.records import Box, Conversion
@@ -249,12 +249,11 @@ def _analyse_page(
             tables = ruled_tables(unrotated, raw.graphics, lines, geometry, warnings)
             tables = outside_figures(tables, pictures)
     if blocks is None:
+        horizontal, vertical = page_rules(raw.graphics, frame)
         if tables:
-            tables = _narrower_than_text(tables, lines, geometry, unrotated, frame, raw.graphics)
+            tables = _narrower_than_text(tables, lines, geometry, unrotated, frame, (horizontal, vertical))
         flow = _outside(lines, tables)
-        unruled = text_tables(
-            flow, geometry, _frame_width(unrotated, frame), horizontal_rules(raw.graphics, frame)
-        )
+        unruled = text_tables(flow, geometry, _frame_width(unrotated, frame), horizontal, vertical)
         unruled = outside_figures(unruled, pictures)  # a chart's labels are not a table
         if unruled:
             tables = [*tables, *unruled]
@@ -497,13 +496,13 @@ def _analyse_ocr_page(
 
 
 def _narrower_than_text(
-    ruled: list, lines: list[Line], geometry: PageGeometry, unrotated: tuple, frame: tuple, graphics: Any
+    ruled: list, lines: list[Line], geometry: PageGeometry, unrotated: tuple, frame: tuple, rules: tuple
 ) -> list:
     """The ruled tables that are the whole table: a grid whose rules enclose only some of a
     table's columns (rules between column groups, the first and last column open; rows in
     pairs between rules) gives way to the table read from its text, when that one reaches
     beyond the grid on the same rows."""
-    read = text_tables(lines, geometry, _frame_width(unrotated, frame), horizontal_rules(graphics, frame))
+    read = text_tables(lines, geometry, _frame_width(unrotated, frame), *rules)
     if not read:
         return ruled
     kept = []

@@ -280,12 +280,16 @@ def _cluster_edges(values: Iterable[float], tolerance: float = 2.0) -> list[floa
     return edges
 
 
-def horizontal_rules(graphics: PageGraphics, frame: tuple[float, ...]) -> list[Segment]:
-    """The page's thin horizontal paths (rules: booktabs' top, mid and bottom rules, a line
-    under a header) as (y, x0, x1) in the reading frame ``frame`` (unrotated -> frame)."""
-    rules: list[Segment] = []
+def page_rules(graphics: PageGraphics, frame: tuple[float, ...]) -> tuple[list[Segment], list[Segment]]:
+    """The page's thin paths in the reading frame ``frame`` (unrotated -> frame): horizontal
+    rules (booktabs' top, mid and bottom rules, a line under a header) as (y, x0, x1), and
+    vertical rules (between column groups) as (x, y0, y1)."""
+    horizontal: list[Segment] = []
+    vertical: list[Segment] = []
     for box in (*graphics.stroke_paths, *graphics.fill_paths):
         x0, y0, x1, y1 = transform(box, frame)  # type: ignore[arg-type]
         if y1 - y0 <= 3 and x1 - x0 >= 10:
-            rules.append(((y0 + y1) / 2, x0, x1))
-    return rules
+            horizontal.append(((y0 + y1) / 2, x0, x1))
+        elif x1 - x0 <= 3 and y1 - y0 >= 6:
+            vertical.append(((x0 + x1) / 2, y0, y1))
+    return horizontal, vertical

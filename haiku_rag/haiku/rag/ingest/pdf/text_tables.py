@@ -75,12 +75,13 @@ def text_tables(
     geometry: PageGeometry,
     page_width: float,
     rules: Sequence[tuple[float, float, float]] = (),
+    verticals: Sequence[tuple[float, float, float]] = (),
 ) -> list[Block]:
     """The unruled tables among ``lines`` as table blocks (their ``lines`` are the members).
 
     ``page_width``: the page's width in the reading frame (unused: kept for callers);
     ``rules``: horizontal rules as (y, x0, x1) in the reading frame, to find where a header
-    ends."""
+    ends; ``verticals``: vertical rules as (x, y0, y1), the sides of a group header's cell."""
     # a caption is the table's title, never one of its cells: its label line and, when the
     # label is printed apart ("Table 2:" in bold), the caption's text beside it
     caption_rows = _caption_rows(lines)
@@ -99,7 +100,7 @@ def text_tables(
     bands = _bands(candidates, _gutters(candidates))
     tables: list[Block] = []
     for run in _runs(bands):
-        block = _table(run, geometry, rules)
+        block = _table(run, geometry, rules, verticals)
         if block is not None:
             tables.append(block)
     return tables
@@ -331,7 +332,10 @@ def _span(x0: float, x1: float, columns: list[tuple[float, float]]) -> tuple[int
 
 
 def _table(
-    run: list[_Band], geometry: PageGeometry, rules: Sequence[tuple[float, float, float]]
+    run: list[_Band],
+    geometry: PageGeometry,
+    rules: Sequence[tuple[float, float, float]],
+    verticals: Sequence[tuple[float, float, float]] = (),
 ) -> Block | None:
     columns = _columns(run)
     if len(columns) < 2:
@@ -408,38 +412,98 @@ def _table(
         return None  # mostly empty: labels scattered over a diagram or a chart
     header_rows = _header_rows(kept, rows, rules)
     for row in rows[: max(header_rows - 1, 0)]:
-        _widen_centred_headers(row, columns)
+        _widen_group_headers(row, columns, rules, verticals)
     return _block(rows, len(columns), header_rows, geometry)
 
 
-def _widen_centred_headers(row: list[tuple[int, int, list[Line]]], columns: list[tuple[float, float]]) -> None:
-    """A header cell centred over empty neighbours ("TEDs" above "simple complex all")
-    spans them: widened symmetrically while the columns on both sides are empty."""
+def _widen_group_headers(
+    row: list[tuple[int, int, list[Line]]],
+    columns: list[tuple[float, float]],
+    rules: Sequence[tuple[float, float, float]],
+    verticals: Sequence[tuple[float, float, float]],
+) -> None:
+    """A group header ("Pre-Pawn" over "Handgun Long Gun *Other", "TEDs" over "simple
+    complex all") spans the sub-columns that lie under its extent: its ruled cell (the
+    vertical rules either side of it, or a rule drawn under it) when it has one, else the
+    columns it is best centred over, among the empty neighbours on both sides."""
     filled = {c for c0, c1, _ in row for c in range(c0, c1 + 1)}
     for index, (c0, c1, lines) in enumerate(row):
-        middle = (min(line.box[0] for line in lines) + max(line.box[2] for line in lines)) / 2
-        k = 0
-        while c0 - k - 1 >= 0 and c1 + k + 1 < len(columns) and not (
-            {c0 - k - 1, c1 + k + 1} & filled
-        ):
-            k += 1
-        best = None
-        for j in range(1, k + 1):  # the widest symmetric span the cell is centred on
-            left, right = columns[c0 - j][0], columns[c1 + j][1]
-            if abs(middle - (left + right) / 2) <= 0.15 * (right - left):
-                best = j
-        # one side only: a header over two columns
-        if best is None:
-            for a, b in ((c0 - 1, c1), (c0, c1 + 1)):
-                if 0 <= a and b < len(columns) and not ({a, b} - {c0, c1}) & filled:
-                    left, right = columns[a][0], columns[b][1]
-                    if abs(middle - (left + right) / 2) <= 0.15 * (right - left):
-                        row[index] = (a, b, lines)
-                        filled |= {a, b}
-                        break
+        left = min(line.box[0] for line in lines)
+        right = max(line.box[2] for line in lines)
+        top = min(line.box[1] for line in lines)
+        bottom = max(line.box[3] for line in lines)
+        others = filled - set(range(c0, c1 + 1))
+        span = _ruled_span(left, right, top, bottom, columns, rules, verticals)
+        if span is not None and span[0] <= c0 and c1 <= span[1] and not others & set(range(span[0], span[1] + 1)):
+            row[index] = (span[0], span[1], lines)
+            filled |= set(range(span[0], span[1] + 1))
             continue
-        row[index] = (c0 - best, c1 + best, lines)
-        filled |= set(range(c0 - best, c1 + best + 1))
+        span = _centred_span(c0, c1, (left + right) / 2, columns, others)
+        if span is not None:
+            row[index] = (span[0], span[1], lines)
+            filled |= set(range(span[0], span[1] + 1))
+
+
+def _ruled_span(
+    left: float,
+    right: float,
+    top: float,
+    bottom: float,
+    columns: list[tuple[float, float]],
+    rules: Sequence[tuple[float, float, float]],
+    verticals: Sequence[tuple[float, float, float]],
+) -> tuple[int, int] | None:
+    """The columns inside a header's ruled cell: between the nearest vertical rules on
+    either side that run past its text, or under a rule drawn just below it (a cmidrule)
+    that is narrower than the table. None when it has neither."""
+    middle_y = (top + bottom) / 2
+    table_left, table_right = columns[0][0], columns[-1][1]
+    extent: tuple[float, float] | None = None
+    if verticals:
+        crossing = [x for x, y0, y1 in verticals if y0 - 1 <= middle_y <= y1 + 1]
+        before = [x for x in crossing if table_left - 2 <= x <= left + 1]
+        after = [x for x in crossing if right - 1 <= x <= table_right + 2]
+        if before and after:
+            extent = (max(before), min(after))
+    if extent is None and rules:
+        height = bottom - top
+        under = [
+            (x0, x1) for y, x0, x1 in rules
+            if bottom - 1 <= y <= bottom + 1.2 * height and x0 - 1 <= left and right <= x1 + 1
+            and x1 - x0 < 0.9 * (table_right - table_left)
+        ]
+        if under:
+            extent = min(under, key=lambda e: e[1] - e[0])
+    if extent is None:
+        return None
+    inside = [i for i, (c0, c1) in enumerate(columns) if extent[0] - 1 <= (c0 + c1) / 2 <= extent[1] + 1]
+    if not inside:
+        return None
+    return inside[0], inside[-1]
+
+
+def _centred_span(
+    c0: int, c1: int, middle: float, columns: list[tuple[float, float]], others: set[int]
+) -> tuple[int, int] | None:
+    """Without a ruled cell: the narrowest span, widened over empty neighbours, that the
+    header is centred on (within 15 % of its width; the better centred of two as narrow):
+    symmetrically ("TEDs" over three), or by one column on one side (a header over two).
+    The narrowest, not the widest: a group header centred over its three sub-columns is as
+    centred over five, and the two outer ones belong to the columns and groups beside it."""
+    candidates: list[tuple[int, int]] = [(c0 - 1, c1), (c0, c1 + 1)]
+    k = 0
+    while c0 - k - 1 >= 0 and c1 + k + 1 < len(columns) and not ({c0 - k - 1, c1 + k + 1} & others):
+        k += 1
+        candidates.append((c0 - k, c1 + k))
+    best: tuple[int, float, tuple[int, int]] | None = None
+    for a, b in candidates:
+        if a < 0 or b >= len(columns) or set(range(a, b + 1)) - set(range(c0, c1 + 1)) & others:
+            continue
+        left, right = columns[a][0], columns[b][1]
+        offset = abs(middle - (left + right) / 2) / (right - left)
+        if offset <= 0.15 and (best is None or (b - a, offset) < best[:2]):
+            best = (b - a, offset, (a, b))
+    return best[2] if best is not None else None
 
 
 def _prose_columns(placed: list[list[tuple[int, int, list[Line]]]], n_cols: int) -> list[bool]:
