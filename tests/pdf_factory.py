@@ -910,6 +910,77 @@ def _statement_pdf(path: Path) -> tuple[PdfLayout, DrawnTable]:
     return layout, table
 
 
+WRAPPED_HEADER = ["Item", "Description", "Remark", "Count"]
+WRAPPED_ROWS = [  # each cell as its printed lines
+    [["Alder crate"], ["Oak boards,", "planed both sides"], ["Checked"], ["12"]],
+    [["Birch crate"], ["Pine battens"], ["Returned by", "the carrier"], ["7"]],
+    [["Cedar crate"], ["Spruce laths,", "tied in bundles"], ["Kept for", "the spring order"], ["31"]],
+    [["Elm crate"], ["Larch posts"], ["Checked"], ["4"]],
+    [["Fir crate"], ["Maple blocks,", "kiln dried"], ["Split on", "arrival"], ["19"]],
+]
+
+
+def make_wrapped_cells_pdf(path: str | Path, *, ruled: bool) -> tuple[PdfLayout, list[list[str]]]:
+    """A table whose cells wrap onto a second line. ``ruled``: every cell stroked, one-line
+    cells centred in their cell's height, the header shaded with its text shading inset
+    (as Word draws it), and one line struck out (a rule across its text). Unruled: cells
+    top-aligned, a wider gap between rows. Returns each body row's cells as a reader reads
+    them (a cell's lines joined)."""
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=1, page_size=A4)
+    doc = pymupdf.open()
+    page = doc.new_page(width=A4[0], height=A4[1])
+    w = _PageWriter(layout, page, 1)
+    w.block("h_results", "h1", ["Goods received"], size=H1_SIZE, bold=True)
+    size = 10.0
+    font = _FONTS[BODY_FONT]
+    widths = [80.0, 130.0, 110.0, 40.0]
+    lefts = [MARGIN]
+    for width in widths[:-1]:
+        lefts.append(lefts[-1] + width + 12)
+    line_height = size * 1.3
+    y = w.y + 8
+
+    def put(x: float, top: float, text: str, bold: bool = False) -> Rect:
+        baseline = top + font.ascender * size
+        page.insert_text((x, baseline), text, fontname=BOLD_FONT if bold else BODY_FONT, fontsize=size)
+        return (x, top, x + _text_width(text, size, bold), baseline - font.descender * size)
+
+    if ruled:
+        cell_height = 2 * line_height + 6
+        header_height = line_height + 8
+        for left, width in zip(lefts, widths, strict=True):
+            outer = pymupdf.Rect(left - 6, y, left + width + 6, y + header_height)
+            page.draw_rect(outer, color=(0, 0, 0), fill=(0.85, 0.85, 0.85), width=0.5)
+            page.draw_rect(pymupdf.Rect(outer.x0 + 4, outer.y0 + 3, outer.x1 - 4, outer.y1 - 3),
+                           color=None, fill=(0.85, 0.85, 0.85), width=0)
+        for left, text in zip(lefts, WRAPPED_HEADER, strict=True):
+            put(left, y + 4, text, True)
+        y += header_height
+        for r, row in enumerate(WRAPPED_ROWS):
+            for left, width, lines in zip(lefts, widths, row, strict=True):
+                page.draw_rect(pymupdf.Rect(left - 6, y, left + width + 6, y + cell_height), color=(0, 0, 0), width=0.5)
+                top = y + (cell_height - len(lines) * line_height) / 2
+                for k, text in enumerate(lines):
+                    rect = put(left, top + k * line_height, text)
+                    if r == 2 and k == 0 and left == lefts[1]:  # struck out
+                        middle = (rect[1] + rect[3]) / 2
+                        page.draw_line((rect[0], middle), (rect[2], middle), width=0.6)
+            y += cell_height
+    else:
+        for left, text in zip(lefts, WRAPPED_HEADER, strict=True):
+            put(left, y, text, True)
+        y += line_height * 1.6
+        for row in WRAPPED_ROWS:
+            for left, lines in zip(lefts, row, strict=True):
+                for k, text in enumerate(lines):
+                    put(left, y + k * line_height, text)
+            y += line_height * (max(len(c) for c in row) + 0.8)
+    doc.save(path)
+    doc.close()
+    return layout, [[" ".join(cell) for cell in row] for row in WRAPPED_ROWS]
+
+
 GROUPS = [("Pre-Pawn", ["Handgun", "Long Gun", "Other"]), ("Redemption", ["Handgun", "Long Gun", "Other"]),
           ("Rentals", ["Handgun", "Long Gun"])]
 GROUP_STATES = ["Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Delaware"]

@@ -18,7 +18,13 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # must precede docling-core/transformers imp
 from pathlib import Path
 
 import pytest
-from pdf_factory import DrawnTable, make_group_header_pdf, make_table_pdf
+from pdf_factory import (
+    WRAPPED_HEADER,
+    DrawnTable,
+    make_group_header_pdf,
+    make_table_pdf,
+    make_wrapped_cells_pdf,
+)
 
 from haiku.rag.ingest.chunker import chunk_document
 from haiku.rag.ingest.items import ItemBoxes, ItemTexts
@@ -129,6 +135,19 @@ def test_a_caption_whose_label_is_printed_in_pieces_goes_with_its_table(tmp_path
     assert len(table_chunks) >= 2
     assert all(c.text.startswith("Table 2: Shipments") for c in table_chunks)
     assert not any(table.caption in c.text for c in chunks if "table" not in c.labels)
+
+
+@pytest.mark.parametrize("ruled", [True, False])
+def test_a_cell_wrapped_onto_two_lines_is_one_cell_of_one_row(tmp_path, ruled):
+    """A cell printed on two lines stays one cell of its row: in a ruled grid whatever sits
+    inside one ruled cell (one-line cells centred beside it, a line struck out, the header's
+    inset shading), in an unruled table the lines under a row's top-aligned cells."""
+    layout, rows = make_wrapped_cells_pdf(tmp_path / "wrapped.pdf", ruled=ruled)
+    chunks, _ = _chunks(layout.path)
+    (chunk,) = [c for c in chunks if "table" in c.labels]
+    lines = chunk.text.splitlines()
+    header = lines.index(_markdown_row(WRAPPED_HEADER))
+    assert lines[header + 2 :] == [_markdown_row(row) for row in rows]
 
 
 @pytest.mark.parametrize("ruled", [True, False])

@@ -539,23 +539,45 @@ def _prose_columns(placed: list[list[tuple[int, int, list[Line]]]], n_cols: int)
 def _rows(
     kept: list[tuple[_Band, list[tuple[int, int, list[Line]]]]],
 ) -> list[list[tuple[int, int, list[Line]]]]:
-    """Bands merged into table rows: a one-cell band close under a row, outside the first
-    column, in a column that row fills, is the next line of that row's cell."""
+    """Bands merged into table rows: a band close under a row is the next line of that
+    row's cells when it has no row label (nothing in the first column) and each of its
+    cells sits in a column the row fills. A one-cell band always; a band of several cells
+    only when it leaves a column of the row empty after its first cell (a full row with an
+    empty label, OTSL's "HTML" row under "OTSL", leaves only the leading columns empty)
+    and the row's cells start at one top, so the band's lines continue them."""
     rows: list[list[tuple[int, int, list[Line]]]] = []
     previous: _Band | None = None
     for band, cells in kept:
-        if rows and previous is not None and len(cells) == 1:
-            c0, c1, lines = cells[0]
-            above = {c for a0, a1, _ in rows[-1] for c in range(a0, a1 + 1)}
-            close = band.top - previous.bottom < WRAP_GAP * band.size
-            if close and c0 > 0 and c0 in above:
+        if rows and previous is not None and _continues_row(band, previous, cells, rows[-1]):
+            for c0, _c1, lines in cells:
                 target = next(cell for cell in rows[-1] if cell[0] <= c0 <= cell[1])
                 target[2].extend(lines)
-                previous = band
-                continue
+            previous = band
+            continue
         rows.append([(c0, c1, list(lines)) for c0, c1, lines in cells])
         previous = band
     return rows
+
+
+def _continues_row(
+    band: _Band,
+    previous: _Band,
+    cells: list[tuple[int, int, list[Line]]],
+    row: list[tuple[int, int, list[Line]]],
+) -> bool:
+    if not cells or band.top - previous.bottom >= WRAP_GAP * band.size:
+        return False
+    above = {c for a0, a1, _ in row for c in range(a0, a1 + 1)}
+    if any(c0 == 0 or c0 not in above for c0, _, _ in cells):
+        return False
+    if len(cells) == 1:
+        return True
+    first = min(c0 for c0, _, _ in cells)
+    here = {c for c0, c1, _ in cells for c in range(c0, c1 + 1)}
+    if not any(c > first for c in above - here):
+        return False
+    tops = [min(line.box[1] for line in lines) for _, _, lines in row]
+    return max(tops) - min(tops) <= 0.3 * band.size
 
 
 def _merge_overlapping(row: list[tuple[int, int, list[Line]]]) -> list[tuple[int, int, list[Line]]]:
