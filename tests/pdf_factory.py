@@ -628,7 +628,9 @@ def _columns_for(rows: list[list[str]], x0: float, size: float, gap: float) -> l
     return columns
 
 
-def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfLayout, DrawnTable]:
+def make_table_pdf(
+    path: str | Path, kind: str, *, rows: int = 28, caption_in_pieces: bool = False
+) -> tuple[PdfLayout, DrawnTable]:
     """A page (or two) with one table between a heading's paragraph and the next heading.
 
     ``kind``: ``ruled`` (every cell stroked), ``unruled`` (whitespace only, bold header),
@@ -640,6 +642,8 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
     ``in_column`` (a two-column page: running text in the left column, a small results table
     with its caption in the right one, their lines side by side).
     ``rows``: body rows of the ledger tables (ruled, unruled, scanned).
+    ``caption_in_pieces``: the ledger caption's label printed as its own bold spans, spread
+    apart as justified text spreads them ("Table", "2:", then the caption's text).
     Blocks: h_results, p_before, h_next, p_after."""
     if kind == "scanned":
         return _scanned_table_pdf(Path(path), rows)
@@ -670,8 +674,11 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
         table = _draw_otsl_table(w, size)
     else:
         body = ledger_rows(rows)
-        caption = w.block("caption", "caption", wrap(LEDGER_CAPTION, 450, size), size=size)
-        table = DrawnTable(1, caption.text, list(LEDGER_HEADER), body)
+        if caption_in_pieces:
+            caption_text = _draw_caption_in_pieces(w, LEDGER_CAPTION, size)
+        else:
+            caption_text = w.block("caption", "caption", wrap(LEDGER_CAPTION, 450, size), size=size).text
+        table = DrawnTable(1, caption_text, list(LEDGER_HEADER), body)
         columns = _columns_for([LEDGER_HEADER, *body], MARGIN, size, 24.0)
         row_height = size * 1.6
         if kind in ("ruled", "ruled_groups"):
@@ -716,6 +723,20 @@ def make_table_pdf(path: str | Path, kind: str, *, rows: int = 28) -> tuple[PdfL
     doc.save(path)
     doc.close()
     return layout, table
+
+
+def _draw_caption_in_pieces(w: _PageWriter, caption: str, size: float) -> str:
+    """A caption whose label ("Table", "2:") is printed in bold spans of its own, with wide
+    justified gaps before the text; returns the caption's text as a reader reads it."""
+    word, number, text = caption.split(" ", 2)
+    font, bold = _FONTS[BODY_FONT], _FONTS[BOLD_FONT]
+    baseline = w.y + font.ascender * size
+    x = MARGIN
+    for piece, is_bold, gap in ((word, True, 9.0), (number, True, 14.0), (text, False, 0.0)):
+        w.page.insert_text((x, baseline), piece, fontname=BOLD_FONT if is_bold else BODY_FONT, fontsize=size)
+        x += (bold if is_bold else font).text_length(piece, size) + gap
+    w.y += size * LINE_GAP + 8.0
+    return caption
 
 
 def _draw_otsl_table(w: _PageWriter, size: float) -> DrawnTable:
@@ -887,6 +908,138 @@ def _statement_pdf(path: Path) -> tuple[PdfLayout, DrawnTable]:
     doc.save(path)
     doc.close()
     return layout, table
+
+
+WRAPPED_HEADER = ["Item", "Description", "Remark", "Count"]
+WRAPPED_ROWS = [  # each cell as its printed lines
+    [["Alder crate"], ["Oak boards,", "planed both sides"], ["Checked"], ["12"]],
+    [["Birch crate"], ["Pine battens"], ["Returned by", "the carrier"], ["7"]],
+    [["Cedar crate"], ["Spruce laths,", "tied in bundles"], ["Kept for", "the spring order"], ["31"]],
+    [["Elm crate"], ["Larch posts"], ["Checked"], ["4"]],
+    [["Fir crate"], ["Maple blocks,", "kiln dried"], ["Split on", "arrival"], ["19"]],
+]
+
+
+def make_wrapped_cells_pdf(path: str | Path, *, ruled: bool) -> tuple[PdfLayout, list[list[str]]]:
+    """A table whose cells wrap onto a second line. ``ruled``: every cell stroked, one-line
+    cells centred in their cell's height, the header shaded with its text shading inset
+    (as Word draws it), and one line struck out (a rule across its text). Unruled: cells
+    top-aligned, a wider gap between rows. Returns each body row's cells as a reader reads
+    them (a cell's lines joined)."""
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=1, page_size=A4)
+    doc = pymupdf.open()
+    page = doc.new_page(width=A4[0], height=A4[1])
+    w = _PageWriter(layout, page, 1)
+    w.block("h_results", "h1", ["Goods received"], size=H1_SIZE, bold=True)
+    size = 10.0
+    font = _FONTS[BODY_FONT]
+    widths = [80.0, 130.0, 110.0, 40.0]
+    lefts = [MARGIN]
+    for width in widths[:-1]:
+        lefts.append(lefts[-1] + width + 12)
+    line_height = size * 1.3
+    y = w.y + 8
+
+    def put(x: float, top: float, text: str, bold: bool = False) -> Rect:
+        baseline = top + font.ascender * size
+        page.insert_text((x, baseline), text, fontname=BOLD_FONT if bold else BODY_FONT, fontsize=size)
+        return (x, top, x + _text_width(text, size, bold), baseline - font.descender * size)
+
+    if ruled:
+        cell_height = 2 * line_height + 6
+        header_height = line_height + 8
+        for left, width in zip(lefts, widths, strict=True):
+            outer = pymupdf.Rect(left - 6, y, left + width + 6, y + header_height)
+            page.draw_rect(outer, color=(0, 0, 0), fill=(0.85, 0.85, 0.85), width=0.5)
+            page.draw_rect(pymupdf.Rect(outer.x0 + 4, outer.y0 + 3, outer.x1 - 4, outer.y1 - 3),
+                           color=None, fill=(0.85, 0.85, 0.85), width=0)
+        for left, text in zip(lefts, WRAPPED_HEADER, strict=True):
+            put(left, y + 4, text, True)
+        y += header_height
+        for r, row in enumerate(WRAPPED_ROWS):
+            for left, width, lines in zip(lefts, widths, row, strict=True):
+                page.draw_rect(pymupdf.Rect(left - 6, y, left + width + 6, y + cell_height), color=(0, 0, 0), width=0.5)
+                top = y + (cell_height - len(lines) * line_height) / 2
+                for k, text in enumerate(lines):
+                    rect = put(left, top + k * line_height, text)
+                    if r == 2 and k == 0 and left == lefts[1]:  # struck out
+                        middle = (rect[1] + rect[3]) / 2
+                        page.draw_line((rect[0], middle), (rect[2], middle), width=0.6)
+            y += cell_height
+    else:
+        for left, text in zip(lefts, WRAPPED_HEADER, strict=True):
+            put(left, y, text, True)
+        y += line_height * 1.6
+        for row in WRAPPED_ROWS:
+            for left, lines in zip(lefts, row, strict=True):
+                for k, text in enumerate(lines):
+                    put(left, y + k * line_height, text)
+            y += line_height * (max(len(c) for c in row) + 0.8)
+    doc.save(path)
+    doc.close()
+    return layout, [[" ".join(cell) for cell in row] for row in WRAPPED_ROWS]
+
+
+GROUPS = [("Pre-Pawn", ["Handgun", "Long Gun", "Other"]), ("Redemption", ["Handgun", "Long Gun", "Other"]),
+          ("Rentals", ["Handgun", "Long Gun"])]
+GROUP_STATES = ["Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Delaware"]
+
+
+def make_group_header_pdf(path: str | Path, *, ruled: bool) -> tuple[PdfLayout, list[str], list[list[str]]]:
+    """A checks report like the NICS one: single columns ("State", "Permit", "Admin"), then
+    groups ("Pre-Pawn", "Redemption", "Rentals") whose labels are centred over their
+    sub-columns ("Handgun", "Long Gun", "Other"), all columns of one width, numbers in the
+    body; ``ruled``: vertical rules between the groups, from the group row down (the
+    group's cell), no horizontal rules. Returns the layout, each column's expected name
+    (group and sub-column) and the body rows."""
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=1, page_size=(842.0, 595.0))
+    doc = pymupdf.open()
+    page = doc.new_page(width=842.0, height=595.0)
+    w = _PageWriter(layout, page, 1)
+    w.block("h_results", "h1", ["Background checks, November"], size=H1_SIZE, bold=True)
+    size, width, gap = 7.0, 40.0, 8.0
+    names = ["State", "Permit", "Admin"]
+    subs: list[str] = ["", "", ""]
+    group_cells: list[tuple[str, int, int]] = []
+    for group, members in GROUPS:
+        group_cells.append((group, len(subs), len(subs) + len(members) - 1))
+        subs += members
+        names += [f"{group} {m}" for m in members]
+    subs.append("")
+    names.append("Totals")
+    x0 = MARGIN
+    columns = [(x0, x0 + 62.0)]
+    x = x0 + 62.0 + gap
+    for _ in range(len(names) - 1):
+        columns.append((x, x + width))
+        x += width + gap
+    top = w.y + 6
+    font = _FONTS[BOLD_FONT]
+    for group, first, last in group_cells:  # centred over its sub-columns
+        middle = (columns[first][0] + columns[last][0] + width) / 2
+        page.insert_text(
+            (middle - font.text_length(group, size) / 2, top + font.ascender * size), group,
+            fontname=BOLD_FONT, fontsize=size,
+        )
+    y = top + size * 1.6
+    heads = ["State", "Permit", "Admin", *subs[3:-1], "Totals"]
+    _draw_cells(page, heads, columns, y, size, bold=True)
+    y += size * 1.6
+    rows = []
+    for i, state in enumerate(GROUP_STATES):
+        values = [state] + [f"{(37 * i + 11 * c) % 900 + 10:,}" for c in range(1, len(names))]
+        _draw_cells(page, values, columns, y, size)
+        rows.append(values)
+        y += size * 1.5
+    if ruled:
+        for _, first, last in group_cells:
+            for edge in (columns[first][0] - gap / 2, columns[last][1] + gap / 2):
+                page.draw_line((edge, top - 2), (edge, y), width=0.5)
+    doc.save(path)
+    doc.close()
+    return layout, names, rows
 
 
 DATASET_HEADER = ["Dataset", "Train", "Dev", "Test"]

@@ -18,7 +18,13 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # must precede docling-core/transformers imp
 from pathlib import Path
 
 import pytest
-from pdf_factory import DrawnTable, make_table_pdf
+from pdf_factory import (
+    WRAPPED_HEADER,
+    DrawnTable,
+    make_group_header_pdf,
+    make_table_pdf,
+    make_wrapped_cells_pdf,
+)
 
 from haiku.rag.ingest.chunker import chunk_document
 from haiku.rag.ingest.items import ItemBoxes, ItemTexts
@@ -116,6 +122,49 @@ def test_a_table_running_on_over_a_page_break_keeps_its_caption_and_header(tmp_p
     chunks, conversion = _chunks(layout.path)
     _check_rows(chunks, table, HEADINGS["unruled"])
     assert any(c.page_numbers == [2] for c in chunks if "table" in c.labels)
+
+
+@pytest.mark.parametrize("kind", ["ruled", "unruled"])
+def test_a_caption_whose_label_is_printed_in_pieces_goes_with_its_table(tmp_path, kind):
+    """"Table" and "2:" in bold spans of their own, spread apart, then the caption's text
+    (as on the OTSL paper's own page): still the table's caption, in every chunk of it."""
+    layout, table = make_table_pdf(tmp_path / "pieces.pdf", kind, caption_in_pieces=True)
+    chunks, _ = _chunks(layout.path)
+    _check_rows(chunks, table, HEADINGS[kind])
+    table_chunks = [c for c in chunks if "table" in c.labels]
+    assert len(table_chunks) >= 2
+    assert all(c.text.startswith("Table 2: Shipments") for c in table_chunks)
+    assert not any(table.caption in c.text for c in chunks if "table" not in c.labels)
+
+
+@pytest.mark.parametrize("ruled", [True, False])
+def test_a_cell_wrapped_onto_two_lines_is_one_cell_of_one_row(tmp_path, ruled):
+    """A cell printed on two lines stays one cell of its row: in a ruled grid whatever sits
+    inside one ruled cell (one-line cells centred beside it, a line struck out, the header's
+    inset shading), in an unruled table the lines under a row's top-aligned cells."""
+    layout, rows = make_wrapped_cells_pdf(tmp_path / "wrapped.pdf", ruled=ruled)
+    chunks, _ = _chunks(layout.path)
+    (chunk,) = [c for c in chunks if "table" in c.labels]
+    lines = chunk.text.splitlines()
+    header = lines.index(_markdown_row(WRAPPED_HEADER))
+    assert lines[header + 2 :] == [_markdown_row(row) for row in rows]
+
+
+def test_a_group_header_names_the_sub_columns_of_its_ruled_cell(tmp_path):
+    """ "Pre-Pawn" centred over its three sub-columns between the vertical rules of its
+    group (the NICS report): it names those three, not the single column before them
+    ("Admin") nor the next group's first column, though it is as centred over those five."""
+    layout, names, rows = make_group_header_pdf(tmp_path / "groups.pdf", ruled=True)
+    chunks, _ = _chunks(layout.path)
+    table_chunks = [c for c in chunks if "table" in c.labels]
+    assert table_chunks
+    for chunk in table_chunks:
+        lines = chunk.text.splitlines()
+        header_line = next(i for i, text in enumerate(lines) if text.startswith("|-"))
+        assert lines[header_line - 1] == _markdown_row(names)
+    held = [line for c in table_chunks for line in c.text.splitlines()]
+    for row in rows:
+        assert _markdown_row(row) in held
 
 
 def test_spanning_headers_name_every_column_they_cover(tmp_path):

@@ -226,9 +226,16 @@ def _table_units(
         yield _Unit(text, headings, unit_parts, table=table.self_ref)
 
 
+_CAPTION_LABEL_ONLY = re.compile(r"^\W*\w+\.?\s*[0-9IVXivx]+[A-Za-z]?[.:]?$")
+
+
 def _first_sentence(text: str) -> str:
-    match = re.search(r"[.!?](\s|$)", text)
-    return text[: match.start() + 1] if match else text
+    """The caption's first sentence; past its label ("Table 1." is no sentence)."""
+    for match in re.finditer(r"[.!?](\s|$)", text):
+        head = text[: match.start() + 1]
+        if not _CAPTION_LABEL_ONLY.match(head):
+            return head
+    return text
 
 
 def _joined(texts: Sequence[tuple[DocItem, str]], headings: tuple[str, ...]) -> _Unit | None:

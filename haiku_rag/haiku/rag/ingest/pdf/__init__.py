@@ -20,7 +20,9 @@ Coordinates: see ``blocks``.
 
 from __future__ import annotations
 
+import bisect
 import threading
+from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -63,7 +65,7 @@ from haiku.rag.ingest.pdf.ocr_page import (
 )
 from haiku.rag.ingest.pdf.page_blocks import order_blocks, picture_blocks, runs
 from haiku.rag.ingest.pdf.structure import classify_styles, mark_running_furniture
-from haiku.rag.ingest.pdf.tables import horizontal_rules, ruled_tables
+from haiku.rag.ingest.pdf.tables import page_rules, ruled_tables
 from haiku.rag.ingest.pdf.text_tables import text_tables
 from haiku.rag.ingest.pdf.title import find_title
 from haiku.rag.ingest.records import Box, Conversion
@@ -249,12 +251,11 @@ def _analyse_page(
             tables = ruled_tables(unrotated, raw.graphics, lines, geometry, warnings)
             tables = outside_figures(tables, pictures)
     if blocks is None:
+        horizontal, vertical = page_rules(raw.graphics, frame)
         if tables:
-            tables = _narrower_than_text(tables, lines, geometry, unrotated, frame, raw.graphics)
+            tables = _narrower_than_text(tables, lines, geometry, unrotated, frame, (horizontal, vertical))
         flow = _outside(lines, tables)
-        unruled = text_tables(
-            flow, geometry, _frame_width(unrotated, frame), horizontal_rules(raw.graphics, frame)
-        )
+        unruled = text_tables(flow, geometry, _frame_width(unrotated, frame), horizontal, vertical)
         unruled = outside_figures(unruled, pictures)  # a chart's labels are not a table
         if unruled:
             tables = [*tables, *unruled]
@@ -497,13 +498,13 @@ def _analyse_ocr_page(
 
 
 def _narrower_than_text(
-    ruled: list, lines: list[Line], geometry: PageGeometry, unrotated: tuple, frame: tuple, graphics: Any
+    ruled: list, lines: list[Line], geometry: PageGeometry, unrotated: tuple, frame: tuple, rules: tuple
 ) -> list:
     """The ruled tables that are the whole table: a grid whose rules enclose only some of a
     table's columns (rules between column groups, the first and last column open; rows in
     pairs between rules) gives way to the table read from its text, when that one reaches
     beyond the grid on the same rows."""
-    read = text_tables(lines, geometry, _frame_width(unrotated, frame), horizontal_rules(graphics, frame))
+    read = text_tables(lines, geometry, _frame_width(unrotated, frame), *rules)
     if not read:
         return ruled
     kept = []
@@ -529,7 +530,7 @@ def _stacked_rows(grid: Any) -> bool:
     table = grid.table
     if table is None:
         return False
-    per_row: dict[int, int] = {}
+    rows_of: dict[int, list[tuple[float, list[float]]]] = defaultdict(list)
     for cell in table.table_cells:
         box = cell.bbox
         if box is None or cell.row_span > 1:
@@ -543,10 +544,35 @@ def _stacked_rows(grid: Any) -> bool:
             continue
         tall = max(line.display[3] - line.display[1] for line in inside)
         middles = sorted((line.display[1] + line.display[3]) / 2 for line in inside)
-        baselines = 1 + sum(1 for a, b in zip(middles, middles[1:], strict=False) if b - a > 0.8 * tall)
-        if baselines >= 2:
-            per_row[cell.start_row_offset_idx] = per_row.get(cell.start_row_offset_idx, 0) + 1
-    return any(count >= 2 for count in per_row.values())
+        rows_of[cell.start_row_offset_idx].append((tall, _baselines(middles, tall)))
+    return any(_printed_rows(cells) for cells in rows_of.values())
+
+
+def _baselines(middles: list[float], tall: float) -> list[float]:
+    """The middles of a cell's printed lines, one per baseline (pieces of one line joined)."""
+    baselines = [middles[0]]
+    for middle in middles[1:]:
+        if middle - baselines[-1] > 0.8 * tall:
+            baselines.append(middle)
+    return baselines
+
+
+def _printed_rows(cells: list[tuple[float, list[float]]]) -> bool:
+    """Whether a grid row's cells hold several printed rows: two or more cells on two or
+    more baselines, and every one-line cell on one of those baselines. A one-line cell
+    between them (centred in its ruled cell) says the others are wrapped text, each one
+    cell ("Bold-monospaced" / "(2,0)" beside "Italic (2,1)")."""
+    stacked = [baselines for _, baselines in cells if len(baselines) >= 2]
+    if len(stacked) < 2:
+        return False
+    rows = sorted(middle for baselines in stacked for middle in baselines)
+    for tall, baselines in cells:
+        if len(baselines) == 1:
+            index = bisect.bisect_left(rows, baselines[0])
+            near = [rows[i] for i in (index - 1, index) if 0 <= i < len(rows)]
+            if not any(abs(baselines[0] - middle) <= 0.3 * tall for middle in near):
+                return False
+    return True
 
 
 def _outside(lines: list[Line], tables: list) -> list[Line]:

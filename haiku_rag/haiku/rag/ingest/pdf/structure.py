@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from haiku.rag.ingest.pdf.blocks import BULLET_CHARS, LIST_MARKER, Block, Page, block_text
+from haiku.rag.ingest.pdf.blocks import BULLET_CHARS, LIST_MARKER, Block, Line, Page, block_text
 from haiku.rag.ingest.pdf.geometry import union
 from haiku.rag.ingest.pdf.page_blocks import top_left
 
@@ -16,7 +16,15 @@ MAX_HEADING_CHARS = 200
 MAX_HEADING_LINES = 3
 MAX_HEADING_LEVEL = 6
 
-CAPTION_START = re.compile(r"^(?:Figure|Fig\.|Table|Tab\.|Chart|Exhibit|Plate)\s*[0-9IVX]+[A-Za-z]?\s*[:.|—–-]")
+CAPTION_START = re.compile(
+    r"^(?:Figure|Fig\.|Table|Tab\.|Chart|Exhibit|Plate|FIGURE|FIG\.|TABLE)\s*[0-9IVX]+[A-Za-z]?\s*[:.|—–-]"
+)
+# a caption's label and nothing else: "Table 3:", "TABLE 3", "Fig. 2."
+CAPTION_LABEL = re.compile(
+    r"^(?:Figure|Fig\.|Table|Tab\.|FIGURE|FIG\.|TABLE)\s*[0-9IVX]+[A-Za-z]?\s*[:.|—–-]?$"
+)
+# "Table 3" / "TABLE 3" alone on the caption's first row, its text on the lines below
+CAPTION_LABEL_ALONE = re.compile(r"^(?:Figure|Fig\.|Table|Tab\.|FIGURE|FIG\.|TABLE)\s*[0-9IVX]+[A-Za-z]?$")
 SECTION_NUMBER = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,4})\.?\s+\S")
 PAGE_NUMBER_ONLY = re.compile(r"^(?:page\s*)?[-–—]?\s*#+\s*[-–—]?(?:\s*(?:of|/)\s*#+)?$|^[ivxlc]{1,6}$")
 # Metadata titles that name nothing: placeholders, and file names ("Binder1.pdf", "x.odp").
@@ -68,6 +76,65 @@ def _normalise_furniture(block: Block) -> str:
     return " ".join(re.sub(r"\d+", "#", text).split())
 
 
+def is_caption(block: Block) -> bool:
+    """Whether a text block is a "Table N." / "Figure N:" / "TABLE N" caption. The label is
+    read from the block's whole first row: a caption whose label is printed as its own
+    spans ("Table" and "1." in bold, spread apart by justification, then the text) comes
+    out as several lines side by side."""
+    head = first_row_text(block.lines)
+    if CAPTION_START.match(head):
+        return True
+    return len(block.lines) > 1 and CAPTION_LABEL_ALONE.match(head.strip()) is not None
+
+
+def _joined_caption_labels(blocks: list[Block]) -> list[Block]:
+    """A caption's label printed in a style of its own ("Table 2:" in bold) can come out as a
+    block of its own beside the caption's text: the two are joined into one block."""
+    labels = [
+        b for b in blocks
+        if b.kind == "text" and len(b.lines) <= 3 and CAPTION_LABEL.match(first_row_text(b.lines).strip())
+        and all(line.box[1] < b.lines[0].box[3] for line in b.lines)
+    ]
+    if not labels:
+        return blocks
+    gone: set[int] = set()
+    for label in labels:
+        top, bottom = label.lines[0].box[1], label.lines[0].box[3]
+        size = max(line.size for line in label.lines) or 1.0
+        beside = [
+            b for b in blocks
+            if b is not label and id(b) not in gone and b.kind == "text" and b.page_no == label.page_no
+            and top <= (b.lines[0].box[1] + b.lines[0].box[3]) / 2 <= bottom
+            and 0 <= b.lines[0].box[0] - label.box[2] <= 4 * size
+        ]
+        if not beside:
+            continue
+        text = min(beside, key=lambda b: b.lines[0].box[0])
+        label.lines = [*label.lines, *text.lines]
+        label.box = union([label.box, text.box])
+        label.display = union([label.display, text.display])
+        gone.add(id(text))
+    return [b for b in blocks if id(b) not in gone]
+
+
+def first_row_text(lines: list[Line]) -> str:
+    """The text of ``lines``' first printed row: the first line and the lines beside it
+    (their middles within its height), left to right."""
+    if not lines:
+        return ""
+    first = lines[0]
+    top, bottom = first.box[1], first.box[3]
+    row = [first]
+    for line in lines[1:8]:
+        middle = (line.box[1] + line.box[3]) / 2
+        if top <= middle <= bottom and line.box[0] >= first.box[0]:
+            row.append(line)
+    if len(row) == 1:
+        return first.text
+    row.sort(key=lambda item: item.box[0])
+    return " ".join(line.text.strip() for line in row)
+
+
 def classify_styles(pages: list[Page]) -> None:
     """Captions, headings, list items, the title and heading levels, from the document's
     body font. A heading-styled "1. Introduction" is a heading, not a list item; the
@@ -80,13 +147,14 @@ def classify_styles(pages: list[Page]) -> None:
         default=0.0,
     ) if pages else 0.0
     for page in pages:
+        page.blocks = _joined_caption_labels(page.blocks)
         for block in page.blocks:
             if block.kind == "list_item":  # named by the layout model: find its marker
                 _mark_list_item(block)
             if block.kind != "text":
                 continue
             first = block.lines[0].text
-            if CAPTION_START.match(first):
+            if is_caption(block):
                 block.kind = "caption"
             elif (
                 first[0] not in BULLET_CHARS

@@ -69,7 +69,10 @@ def _rules(graphics: PageGraphics, page_box: Bbox, frame: Matrix = IDENTITY) -> 
     horizontal: list[Segment] = []
     vertical: list[Segment] = []
     max_box_area = 0.5 * area(page_box)
+    inset = _inset_shadings(graphics.fill_paths)
     for box in (*graphics.stroke_paths, *graphics.fill_paths):
+        if inset and id(box) in inset:
+            continue
         x0, y0, x1, y1 = intersect(transform(box, frame), page_box)
         width, height = x1 - x0, y1 - y0
         if height <= 3 and width >= 10:
@@ -80,6 +83,35 @@ def _rules(graphics: PageGraphics, page_box: Bbox, frame: Matrix = IDENTITY) -> 
             horizontal += [(y0, x0, x1), (y1, x0, x1)]
             vertical += [(x0, y0, y1), (x1, y0, y1)]
     return _join_collinear(horizontal), _join_collinear(vertical)
+
+
+INSET = 8.0  # points: a shaded box this close inside another on every side is its inset shading
+
+
+def _inset_shadings(boxes: list[Bbox]) -> set[int]:
+    """The ids of filled boxes that lie just inside another on all four sides: a cell's
+    text shading inset from the cell's own (Word draws both). Their edges are no rules:
+    they cut each shaded cell into three columns and three rows of slots."""
+    buckets: dict[tuple[int, int], list[Bbox]] = {}
+    for box in boxes:
+        if box[2] - box[0] >= 10 and box[3] - box[1] >= 6:
+            buckets.setdefault((int(box[0] // INSET), int(box[1] // INSET)), []).append(box)
+    if len(buckets) < 2:
+        return set()
+    inset: set[int] = set()
+    for (bx, by), members in buckets.items():
+        for box in members:
+            for dx in (-1, 0):
+                for dy in (-1, 0):
+                    for outer in buckets.get((bx + dx, by + dy), ()):
+                        if outer is not box and all(
+                            0 < d <= INSET
+                            for d in (
+                                box[0] - outer[0], box[1] - outer[1], outer[2] - box[2], outer[3] - box[3]
+                            )
+                        ):
+                            inset.add(id(box))
+    return inset
 
 
 def _join_collinear(segments: list[Segment]) -> list[Segment]:
@@ -124,6 +156,7 @@ def _grid_table(
 ) -> Block | None:
     inside = expand(region, 2.0)
     rows = [r for r in rows if inside[1] <= r[0] <= inside[3] and r[1] < inside[2] and r[2] > inside[0]]
+    rows = _without_text_decorations(rows, lines)
     columns = [c for c in columns if inside[0] <= c[0] <= inside[2] and c[1] < inside[3] and c[2] > inside[1]]
     ys = _cluster_edges(r[0] for r in rows)
     xs = _cluster_edges(c[0] for c in columns)
@@ -173,6 +206,28 @@ def _grid_table(
     block = geometry.block("table", _unrotated(table_box, geometry.frame), members)
     block.table = TableData(num_rows=n_rows, num_cols=n_cols, table_cells=cells)
     return block
+
+
+def _without_text_decorations(rows: list[Segment], lines: list[Line]) -> list[Segment]:
+    """The horizontal rules that are not a line's strikeout or underline: a rule drawn
+    across a text line, no wider than the line, cut a cell's first line from its second
+    ("Strikeout (1,0), Zeile 1" / "Hier kommt Zeile 2." became two rows)."""
+    if not rows or not lines:
+        return rows
+    by_top = sorted(lines, key=lambda line: line.box[1])
+    tops = [line.box[1] for line in by_top]
+    tallest = max(line.box[3] - line.box[1] for line in lines)
+    kept = []
+    for y, x0, x1 in rows:
+        first = bisect.bisect_left(tops, y - tallest)
+        last = bisect.bisect_right(tops, y)
+        over_text = any(
+            line.box[1] + 1 < y < line.box[3] + 0.5 and line.box[0] - 3 <= x0 and x1 <= line.box[2] + 3
+            for line in by_top[first:last]
+        )
+        if not over_text:
+            kept.append((y, x0, x1))
+    return kept
 
 
 def _without_empty_lines(cells: list[TableCell], n_rows: int, n_cols: int) -> tuple[list[TableCell], int, int]:
@@ -280,12 +335,16 @@ def _cluster_edges(values: Iterable[float], tolerance: float = 2.0) -> list[floa
     return edges
 
 
-def horizontal_rules(graphics: PageGraphics, frame: tuple[float, ...]) -> list[Segment]:
-    """The page's thin horizontal paths (rules: booktabs' top, mid and bottom rules, a line
-    under a header) as (y, x0, x1) in the reading frame ``frame`` (unrotated -> frame)."""
-    rules: list[Segment] = []
+def page_rules(graphics: PageGraphics, frame: tuple[float, ...]) -> tuple[list[Segment], list[Segment]]:
+    """The page's thin paths in the reading frame ``frame`` (unrotated -> frame): horizontal
+    rules (booktabs' top, mid and bottom rules, a line under a header) as (y, x0, x1), and
+    vertical rules (between column groups) as (x, y0, y1)."""
+    horizontal: list[Segment] = []
+    vertical: list[Segment] = []
     for box in (*graphics.stroke_paths, *graphics.fill_paths):
         x0, y0, x1, y1 = transform(box, frame)  # type: ignore[arg-type]
         if y1 - y0 <= 3 and x1 - x0 >= 10:
-            rules.append(((y0 + y1) / 2, x0, x1))
-    return rules
+            horizontal.append(((y0 + y1) / 2, x0, x1))
+        elif x1 - x0 <= 3 and y1 - y0 >= 6:
+            vertical.append(((x0 + x1) / 2, y0, y1))
+    return horizontal, vertical

@@ -39,7 +39,7 @@ from docling_core.types.doc import BoundingBox, CoordOrigin, TableCell, TableDat
 
 from haiku.rag.ingest.pdf.blocks import Block, Line, PageGeometry
 from haiku.rag.ingest.pdf.geometry import Bbox, union
-from haiku.rag.ingest.pdf.structure import CAPTION_START
+from haiku.rag.ingest.pdf.structure import CAPTION_LABEL, CAPTION_START
 
 MIN_GUTTER = 6.0  # points: a narrower clean channel between lines is no page gutter
 GUTTER_PROSE_LINES = 3  # lines of running text needed on each side of a page gutter
@@ -75,25 +75,61 @@ def text_tables(
     geometry: PageGeometry,
     page_width: float,
     rules: Sequence[tuple[float, float, float]] = (),
+    verticals: Sequence[tuple[float, float, float]] = (),
 ) -> list[Block]:
     """The unruled tables among ``lines`` as table blocks (their ``lines`` are the members).
 
     ``page_width``: the page's width in the reading frame (unused: kept for callers);
     ``rules``: horizontal rules as (y, x0, x1) in the reading frame, to find where a header
-    ends."""
-    # a caption is the table's title, never one of its cells
+    ends; ``verticals``: vertical rules as (x, y0, y1), the sides of a group header's cell."""
+    # a caption is the table's title, never one of its cells: its label line and, when the
+    # label is printed apart ("Table 2:" in bold), the caption's text beside it
+    caption_rows = _caption_rows(lines)
     candidates = [
-        line for line in lines if line.on_axis and line.text.strip() and not CAPTION_START.match(line.text)
+        line
+        for line in lines
+        if line.on_axis
+        and line.text.strip()
+        and not any(
+            top <= (line.box[1] + line.box[3]) / 2 <= bottom and line.box[0] >= x0
+            for top, bottom, x0 in caption_rows
+        )
     ]
     if len(candidates) < 2 * MIN_ROWS:
         return []
     bands = _bands(candidates, _gutters(candidates))
     tables: list[Block] = []
     for run in _runs(bands):
-        block = _table(run, geometry, rules)
+        block = _table(run, geometry, rules, verticals)
         if block is not None:
             tables.append(block)
     return tables
+
+
+_CAPTION_WORDS = frozenset({"Table", "TABLE", "Tab.", "Figure", "FIGURE", "Fig.", "FIG."})
+_CAPTION_NUMBER = re.compile(r"^[0-9IVX]+[A-Za-z]?\s*[:.|—–-]?")
+
+
+def _caption_rows(lines: Sequence[Line]) -> list[tuple[float, float, float]]:
+    """(top, bottom, x0) of the caption labels among ``lines``: a line that starts a caption
+    ("Table 2: ..."), or the word "Table" printed alone with its number beside it."""
+    rows = []
+    for index, line in enumerate(lines):
+        text = line.text.strip()
+        if CAPTION_START.match(text) or CAPTION_LABEL.match(text):
+            rows.append((line.box[1], line.box[3], line.box[0]))
+        elif text in _CAPTION_WORDS:
+            top, bottom = line.box[1], line.box[3]
+            for other in lines[max(0, index - 3) : index + 4]:
+                middle = (other.box[1] + other.box[3]) / 2
+                if (
+                    other is not line and top <= middle <= bottom
+                    and 0 <= other.box[0] - line.box[2] <= 3 * line.size
+                    and _CAPTION_NUMBER.match(other.text.strip())
+                ):
+                    rows.append((top, bottom, line.box[0]))
+                    break
+    return rows
 
 
 def _gutters(lines: list[Line]) -> list[float]:
@@ -296,7 +332,10 @@ def _span(x0: float, x1: float, columns: list[tuple[float, float]]) -> tuple[int
 
 
 def _table(
-    run: list[_Band], geometry: PageGeometry, rules: Sequence[tuple[float, float, float]]
+    run: list[_Band],
+    geometry: PageGeometry,
+    rules: Sequence[tuple[float, float, float]],
+    verticals: Sequence[tuple[float, float, float]] = (),
 ) -> Block | None:
     columns = _columns(run)
     if len(columns) < 2:
@@ -373,38 +412,101 @@ def _table(
         return None  # mostly empty: labels scattered over a diagram or a chart
     header_rows = _header_rows(kept, rows, rules)
     for row in rows[: max(header_rows - 1, 0)]:
-        _widen_centred_headers(row, columns)
+        _widen_group_headers(row, columns, rules, verticals)
     return _block(rows, len(columns), header_rows, geometry)
 
 
-def _widen_centred_headers(row: list[tuple[int, int, list[Line]]], columns: list[tuple[float, float]]) -> None:
-    """A header cell centred over empty neighbours ("TEDs" above "simple complex all")
-    spans them: widened symmetrically while the columns on both sides are empty."""
+def _widen_group_headers(
+    row: list[tuple[int, int, list[Line]]],
+    columns: list[tuple[float, float]],
+    rules: Sequence[tuple[float, float, float]],
+    verticals: Sequence[tuple[float, float, float]],
+) -> None:
+    """A group header ("Pre-Pawn" over "Handgun Long Gun *Other", "TEDs" over "simple
+    complex all") spans the sub-columns that lie under its extent: its ruled cell (the
+    vertical rules either side of it, or a rule drawn under it) when it has one, else the
+    columns it is centred over, among the empty neighbours on both sides."""
     filled = {c for c0, c1, _ in row for c in range(c0, c1 + 1)}
     for index, (c0, c1, lines) in enumerate(row):
-        middle = (min(line.box[0] for line in lines) + max(line.box[2] for line in lines)) / 2
-        k = 0
-        while c0 - k - 1 >= 0 and c1 + k + 1 < len(columns) and not (
-            {c0 - k - 1, c1 + k + 1} & filled
-        ):
-            k += 1
-        best = None
-        for j in range(1, k + 1):  # the widest symmetric span the cell is centred on
-            left, right = columns[c0 - j][0], columns[c1 + j][1]
-            if abs(middle - (left + right) / 2) <= 0.15 * (right - left):
-                best = j
-        # one side only: a header over two columns
-        if best is None:
-            for a, b in ((c0 - 1, c1), (c0, c1 + 1)):
-                if 0 <= a and b < len(columns) and not ({a, b} - {c0, c1}) & filled:
-                    left, right = columns[a][0], columns[b][1]
-                    if abs(middle - (left + right) / 2) <= 0.15 * (right - left):
-                        row[index] = (a, b, lines)
-                        filled |= {a, b}
-                        break
+        left = min(line.box[0] for line in lines)
+        right = max(line.box[2] for line in lines)
+        top = min(line.box[1] for line in lines)
+        bottom = max(line.box[3] for line in lines)
+        others = filled - set(range(c0, c1 + 1))
+        span = _ruled_span(left, right, top, bottom, columns, rules, verticals)
+        if span is not None and span[0] <= c0 and c1 <= span[1] and not others & set(range(span[0], span[1] + 1)):
+            row[index] = (span[0], span[1], lines)
+            filled |= set(range(span[0], span[1] + 1))
             continue
-        row[index] = (c0 - best, c1 + best, lines)
-        filled |= set(range(c0 - best, c1 + best + 1))
+        span = _centred_span(c0, c1, (left + right) / 2, columns, others)
+        if span is not None:
+            row[index] = (span[0], span[1], lines)
+            filled |= set(range(span[0], span[1] + 1))
+
+
+def _ruled_span(
+    left: float,
+    right: float,
+    top: float,
+    bottom: float,
+    columns: list[tuple[float, float]],
+    rules: Sequence[tuple[float, float, float]],
+    verticals: Sequence[tuple[float, float, float]],
+) -> tuple[int, int] | None:
+    """The columns inside a header's ruled cell: between the nearest vertical rules on
+    either side that run past its text, or under a rule drawn just below it (a cmidrule)
+    that is narrower than the table. None when it has neither."""
+    middle_y = (top + bottom) / 2
+    table_left, table_right = columns[0][0], columns[-1][1]
+    extent: tuple[float, float] | None = None
+    if verticals:
+        crossing = [x for x, y0, y1 in verticals if y0 - 1 <= middle_y <= y1 + 1]
+        before = [x for x in crossing if table_left - 2 <= x <= left + 1]
+        after = [x for x in crossing if right - 1 <= x <= table_right + 2]
+        if before and after:
+            extent = (max(before), min(after))
+    if extent is None and rules:
+        height = bottom - top
+        under = [
+            (x0, x1) for y, x0, x1 in rules
+            if bottom - 1 <= y <= bottom + 1.2 * height and x0 - 1 <= left and right <= x1 + 1
+            and x1 - x0 < 0.9 * (table_right - table_left)
+        ]
+        if under:
+            extent = min(under, key=lambda e: e[1] - e[0])
+    if extent is None:
+        return None
+    inside = [i for i, (c0, c1) in enumerate(columns) if extent[0] - 1 <= (c0 + c1) / 2 <= extent[1] + 1]
+    if not inside:
+        return None
+    return inside[0], inside[-1]
+
+
+def _centred_span(
+    c0: int, c1: int, middle: float, columns: list[tuple[float, float]], others: set[int]
+) -> tuple[int, int] | None:
+    """Without a ruled cell: the widest span, widened symmetrically over empty neighbours,
+    that the header is centred on (within 15 % of its width; "TEDs" over three, DPR's
+    "Top-100" over five), else one column more on one side (a header over two). Unruled,
+    a label centred over three of five evenly spaced columns is centred over all five:
+    the widest is right more often (measured on the real-PDF set's tables)."""
+    best = None
+    k = 0
+    while c0 - k - 1 >= 0 and c1 + k + 1 < len(columns) and not ({c0 - k - 1, c1 + k + 1} & others):
+        k += 1
+        if _centred(middle, columns[c0 - k][0], columns[c1 + k][1]):
+            best = (c0 - k, c1 + k)
+    if best is not None:
+        return best
+    for a, b in ((c0 - 1, c1), (c0, c1 + 1)):
+        if 0 <= a and b < len(columns) and not ({a, b} - {c0, c1}) & others:
+            if _centred(middle, columns[a][0], columns[b][1]):
+                return a, b
+    return None
+
+
+def _centred(middle: float, left: float, right: float) -> bool:
+    return abs(middle - (left + right) / 2) <= 0.15 * (right - left)
 
 
 def _prose_columns(placed: list[list[tuple[int, int, list[Line]]]], n_cols: int) -> list[bool]:
@@ -440,23 +542,45 @@ def _prose_columns(placed: list[list[tuple[int, int, list[Line]]]], n_cols: int)
 def _rows(
     kept: list[tuple[_Band, list[tuple[int, int, list[Line]]]]],
 ) -> list[list[tuple[int, int, list[Line]]]]:
-    """Bands merged into table rows: a one-cell band close under a row, outside the first
-    column, in a column that row fills, is the next line of that row's cell."""
+    """Bands merged into table rows: a band close under a row is the next line of that
+    row's cells when it has no row label (nothing in the first column) and each of its
+    cells sits in a column the row fills. A one-cell band always; a band of several cells
+    only when it leaves a column of the row empty after its first cell (a full row with an
+    empty label, OTSL's "HTML" row under "OTSL", leaves only the leading columns empty)
+    and the row's cells start at one top, so the band's lines continue them."""
     rows: list[list[tuple[int, int, list[Line]]]] = []
     previous: _Band | None = None
     for band, cells in kept:
-        if rows and previous is not None and len(cells) == 1:
-            c0, c1, lines = cells[0]
-            above = {c for a0, a1, _ in rows[-1] for c in range(a0, a1 + 1)}
-            close = band.top - previous.bottom < WRAP_GAP * band.size
-            if close and c0 > 0 and c0 in above:
+        if rows and previous is not None and _continues_row(band, previous, cells, rows[-1]):
+            for c0, _c1, lines in cells:
                 target = next(cell for cell in rows[-1] if cell[0] <= c0 <= cell[1])
                 target[2].extend(lines)
-                previous = band
-                continue
+            previous = band
+            continue
         rows.append([(c0, c1, list(lines)) for c0, c1, lines in cells])
         previous = band
     return rows
+
+
+def _continues_row(
+    band: _Band,
+    previous: _Band,
+    cells: list[tuple[int, int, list[Line]]],
+    row: list[tuple[int, int, list[Line]]],
+) -> bool:
+    if not cells or band.top - previous.bottom >= WRAP_GAP * band.size:
+        return False
+    above = {c for a0, a1, _ in row for c in range(a0, a1 + 1)}
+    if any(c0 == 0 or c0 not in above for c0, _, _ in cells):
+        return False
+    if len(cells) == 1:
+        return True
+    first = min(c0 for c0, _, _ in cells)
+    here = {c for c0, c1, _ in cells for c in range(c0, c1 + 1)}
+    if not any(c > first for c in above - here):
+        return False
+    tops = [min(line.box[1] for line in lines) for _, _, lines in row]
+    return max(tops) - min(tops) <= 0.3 * band.size
 
 
 def _merge_overlapping(row: list[tuple[int, int, list[Line]]]) -> list[tuple[int, int, list[Line]]]:
