@@ -178,5 +178,8 @@ def _first_sentence_shown(search_return: str) -> str:
     block = search_return.split("Content:", 1)[1].split("\n\n---\n\n")[0]
     lines = block.split("\n")
     text = "\n".join(line[2:] for line in lines if line.startswith("> ") or line == ">")
-    return text.strip().split(".")[0]
+    # the first real sentence: a heading number ("3. Trace Trees") is not one
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
+    sentence = next((s for s in sentences if len(s.split()) >= 6), sentences[0] if sentences else "")
+    return sentence.rstrip(".")
 
