@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
@@ -125,3 +125,11 @@ def quoted_citation(citation: Citation, record: Bibliographic | None, title: str
         name = " ".join(title.split()) if title and title.strip() else citation_title(citation)
         where = "(" + ", ".join(p for p in (name, pages_label(matched_pages(citation))) if p) + ")"
     return f"“{passage}” {where}"
+
+
+def passage_blocks(text: str) -> list[Any]:
+    """``text`` cut into prose (strings) and Markdown tables (``header``, ``rows`` of cells):
+    haiku.rag's one reading of the tables its chunks hold, for the views to draw them."""
+    from haiku.rag.citations import passage_blocks as blocks
+
+    return list(blocks(text))
