@@ -16,6 +16,7 @@ import re
 from PySide6.QtCore import Qt
 from PySide6.QtGui import (
     QFontMetricsF,
+    QTextCursor,
     QTextDocument,
     QTextFrame,
     QTextLength,
@@ -27,8 +28,10 @@ from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
 from haiku_desk.citations import passage_blocks
 
-SHORT_CELL = 24  # characters: a cell this short is never wrapped
-MAX_COLUMN_EM = 8  # a column of long cells is at most about this many line heights wide; they wrap at word boundaries
+SHORT_CELL = 12  # characters: a cell this short (or of one word: "21,550") is never wrapped
+# a column of longer cells is this many line heights wide at most (or its longest word):
+# they wrap at word boundaries ("Inference time" over "(secs)")
+LONG_CELL_LINES = 6
 CELL_PADDING = 3
 
 
@@ -132,8 +135,10 @@ def tidy_tables(document: QTextDocument) -> None:
                 if not text:
                     continue
                 cursor = cell.firstCursorPosition()
-                metrics = QFontMetricsF(cursor.charFormat().font())
-                if len(text) <= SHORT_CELL:
+                probe = QTextCursor(cursor)
+                probe.movePosition(QTextCursor.MoveOperation.NextCharacter)  # the cell's own font
+                metrics = QFontMetricsF(probe.charFormat().font())
+                if len(text) <= SHORT_CELL or len(text.split()) == 1:
                     block_format = cursor.blockFormat()
                     block_format.setNonBreakableLines(True)
                     cursor.setBlockFormat(block_format)
@@ -142,7 +147,7 @@ def tidy_tables(document: QTextDocument) -> None:
                     width = max(metrics.horizontalAdvance(word) for word in text.split())
                     width = max(
                         width,
-                        min(metrics.horizontalAdvance(text), MAX_COLUMN_EM * metrics.height()),
+                        min(metrics.horizontalAdvance(text), LONG_CELL_LINES * metrics.height()),
                     )
                 needed = max(needed, width)
             widths.append(needed + 2 * CELL_PADDING + 4)
