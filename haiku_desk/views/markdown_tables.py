@@ -71,12 +71,16 @@ def with_table_breaks(markdown: str) -> str:
     own, and the table would show as lines of pipes."""
     lines = markdown.split("\n")
     out: list[str] = []
+    in_code = False  # a fenced code block is shown as written
     for i, line in enumerate(lines):
         prefix = _QUOTE.match(line).group()  # type: ignore[union-attr]
         body = line[len(prefix) :]
+        if body.startswith(("```", "~~~")):
+            in_code = not in_code
         following = lines[i + 1][len(prefix) :] if i + 1 < len(lines) else ""
         if (
-            out
+            not in_code
+            and out
             and out[-1][len(prefix) :].strip()
             and not _is_row(out[-1][len(prefix) :])
             and _is_row(body)

@@ -204,3 +204,15 @@ def test_an_answer_quoting_a_table_shows_it_as_a_table_and_its_source_names_the_
     (source,) = widget.source_labels
     assert "|" not in source.snippet
     assert "State / Territory: Texas" in source.snippet and "Handgun: 101" in source.snippet
+
+
+def test_a_table_right_under_a_line_of_text_becomes_a_block_of_its_own_but_code_stays_as_written():
+    from haiku_desk.views.markdown_tables import with_table_breaks
+
+    table = "| a | b |\n|-|-|\n| 1 | 2 |"
+    assert with_table_breaks(f"Table 1: sizes\n{table}") == f"Table 1: sizes\n\n{table}"
+    quoted = "\n".join(f"> {line}" for line in ["Table 1: sizes", *table.splitlines()])
+    assert with_table_breaks(quoted).splitlines()[1] == ">"  # inside a quote, a quoted break
+    code = f"```\nTable 1: sizes\n{table}\n```"
+    assert with_table_breaks(code) == code
+    assert with_table_breaks(f"Text\n\n{table}") == f"Text\n\n{table}"  # already a block
