@@ -112,11 +112,13 @@ def source_label(citation: Citation, record: Bibliographic | None, title: str | 
 
 
 def quoted_citation(citation: Citation, record: Bibliographic | None, title: str | None = None) -> str:
-    """What "Copy citation" puts on the clipboard: the cited passage in quotation marks, then
-    ``(Sørensen et al., 2021, p. 4)``; a document without authors is named by its title."""
-    from haiku.rag.citations import pages_label
+    """What "Copy citation" puts on the clipboard: the cited passage in quotation marks (its
+    table rows as words), then ``(Sørensen et al., 2021, p. 4)``; a document without authors
+    is named by its title."""
+    from haiku.rag.citations import pages_label, tables_as_text
 
-    passage = " ".join(snippet_source(citation).split())
+    # a table's rows as "header: value" words: pipes and "|-|-|" mean nothing in a manuscript
+    passage = " ".join(tables_as_text(snippet_source(citation)).split())
     if has_authors(record):
         from haiku.rag.bibliography import author_year_citation
 

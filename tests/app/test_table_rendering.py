@@ -169,6 +169,8 @@ def test_a_25_column_table_keeps_its_cells_whole_and_scrolls_sideways_in_the_pan
     assert document.size().width() > panel.snippet.viewport().width()
     assert panel.snippet.horizontalScrollBar().maximum() > 0  # it scrolls sideways
     assert not [line for line in _shown_lines(document) if line.lstrip().startswith("|")]
+    copied = panel.copy_citation()  # the quote a manuscript gets: the row in words
+    assert "|" not in copied and "State / Territory: Texas; Permit: 0; Handgun: 101" in copied
 
 
 def test_an_answer_quoting_a_table_shows_it_as_a_table_and_its_source_names_the_row_in_words(
