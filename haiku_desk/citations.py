@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 if TYPE_CHECKING:
@@ -112,11 +112,13 @@ def source_label(citation: Citation, record: Bibliographic | None, title: str | 
 
 
 def quoted_citation(citation: Citation, record: Bibliographic | None, title: str | None = None) -> str:
-    """What "Copy citation" puts on the clipboard: the cited passage in quotation marks, then
-    ``(Sørensen et al., 2021, p. 4)``; a document without authors is named by its title."""
-    from haiku.rag.citations import pages_label
+    """What "Copy citation" puts on the clipboard: the cited passage in quotation marks (its
+    table rows as words), then ``(Sørensen et al., 2021, p. 4)``; a document without authors
+    is named by its title."""
+    from haiku.rag.citations import pages_label, tables_as_text
 
-    passage = " ".join(snippet_source(citation).split())
+    # a table's rows as "header: value" words: pipes and "|-|-|" mean nothing in a manuscript
+    passage = " ".join(tables_as_text(snippet_source(citation)).split())
     if has_authors(record):
         from haiku.rag.bibliography import author_year_citation
 
@@ -125,3 +127,11 @@ def quoted_citation(citation: Citation, record: Bibliographic | None, title: str
         name = " ".join(title.split()) if title and title.strip() else citation_title(citation)
         where = "(" + ", ".join(p for p in (name, pages_label(matched_pages(citation))) if p) + ")"
     return f"“{passage}” {where}"
+
+
+def passage_blocks(text: str) -> list[Any]:
+    """``text`` cut into prose (strings) and Markdown tables (``header``, ``rows`` of cells):
+    haiku.rag's one reading of the tables its chunks hold, for the views to draw them."""
+    from haiku.rag.citations import passage_blocks as blocks
+
+    return list(blocks(text))

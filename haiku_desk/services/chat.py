@@ -374,10 +374,11 @@ def _save_default_toggles(toggles: Toggles) -> None:
 
 
 def excerpt(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
-    """The part of ``content`` that matched ``query`` (haiku.rag's one definition)."""
-    from haiku.rag.citations import excerpt as matched_part
+    """The part of ``content`` that matched ``query`` (haiku.rag's one definition), its
+    Markdown tables written as "header: value" words for a person to read."""
+    from haiku.rag.citations import snippet
 
-    return matched_part(content, query, limit)
+    return snippet(content, query, limit)
 
 
 def citing_text(answer: str, index: int) -> str:

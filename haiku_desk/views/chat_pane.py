@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 from haiku_desk.citations import citation_location, citation_place, citation_title, snippet_source
 from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
+from haiku_desk.views.markdown_tables import tidy_tables, with_table_breaks
 from haiku_desk.views.widgets import ElidedLabel, compact_button
 
 if TYPE_CHECKING:
@@ -329,14 +330,15 @@ class SourceLabel(QLabel):
 
 
 class AnswerView(QTextBrowser):
-    """Markdown that grows with its content instead of scrolling on its own."""
+    """Markdown that grows with its content instead of scrolling on its own; only a table
+    wider than the pane scrolls sideways (``markdown_tables``)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setOpenLinks(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.document().contentsChanged.connect(self._fit)
@@ -345,9 +347,15 @@ class AnswerView(QTextBrowser):
         super().resizeEvent(event)
         self._fit()
 
+    def setMarkdown(self, markdown: str) -> None:  # noqa: N802
+        super().setMarkdown(with_table_breaks(markdown))
+        tidy_tables(self.document())
+
     def _fit(self) -> None:
         self.document().setTextWidth(self.viewport().width())
         height = int(self.document().size().height()) + 6
+        if self.document().size().width() > self.viewport().width() + 1:  # a wide table
+            height += self.horizontalScrollBar().sizeHint().height()
         if height != self.height():
             self.setFixedHeight(height)
 

@@ -30,6 +30,7 @@ from haiku_desk.citations import (
     snippet_source,
 )
 from haiku_desk.services.pages import MAX_ZOOM, MIN_ZOOM, PageRender, PagesService, paint_highlights
+from haiku_desk.views.markdown_tables import PassageView, shown_passage
 from haiku_desk.views.widgets import ElidedLabel
 
 if TYPE_CHECKING:
@@ -119,17 +120,11 @@ class CitationPanel(QWidget):
         self.scroll.setAlignment(Qt.AlignmentFlag.AlignHCenter)
         self.scroll.setAccessibleName("Page view")
 
-        self.snippet = QLabel()
-        self.snippet.setWordWrap(True)
+        # A long passage scrolls in its few lines instead of being cut off mid-line; its
+        # tables are drawn as tables and scroll sideways when wider than the panel.
+        self.snippet = PassageView()
         self.snippet.setAccessibleName("Cited passage")
-        self.snippet.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.snippet.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-        # A long passage scrolls in its few lines instead of being cut off mid-line.
-        self.snippet_area = QScrollArea()
-        self.snippet_area.setWidget(self.snippet)
-        self.snippet_area.setWidgetResizable(True)
-        self.snippet_area.setFrameShape(QScrollArea.Shape.NoFrame)
-        self.snippet_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.snippet_area = self.snippet
         self.snippet_area.setMaximumHeight(120)
         self.snippet_area.hide()
 
@@ -229,9 +224,10 @@ class CitationPanel(QWidget):
         self.title.setFont(bold)
         self._name_source()
         passage = snippet_source(citation)
-        self.snippet.setText(passage if len(passage) <= 600 else passage[:600] + "…")
+        self.snippet.setText(shown_passage(passage))
         self.snippet_area.show()
         self.snippet_area.verticalScrollBar().setValue(0)
+        self.snippet_area.horizontalScrollBar().setValue(0)
         self._update_controls()  # Copy citation and Open original work before the page is drawn
         self._render()
 

@@ -138,3 +138,15 @@ async def test_a_table_chunk_swept_in_as_a_neighbour_is_highlighted_by_its_own_r
         citation = Citation.from_result(1, chunk_id, result)
         assert citation.boxes == chunk.boxes
         _check_highlight(citation, chunk.content, table)
+
+
+async def test_search_only_lists_a_table_passage_as_words_never_as_pipes(library):
+    """A person reads the search-only list: the table's rows come as "header: value" words
+    (the model, elsewhere, still reads the Markdown table)."""
+    db, config, table = library
+    async with HaikuRAG(db, config, read_only=True) as client:
+        question = "TEDs simple complex mAP inference time enc-layers dec-layers"
+        done = await answering.answer(client, question, None, AnswerOptions(mode="search-only"))
+    assert any("|-|" in (c.matched_text or c.content) for c in done.citations)
+    assert "|" not in done.text
+    assert "Inference time (secs): " in done.text

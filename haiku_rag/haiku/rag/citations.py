@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from haiku.rag.ingest.records import Box
+from haiku.rag.ingest.table_markdown import ShownTable, passage_blocks, tables_as_text
 
 if TYPE_CHECKING:
     from haiku.rag.store.models import SearchResult
@@ -27,6 +28,7 @@ __all__ = [
     "PICTURE_REF_PREFIX",
     "Box",
     "Citation",
+    "ShownTable",
     "cited_pages",
     "citing_text",
     "excerpt",
@@ -36,7 +38,10 @@ __all__ = [
     "opening_page",
     "pages_label",
     "pages_to_render",
+    "passage_blocks",
     "renumber_markers",
+    "snippet",
+    "tables_as_text",
 ]
 
 PICTURE_REF_PREFIX = "#/pictures/"
@@ -197,6 +202,12 @@ def excerpt(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
         start = text.rfind(" ", 0, start) + 1
     piece = text[start : start + limit].rsplit(" ", 1)[0]
     return ("…" if start else "") + piece + ("…" if start + len(piece) < len(text) else "")
+
+
+def snippet(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
+    """``excerpt`` for a person to read: a Markdown table's rows as "header: value; …" words
+    (never raw pipes); what a model reads keeps its tables (``excerpt``)."""
+    return excerpt(tables_as_text(content), query, limit)
 
 
 def pages_label(pages: Sequence[int]) -> str:

@@ -546,7 +546,7 @@ async def _search_only(
     work: Conversation,
     options: AnswerOptions,
 ) -> AsyncIterator[AnswerEvent]:
-    from haiku.rag.citations import Citation, pages_label
+    from haiku.rag.citations import Citation, pages_label, snippet
 
     yield Started("search-only", ())
     step = Step("search-1", "search", f"Searching “{_short(question)}”")
@@ -565,7 +565,7 @@ async def _search_only(
                 x for x in (c.document_title or c.document_uri, pages_label(c.page_numbers)) if x
             )
             lines.append(
-                f"{c.index}. **{where_label}**: {excerpt(c.matched_text or c.content, question)} [{c.index}]"
+                f"{c.index}. **{where_label}**: {snippet(c.matched_text or c.content, question)} [{c.index}]"
             )
         text = "\n".join(lines)
     else:

@@ -8,6 +8,7 @@ and a citation of a piece highlights its rows' cells and the header, not the who
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -129,3 +130,91 @@ def _separator(n_cols: int) -> str:
 
 def _line(values: Sequence[str]) -> str:
     return "| " + " | ".join(value.replace("|", "\\|") for value in values) + " |"
+
+
+# --- reading the Markdown back (hosts showing a passage) ---------------------------------------
+
+_SEPARATOR_CELL = re.compile(r"^\s*:?-+:?\s*$")
+
+
+@dataclass(slots=True)
+class ShownTable:
+    """A Markdown table read back from a passage: its column names and its body rows' cells."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+def _is_table_line(line: str) -> bool:
+    line = line.strip()
+    return len(line) >= 2 and line.startswith("|") and line.endswith("|") and not line.endswith("\\|")
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()[1:-1]
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", inner)]
+
+
+def _is_separator(line: str) -> bool:
+    return _is_table_line(line) and all(_SEPARATOR_CELL.match(cell) for cell in _cells(line))
+
+
+def passage_blocks(text: str) -> list[str | ShownTable]:
+    """``text`` cut into its prose (strings, lines kept) and its Markdown tables (a header line,
+    a separator line such as ``|-|-|``, then one line per row; rows after the first table
+    line without a separator are shown as rows too, under empty column names)."""
+    lines = text.split("\n")
+    blocks: list[str | ShownTable] = []
+    prose: list[str] = []
+    i = 0
+    while i < len(lines):
+        if _is_table_line(lines[i]) and not _is_separator(lines[i]):
+            j = i
+            while j < len(lines) and _is_table_line(lines[j]):
+                j += 1
+            run = lines[i:j]
+            if len(run) >= 2 and _is_separator(run[1]):
+                header, body = _cells(run[0]), [_cells(line) for line in run[2:] if not _is_separator(line)]
+            elif len(run) >= 2:
+                body = [_cells(line) for line in run if not _is_separator(line)]
+                header = [""] * max(len(r) for r in body)
+            else:
+                prose.append(lines[i])
+                i += 1
+                continue
+            if prose:
+                blocks.append("\n".join(prose))
+                prose = []
+            width = max([len(header), *(len(r) for r in body)])
+            blocks.append(
+                ShownTable(
+                    header + [""] * (width - len(header)), [r + [""] * (width - len(r)) for r in body]
+                )
+            )
+            i = j
+            continue
+        if not _is_separator(lines[i]):  # a stray separator (a table cut before it) shows nothing
+            prose.append(lines[i])
+        i += 1
+    if prose:
+        blocks.append("\n".join(prose))
+    return blocks
+
+
+def row_as_text(header: Sequence[str], row: Sequence[str]) -> str:
+    """One body row as words: "Language: OTSL; TEDs all: 0.96" (empty cells left out)."""
+    return "; ".join(f"{name}: {value}" if name else value for name, value in zip(header, row, strict=False) if value)
+
+
+def tables_as_text(text: str) -> str:
+    """``text`` with each Markdown table written as words, a line per row ("• header: value;
+    …"; a table with no body row, its column names): for a one-line snippet, never pipes."""
+    parts: list[str] = []
+    for block in passage_blocks(text):
+        if isinstance(block, str):
+            parts.append(block)
+        elif block.rows:
+            parts.extend("• " + row_as_text(block.header, row) for row in block.rows)
+        else:
+            parts.append("; ".join(name for name in block.header if name))
+    return "\n".join(parts)
