@@ -55,8 +55,8 @@ class StubOpenAI:
         if last["role"] == "tool":
             called = _tool_name_of(messages, last["tool_call_id"])
             if called == "rag_search":
-                ids = CHUNK_ID.findall(_text(last["content"]))
-                return _call("rag_cite", {"chunk_ids": ids[:1]})
+                cited, _ = _first_hit_shown(_text(last["content"]))
+                return _call("rag_cite", {"chunk_ids": [cited] if cited else []})
             if called == "rag_cite":
                 shown = next((m for m in reversed(messages) if m["role"] == "tool" and "Content:" in _text(m["content"])), None)
                 sentence = _first_sentence_shown(_text(shown["content"])) if shown else "Done"
@@ -173,13 +173,29 @@ def _stream_chunks(model: str, message: dict[str, Any]) -> list[dict[str, Any]]:
     return chunks
 
 
-def _first_sentence_shown(search_return: str) -> str:
-    """The first sentence of the first result's document text (its lines are quoted with "> ")."""
+def _first_hit_shown(search_return: str) -> tuple[str | None, str]:
+    """The first result's best hit and its document text (lines quoted with "> "): the
+    passage under the result's own id when the result shows several, else the result."""
+    if "Content:" not in search_return:
+        return None, ""
+    ids = CHUNK_ID.findall(search_return)
     block = search_return.split("Content:", 1)[1].split("\n\n---\n\n")[0]
+    passages = re.split(r"^Passage \[([0-9a-f]{32})\]( \(search hit\))?:$", block, flags=re.M)
+    if len(passages) > 1:  # ["", id, hit-mark, text, id, hit-mark, text, ...]
+        shown = [(passages[i], passages[i + 1], passages[i + 2]) for i in range(1, len(passages), 3)]
+        header = ids[0] if ids else None  # the result's own id: its best hit
+        chunk_id, _, block = next((p for p in shown if p[0] == header), shown[0])
+    else:
+        chunk_id = ids[0] if ids else None
     lines = block.split("\n")
-    text = "\n".join(line[2:] for line in lines if line.startswith("> ") or line == ">")
-    # the first real sentence: a heading number ("3. Trace Trees") is not one
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s.strip()]
+    return chunk_id, "\n".join(line[2:] for line in lines if line.startswith("> ") or line == ">")
+
+
+def _first_sentence_shown(search_return: str) -> str:
+    """The first real sentence of the first result's search hit: a heading line ("3.1
+    Traces") is not one."""
+    _, text = _first_hit_shown(search_return)
+    body = " ".join(line for line in text.split("\n") if len(line.split()) >= 4)
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", body.strip()) if s.strip()]
     sentence = next((s for s in sentences if len(s.split()) >= 6), sentences[0] if sentences else "")
     return sentence.rstrip(".")
-
