@@ -377,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         "--badge-colour",
         type=lambda s: tuple(int(s.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4)),
         default="#2e7d32",
-        help="the Grounded badge's colour (the chips are found on screen beside it)",
+        help="the Supported badge's colour (the chips are found on screen beside it)",
     )
     return Journey(parser.parse_args(argv)).run()
 
