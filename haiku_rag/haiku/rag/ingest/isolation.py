@@ -54,6 +54,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sized
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
+from haiku.rag.child_process import child_command, serve_if_requested
 from haiku.rag.errors import (
     IngestError,
     IngestTimeoutError,
@@ -130,10 +131,7 @@ def parse_document(
 
 def run_worker_if_requested(argv: list[str] | None = None) -> None:
     """In a frozen application's entry point: serve as the parse worker if asked to, then exit."""
-    argv = sys.argv if argv is None else argv
-    if len(argv) >= 3 and argv[1] == WORKER_FLAG:
-        _worker_main(int(argv[2]))
-        sys.exit(0)
+    serve_if_requested(WORKER_FLAG, _worker_main, argv)
 
 
 def _worker_main(fd: int) -> None:
@@ -305,10 +303,7 @@ class ParseWorker:
         return self._process is not None and self._process.poll() is None
 
     def _command(self, fd: int) -> list[str]:
-        if getattr(sys, "frozen", False):
-            return [sys.executable, WORKER_FLAG, str(fd)]
-        code = f"from haiku.rag.ingest.isolation import _worker_main; _worker_main({fd})"
-        return [sys.executable, "-c", code]
+        return child_command(WORKER_FLAG, "haiku.rag.ingest.isolation", fd)
 
     def _ensure_started(self) -> None:
         if self._alive():

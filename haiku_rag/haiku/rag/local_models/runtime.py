@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from haiku.rag.child_process import child_command, serve_if_requested
 from haiku.rag.errors import ChatModelError
 
 log = logging.getLogger("haiku.rag")
@@ -84,10 +85,7 @@ class RuntimeSettings:
 
 def run_worker_if_requested(argv: list[str] | None = None) -> None:
     """In a frozen application's entry point: serve as the model worker if asked to, then exit."""
-    argv = sys.argv if argv is None else argv
-    if len(argv) >= 3 and argv[1] == WORKER_FLAG:
-        _worker_main(int(argv[2]))
-        sys.exit(0)
+    serve_if_requested(WORKER_FLAG, _worker_main, argv)
 
 
 def _worker_main(fd: int) -> None:
@@ -247,10 +245,7 @@ class ModelRuntime:
         raise ModelLoadError(f"the process loading {name} ended ({_ended(process)}){_tail_note(tail)}")
 
     def _command(self, fd: int) -> list[str]:
-        if getattr(sys, "frozen", False):
-            return [sys.executable, WORKER_FLAG, str(fd)]
-        code = f"from haiku.rag.local_models.runtime import _worker_main; _worker_main({fd})"
-        return [sys.executable, "-c", code]
+        return child_command(WORKER_FLAG, "haiku.rag.local_models.runtime", fd)
 
     def stop(self) -> None:
         """Unload: ask the child to stop, kill it if it does not within a grace period."""
