@@ -266,3 +266,20 @@ def test_the_model_process_ends_with_a_parent_that_dies_without_cleaning_up(mode
     while not gone(child) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert gone(child)
+
+
+def test_the_model_serving_a_file_is_kept_when_free_memory_drops(
+    model_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each answer asks for the runtime again (the tools probe, the chat model); once a model
+    is loaded its own memory is no longer free, so planning again would choose a smaller
+    context (a second process) or refuse the model that is running."""
+    from haiku.rag.local_models import fit
+
+    provider.unload()
+    first = provider.runtime_for(model_file)
+    monkeypatch.setattr(fit, "available_memory", lambda: 1)  # nothing left once it loaded
+    try:
+        assert provider.runtime_for(model_file) is first
+    finally:
+        provider.unload()

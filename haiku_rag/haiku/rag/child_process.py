@@ -4,7 +4,10 @@ is the application itself and its entry point hands the process over by a flag."
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
 from collections.abc import Callable
 
 
@@ -22,3 +25,22 @@ def serve_if_requested(flag: str, worker_main: Callable[[int], None], argv: list
     if len(argv) >= 3 and argv[1] == flag:
         worker_main(int(argv[2]))
         sys.exit(0)
+
+
+def exit_with_parent() -> None:
+    """In a child: exit soon after the parent dies, even in the middle of its work.
+
+    (Not ``PR_SET_PDEATHSIG``: it fires when the parent *thread* that started the child exits,
+    and children are started from pool threads that come and go.) Work stuck in C code that
+    holds the GIL delays this until it returns; the parent kills its children itself on any
+    orderly exit."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the watch was armed
+        os._exit(1)

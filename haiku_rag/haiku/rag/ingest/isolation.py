@@ -54,7 +54,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sized
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from haiku.rag.child_process import child_command, serve_if_requested
+from haiku.rag.child_process import child_command, exit_with_parent, serve_if_requested
 from haiku.rag.errors import (
     IngestError,
     IngestTimeoutError,
@@ -141,7 +141,7 @@ def _worker_main(fd: int) -> None:
     # The parent asks for a cooperative stop with a signal; the handler runs between two
     # Python bytecodes, and the converter checks the token between pages.
     signal.signal(CANCEL_SIGNAL, lambda *_: token.cancel())
-    _exit_with_parent()
+    exit_with_parent()
     _stdout_to_stderr()
     conn = Connection(fd)
     from haiku.rag.ingest.pipeline import prepare_document
@@ -250,25 +250,6 @@ def _stdout_to_stderr() -> None:
     except (OSError, ValueError, AttributeError):
         return
     sys.stdout = sys.stderr
-
-
-def _exit_with_parent() -> None:
-    """Exit soon after the parent dies, even in the middle of a parse.
-
-    (Not ``PR_SET_PDEATHSIG``: it fires when the parent *thread* that started the worker
-    exits, and workers are started from pool threads that come and go.) A parse stuck in C
-    code that holds the GIL delays this until the parse returns; the parent kills the worker
-    itself on any orderly exit."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-    if os.getppid() != parent:  # the parent died before the kernel watch was armed
-        os._exit(1)
 
 
 def _warm_up(prepare_document: Any) -> None:

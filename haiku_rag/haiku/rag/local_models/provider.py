@@ -78,11 +78,16 @@ def runtime_for(
         raise ModelLoadError(f"{path.name} is a vision projector, not a model: choose the model file beside it")
     if purpose == "chat" and info.kind == "embedding":
         raise ModelLoadError(f"{info.name} ({path.name}) is an embedding model: it cannot chat; choose a chat model")
+    global _current
+    with _lock:
+        # the model already serving this file is kept: planning again would read the memory it
+        # now uses as taken, and pick a smaller context (a restart) or refuse it
+        if _current is not None and _current.settings.path == path and context in (None, _current.settings.context):
+            return _current
     fit = plan(info, context=context, file_size=_size_with_parts(path, info.split_count))
     if fit.needs_bytes > fit.available_bytes:
         raise ModelLoadError(f"{info.name} {fit.message}")
     settings = RuntimeSettings(path=path, context=fit.context, threads=fit.threads, embedding=info.kind == "embedding")
-    global _current
     with _lock:
         if _current is not None and _current.settings == settings:
             return _current

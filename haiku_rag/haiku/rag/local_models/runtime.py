@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from haiku.rag.child_process import child_command, serve_if_requested
+from haiku.rag.child_process import child_command, exit_with_parent, serve_if_requested
 from haiku.rag.errors import ChatModelError
 
 log = logging.getLogger("haiku.rag")
@@ -91,7 +91,7 @@ def run_worker_if_requested(argv: list[str] | None = None) -> None:
 def _worker_main(fd: int) -> None:
     """The child: load, serve, report the address, then wait for "stop" (or the parent's end)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _exit_with_parent()
+    exit_with_parent()
     conn = Connection(fd)
     settings, key = conn.recv()
     try:
@@ -127,17 +127,6 @@ def _worker_main(fd: int) -> None:
             pass
     del server  # joins llama.cpp's loop: the model is freed before the process ends
     os._exit(0)
-
-
-def _exit_with_parent() -> None:
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 class ModelRuntime:
