@@ -130,11 +130,21 @@ async def test_crossref_fills_the_authors_of_a_page_that_names_none(db_path, con
     assert record.item_type == "journalArticle" and record.title == "Sparse Walrus Attention"
 
 
-@pytest.mark.parametrize("answer", ["another work", "unreachable"])
+ENTITY_FEED = (
+    '<?xml version="1.0"?><!DOCTYPE feed [<!ENTITY big "x">]>'
+    '<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>&big;</title></entry></feed>'
+)
+
+
+@pytest.mark.parametrize("answer", ["another work", "unreachable", "entities", "not xml"])
 async def test_an_answer_about_another_work_or_no_answer_leaves_the_record_as_read(db_path, config, tmp_path, answer):
     answers = {ARXIV_PATH: (200, "application/atom+xml", _atom("Graph Neural Networks for Weather", ["Ada Lovelace"]))}
     if answer == "unreachable":
         answers = {ARXIV_PATH: (500, "text/plain", "server error")}
+    elif answer == "entities":  # a feed that declares entities is refused, never expanded
+        answers = {ARXIV_PATH: (200, "application/atom+xml", ENTITY_FEED)}
+    elif answer == "not xml":
+        answers = {ARXIV_PATH: (200, "application/atom+xml", "<feed><entry>")}
     with services(answers) as (base, asked):
         _configure(config, base, lookup=True)
         record = await _ingest(db_path, config, tmp_path, make_pasa_like_pdf())

@@ -108,12 +108,16 @@ _CROSSREF_TYPES = {
 
 
 def _arxiv(arxiv_id: str, settings: BibliographyConfig) -> Bibliographic | None:
-    from xml.etree import ElementTree
+    import defusedxml.ElementTree as SafeET
+    from defusedxml.common import DefusedXmlException
 
     raw = _get(f"{settings.arxiv.base_url.rstrip('/')}/query?id_list={quote(arxiv_id)}", settings, "application/atom+xml")
-    if raw is None or b"<!DOCTYPE" in raw or b"<!ENTITY" in raw:
-        return None  # an Atom feed declares no entities
-    entry = ElementTree.fromstring(raw).find(f"{ATOM}entry")
+    if raw is None:
+        return None
+    try:  # an Atom feed declares no entities: one that does, or is not XML, is no answer
+        entry = SafeET.fromstring(raw).find(f"{ATOM}entry")
+    except (DefusedXmlException, SafeET.ParseError):
+        return None
     if entry is None or entry.findtext(f"{ATOM}title") is None:
         return None
     creators = []
