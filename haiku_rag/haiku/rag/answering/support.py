@@ -398,11 +398,11 @@ def _holds(kind: str, claim: object, cited: _Cited) -> bool:
 # --- the check ------------------------------------------------------------------------------
 
 
-def covered_text(citation: Citation, *, whole: bool = False) -> str:
+def covered_text(citation: Citation) -> str:
     """What a citation covers: the chunk it cites (a tools answer cites one chunk of a widened
-    passage, each shown under its own id), or with ``whole`` the passage it was shown in (a
-    fallback answer's ``[n]`` names a whole passage). Figures and quotes must be found here."""
-    return citation.content if whole or not citation.matched_text else citation.matched_text
+    passage, each shown under its own id), else the passage. Figures and quotes must be found
+    here."""
+    return citation.matched_text or citation.content
 
 
 def citation_name(citation: Citation, source: str = "") -> str:
