@@ -141,7 +141,6 @@ _SCALES = {
     "billion": 9, "billions": 9, "bn": 9, "b": 9,
     "trillion": 12, "trillions": 12, "tn": 12,
 }  # fmt: skip
-_WORD_SCALES = ("thousand", "thousands", "million", "millions", "billion", "billions", "trillion", "trillions")
 _NUMBER = re.compile(
     r"(?<![\w.])(?P<open>\()?(?P<sign>[-−–](?=[$€£¥\d.]))?(?P<cur>[$€£¥]|US\$)?\s?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?P<close>\))?"
@@ -292,7 +291,6 @@ class _Cited:
         self.folded = _fold(text)
         self.name_folded = _fold(name)
         self.name_dates = {d for _, d, _ in _dates(name)}
-        self.name_years = {int(y) for y in _YEAR.findall(name)}
         self.numbers = _numbers(text, claims=False)
         self.declared = sorted(
             {_SCALES[m.group(1).lower()] for m in _DECLARED_SCALE.finditer(text)}
@@ -361,11 +359,11 @@ def covered_text(citation: Citation) -> str:
     return citation.matched_text or citation.content
 
 
-def citation_name(citation: Citation, source: str = "") -> str:
-    """How a citation's document is named (its source line, title and headings): it may
-    identify (a company, a period) but never supports a figure: a heading "5.1 Results" does
-    not make "5.1 seconds" true."""
-    return "\n".join([source, citation.document_title or "", *citation.headings])
+def citation_name(citation: Citation) -> str:
+    """How a citation's document is named (its title and headings): it may identify (a
+    company, a period) but never supports a figure: a heading "5.1 Results" does not make
+    "5.1 seconds" true."""
+    return "\n".join([citation.document_title or "", *citation.headings])
 
 
 def check_answer(
