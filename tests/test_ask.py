@@ -476,3 +476,19 @@ def test_an_unreachable_server_is_one_clear_line(library, tmp_path):
     assert line.startswith(
         f"haiku-rag: cannot reach the chat model stub-model at http://127.0.0.1:{port}/v1"
     )
+
+
+def test_a_search_only_answer_quotes_passages_and_gets_no_support_verdict(library, tmp_path):
+    """A search-only answer lists passages; it makes no claims, so neither the command's text
+    nor its JSON judges it (its own list lines were once judged "Cited but unsupported")."""
+    empty = tmp_path / "haiku.rag.yaml"
+    empty.write_text("")
+    result = run_ask(library, empty, "--search-only")
+    assert result.returncode == 0, result.stderr
+    assert "[1]" in result.stdout and "grounding: grounded" in result.stdout
+    assert "support:" not in result.stdout and "unsupported" not in result.stdout
+    result = run_ask(library, empty, "--search-only", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["mode"] == "search-only" and data["citations"]
+    assert data["support"] is None

@@ -336,3 +336,13 @@ def test_a_time_of_day_is_one_claim():
 
 def test_no_citation_reads_no_citations():
     assert check_answer("Revenue was 5.", {}, grounding="missing").label == "No citations"
+
+
+def test_citing_text_splits_sentences_as_the_support_check_does():
+    """A snippet centres on the sentence its marker ends: "… 2023. [1]" belongs to the sentence
+    before, and "Apple Inc." does not end one."""
+    from haiku.rag.citations import citing_text
+
+    answer = "Revenue rose to $5 million in 2023. [1] The board of Apple Inc. approved it [2]."
+    assert citing_text(answer, 1) == "Revenue rose to $5 million in 2023. [1]"
+    assert citing_text(answer, 2) == "The board of Apple Inc. approved it [2]."

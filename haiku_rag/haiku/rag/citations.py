@@ -166,10 +166,52 @@ def renumber_markers(text: str, numbers: Mapping[int, int], *, drop_unknown: boo
     return MARKER.sub(replace, text)
 
 
+_ABBREVIATIONS = {
+    "inc", "corp", "co", "ltd", "no", "nos", "vs", "e.g", "i.e", "etc", "mr", "mrs", "ms", "dr",
+    "st", "fig", "figs", "p", "pp", "u.s", "u.k", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
+    "sep", "sept", "oct", "nov", "dec", "approx", "al", "vol", "ed", "eds", "ch", "sec", "art",
+}  # fmt: skip
+_BREAK = re.compile(r"(?<=[.!?])[\"”’)]*\s+|\n+")
+_LEADING_MARKERS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
+_MARKERS_ONLY = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;:]?)+\s*$")
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each sentence of ``text``: breaks after ``.!?`` and at line ends,
+    not after an abbreviation (``Inc.``, ``U.S.``, ``e.g.``) or a decimal point; a run of
+    markers after a full stop (``… 2023. [1]``) belongs to the sentence before it."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BREAK.finditer(text):
+        piece = text[start : match.start()]
+        if "\n" not in match.group(0):
+            word = re.search(r"([\w.]+)\.[\"”’)]*$", piece)
+            if word and word.group(1).casefold() in _ABBREVIATIONS:
+                continue
+            if word and re.fullmatch(r"(?:[A-Za-z]\.)*[A-Za-z]", word.group(1)):
+                continue  # initials: J. R. R. Tolkien, U.S.A.
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    merged: list[tuple[int, int]] = []
+    for s, e in spans:
+        if not text[s:e].strip():
+            continue
+        if merged and _MARKERS_ONLY.match(text[s:e]):
+            merged[-1] = (merged[-1][0], e)
+            continue
+        leading = _LEADING_MARKERS.match(text, s, e)
+        if merged and leading:  # "… 2023. [1] The next …": the marker is the sentence before's
+            merged[-1] = (merged[-1][0], leading.end())
+            s = leading.end() + len(text[leading.end() : e]) - len(text[leading.end() : e].lstrip())
+        merged.append((s, e))
+    return merged
+
+
 def citing_text(answer: str, number: int) -> str:
     """The sentences of ``answer`` that carry the marker ``[number]`` (alone or in a list): what
     the citation is meant to support, to centre its snippet on."""
-    sentences = re.split(r"(?<=[.!?])\s+|\n+", answer)
+    sentences = [answer[start:end] for start, end in split_sentences(answer)]
     found = [
         sentence
         for sentence in sentences

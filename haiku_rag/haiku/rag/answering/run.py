@@ -579,12 +579,8 @@ async def _search_only(
         basis="search-results",
         mode="search-only",
         tokens=TokenFigures(),
-        support=check_support(
-            text,
-            {c.index: covered_text(c, whole=True) for c in citations},
-            names={c.index: citation_name(c) for c in citations},
-            grounding=grounding,
-        ),
+        # the list quotes passages and claims nothing: no support verdict to give
+        support=None,
     )
 
 

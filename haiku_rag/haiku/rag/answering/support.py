@@ -38,7 +38,7 @@ from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from haiku.rag.citations import MARKER, Citation, marker_numbers
+from haiku.rag.citations import MARKER, Citation, marker_numbers, split_sentences
 
 Verdict = Literal["supported", "partly-supported", "cited-unsupported", "ungrounded", "missing"]
 SentenceStatus = Literal["supported", "unsupported", "uncited", "unchecked"]
@@ -112,50 +112,6 @@ class SupportCheck(BaseModel):
         }
 
 
-# --- sentences ------------------------------------------------------------------------------
-
-_ABBREVIATIONS = {
-    "inc", "corp", "co", "ltd", "no", "nos", "vs", "e.g", "i.e", "etc", "mr", "mrs", "ms", "dr",
-    "st", "fig", "figs", "p", "pp", "u.s", "u.k", "jan", "feb", "mar", "apr", "jun", "jul", "aug",
-    "sep", "sept", "oct", "nov", "dec", "approx", "al", "vol", "ed", "eds", "ch", "sec", "art",
-}  # fmt: skip
-_BREAK = re.compile(r"(?<=[.!?])[\"”’)]*\s+|\n+")
-_LEADING_MARKERS = re.compile(r"(?:\s*\[\d+(?:\s*,\s*\d+)*\])+")
-_MARKERS_ONLY = re.compile(r"^(?:\s*\[\d+(?:\s*,\s*\d+)*\][.,;:]?)+\s*$")
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each sentence of ``text``: breaks after ``.!?`` and at line ends,
-    not after an abbreviation (``Inc.``, ``U.S.``, ``e.g.``) or a decimal point; a run of
-    markers after a full stop (``… 2023. [1]``) belongs to the sentence before it."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _BREAK.finditer(text):
-        piece = text[start : match.start()]
-        if "\n" not in match.group(0):
-            word = re.search(r"([\w.]+)\.[\"”’)]*$", piece)
-            if word and word.group(1).casefold() in _ABBREVIATIONS:
-                continue
-            if word and re.fullmatch(r"(?:[A-Za-z]\.)*[A-Za-z]", word.group(1)):
-                continue  # initials: J. R. R. Tolkien, U.S.A.
-        spans.append((start, match.start()))
-        start = match.end()
-    spans.append((start, len(text)))
-    merged: list[tuple[int, int]] = []
-    for s, e in spans:
-        if not text[s:e].strip():
-            continue
-        if merged and _MARKERS_ONLY.match(text[s:e]):
-            merged[-1] = (merged[-1][0], e)
-            continue
-        leading = _LEADING_MARKERS.match(text, s, e)
-        if merged and leading:  # "… 2023. [1] The next …": the marker is the sentence before's
-            merged[-1] = (merged[-1][0], leading.end())
-            s = leading.end() + len(text[leading.end() : e]) - len(text[leading.end() : e].lstrip())
-        merged.append((s, e))
-    return merged
-
-
 # --- claims ---------------------------------------------------------------------------------
 
 _MONTHS = {
@@ -185,7 +141,6 @@ _SCALES = {
     "billion": 9, "billions": 9, "bn": 9, "b": 9,
     "trillion": 12, "trillions": 12, "tn": 12,
 }  # fmt: skip
-_WORD_SCALES = ("thousand", "thousands", "million", "millions", "billion", "billions", "trillion", "trillions")
 _NUMBER = re.compile(
     r"(?<![\w.])(?P<open>\()?(?P<sign>[-−–](?=[$€£¥\d.]))?(?P<cur>[$€£¥]|US\$)?\s?"
     r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?P<close>\))?"
@@ -336,7 +291,6 @@ class _Cited:
         self.folded = _fold(text)
         self.name_folded = _fold(name)
         self.name_dates = {d for _, d, _ in _dates(name)}
-        self.name_years = {int(y) for y in _YEAR.findall(name)}
         self.numbers = _numbers(text, claims=False)
         self.declared = sorted(
             {_SCALES[m.group(1).lower()] for m in _DECLARED_SCALE.finditer(text)}
@@ -398,18 +352,18 @@ def _holds(kind: str, claim: object, cited: _Cited) -> bool:
 # --- the check ------------------------------------------------------------------------------
 
 
-def covered_text(citation: Citation, *, whole: bool = False) -> str:
+def covered_text(citation: Citation) -> str:
     """What a citation covers: the chunk it cites (a tools answer cites one chunk of a widened
-    passage, each shown under its own id), or with ``whole`` the passage it was shown in (a
-    fallback answer's ``[n]`` names a whole passage). Figures and quotes must be found here."""
-    return citation.content if whole or not citation.matched_text else citation.matched_text
+    passage, each shown under its own id), else the passage. Figures and quotes must be found
+    here."""
+    return citation.matched_text or citation.content
 
 
-def citation_name(citation: Citation, source: str = "") -> str:
-    """How a citation's document is named (its source line, title and headings): it may
-    identify (a company, a period) but never supports a figure: a heading "5.1 Results" does
-    not make "5.1 seconds" true."""
-    return "\n".join([source, citation.document_title or "", *citation.headings])
+def citation_name(citation: Citation) -> str:
+    """How a citation's document is named (its title and headings): it may identify (a
+    company, a period) but never supports a figure: a heading "5.1 Results" does not make
+    "5.1 seconds" true."""
+    return "\n".join([citation.document_title or "", *citation.headings])
 
 
 def check_answer(

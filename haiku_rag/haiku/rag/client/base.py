@@ -59,7 +59,6 @@ class ClientBase:
         self._embedder: Any = None
         self._reranker: Any = None
         self._reranker_config: Any = None
-        self._embedder_lock = asyncio.Lock()
         if not skip_validation:
             provider, model, dim = self.configured_embedder()
             self.store.check_embedder(provider, model, dim)

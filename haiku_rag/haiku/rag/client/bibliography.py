@@ -4,15 +4,12 @@ PDF at ingest (unless the caller gave one, or the person's edit is kept across a
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 from haiku.rag.client.base import ClientBase
 from haiku.rag.config import BibliographyConfig
 from haiku.rag.store import documents as docs
 from haiku.rag.store.models import Document
-
-log = logging.getLogger("haiku.rag")
 
 
 async def update_bibliographic(

@@ -32,6 +32,7 @@ from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json, get_document, get_items, item_positions
 from haiku.rag.store.engine import Store, sql_quote
 from haiku.rag.store.models import SearchResult
+from haiku.rag.store.sql import sql_in
 
 NOISE_LABELS = frozenset({"footnote", "page_header", "page_footer", "document_index"})
 BOUNDARY_LABELS = frozenset({"section_header", "title"})
@@ -200,18 +201,19 @@ def _to_result(
     passages = _passages(kept, owners.refs, list(chunk_boxes))
     if len(passages) > 1:
         chunk_texts = {cid: "\n\n".join(i.text for i in group) for cid, group in passages}
+        owners.load([cid for cid, _ in passages if cid not in chunk_boxes])
         for cid, group in passages:
-            if cid not in chunk_boxes:
-                # a neighbour swept in: its own stored boxes (a table chunk's are its rows' cells
-                # and the header's; its items' boxes would be the whole table)
-                stored_boxes = boxes_from_json(owners.boxes.get(cid))
-                chunk_boxes[cid] = stored_boxes or [b for i in group for b in i.boxes]
-            # a neighbour swept in: its own stored pages and path (its items' pages otherwise)
-            stored = owners.chunks.get(cid)
-            if stored is None:
-                stored = (sorted({p for i in group for p in i.page_numbers}), primary.headings)
-            chunk_pages.setdefault(cid, stored[0])
-            chunk_headings.setdefault(cid, stored[1])
+            if cid in chunk_boxes:
+                continue
+            # a neighbour swept in: its own stored pages, path and boxes (a table chunk's boxes
+            # are its rows' cells and the header's; its items' boxes would be the whole table);
+            # its items' pages and boxes when it was not found
+            pages, headings, boxes = owners.stored.get(
+                cid, (sorted({p for i in group for p in i.page_numbers}), primary.headings, None)
+            )
+            chunk_boxes[cid] = boxes_from_json(boxes) or [b for i in group for b in i.boxes]
+            chunk_pages.setdefault(cid, pages)
+            chunk_headings.setdefault(cid, headings)
     return primary.model_copy(
         update={
             "chunk_ids": list(dict.fromkeys(cid for r in span.results for cid in r.chunk_ids)),
@@ -238,14 +240,37 @@ def _to_result(
 
 @dataclass(slots=True)
 class _Owners:
+    store: Store
     refs: dict[str, list[str]]  # item ref -> the chunks holding it, in chunk order
-    chunks: dict[str, tuple[list[int], list[str]]]  # chunk id -> (its pages, its heading path)
-    boxes: dict[str, str | None]  # chunk id -> its stored boxes (JSON, parsed only when cited)
+    # chunk id -> (its pages, its heading path, its stored boxes as JSON): read only for the
+    # few neighbours a passage sweeps in, never for the whole range every search reads
+    stored: dict[str, tuple[list[int], list[str], str | None]]
+
+    def load(self, chunk_ids: list[str]) -> None:
+        """Read the stored pages, headings and boxes of ``chunk_ids`` not read yet, in one query."""
+        missing = {cid for cid in chunk_ids if cid not in self.stored}
+        if not missing:
+            return
+        rows = (
+            self.store.table(S.CHUNKS)
+            .search()
+            .where(sql_in("id", missing))
+            .select(["id", "page_numbers", "headings", "boxes"])
+            .limit(None)
+            .to_list()
+        )
+        for row in rows:
+            self.stored[row["id"]] = (
+                list(row["page_numbers"] or []),
+                list(row["headings"] or []),
+                row["boxes"],
+            )
 
 
 def _item_owners(store: Store, generation: str, first: int, last: int) -> _Owners:
     """For each item ref, the chunks holding it among chunks ``first..last`` (by order) of a
-    document generation, in chunk order; and each of those chunks' own pages and headings.
+    document generation, in chunk order (their pages, headings and boxes are read later, by
+    ``_Owners.load``, for the neighbours a passage sweeps in).
 
     Every chunk holds at least one item, so the chunks holding the items of a window of
     ``WINDOW`` items each side lie within about that many orders of the hits; an item whose
@@ -256,19 +281,15 @@ def _item_owners(store: Store, generation: str, first: int, last: int) -> _Owner
         store.table(S.CHUNKS)
         .search()
         .where(f"generation = {sql_quote(generation)} AND `order` BETWEEN {int(first)} AND {int(last)}")
-        .select(["id", "order", "doc_item_refs", "page_numbers", "headings", "boxes"])
+        .select(["id", "order", "doc_item_refs"])
         .limit(None)
         .to_list()
     )
     owners: dict[str, list[str]] = {}
-    chunks: dict[str, tuple[list[int], list[str]]] = {}
-    boxes: dict[str, str | None] = {}
     for row in sorted(rows, key=lambda r: r["order"]):
-        chunks[row["id"]] = (list(row["page_numbers"] or []), list(row["headings"] or []))
-        boxes[row["id"]] = row["boxes"]
         for ref in row["doc_item_refs"] or []:
             owners.setdefault(ref, []).append(row["id"])
-    return _Owners(owners, chunks, boxes)
+    return _Owners(store, owners, {})
 
 
 def _passages(
