@@ -73,13 +73,11 @@ class _Band:
 def text_tables(
     lines: Sequence[Line],
     geometry: PageGeometry,
-    page_width: float,
     rules: Sequence[tuple[float, float, float]] = (),
     verticals: Sequence[tuple[float, float, float]] = (),
 ) -> list[Block]:
     """The unruled tables among ``lines`` as table blocks (their ``lines`` are the members).
 
-    ``page_width``: the page's width in the reading frame (unused: kept for callers);
     ``rules``: horizontal rules as (y, x0, x1) in the reading frame, to find where a header
     ends; ``verticals``: vertical rules as (x, y0, y1), the sides of a group header's cell."""
     # a caption is the table's title, never one of its cells: its label line and, when the
