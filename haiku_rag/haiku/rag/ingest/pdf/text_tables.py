@@ -66,9 +66,6 @@ class _Band:
     cells: list[list[Line]] = field(default_factory=list)  # lines grouped into cells
     words: list[list[Line]] = field(default_factory=list)  # the cells that hold a word
 
-    def word_cells(self) -> list[list[Line]]:
-        return self.words
-
 
 def text_tables(
     lines: Sequence[Line],
@@ -157,7 +154,6 @@ def _gutters(lines: list[Line]) -> list[float]:
 def _bands(lines: list[Line], gutters: list[float]) -> list[_Band]:
     """Lines grouped into printed rows, top to bottom; a row is cut at the page's gutters."""
     rows: list[list[Line]] = []
-    tops: list[float] = []
     bottoms: list[float] = []
     for line in sorted(lines, key=lambda item: item.box[1] + item.box[3]):
         y0, y1 = line.box[1], line.box[3]
@@ -170,7 +166,6 @@ def _bands(lines: list[Line], gutters: list[float]) -> list[_Band]:
                 bottoms[-1] = max(bottoms[-1], y1)
                 continue
         rows.append([line])
-        tops.append(y0)
         bottoms.append(y1)
     bands: list[_Band] = []
     for row in rows:
@@ -211,7 +206,7 @@ def _runs(bands: list[_Band]) -> list[list[_Band]]:
     between), close below each other and overlapping horizontally."""
     runs: list[list[_Band]] = []
     used = [False] * len(bands)
-    multi = [len(band.word_cells()) >= 2 for band in bands]
+    multi = [len(band.words) >= 2 for band in bands]
     for start, band in enumerate(bands):
         if used[start] or not multi[start]:
             continue
@@ -262,12 +257,12 @@ def _is_prose_line(band: _Band) -> bool:
 def _columns(run: list[_Band]) -> list[tuple[float, float]]:
     """Column extents from the cells of the run's fullest bands (those with at least the
     median number of cells), overlapping extents merged."""
-    counts = [len(b.word_cells()) for b in run if len(b.word_cells()) >= 2]
+    counts = [len(b.words) for b in run if len(b.words) >= 2]
     typical = statistics.median(counts)
     extents = sorted(
         (cell[0].box[0], max(line.box[2] for line in cell))
         for band in run
-        if len(band.word_cells()) >= typical
+        if len(band.words) >= typical
         for cell in band.cells
         if not _is_currency(cell)
     )
