@@ -24,11 +24,11 @@ DRAW = textwrap.dedent(
         p for p in sys.path
         if not os.path.isdir(os.path.join(p or ".", "haiku", "rag")) or os.path.abspath(p or ".") == mine
     ]
-    sys.path.insert(0, mine)
+    sys.path[:0] = [mine, *sys.argv[3:]]
     import grimp
 
-    graph = grimp.build_graph("haiku", cache_dir=None)
     package = sys.argv[2]
+    graph = grimp.build_graph(package.split(".")[0], cache_dir=None)
     edges = {
         module: sorted(m for m in graph.find_modules_directly_imported_by(module) if m.startswith(package))
         for module in graph.modules
@@ -39,9 +39,12 @@ DRAW = textwrap.dedent(
 )
 
 
-def import_graph(package: str = "haiku.rag") -> dict[str, list[str]]:
+def import_graph(package: str = "haiku.rag", *paths: str) -> dict[str, list[str]]:
+    """``package``'s modules, each with the modules of ``package`` it imports; ``paths`` go on
+    the fresh interpreter's path after this checkout's ``haiku_rag`` (where another top-level
+    package, the app or a test's planted one, is found)."""
     result = subprocess.run(
-        [sys.executable, "-c", DRAW, str(REPO_ROOT / "haiku_rag"), package],
+        [sys.executable, "-c", DRAW, str(REPO_ROOT / "haiku_rag"), package, *paths],
         capture_output=True,
         text=True,
         timeout=300,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -165,7 +164,6 @@ def test_fit_says_what_a_model_needs_against_what_is_free(model_file: Path) -> N
     assert fit.fits and fit.context == 4096  # the trained context caps the default
     assert fit.threads == 3  # one core left for the GUI
     assert fit.message.startswith("needs ~") and fit.message.endswith("9.0 GB free")
-    assert fit.needs_bytes == estimate_bytes(info, 4096)
     assert estimate_bytes(info, 4096) - estimate_bytes(info, 2048) == 2048 * info.kv_bytes_per_token  # type: ignore[operator]
 
     short = plan(info, available=fit.needs_bytes // 4, cores=1)
@@ -183,9 +181,8 @@ def test_fit_shrinks_the_context_before_giving_up(model_file: Path) -> None:
     assert plan(info, available=int(room / 0.9) + 1).context == 4096
 
 
-def test_threads_default_leaves_a_core(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_threads_default_leaves_a_core() -> None:
     assert choose_threads(1) == 1 and choose_threads(8) == 7
-    assert 1 <= choose_threads() <= max(1, (os.cpu_count() or 1))
 
 
 def test_describe_a_file_that_vanished(tmp_path: Path) -> None:

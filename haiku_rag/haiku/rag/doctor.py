@@ -14,7 +14,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from haiku.rag.store import schema as S
-from haiku.rag.store.engine import FTS_INDEX_NAME, SCALAR_INDEXES, Store, create_fts_index
+from haiku.rag.store.engine import (
+    FTS_INDEX_NAME,
+    SCALAR_INDEXES,
+    Store,
+    create_fts_index,
+    short_error,
+)
 
 
 @dataclass(slots=True)
@@ -58,10 +64,6 @@ def _sample(values: set[str] | list[str], n: int = 3) -> str:
     return ", ".join(values[:n]) + (f" (+{len(values) - n} more)" if len(values) > n else "")
 
 
-def _short(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0].split(", /")[0][:200] if str(exc).strip() else type(exc).__name__
-
-
 def _query_indexes(store: Store, report: DoctorReport, chunk_ids: list[str]) -> None:
     """A real query through the full-text index and each lookup index."""
     chunks = store.table(S.CHUNKS)
@@ -75,7 +77,7 @@ def _query_indexes(store: Store, report: DoctorReport, chunk_ids: list[str]) -> 
         ok = bool(hits) or not chunk_ids
         detail = "" if ok else f"a search for {word!r}, a word of the library, found nothing"
     except Exception as exc:  # lance reports damaged index files as plain errors
-        ok, detail = False, _short(exc)
+        ok, detail = False, short_error(exc)[:200]
     if not ok:
         report.damaged_indexes.append((S.CHUNKS, "content_fts"))
     report.add("full-text search works", ok, detail + ("; `haiku-rag doctor --repair` rebuilds the index" if not ok else ""))
@@ -84,7 +86,7 @@ def _query_indexes(store: Store, report: DoctorReport, chunk_ids: list[str]) -> 
         try:
             store.table(table).search().where(f"{column} = 'doctor-probe'", prefilter=True).select([column]).limit(1).to_list()
         except Exception as exc:
-            broken.append(f"{table}.{column} ({_short(exc)})")
+            broken.append(f"{table}.{column} ({short_error(exc)[:200]})")
             report.damaged_indexes.append((table, column))
     report.add("lookup indexes work", not broken, "; ".join(broken) + ("; `haiku-rag doctor --repair` rebuilds them" if broken else ""))
 

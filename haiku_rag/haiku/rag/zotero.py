@@ -662,6 +662,7 @@ async def import_zotero(
     import asyncio
 
     from haiku.rag import collections as coll
+    from haiku.rag.ingest.formats import PDF_MAGIC, PDF_MAGIC_WINDOW
     from haiku.rag.ingest.pipeline import content_hash
 
     location = await asyncio.to_thread(locate, source, base_dir=base_dir)
@@ -691,7 +692,7 @@ async def import_zotero(
         except OSError as exc:
             outcomes.append(ZoteroOutcome(attachment.key, attachment.title, "missing", shown, None, f"{attachment.path}: {exc.strerror or exc}"))
             continue
-        if not data[:1024].lstrip().startswith(b"%PDF-") and b"%PDF-" not in data[:1024]:
+        if PDF_MAGIC not in data[:PDF_MAGIC_WINDOW]:
             outcomes.append(
                 ZoteroOutcome(attachment.key, attachment.title, "failed", shown, None, f"{attachment.path}: not a PDF by its content; refused")
             )

@@ -179,8 +179,7 @@ def _table_units(
     prefix_tokens, row_tokens = counts[0], counts[1:]
     if prefix_tokens > budget // 2 and caption:
         # a caption too long to repeat: later pieces carry its first sentence
-        short = _first_sentence(caption)
-        later_caption = short
+        later_caption = _first_sentence(caption)
     else:
         later_caption = caption
     later_tokens = (

@@ -20,6 +20,8 @@ from typing import Any
 from haiku.rag.errors import DamagedDocumentError, EmptyDocumentError, UnsupportedSourceError
 from haiku.rag.ingest.formats import (
     PDF_EXTENSIONS,
+    PDF_MAGIC,
+    PDF_MAGIC_WINDOW,
     SUPPORTED_SUMMARY,
     SourceKind,
     document_extensions,
@@ -52,9 +54,6 @@ EXTENSIONS_BY_KIND = extensions_by_kind()
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset(supported_extensions())
 # Well-known files without an extension that are worth indexing as text.
 PLAIN_TEXT_NAMES = frozenset({"readme", "license", "licence", "copying", "authors", "changelog", "notice"})
-# The PDF header may be preceded by junk; readers accept it within the first 1024 bytes.
-PDF_MAGIC = b"%PDF-"
-PDF_MAGIC_WINDOW = 1024
 
 
 def detect_kind(filename: str, head_bytes: bytes) -> SourceKind:

@@ -18,6 +18,10 @@ class SourceKind(StrEnum):
 
 
 PDF_EXTENSIONS = frozenset({".pdf"})
+# A PDF by its content: the header may be preceded by junk; readers accept it within the
+# first 1024 bytes (converters.detect_kind, the Zotero import).
+PDF_MAGIC = b"%PDF-"
+PDF_MAGIC_WINDOW = 1024
 SUPPORTED_SUMMARY = (
     "PDF, Word (.docx), PowerPoint (.pptx), Excel (.xlsx), OpenDocument text (.odt), EPUB, "
     "HTML, Markdown, plain text, source code, and images (PNG/JPEG/TIFF/WebP)"

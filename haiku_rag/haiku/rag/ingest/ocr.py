@@ -213,7 +213,7 @@ def _load_engine() -> Any:
                 )
             finally:
                 infer_engine.InferenceSession = original
-            recognisers["Rec"] = "ppocrv6-tiny" if recogniser is not None else "ppocrv4"
+            recognisers["Rec"] = RECOGNISER if recogniser is not None else "ppocrv4"
             _engine = engine
         return _engine
 

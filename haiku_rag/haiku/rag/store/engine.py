@@ -181,7 +181,7 @@ def generation_age(generation: str, now_ns: int | None = None) -> float | None:
     return ((now_ns if now_ns is not None else time.time_ns()) - made) / 1e9
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
     """The first line of an error, without the Rust source location lance appends."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return re.sub(r",\s*/\S+\.rs:\d+:\d+\s*$", "", text)
@@ -319,7 +319,7 @@ class Store:
             self._pinned = interval is None  # see ``_pin_tables``
             existing = set(self._list_tables())
         except Exception as exc:  # lance raises plain errors for unreadable folders
-            raise StoreDamagedError(f"cannot open the store at {location}: {_short(exc)}") from exc
+            raise StoreDamagedError(f"cannot open the store at {location}: {short_error(exc)}") from exc
 
         missing = [name for name in _BASE_SCHEMAS if name not in existing]
         if existing and missing and S.SETTINGS not in existing:
@@ -344,7 +344,7 @@ class Store:
     def damaged(self, exc: BaseException) -> StoreDamagedError:
         """The error for a store whose files cannot be read (nothing is written to it)."""
         return StoreDamagedError(
-            f"the store at {self.location} is damaged and cannot be read ({_short(exc)}); "
+            f"the store at {self.location} is damaged and cannot be read ({short_error(exc)}); "
             "nothing was changed. Run `haiku-rag doctor` to find its last complete version "
             "(`haiku-rag restore-version` rolls back to it), or restore the folder from a backup"
         )
@@ -364,7 +364,7 @@ class Store:
         except Exception as exc:
             raise StoreDamagedError(
                 f"the store at {self.location} is damaged: table {name} cannot be opened "
-                f"({_short(exc)}); nothing was changed"
+                f"({short_error(exc)}); nothing was changed"
             ) from exc
         if not missing:
             return
@@ -619,11 +619,11 @@ class Store:
                 if table.version != versions[name]:
                     table.restore(versions[name])
             except Exception as exc:  # keep restoring the others; report below
-                errors.append(f"{name}: {_short(exc)}")
+                errors.append(f"{name}: {short_error(exc)}")
         return "; ".join(errors)
 
     def _describe_write_failure(self, exc: BaseException, undo_failed: str) -> str:
-        text = _short(exc)
+        text = short_error(exc)
         if "No space left" in text or "os error 28" in text or getattr(exc, "errno", None) == 28:
             reason = "the disk is full"
         elif self.is_remote and unanswered(exc):
@@ -745,7 +745,7 @@ class Store:
             if chunks is not None and chunks.count_rows() * PAGE_MAP_BYTES_PER_CHUNK > PAGE_MAP_BUDGET_BYTES:
                 chunks = None
         except Exception as exc:  # a damaged table shows in the search itself
-            log.debug("no prewarm: %s", _short(exc))
+            log.debug("no prewarm: %s", short_error(exc))
             return False
         if not jobs and chunks is None:
             return False
@@ -762,14 +762,14 @@ class Store:
                 try:
                     table.prewarm_index(name)
                 except Exception as exc:  # an index being rebuilt, a closed store: searches load it
-                    log.debug("index prewarm of %s skipped: %s", name, _short(exc))
+                    log.debug("index prewarm of %s skipped: %s", name, short_error(exc))
                 else:
                     log.debug("index %s prewarmed in %.2f s", name, time.perf_counter() - started)
             if chunks is not None:
                 try:
                     self._page_map = PageMap.load(chunks)
                 except Exception as exc:  # searches read the hits' rows instead
-                    log.debug("no page map: %s", _short(exc))
+                    log.debug("no page map: %s", short_error(exc))
         finally:
             self._warm.set()
 

@@ -310,6 +310,7 @@ def backup(location: str, destination: Path) -> Cut:
 def _os_reason(exc: BaseException) -> str:
     """A short reason for a failed copy: full disk, permissions, or the error's first line."""
     from haiku.rag.errors import IngestCategory, categorize
+    from haiku.rag.store.engine import short_error
 
     category = categorize(exc)
     text = str(exc)
@@ -317,7 +318,7 @@ def _os_reason(exc: BaseException) -> str:
         return "the disk is full"
     if category == IngestCategory.PERMISSION_DENIED:
         return "permission denied"
-    return text.strip().splitlines()[0].split(", /")[0][:200] if text.strip() else type(exc).__name__
+    return short_error(exc)[:200]
 
 
 def _copy_if_there(src: str, dst: str) -> None:

@@ -253,9 +253,9 @@ def _analyse_page(
     if blocks is None:
         horizontal, vertical = page_rules(raw.graphics, frame)
         if tables:
-            tables = _narrower_than_text(tables, lines, geometry, unrotated, frame, (horizontal, vertical))
+            tables = _narrower_than_text(tables, lines, geometry, (horizontal, vertical))
         flow = _outside(lines, tables)
-        unruled = text_tables(flow, geometry, _frame_width(unrotated, frame), horizontal, vertical)
+        unruled = text_tables(flow, geometry, horizontal, vertical)
         unruled = outside_figures(unruled, pictures)  # a chart's labels are not a table
         if unruled:
             tables = [*tables, *unruled]
@@ -483,7 +483,7 @@ def _analyse_ocr_page(
     pictures = picture_blocks(images, unrotated, geometry, lines)
     usable = sum(len(line.text) - line.text.count(" ") for line in lines)
     # tables rebuilt from the recognised line boxes (their rules are pixels, not paths)
-    tables = text_tables(lines, geometry, _frame_width(unrotated, frame))
+    tables = text_tables(lines, geometry)
     flow = _outside(lines, tables)
     return Page(
         page_no=page_no,
@@ -498,13 +498,13 @@ def _analyse_ocr_page(
 
 
 def _narrower_than_text(
-    ruled: list, lines: list[Line], geometry: PageGeometry, unrotated: tuple, frame: tuple, rules: tuple
+    ruled: list, lines: list[Line], geometry: PageGeometry, rules: tuple
 ) -> list:
     """The ruled tables that are the whole table: a grid whose rules enclose only some of a
     table's columns (rules between column groups, the first and last column open; rows in
     pairs between rules) gives way to the table read from its text, when that one reaches
     beyond the grid on the same rows."""
-    read = text_tables(lines, geometry, _frame_width(unrotated, frame), *rules)
+    read = text_tables(lines, geometry, *rules)
     if not read:
         return ruled
     kept = []
@@ -581,11 +581,6 @@ def _outside(lines: list[Line], tables: list) -> list[Line]:
         return lines
     inside = {id(line) for table in tables for line in table.lines}
     return [line for line in lines if id(line) not in inside]
-
-
-def _frame_width(unrotated: tuple[float, float, float, float], frame: tuple) -> float:
-    box = transform(unrotated, frame)
-    return box[2] - box[0]
 
 
 def _raise_for_missing_text(

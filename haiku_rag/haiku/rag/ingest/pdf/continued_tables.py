@@ -20,12 +20,11 @@ from docling_core.types.doc import ContentLayer, DocItem, DoclingDocument, Table
 _NUMBER = re.compile(r"^[\s$€£¥(+\-–—]*[\d.,]+[)%\s]*$")
 
 
-def join_continued_tables(doc: DoclingDocument) -> int:
-    """Give each continued table its header and captions, in place; returns how many."""
+def join_continued_tables(doc: DoclingDocument) -> None:
+    """Give each continued table its header and captions, in place."""
     if len(doc.tables) < 2:
-        return 0
+        return
     body = _top_level(doc)
-    joined = 0
     for before, item in zip(body, body[1:], strict=False):
         if not (isinstance(before, TableItem) and isinstance(item, TableItem)):
             continue  # (a list between them is None: not adjacent)
@@ -33,8 +32,6 @@ def join_continued_tables(doc: DoclingDocument) -> int:
             continue
         if _continues(before, item):
             _give_header(before, item)
-            joined += 1
-    return joined
 
 
 def _top_level(doc: DoclingDocument) -> list[DocItem | None]:

@@ -271,14 +271,18 @@ def page_pictures(
     the raster images outside them that are neither backgrounds nor too small
     (``page_blocks.picture_blocks``); and the ids of the figures' caption lines (their
     blocks are captions, whatever punctuation follows the number: "FIG. 2 –")."""
-    from haiku.rag.ingest.pdf.page_blocks import picture_blocks
+    from haiku.rag.ingest.pdf.page_blocks import big_enough, picture_blocks
 
     found = figure_regions(page_box, graphics, lines)
     regions = [region for region, _ in found]
+    # the size test first: picture_blocks drops the small ones anyway, and is_background
+    # walks all the page's lines for each image
     images = [
         box
         for box in graphics.images
-        if not any(center_in(box, region) for region in regions) and not is_background(box, lines)
+        if not any(center_in(box, region) for region in regions)
+        and big_enough(intersect(box, page_box))
+        and not is_background(box, lines)
     ]
     figures = []
     for region, members in found:

@@ -79,6 +79,11 @@ def _merge_marker(marker: Line, line: Line) -> Line:
     )
 
 
+def big_enough(box: Bbox) -> bool:
+    """Whether an image (clipped to the page) is at least ``MIN_PICTURE_SIDE`` each way."""
+    return box[2] - box[0] >= MIN_PICTURE_SIDE and box[3] - box[1] >= MIN_PICTURE_SIDE
+
+
 def picture_blocks(
     images: list[Bbox], page_box: Bbox, geometry: PageGeometry, lines: list[Line]
 ) -> list[Block]:
@@ -89,7 +94,7 @@ def picture_blocks(
     kept: list[Bbox] = []
     for box in sorted(images, key=area, reverse=True):
         box = intersect(box, page_box)
-        if box[2] - box[0] < MIN_PICTURE_SIDE or box[3] - box[1] < MIN_PICTURE_SIDE:
+        if not big_enough(box):
             continue
         if has_text and area(box) >= 0.8 * page_area:
             continue

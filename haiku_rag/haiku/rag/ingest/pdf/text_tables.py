@@ -66,20 +66,15 @@ class _Band:
     cells: list[list[Line]] = field(default_factory=list)  # lines grouped into cells
     words: list[list[Line]] = field(default_factory=list)  # the cells that hold a word
 
-    def word_cells(self) -> list[list[Line]]:
-        return self.words
-
 
 def text_tables(
     lines: Sequence[Line],
     geometry: PageGeometry,
-    page_width: float,
     rules: Sequence[tuple[float, float, float]] = (),
     verticals: Sequence[tuple[float, float, float]] = (),
 ) -> list[Block]:
     """The unruled tables among ``lines`` as table blocks (their ``lines`` are the members).
 
-    ``page_width``: the page's width in the reading frame (unused: kept for callers);
     ``rules``: horizontal rules as (y, x0, x1) in the reading frame, to find where a header
     ends; ``verticals``: vertical rules as (x, y0, y1), the sides of a group header's cell."""
     # a caption is the table's title, never one of its cells: its label line and, when the
@@ -159,7 +154,6 @@ def _gutters(lines: list[Line]) -> list[float]:
 def _bands(lines: list[Line], gutters: list[float]) -> list[_Band]:
     """Lines grouped into printed rows, top to bottom; a row is cut at the page's gutters."""
     rows: list[list[Line]] = []
-    tops: list[float] = []
     bottoms: list[float] = []
     for line in sorted(lines, key=lambda item: item.box[1] + item.box[3]):
         y0, y1 = line.box[1], line.box[3]
@@ -172,7 +166,6 @@ def _bands(lines: list[Line], gutters: list[float]) -> list[_Band]:
                 bottoms[-1] = max(bottoms[-1], y1)
                 continue
         rows.append([line])
-        tops.append(y0)
         bottoms.append(y1)
     bands: list[_Band] = []
     for row in rows:
@@ -213,7 +206,7 @@ def _runs(bands: list[_Band]) -> list[list[_Band]]:
     between), close below each other and overlapping horizontally."""
     runs: list[list[_Band]] = []
     used = [False] * len(bands)
-    multi = [len(band.word_cells()) >= 2 for band in bands]
+    multi = [len(band.words) >= 2 for band in bands]
     for start, band in enumerate(bands):
         if used[start] or not multi[start]:
             continue
@@ -264,12 +257,12 @@ def _is_prose_line(band: _Band) -> bool:
 def _columns(run: list[_Band]) -> list[tuple[float, float]]:
     """Column extents from the cells of the run's fullest bands (those with at least the
     median number of cells), overlapping extents merged."""
-    counts = [len(b.word_cells()) for b in run if len(b.word_cells()) >= 2]
+    counts = [len(b.words) for b in run if len(b.words) >= 2]
     typical = statistics.median(counts)
     extents = sorted(
         (cell[0].box[0], max(line.box[2] for line in cell))
         for band in run
-        if len(band.word_cells()) >= typical
+        if len(band.words) >= typical
         for cell in band.cells
         if not _is_currency(cell)
     )
