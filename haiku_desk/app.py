@@ -163,10 +163,27 @@ def main(argv: list[str] | None = None) -> int:
     # failed files and window state are on disk, the executor's threads have finished. The
     # interpreter's own teardown (freeing LanceDB, ONNX and Qt) takes seconds and would join a
     # thread still busy in C code, so the process ends here.
+    stop_model_runtime()  # os._exit skips the runtime's atexit hook
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def stop_model_runtime() -> None:
+    """Stop the built-in model's child process, if a model was loaded this session. The
+    provider is imported only if something already did (a start-up that never used the
+    built-in model imports nothing here)."""
+    if "haiku.rag.local_models.provider" not in sys.modules:
+        return
+    from haiku.rag.local_models.provider import unload
+
+    try:
+        unload()
+    except Exception:  # quitting goes on; the child also exits when its parent dies
+        import logging
+
+        logging.getLogger("haiku_desk").exception("could not stop the built-in model")
 
 
 def _bring_to_front(window) -> None:
