@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     app.setDesktopFileName("haiku-desk")
     app.setQuitOnLastWindowClosed(False)  # the window's close starts the shutdown, which quits
 
-    from haiku_desk.services.library_choice import initial_library, remember_library
+    from haiku_desk.services.library_choice import initial_library
     from haiku_desk.single_instance import InstanceServer, hand_over
 
     db_path = initial_library(args.db, config)
@@ -106,7 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     server.folders_received.connect(lambda folders: _confirm_folders(window, services, folders))
     server.activate_requested.connect(lambda: _bring_to_front(window))
     services.library.library_changed.connect(server.listen)
-    services.library.opened.connect(lambda: remember_library(services.library.db_path))
     if handover.message:
         services.notifications.info(handover.message)
     from haiku.rag.config import is_working_folder_file
