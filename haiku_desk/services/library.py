@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from haiku.rag.zotero import ZoteroImportReport
 
 # The values the views and tests take from here (defined in services/entries.py, opening.py).
-__all__ = ["DocumentState", "LibraryEntry", "LibraryService", "PendingWork", "describe_open_failure", "path_from_uri"]
+__all__ = ["DocumentState", "LibraryEntry", "LibraryService", "PendingWork", "path_from_uri"]
 __all__ += ["uri_for"]
 
 log = logging.getLogger("haiku_desk.library")
