@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     app.setDesktopFileName("haiku-desk")
     app.setQuitOnLastWindowClosed(False)  # the window's close starts the shutdown, which quits
 
-    from haiku_desk.services.library_choice import initial_library, remember_library
+    from haiku_desk.services.library_choice import initial_library
     from haiku_desk.single_instance import InstanceServer, hand_over
 
     db_path = initial_library(args.db, config)
@@ -106,7 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     server.folders_received.connect(lambda folders: _confirm_folders(window, services, folders))
     server.activate_requested.connect(lambda: _bring_to_front(window))
     services.library.library_changed.connect(server.listen)
-    services.library.opened.connect(lambda: remember_library(services.library.db_path))
     if handover.message:
         services.notifications.info(handover.message)
     from haiku.rag.config import is_working_folder_file
@@ -163,10 +162,27 @@ def main(argv: list[str] | None = None) -> int:
     # failed files and window state are on disk, the executor's threads have finished. The
     # interpreter's own teardown (freeing LanceDB, ONNX and Qt) takes seconds and would join a
     # thread still busy in C code, so the process ends here.
+    stop_model_runtime()  # os._exit skips the runtime's atexit hook
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def stop_model_runtime() -> None:
+    """Stop the built-in model's child process, if a model was loaded this session. The
+    provider is imported only if something already did (a start-up that never used the
+    built-in model imports nothing here)."""
+    if "haiku.rag.local_models.provider" not in sys.modules:
+        return
+    from haiku.rag.local_models.provider import unload
+
+    try:
+        unload()
+    except Exception:  # quitting goes on; the child also exits when its parent dies
+        import logging
+
+        logging.getLogger("haiku_desk").exception("could not stop the built-in model")
 
 
 def _bring_to_front(window) -> None:

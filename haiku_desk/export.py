@@ -210,7 +210,9 @@ def turn_markdown(
         lines += [f"*Support: {check.label}.*", ""]
         for sentence in check.flagged:
             why = "no citation" if sentence.status == "uncited" else "not in the cited text"
-            lines.append(f"- ⚠ “{' '.join(sentence.text.split())}” ({why}: {', '.join(sentence.missing)})")
+            # the model's sentence and claims again: as literal text, like the rest of the export
+            missing = ", ".join(inline(claim) for claim in sentence.missing)
+            lines.append(f"- ⚠ “{inline(sentence.text)}” ({why}: {missing})")
         if check.flagged:
             lines.append("")
     if turn.citations:

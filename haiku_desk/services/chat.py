@@ -26,8 +26,6 @@ from collections.abc import Iterable, Iterator
 from PySide6.QtCore import QObject, QSettings, Signal
 
 from haiku_desk.services.chat_run import (
-    BASIS,
-    HOW_TO_ADD_FILES,
     HOW_TO_CONNECT_A_MODEL,
     Question,
     QuestionRunner,
@@ -47,7 +45,7 @@ from haiku_desk.services.notifications import Notifications
 from haiku_desk.services.ports import ChatLibrary, ScopeCollections
 
 # The answer's wording and the question are the running question's (services/chat_run.py).
-__all__ = ["BASIS", "HOW_TO_ADD_FILES", "HOW_TO_CONNECT_A_MODEL", "ChatService", "Question"]
+__all__ = ["HOW_TO_CONNECT_A_MODEL", "ChatService", "Question"]
 __all__ += ["citing_text", "excerpt", "no_documents_answer"]
 
 log = logging.getLogger("haiku_desk")

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from haiku.rag.zotero import ZoteroImportReport
 
 # The values the views and tests take from here (defined in services/entries.py, opening.py).
-__all__ = ["DocumentState", "LibraryEntry", "LibraryService", "PendingWork", "describe_open_failure", "path_from_uri"]
+__all__ = ["DocumentState", "LibraryEntry", "LibraryService", "PendingWork", "path_from_uri"]
 __all__ += ["uri_for"]
 
 log = logging.getLogger("haiku_desk.library")
@@ -70,7 +70,6 @@ class LibraryService(QObject):
     overall_progress = Signal(int, int)  # steps done, steps in this busy period (0, 0 when idle)
     busy_changed = Signal(bool)
     password_required = Signal(object)  # LibraryEntry of a locked PDF
-    operation_started = Signal(object)  # Operation
     watched_folders_changed = Signal(list)  # folder paths (str)
     rescanned = Signal(str)  # a watched folder finished a scan
 
@@ -93,7 +92,6 @@ class LibraryService(QObject):
         self.queue.overall_progress.connect(self.overall_progress)
         self.queue.busy_changed.connect(self.busy_changed)
         self.queue.password_required.connect(self.password_required)
-        self.queue.operation_started.connect(self.operation_started)
         self.queue.drained.connect(self._release_idle_memory)
         self._attach(Path(db_path))
 
@@ -348,7 +346,7 @@ class LibraryService(QObject):
 
     async def _import_zotero(self, source: str | os.PathLike[str] | None) -> ZoteroImportReport | None:
         client = await self.ensure_open()
-        result = await run_zotero_import(client, source, self.notifications, self.operation_started.emit)
+        result = await run_zotero_import(client, source, self.notifications)
         if result is not None:
             await self.refresh()
             self.queue.kick()  # embed what was imported

@@ -42,7 +42,6 @@ class QueueRunner(QObject):
     overall_progress = Signal(int, int)  # steps done, steps in this busy period (0, 0 when idle)
     busy_changed = Signal(bool)
     password_required = Signal(object)  # LibraryEntry of a locked PDF
-    operation_started = Signal(object)  # Operation
     progressed = Signal(str, object)  # the row's key, haiku.rag.operations.Progress
     drained = Signal()  # the queue ran dry (not at close)
 
@@ -266,7 +265,6 @@ class QueueRunner(QObject):
         self._current = (key, operation)
         operation.progressed.connect(lambda progress: self.progressed.emit(key, progress))
         operation.cancelled.connect(lambda: cancelled.append(True))
-        self.operation_started.emit(operation)
         operation.start()
         try:
             await operation.wait()

@@ -182,9 +182,8 @@ class WatchFolders(QObject):
             self.changed.emit(self.folders)
         return self.rescan(key)
 
-    def remove(self, folder: str, *, delete_documents: bool = False) -> None:
-        """Stop watching ``folder``; its documents stay in the library (as the user's own) or,
-        with ``delete_documents``, are removed."""
+    def remove(self, folder: str) -> None:
+        """Stop watching ``folder``; its documents stay in the library (as the user's own)."""
         key = str(Path(folder).expanduser().resolve())
         if self._watch.pop(key, None) is None:
             return
@@ -192,12 +191,8 @@ class WatchFolders(QObject):
         self.save()
         self._rewatch()
         self.changed.emit(self.folders)
-        inside = [e.key for e in self._rows.entries if e.watched_folder == key]
-        if delete_documents:
-            self._queue.remove_documents(inside)
-        else:
-            for k in inside:
-                self._rows.update(k, watched_folder=None)
+        for entry in [e for e in self._rows.entries if e.watched_folder == key]:
+            self._rows.update(entry.key, watched_folder=None)
 
     def folder_of(self, uri: str) -> str | None:
         path = path_from_uri(uri)

@@ -5,7 +5,6 @@ the library's usual queue."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +22,8 @@ async def run_zotero_import(
     client: HaikuRAG,
     source: str | os.PathLike[str] | None,
     notifications: Notifications,
-    started: Callable[[Operation], None],
 ) -> ZoteroImportReport | None:
-    """Import into ``client``; ``started`` is told the operation (the views show its progress).
+    """Import into ``client`` as one :class:`~haiku_desk.bridge.Operation`.
     Returns the import's result, or None when it failed (said in a notice) or was cancelled.
     The caller refreshes its rows and queues the embeddings."""
     from haiku.rag.zotero import import_zotero
@@ -35,7 +33,6 @@ async def run_zotero_import(
         return await import_zotero(client, folder, progress=report, cancel=token, embed=False)
 
     operation = Operation("Importing the Zotero library", body)
-    started(operation)
     operation.start()
     await operation.wait()
     if operation.error is not None:

@@ -124,9 +124,8 @@ class CitationPanel(QWidget):
         # tables are drawn as tables and scroll sideways when wider than the panel.
         self.snippet = PassageView()
         self.snippet.setAccessibleName("Cited passage")
-        self.snippet_area = self.snippet
-        self.snippet_area.setMaximumHeight(120)
-        self.snippet_area.hide()
+        self.snippet.setMaximumHeight(120)
+        self.snippet.hide()
 
         # The header (author–year–page, or the title) has the panel's whole width; "Copy
         # citation" and "Open original" belong to the document, on the line beneath beside
@@ -152,7 +151,7 @@ class CitationPanel(QWidget):
         layout.addLayout(source_row)
         layout.addWidget(self.nav)
         layout.addWidget(self.scroll, 1)
-        layout.addWidget(self.snippet_area)
+        layout.addWidget(self.snippet)
 
         self.prev_button.clicked.connect(lambda: self.go_to_page(self.page - 1))
         self.next_button.clicked.connect(lambda: self.go_to_page(self.page + 1))
@@ -207,7 +206,7 @@ class CitationPanel(QWidget):
         # left so, a narrower window would scroll an empty panel.
         self.image_label.resize(0, 0)
         self.snippet.setText("")
-        self.snippet_area.hide()
+        self.snippet.hide()
         self._update_controls()
 
     def show_citation(self, citation: Citation) -> None:
@@ -225,9 +224,9 @@ class CitationPanel(QWidget):
         self._name_source()
         passage = snippet_source(citation)
         self.snippet.setText(shown_passage(passage))
-        self.snippet_area.show()
-        self.snippet_area.verticalScrollBar().setValue(0)
-        self.snippet_area.horizontalScrollBar().setValue(0)
+        self.snippet.show()
+        self.snippet.verticalScrollBar().setValue(0)
+        self.snippet.horizontalScrollBar().setValue(0)
         self._update_controls()  # Copy citation and Open original work before the page is drawn
         self._render()
 
@@ -252,7 +251,7 @@ class CitationPanel(QWidget):
         self.headings.set_full_text("")
         self.headings.setVisible(True)  # holds the row of Open original
         self.snippet.setText("")
-        self.snippet_area.hide()
+        self.snippet.hide()
         self._update_controls()
         self._render()
 

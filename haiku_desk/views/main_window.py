@@ -115,7 +115,8 @@ class MainWindow(QMainWindow):
         self.library_menu = LibraryMenu(
             self, self.menuBar(), services.library, services.notifications.info, log_folder(services.config)
         )
-        services.library.library_changed.connect(remember_library)
+        # File › Recent: a library once it opened (one that fails to open is not remembered)
+        services.library.opened.connect(lambda: remember_library(services.library.db_path))
         self.chat_pane.citation_activated.connect(self.show_citation)
         self.library_pane.document_opened.connect(self.show_document)
         self.chat_pane.command_requested.connect(self._run_chat_command)

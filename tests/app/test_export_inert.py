@@ -70,3 +70,28 @@ async def test_a_hostile_title_passage_and_answer_export_as_text(db_path, config
     library = bibtexparser.parse_string((tmp_path / "out" / "salaries.bib").read_text())
     assert len(library.entries) == 1 and not library.failed_blocks
     assert "\\input" not in library.entries[0].fields_dict["title"].value
+
+
+def test_a_flagged_sentence_exports_as_text():
+    """The support check's flagged sentence is the model's text again: quoted in the export,
+    it cannot bring back the image or HTML the answer body had neutralised."""
+    from haiku.rag.answering.support import SentenceCheck, SupportCheck
+    from haiku_desk.export import turn_markdown
+
+    hostile = f"Costs fell 40% ![x]({BEACON}) <img src='{BEACON}'> [more](https://evil.example)."
+    check = SupportCheck(
+        verdict="ungrounded",
+        sentences=[SentenceCheck(
+            text=hostile, start=0, end=len(hostile), status="uncited",
+            claims=["40%", f"<img src='{BEACON}'>"], missing=["40%", f"<img src='{BEACON}'>"],
+        )],
+    )
+    turn = Turn(question="Costs?", answer=hostile, rests_on="ungrounded", support=check.model_dump())
+
+    markdown = "\n".join(turn_markdown(turn))
+    flagged = [line for line in markdown.splitlines() if line.startswith("- ⚠")]
+    assert len(flagged) == 1, markdown
+    assert "Costs fell 40%" in flagged[0] and "no citation" in flagged[0]
+    # the answer body keeps its links (its image shown as one); the flagged line adds none
+    assert images_html_and_links(flagged[0]) == [], flagged[0]
+    assert images_html_and_links(markdown) == [f"[x]({BEACON})", "[more](https://evil.example)"], markdown

@@ -53,3 +53,29 @@ def test_the_window_has_the_library_and_log_entries(qtbot, qloop, library):
     assert file_items[:3] == ["New library…", "Open library…", "Recent libraries"]
     assert [a.text() for a in menus["Help"].actions()][-1] == "Open log folder"
     services.pages.close()
+
+
+def test_only_a_library_that_opened_is_remembered(qtbot, qloop, services, tmp_path):
+    """File › Recent lists libraries that opened: a switch to one that fails to open (here a
+    file, not a folder) does not add it; a switch that opens does."""
+    from haiku_desk.services.library_choice import recent_libraries
+    from haiku_desk.views.main_window import MainWindow
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    library = services.library
+    failed, opened = [], []
+    library.open_failed.connect(failed.append)
+    library.opened.connect(lambda: opened.append(True))
+
+    broken = tmp_path / "broken.lancedb"
+    broken.write_text("not a library")
+    qloop.run_until_complete(library.open_library(broken))
+    run_until(qloop, lambda: bool(failed), SLOW)
+    assert str(broken.resolve()) not in recent_libraries()
+
+    other = tmp_path / "other.lancedb"
+    assert qloop.run_until_complete(library.open_library(other))
+    run_until(qloop, lambda: bool(opened), SLOW)
+    assert recent_libraries()[0] == str(other.resolve())
+    assert str(broken.resolve()) not in recent_libraries()

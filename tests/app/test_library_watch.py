@@ -162,3 +162,19 @@ def test_a_file_removed_from_a_watched_folder_comes_back_when_it_reappears(
     aside.rename(moved)
     library.watch.rescan()
     run_until(qloop, lambda: _hybrid(library, moved), SLOW)
+
+
+def test_unwatching_a_folder_keeps_its_documents(qloop, library, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    note = folder / "otters.md"
+    note.write_text("# Otters\n\nLantern otters hold hands while they sleep.\n")
+    library.watch.add(folder)
+    run_until(qloop, lambda: library.entry(uri_for(note)) is not None and library.entry(uri_for(note)).searchable, SLOW)
+    assert library.entry(uri_for(note)).watched_folder == str(folder.resolve())
+
+    library.watch.remove(str(folder))
+    assert library.watch.folders == []
+    entry = library.entry(uri_for(note))
+    assert entry is not None and entry.watched_folder is None  # the user's own document now
+    assert uri_for(note) in [d.uri for d in qloop.run_until_complete(library.client.list_documents())]

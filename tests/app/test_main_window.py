@@ -225,7 +225,7 @@ def test_the_citation_panel_follows_the_conversation_shown(qloop, window):
     assert panel.citation is None and not panel.nav.isVisible()
     assert panel.title.full_text == "Click a citation to see the cited page."
     assert panel.headings.full_text == "Or double-click a document in the library to read it."
-    assert not panel.snippet_area.isVisible()
+    assert not panel.snippet.isVisible()
 
     chat.open_conversation(first.id)  # back: its page comes back
     assert panel.citation == citation
@@ -341,7 +341,7 @@ def test_a_library_document_opens_for_reading_from_the_keyboard_and_a_citation_t
     assert window.pane_visible("citations") and window.splitter.sizes()[2] > 0
     assert shown == [1] and panel.reading and panel.citation.document_id == entry.document_id
     assert panel.title.full_text == entry.name and panel.page_label.text() == "p. 1/3"
-    assert not panel.copy_button.isVisible() and panel.open_button.isVisible() and not panel.snippet_area.isVisible()
+    assert not panel.copy_button.isVisible() and panel.open_button.isVisible() and not panel.snippet.isVisible()
     assert panel.copy_citation() == ""
     # nothing is highlighted: the page shown is the plain render, pixel for pixel
     plain = panel.current_render.image

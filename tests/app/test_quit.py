@@ -350,3 +350,31 @@ def test_a_hung_holder_is_named_stopped_and_taken_over(qloop, db_path, config, t
     library = LibraryService(db_path, config, Notifications())
     _start(qloop, library)  # the lock is free again: the library opens for writing
     qloop.run_until_complete(library.aclose())
+
+
+class _FakeRuntime:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_quitting_stops_a_loaded_built_in_model(monkeypatch) -> None:
+    """The app ends with os._exit (skipping atexit), so its shutdown unloads the built-in
+    model itself: the provider's loaded runtime is closed and forgotten."""
+    from haiku.rag.local_models import provider
+    from haiku_desk.app import stop_model_runtime
+
+    runtime = _FakeRuntime()
+    monkeypatch.setattr(provider, "_current", runtime)
+    stop_model_runtime()
+    assert runtime.closed and provider._current is None
+
+
+def test_quitting_without_the_built_in_model_imports_nothing_for_it() -> None:
+    code = (
+        "import sys; from haiku_desk.app import stop_model_runtime; stop_model_runtime(); "
+        "print('haiku.rag.local_models.provider' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, check=True)
+    assert result.stdout.strip() == "False", result.stderr
