@@ -26,7 +26,8 @@ claims is not checkable and counts neither way. The verdict of an answer:
 - ``missing``: the answer cites nothing.
 
 ``recover_markers`` puts markers back into an answer that has none: a sentence whose claims are
-all found in exactly one of the passages it was given is cited to that passage.
+all found in exactly one of the passages it was given, and which restates that passage (most of
+its words are the passage's), is cited to that passage.
 """
 
 from __future__ import annotations
@@ -166,6 +167,22 @@ _ENTITY = re.compile(
 _QUOTE = re.compile(r"[\"“”]([^\"“”\n]{3,300})[\"“”]")
 _TIME = re.compile(r"(?<![\w.:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])")
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+# Recovery cites a sentence only when it restates its passage: at least this share of its words
+# (stop words, figures and scale words aside) are the passage's. A real 135M model's sentence
+# matched on one name ("SpiderMonkey JS") and said little else the passage says (7 of its 15
+# words); a sentence a model copied or closely paraphrased keeps most of them.
+_RESTATED_SHARE = 0.6
+_STOP_WORDS = frozenset(
+    "a an the and or but nor of to in on at by for with from into onto over under about as than "
+    "then that this these those there here which who whom whose what when where why how is are "
+    "was were be been being am has have had having do does did done can could will would shall "
+    "should may might must it its it's they them their he she his her we our you your i me my "
+    "not no yes so such also very more most less least much many some any each every all both "
+    "either neither other another same own only just even still yet while during after before "
+    "since until because if though although whether per via upon within without between among "
+    "out up down off again further once".split()
+)
+_WORD = re.compile(r"[^\W\d_]{3,}")
 
 
 class _Number:
@@ -440,14 +457,35 @@ def _verdict(checks: Sequence[SentenceCheck], cites: bool, grounding: str) -> Ve
     return "partly-supported"
 
 
+def _stem(word: str) -> str:
+    for ending in ("ing", "ed", "es", "s"):
+        if len(word) > len(ending) + 3 and word.endswith(ending):
+            return word[: -len(ending)]
+    return word
+
+
+def _restates(sentence: str, passage: _Cited) -> bool:
+    """Whether most of ``sentence``'s words (stop words, figures and scale words aside) are in
+    the passage's text, plural or tense aside."""
+    words = {
+        _stem(w) for w in _WORD.findall(_fold(sentence))
+        if w not in _STOP_WORDS and w not in _SCALES
+    }  # fmt: skip
+    if not words:
+        return True
+    found = {_stem(w) for w in _WORD.findall(passage.folded)}
+    return len(words & found) >= _RESTATED_SHARE * len(words)
+
+
 def recover_markers(
     text: str, passages: Sequence[str], *, question: str = "", names: Sequence[str] = ()
 ) -> tuple[str, list[int]]:
     """``text`` with ``[n]`` after each sentence whose claims are all found in passage ``n``
     and in no other passage (1-based, as the model was shown them), and the numbers added.
 
-    A sentence without checkable claims, or whose claims are spread over passages or found in
-    several, stays uncited: only an exact match is cited."""
+    A sentence without checkable claims, whose claims are spread over passages or found in
+    several, or that says mostly other things than its passage (``_restates``), stays uncited:
+    only an exact match is cited."""
     if MARKER.search(text) or not passages:  # (a marker the model wrote: nothing to recover)
         return text, []
     question_years = {int(y) for y in _YEAR.findall(question)}
@@ -462,7 +500,7 @@ def recover_markers(
             continue
         holding = [
             n for n, passage in enumerate(read, start=1)
-            if all(_holds(k, c, passage) for k, c in claims)
+            if all(_holds(k, c, passage) for k, c in claims) and _restates(sentence, passage)
         ]  # fmt: skip
         if len(holding) != 1:
             continue
