@@ -188,9 +188,14 @@ async def test_a_frozen_bundle_serves_mcp_from_its_own_executable(library, monke
     bundle = "/opt/haiku-desk/haiku-desk"
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     monkeypatch.setattr(sys, "executable", bundle)
+    monkeypatch.delenv("APPIMAGE", raising=False)
     entry = client_config(str(db))["mcpServers"]["haiku-rag"]
+    # an AppImage runs from a mount made for this run: the command is the AppImage file
+    monkeypatch.setenv("APPIMAGE", "/home/me/Haiku_Desk-x86_64.AppImage")
+    appimage = client_config(str(db))["mcpServers"]["haiku-rag"]
     monkeypatch.undo()
     assert entry == {"command": bundle, "args": [CLI_FLAG, "--db", str(db), "mcp"]}
+    assert appimage == {"command": "/home/me/Haiku_Desk-x86_64.AppImage", "args": entry["args"]}
 
     # the bundle's executable is its entry script run by the frozen interpreter
     main_script = Path(__file__).parent.parent / "packaging" / "haiku_desk_main.py"

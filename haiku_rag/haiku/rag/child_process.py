@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 
 # The frozen application's first argument that makes it the ``haiku-rag`` command (what the
-# MCP configuration of a bundle launches: ``<app> --haiku-rag-cli --db LIBRARY mcp``).
-CLI_FLAG = "--haiku-rag-cli"
+# MCP configuration of a bundle launches: ``<app> --haiku-rag --db LIBRARY mcp``).
+CLI_FLAG = "--haiku-rag"
 
 
 def child_command(flag: str, module: str, fd: int) -> list[str]:

@@ -50,10 +50,11 @@ def client_config(db_path: str, *, executable: str | None = None, name: str = "h
     """The ``mcpServers`` entry to paste into an MCP client (Claude Desktop, IDEs) so it
     launches this library's server over stdio.
 
-    In a frozen application (the release bundle, ``sys.frozen``) there is no ``haiku-rag``
-    script: the command is the bundle's own executable, whose entry point turns into the
-    ``haiku-rag`` command when its first argument is ``CLI_FLAG``
-    (``packaging/haiku_desk_main.py``). Otherwise it is the ``haiku-rag`` script of this very
+    In a frozen application (the release bundle, ``sys.frozen``) the command is the bundle's
+    own executable, whose entry point turns into the ``haiku-rag`` command when its first
+    argument is ``CLI_FLAG`` (``packaging/haiku_desk_main.py``): the same on every OS (no
+    script or symlink needed). In an AppImage ``sys.executable`` lies in a mount made for this
+    run only, so the command is the AppImage file itself (``$APPIMAGE``). Otherwise it is the ``haiku-rag`` script of this very
     installation (``sysconfig``'s scripts folder: ``bin/`` or ``Scripts\\haiku-rag.exe``),
     else the one on ``PATH``."""
     import shutil
@@ -65,7 +66,8 @@ def client_config(db_path: str, *, executable: str | None = None, name: str = "h
 
     args = ["--db", str(db_path), "mcp"]
     if executable is None and getattr(sys, "frozen", False):
-        return {"mcpServers": {name: {"command": sys.executable, "args": [CLI_FLAG, *args]}}}
+        bundle = os.environ.get("APPIMAGE") or sys.executable
+        return {"mcpServers": {name: {"command": bundle, "args": [CLI_FLAG, *args]}}}
     script = "haiku-rag.exe" if sys.platform == "win32" else "haiku-rag"
     beside = Path(sysconfig.get_path("scripts")) / script
     command = executable or (str(beside) if beside.is_file() else None) or shutil.which("haiku-rag") or str(beside)
