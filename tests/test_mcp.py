@@ -158,3 +158,50 @@ async def test_allow_writes_adds_the_ingest_tool(library, tmp_path):
         async with Client(server) as session:
             added = _structured(await session.call_tool("add_source", {"path": str(extra)}))
             assert added[0]["status"] == "ingested"
+
+
+def test_the_mcp_sdk_is_a_default_dependency_and_the_old_extra_still_installs():
+    """`haiku-rag mcp` works in the default install (issue 33): the SDK is in the project's own
+    dependencies, and `haiku-desk[mcp]` (older install lines) is still a valid, empty extra."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())["project"]
+    default = {Requirement(line).name: Requirement(line) for line in project["dependencies"]}
+    assert "mcp" in default and default["mcp"].marker is None  # every platform
+    assert default["mcp"].specifier.contains("2.3.0")
+    assert project["optional-dependencies"]["mcp"] == []
+
+
+async def test_a_frozen_bundle_serves_mcp_from_its_own_executable(library, monkeypatch):
+    """In the release bundle there is no `haiku-rag` script: the configuration the app shows
+    names the bundle's executable with the CLI flag, and the bundle's entry point
+    (packaging/haiku_desk_main.py) answers a real MCP client session launched that way."""
+    from mcp import Client, StdioServerParameters
+
+    from haiku.rag.child_process import CLI_FLAG
+    from haiku.rag.mcp_server import client_config
+
+    db, _, document = library
+    python = sys.executable
+    bundle = "/opt/haiku-desk/haiku-desk"
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "executable", bundle)
+    monkeypatch.delenv("APPIMAGE", raising=False)
+    entry = client_config(str(db))["mcpServers"]["haiku-rag"]
+    # an AppImage runs from a mount made for this run: the command is the AppImage file
+    monkeypatch.setenv("APPIMAGE", "/home/me/Haiku_Desk-x86_64.AppImage")
+    appimage = client_config(str(db))["mcpServers"]["haiku-rag"]
+    monkeypatch.undo()
+    assert entry == {"command": bundle, "args": [CLI_FLAG, "--db", str(db), "mcp"]}
+    assert appimage == {"command": "/home/me/Haiku_Desk-x86_64.AppImage", "args": entry["args"]}
+
+    # the bundle's executable is its entry script run by the frozen interpreter
+    main_script = Path(__file__).parent.parent / "packaging" / "haiku_desk_main.py"
+    env = {**_env(), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    params = StdioServerParameters(command=python, args=[str(main_script), *entry["args"]], env=env)
+    async with Client(params, read_timeout_seconds=120) as session:
+        assert {t.name for t in (await session.list_tools()).tools} == READ_TOOLS
+        listed = _structured(await session.call_tool("list_documents", {"collection": "Logistics"}))
+        assert [d["document_id"] for d in listed] == [document.id]

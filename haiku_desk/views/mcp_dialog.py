@@ -37,13 +37,15 @@ INTRO = (
 
 
 def missing_parts(config: dict[str, Any]) -> list[str]:
-    """What a client would not find: the ``haiku-rag`` command, or the MCP SDK beside it."""
+    """What a client would not find: the command (``haiku-rag``, or the bundle's own
+    executable), or the MCP SDK beside it (a default dependency: missing only from a broken
+    install)."""
     server = next(iter(config["mcpServers"].values()))
     problems = []
     if not Path(server["command"]).is_file():
         problems.append(f"the command {server['command']} does not exist here")
     if importlib.util.find_spec("mcp") is None:
-        problems.append("the MCP SDK is not installed (pip install 'haiku-desk[mcp]')")
+        problems.append("the MCP SDK is missing from this installation (reinstall haiku-desk)")
     return problems
 
 

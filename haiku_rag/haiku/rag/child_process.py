@@ -10,6 +10,10 @@ import threading
 import time
 from collections.abc import Callable
 
+# The frozen application's first argument that makes it the ``haiku-rag`` command (what the
+# MCP configuration of a bundle launches: ``<app> --haiku-rag --db LIBRARY mcp``).
+CLI_FLAG = "--haiku-rag"
+
 
 def child_command(flag: str, module: str, fd: int) -> list[str]:
     """The command line of a child whose ``module._worker_main(fd)`` talks over socket ``fd``."""

