@@ -108,6 +108,8 @@ class LibraryEntry:
     done: int = 0
     total: int = 0
     watched_folder: str | None = None
+    authors: str = ""  # the bibliographic record's authors, "Vaswani, Shazeer" (the filter reads them)
+    year: int | None = None
 
     @property
     def searchable(self) -> bool:

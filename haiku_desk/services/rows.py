@@ -88,6 +88,9 @@ class DocumentRows(QObject):
 
     def from_document(self, document: Document, previous: LibraryEntry | None = None) -> LibraryEntry:
         """The row of a stored document (its watched folder kept from ``previous``)."""
+        from haiku.rag.bibliography import bibliographic
+
+        record = bibliographic(document.metadata)
         return LibraryEntry(
             key=document.uri,
             name=document.display_name,
@@ -99,6 +102,8 @@ class DocumentRows(QObject):
             page_count=document.page_count,
             chunk_count=document.chunk_count,
             watched_folder=previous.watched_folder if previous else self._folder_of(document.uri),
+            authors=", ".join(c.display for c in record.authors) if record else "",
+            year=record.year if record else None,
         )
 
     def show_stored(self, documents: list[Document]) -> None:

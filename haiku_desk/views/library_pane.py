@@ -49,6 +49,7 @@ from haiku_desk.models.documents import (
     STATE,
     DocumentsModel,
     Scope,
+    file_name,
 )
 from haiku_desk.services.entries import dialog_filters
 from haiku_desk.services.library import LibraryEntry, LibraryService
@@ -159,6 +160,30 @@ class _SnugHeader(QHeaderView):
         return size
 
 
+class _DocumentsFilter(QSortFilterProxyModel):
+    """The filter box's matching: a row matches when every word typed is found in its title,
+    file name, authors or year (case-insensitive), so "619" finds "report-619.pdf" and
+    "vaswani 2017" finds that paper."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._words: list[str] = []
+
+    def set_text(self, text: str) -> None:
+        self._words = text.casefold().split()
+        self.invalidateFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:  # noqa: N802
+        if not self._words:
+            return True
+        model = self.sourceModel()
+        entry = model.data(model.index(source_row, NAME, source_parent), ENTRY_ROLE) if model else None
+        if entry is None:
+            return True
+        haystack = " ".join((entry.name, file_name(entry), entry.authors, str(entry.year or ""))).casefold()
+        return all(word in haystack for word in self._words)
+
+
 class LibraryPane(QWidget):
     add_files_requested = Signal()
     # What the chat searches, as the user ticked it: a tuple of document ids, None for all
@@ -180,6 +205,7 @@ class LibraryPane(QWidget):
         title = QLabel("<b>Library</b>")
         self.search = QLineEdit()
         self.search.setPlaceholderText("Filter (Ctrl+K)")
+        self.search.setToolTip("Show the documents whose title, file name, authors or year hold every word typed")
         self.search.setAccessibleName("Filter documents")
         self.search.setClearButtonEnabled(True)
 
@@ -208,13 +234,11 @@ class LibraryPane(QWidget):
         )
         self.scope_all.setCheckState(Qt.CheckState.Checked)
         self.scope_all.clicked.connect(self._scope_all_clicked)
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = _DocumentsFilter(self)
         # Rows move only when the user sorts (a header click), never because a title resolved.
         self.proxy.setDynamicSortFilter(False)
         self.proxy.setSourceModel(self.model)
-        self.proxy.setFilterKeyColumn(NAME)
-        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.search.textChanged.connect(self.proxy.setFilterFixedString)
+        self.search.textChanged.connect(self.proxy.set_text)
         self.search.textChanged.connect(lambda *_: self._sync_scope_box())
 
         self.table = QTableView()
