@@ -4,6 +4,7 @@ collections and watched folders sit in a splitter that keeps its size."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
 from qt_helpers import run_until
 
 from haiku_desk.models.documents import ENTRY_ROLE, NAME
@@ -68,3 +69,92 @@ def test_the_filter_matches_title_file_name_authors_and_year(qloop, qtbot, libra
     assert shown("vaswani 2017") == [uri_for(paper)]  # every word, in any field
     assert shown("vaswani karst") == []
     assert shown("") == [uri_for(report), uri_for(paper)]
+
+
+def test_delete_key_asks_first_in_the_same_place_each_time_then_deletes(qloop, qtbot, library, tmp_path):
+    from PySide6.QtWidgets import QMainWindow
+
+    files = [_titled_pdf(tmp_path / f"{n}.pdf", f"Notes on {n}", f"{n} grow in orchards.") for n in ("apples", "pears")]
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    pane = LibraryPane(library)
+    window.setCentralWidget(pane)
+    window.resize(900, 600)
+    window.show()
+    qtbot.waitExposed(window)
+    _ingest(qloop, library, files)
+    keys = [uri_for(f) for f in files]
+
+    def ask(selected: list[str]):
+        pane.select_keys(selected)
+        pane.table.setFocus()
+        qtbot.keyClick(pane.table, Qt.Key.Key_Delete)
+        dialog = pane.delete_dialog
+        assert dialog is not None and dialog.isVisible()
+        return dialog, dialog.frameGeometry().center()
+
+    dialog, first = ask(keys[:1])  # one document: “Notes on apples”
+    assert "Notes on apples" in dialog.text()
+    dialog.reject()
+    qtbot.waitUntil(lambda: pane.delete_dialog is None)
+    assert library.entry(keys[0]) is not None  # Cancel keeps it
+
+    dialog, second = ask(keys)  # a longer question: "2 documents"
+    assert "2 documents" in dialog.text()
+    centre = window.frameGeometry().center()
+    assert (first - centre).manhattanLength() <= 2 and (second - centre).manhattanLength() <= 2
+    delete = next(b for b in dialog.buttons() if b.text() == "Delete")
+    delete.click()
+    run_until(qloop, lambda: all(library.entry(k) is None for k in keys), SLOW)
+
+    # Delete typed in the filter box edits the text, never the rows
+    pane.search.setText("abc")
+    pane.search.setFocus()
+    pane.search.setCursorPosition(0)
+    qtbot.keyClick(pane.search, Qt.Key.Key_Delete)
+    assert pane.search.text() == "bc" and pane.delete_dialog is None
+
+
+def test_the_document_column_keeps_its_width_when_a_scrollbar_appears(qloop, qtbot, library):
+    from haiku_desk.services.entries import DocumentState, LibraryEntry
+
+    pane = _pane(qtbot, library, width=420, height=360)
+    header = pane.table.horizontalHeader()
+    library.rows.set(LibraryEntry(key="file:///none/0.pdf", name="Zero", state=DocumentState.CANCELLED))
+    qtbot.waitUntil(lambda: pane.proxy.rowCount() == 1)
+    assert not pane.table.verticalScrollBar().isVisible()
+    before = header.sectionSize(NAME)
+    for i in range(1, 40):
+        library.rows.set(LibraryEntry(key=f"file:///none/{i}.pdf", name=f"Row {i}", state=DocumentState.CANCELLED))
+    qtbot.waitUntil(lambda: pane.table.verticalScrollBar().isVisible())
+    assert header.sectionSize(NAME) == before
+    assert not pane.table.horizontalScrollBar().isVisible()
+
+
+def test_collections_and_watched_folders_sit_in_a_splitter_that_remembers_its_sizes(
+    qloop, qtbot, library, notifications, tmp_path
+):
+    from haiku_desk.services.collections import CollectionsService
+
+    collections = CollectionsService(library, notifications)
+    collections.refresh()
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    library.watch.add(str(watched))
+    run_until(qloop, lambda: bool(library.watch.folders), SLOW)
+    pane = _pane(qtbot, library, width=420, height=600, collections=collections)
+    sections = pane.sections
+    assert sections.widget(0) is pane.collections_box and sections.widget(2) is pane.watched_box
+    qtbot.waitUntil(lambda: pane.watched_box.isVisible())
+    table_height = pane.table.height()
+    # the user drags the collections box shut and the watched folders down to nothing
+    sizes = sections.sizes()
+    sections.setSizes([0, sizes[0] + sizes[1] + sizes[2], 0])
+    sections.splitterMoved.emit(0, 1)
+    qtbot.waitUntil(lambda: pane.table.height() > table_height)
+    grown = pane.table.height()
+
+    again = _pane(qtbot, library, width=420, height=600, collections=collections)  # the next start
+    qtbot.waitUntil(lambda: again.watched_box.isVisible())
+    assert again.sections.sizes()[0] == 0 and again.sections.sizes()[2] == 0
+    assert again.table.height() == grown
