@@ -158,3 +158,52 @@ def test_collections_and_watched_folders_sit_in_a_splitter_that_remembers_its_si
     qtbot.waitUntil(lambda: again.watched_box.isVisible())
     assert again.sections.sizes()[0] == 0 and again.sections.sizes()[2] == 0
     assert again.table.height() == grown
+
+
+def test_a_cancelled_file_stays_a_row_across_starts_with_reingest_and_remove(
+    qloop, qtbot, library, tmp_path, db_path, config, notifications
+):
+    from haiku_desk.services.entries import DocumentState
+    from haiku_desk.services.failures import NextStep
+    from haiku_desk.services.library import LibraryService
+
+    a = _titled_pdf(tmp_path / "a.pdf", "Saffron Tariffs", "Saffron tariffs were renegotiated.")
+    b = _titled_pdf(tmp_path / "b.pdf", "Porcupine Protocol", "The porcupine protocol governs crews.")
+    library.add_paths([a, b])
+    library.cancel([uri_for(a), uri_for(b)])  # still queued: neither is added
+    run_until(qloop, lambda: not library.busy, SLOW)
+    qloop.run_until_complete(library.aclose())
+
+    again = LibraryService(db_path, config, notifications)  # the next start
+    opened = []
+    again.opened.connect(lambda: opened.append(True))
+    again.start()
+    run_until(qloop, lambda: bool(opened), SLOW)
+    try:
+        for f in (a, b):
+            entry = again.entry(uri_for(f))
+            assert entry is not None and entry.state is DocumentState.CANCELLED and entry.state_label == "cancelled"
+        pane = _pane(qtbot, again)
+        pane.select_keys([uri_for(a)])
+        assert pane.reason.isVisible() and "cancelled" in pane.reason.text()
+        assert pane.next_step_buttons[NextStep.REINGEST].isVisible()
+        assert pane.next_step_buttons[NextStep.REMOVE].isVisible()
+        pane.next_step_buttons[NextStep.REMOVE].click()  # the row goes, and stays gone
+        assert again.entry(uri_for(a)) is None
+        pane.select_keys([uri_for(b)])
+        pane.next_step_buttons[NextStep.REINGEST].click()
+        run_until(qloop, lambda: (e := again.entry(uri_for(b))) is not None and e.searchable, SLOW)
+        run_until(qloop, lambda: not again.busy, SLOW)
+    finally:
+        qloop.run_until_complete(again.aclose())
+
+    third = LibraryService(db_path, config, notifications)
+    opened.clear()
+    third.opened.connect(lambda: opened.append(True))
+    third.start()
+    run_until(qloop, lambda: bool(opened), SLOW)
+    try:
+        assert third.entry(uri_for(a)) is None
+        assert third.entry(uri_for(b)) is not None and third.entry(uri_for(b)).searchable
+    finally:
+        qloop.run_until_complete(third.aclose())
