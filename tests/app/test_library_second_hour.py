@@ -207,3 +207,26 @@ def test_a_cancelled_file_stays_a_row_across_starts_with_reingest_and_remove(
         assert third.entry(uri_for(b)) is not None and third.entry(uri_for(b)).searchable
     finally:
         qloop.run_until_complete(third.aclose())
+
+
+def test_ctrl_n_again_reuses_the_empty_new_chat(qloop, qtbot, services):
+    from haiku_desk.views.chat_pane import ChatPane
+
+    pane = ChatPane(services)
+    qtbot.addWidget(pane)
+    pane.resize(700, 500)
+    pane.show()
+    qtbot.waitExposed(pane)
+    chat = services.chat
+    for _ in range(3):
+        pane.new_chat_action.trigger()  # Ctrl+N (its shortcut: tests/app/test_chat_pane.py)
+    titles = [s.title for s in chat.conversations()]
+    assert titles == ["New chat"] and pane.conversation_list.count() == 1
+    first = chat.current
+    chat.rename(first.id, "Orchard notes")  # no longer blank: the next Ctrl+N makes a new one
+    pane.new_chat_action.trigger()
+    assert chat.current.id != first.id
+    assert sorted(s.title for s in chat.conversations()) == ["New chat", "Orchard notes"]
+    chat.open_conversation(first.id)  # back in the named one, Ctrl+N opens the empty one again
+    pane.new_chat_action.trigger()
+    assert chat.current.title == "New chat" and len(chat.conversations()) == 2
