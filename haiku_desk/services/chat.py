@@ -174,8 +174,16 @@ class ChatService(QObject):
         found.sort(key=lambda r: r.updated, reverse=True)
         return [ConversationSummary(id=r.id, title=r.title, updated=r.updated) for r in found]
 
-    def new_conversation(self, title: str = UNTITLED) -> ConversationRecord:
-        """A new conversation, with the toggles the user chose last and the current scope."""
+    def new_conversation(self, title: str = UNTITLED, *, reuse_blank: bool = False) -> ConversationRecord:
+        """A new conversation, with the toggles the user chose last and the current scope.
+        With ``reuse_blank`` (the user's Ctrl+N) an empty "New chat" already listed is opened
+        instead, so pressing it again adds no second one."""
+        asking = self.questions.running_id if self.questions.busy else None
+        blank = next((r for r in self._records.values() if r.blank and r.id != asking), None)
+        if reuse_blank and title == UNTITLED and blank is not None:
+            if self.current is None or self.current.id != blank.id:
+                self._set_current(blank)
+            return blank
         scope = self.scope()
         record = ConversationRecord(
             title=title,

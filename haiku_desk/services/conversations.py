@@ -196,6 +196,11 @@ class ConversationRecord(_CitingModel):
         """The model history (what a question is answered after)."""
         return list(self.answering_conversation().messages)
 
+    @property
+    def blank(self) -> bool:
+        """Nothing asked in it and no title of the user's: a "New chat" a new one can reuse."""
+        return not self.turns and self.title == UNTITLED
+
     def matches(self, text: str) -> bool:
         """Whether ``text`` occurs (case-insensitively) in the title, a question or an answer."""
         needle = text.strip().casefold()

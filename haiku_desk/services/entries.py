@@ -108,6 +108,8 @@ class LibraryEntry:
     done: int = 0
     total: int = 0
     watched_folder: str | None = None
+    authors: str = ""  # the bibliographic record's authors, "Vaswani, Shazeer" (the filter reads them)
+    year: int | None = None
 
     @property
     def searchable(self) -> bool:
@@ -137,13 +139,20 @@ class LibraryEntry:
         return STATE_LABELS[self.state]
 
     @property
+    def stopped(self) -> bool:
+        """A file that failed, or was cancelled before it was added: it needs the person."""
+        return self.state is DocumentState.FAILED or (
+            self.state is DocumentState.CANCELLED and self.document_id is None and self.category is not None
+        )
+
+    @property
     def hint(self) -> str:
-        return failures.hint(self.category) if self.state is DocumentState.FAILED else ""
+        return failures.hint(self.category) if self.stopped else ""
 
     @property
     def next_steps(self) -> tuple[NextStep, ...]:
-        """What can be done about a failed file (empty for every other state)."""
-        return failures.next_steps(self.category) if self.state is DocumentState.FAILED else ()
+        """What can be done about a failed or cancelled file (empty for every other state)."""
+        return failures.next_steps(self.category) if self.stopped else ()
 
     @property
     def fraction(self) -> float | None:

@@ -35,6 +35,8 @@ __all__ = ["QueueRunner"]
 
 log = logging.getLogger("haiku_desk.library")
 
+CANCELLED_REASON = "cancelled before it was added: it is not in the library"
+
 
 class QueueRunner(QObject):
     """Runs one library's queued writes in order, one at a time (:meth:`attach` starts over)."""
@@ -177,7 +179,16 @@ class QueueRunner(QObject):
                 self._embed_paused.add(key)
             asyncio.ensure_future(self.restore(key))
         else:
-            self._rows.update(key, state=DocumentState.CANCELLED, stage="", done=0, total=0)
+            # The row stays (and is kept across starts) saying so, with Re-ingest and Remove.
+            self._rows.update(
+                key,
+                state=DocumentState.CANCELLED,
+                category=IngestCategory.CANCELLED,
+                reason=CANCELLED_REASON,
+                stage="",
+                done=0,
+                total=0,
+            )
 
     async def restore(self, key: str) -> None:
         """After a cancel or a failed update, show a stored document's real state again."""

@@ -88,6 +88,9 @@ class DocumentRows(QObject):
 
     def from_document(self, document: Document, previous: LibraryEntry | None = None) -> LibraryEntry:
         """The row of a stored document (its watched folder kept from ``previous``)."""
+        from haiku.rag.bibliography import bibliographic
+
+        record = bibliographic(document.metadata)
         return LibraryEntry(
             key=document.uri,
             name=document.display_name,
@@ -99,6 +102,8 @@ class DocumentRows(QObject):
             page_count=document.page_count,
             chunk_count=document.chunk_count,
             watched_folder=previous.watched_folder if previous else self._folder_of(document.uri),
+            authors=", ".join(c.display for c in record.authors) if record else "",
+            year=record.year if record else None,
         )
 
     def show_stored(self, documents: list[Document]) -> None:
@@ -118,7 +123,9 @@ class DocumentRows(QObject):
         if entry.key not in self._entries and self._order_known:
             self._order_timer.start()
         self._entries[entry.key] = entry
-        if entry.state is DocumentState.FAILED and entry.category is not None:
+        if entry.category is not None and (
+            entry.state is DocumentState.FAILED or (entry.state is DocumentState.CANCELLED and entry.document_id is None)
+        ):  # kept across starts: a failed file, and a file cancelled before it was added
             self._failed.record(FailedFile(entry.key, entry.name, entry.path, entry.category, entry.reason or ""))
         else:
             self._dealt_with(entry.key)
@@ -165,7 +172,10 @@ class DocumentRows(QObject):
     # --- what the app folder keeps ------------------------------------------------------------
 
     def restore_failed(self) -> None:
-        """Rows for the files that failed in an earlier session (and are still not in)."""
+        """Rows for the files that failed, or were cancelled, in an earlier session (and are
+        still not in)."""
+        from haiku.rag.errors import IngestCategory
+
         for file in self._failed.load():
             if file.key in self._entries:
                 self._failed.forget(file.key)  # stored since (by the CLI, another session)
@@ -174,7 +184,7 @@ class DocumentRows(QObject):
                 LibraryEntry(
                     key=file.key,
                     name=file.name,
-                    state=DocumentState.FAILED,
+                    state=DocumentState.CANCELLED if file.category is IngestCategory.CANCELLED else DocumentState.FAILED,
                     path=file.path,
                     category=file.category,
                     reason=file.reason,

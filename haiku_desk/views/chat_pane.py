@@ -957,7 +957,7 @@ class ChatPane(QWidget):
             self.chat.open_conversation(conversation_id)
 
     def new_chat(self) -> None:
-        self.chat.new_conversation()
+        self.chat.new_conversation(reuse_blank=True)  # an empty "New chat" is reused, not repeated
         self.input.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
     def rename_current(self, title: str | None = None) -> None:

@@ -131,7 +131,9 @@ class CollectionsBox(QWidget):
         self.list.setVisible(bool(found))
         rows = max(1, min(VISIBLE_ROWS, len(found)))
         row_height = self.list.sizeHintForRow(0) if found else self.fontMetrics().height() + 4
-        self.list.setFixedHeight(rows * row_height + 2 * self.list.frameWidth())
+        # At most this high; the library pane's splitter may make it smaller, or collapse the box.
+        self.list.setMaximumHeight(rows * row_height + 2 * self.list.frameWidth())
+        self.list.setMinimumHeight(min(row_height, self.list.maximumHeight()))
         self._update_actions()
 
     def show_chosen(self, name: str | None) -> None:

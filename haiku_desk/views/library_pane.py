@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSizePolicy,
+    QSplitter,
     QStyle,
     QStyledItemDelegate,
     QStyleOptionProgressBar,
@@ -49,6 +50,7 @@ from haiku_desk.models.documents import (
     STATE,
     DocumentsModel,
     Scope,
+    file_name,
 )
 from haiku_desk.services.entries import dialog_filters
 from haiku_desk.services.library import LibraryEntry, LibraryService
@@ -63,6 +65,7 @@ STATE_WIDTH_TEXT = "searchable (hybrid)"
 STATE_MIN_TEXT = "embedding…"
 NAME_SHARE = 0.55  # the Document column keeps at least this share of a narrow table
 CELL_PADDING = 16
+SECTIONS_SETTING = "library_pane/sections"  # the collections | table | watched folders splitter
 
 
 def describe_scope(scope: Scope, titles: dict[str, str] | None = None) -> str:
@@ -159,6 +162,30 @@ class _SnugHeader(QHeaderView):
         return size
 
 
+class _DocumentsFilter(QSortFilterProxyModel):
+    """The filter box's matching: a row matches when every word typed is found in its title,
+    file name, authors or year (case-insensitive), so "619" finds "report-619.pdf" and
+    "vaswani 2017" finds that paper."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._words: list[str] = []
+
+    def set_text(self, text: str) -> None:
+        self._words = text.casefold().split()
+        self.invalidateFilter()
+
+    def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:  # noqa: N802
+        if not self._words:
+            return True
+        model = self.sourceModel()
+        entry = model.data(model.index(source_row, NAME, source_parent), ENTRY_ROLE) if model else None
+        if entry is None:
+            return True
+        haystack = " ".join((entry.name, file_name(entry), entry.authors, str(entry.year or ""))).casefold()
+        return all(word in haystack for word in self._words)
+
+
 class LibraryPane(QWidget):
     add_files_requested = Signal()
     # What the chat searches, as the user ticked it: a tuple of document ids, None for all
@@ -180,6 +207,7 @@ class LibraryPane(QWidget):
         title = QLabel("<b>Library</b>")
         self.search = QLineEdit()
         self.search.setPlaceholderText("Filter (Ctrl+K)")
+        self.search.setToolTip("Show the documents whose title, file name, authors or year hold every word typed")
         self.search.setAccessibleName("Filter documents")
         self.search.setClearButtonEnabled(True)
 
@@ -208,13 +236,11 @@ class LibraryPane(QWidget):
         )
         self.scope_all.setCheckState(Qt.CheckState.Checked)
         self.scope_all.clicked.connect(self._scope_all_clicked)
-        self.proxy = QSortFilterProxyModel(self)
+        self.proxy = _DocumentsFilter(self)
         # Rows move only when the user sorts (a header click), never because a title resolved.
         self.proxy.setDynamicSortFilter(False)
         self.proxy.setSourceModel(self.model)
-        self.proxy.setFilterKeyColumn(NAME)
-        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.search.textChanged.connect(self.proxy.setFilterFixedString)
+        self.search.textChanged.connect(self.proxy.set_text)
         self.search.textChanged.connect(lambda *_: self._sync_scope_box())
 
         self.table = QTableView()
@@ -237,15 +263,18 @@ class LibraryPane(QWidget):
         self.table.setWordWrap(False)  # a long name ends in "…"; its tooltip holds all of it
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header.setStretchLastSection(False)
-        header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Stretch)
-        header.setSectionResizeMode(STATE, QHeaderView.ResizeMode.Fixed)
+        # The Document column's width is set from the table's width less room for a vertical
+        # scrollbar, shown or not (_fit_columns); State takes what is left, so a scrollbar that
+        # comes with the 20th row narrows State a little and never the titles.
+        header.setSectionResizeMode(NAME, QHeaderView.ResizeMode.Fixed)
+        header.setSectionResizeMode(STATE, QHeaderView.ResizeMode.Stretch)
         header.setMinimumSectionSize(24)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         # activated: a double click, or Enter on the selected row (the keyboard's way in)
         self.table.activated.connect(self._activated)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
-        self.table.viewport().installEventFilter(self)
+        self.table.installEventFilter(self)
         self.rename_action = QAction("Rename…", self)
         self.rename_action.setObjectName("rename_document")
         self.rename_action.setShortcut(QKeySequence(Qt.Key.Key_F2))
@@ -253,6 +282,13 @@ class LibraryPane(QWidget):
         self.rename_action.setToolTip("Rename the selected document (F2)")
         self.rename_action.triggered.connect(self.rename_current)
         self.table.addAction(self.rename_action)
+        self.delete_action = QAction("Delete…", self)
+        self.delete_action.setObjectName("delete_documents")
+        self.delete_action.setShortcut(QKeySequence(QKeySequence.StandardKey.Delete))
+        self.delete_action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)  # the table only, never the filter box
+        self.delete_action.setToolTip("Delete the selected documents (Delete)")
+        self.delete_action.triggered.connect(lambda: self.confirm_delete(self.selected_keys()))
+        self.table.addAction(self.delete_action)
         self.extra_actions: list[QAction] = []  # more row actions, added by their own modules (Edit details…)
 
         self.empty_hint = QLabel(EMPTY_HINT)
@@ -287,6 +323,7 @@ class LibraryPane(QWidget):
         self.watched = QListWidget()
         self.watched.setAccessibleName("Watched folders")
         self.watched.setMaximumHeight(80)
+        self.watched.setMinimumHeight(self.fontMetrics().height() + 6)
         self.rescan_button = QPushButton("Rescan")
         self.rescan_button.setAccessibleName("Rescan watched folders")
         self.unwatch_button = QPushButton("Stop watching")
@@ -317,17 +354,35 @@ class LibraryPane(QWidget):
         layout.addWidget(title)
         layout.addLayout(adds)
         layout.addWidget(self.scope_all)
+        # Collections | the table | watched folders, in a vertical splitter: the table keeps
+        # its height unless the user drags a handle, either box collapses (dragged to nothing),
+        # and the sizes are remembered across starts (QSettings).
+        self.sections = QSplitter(Qt.Orientation.Vertical)
+        self.sections.setObjectName("library_sections")
+        self.sections.setAccessibleName("Library sections")
+        self.sections.setChildrenCollapsible(True)
         self.collections_box = None  # the library's collections (CollectionsService given)
         if collections is not None:
             from haiku_desk.views.collections_box import CollectionsBox
 
             self.collections_box = CollectionsBox(collections, self.selected_document_ids)
-            layout.addWidget(self.collections_box)
-        layout.addWidget(self.empty_hint)
-        layout.addWidget(self.table, 1)
+            self.sections.addWidget(self.collections_box)
+        self.table_area = QWidget()
+        area = QVBoxLayout(self.table_area)
+        area.setContentsMargins(0, 0, 0, 0)
+        area.addWidget(self.empty_hint)
+        area.addWidget(self.table, 1)
+        self.sections.addWidget(self.table_area)
+        self.sections.addWidget(self.watched_box)
+        table_index = self.sections.indexOf(self.table_area)
+        self.sections.setCollapsible(table_index, False)
+        for i in range(self.sections.count()):
+            self.sections.setStretchFactor(i, 1 if i == table_index else 0)
+        self._restore_sections()
+        self.sections.splitterMoved.connect(lambda *_: self._save_sections())
+        layout.addWidget(self.sections, 1)
         layout.addWidget(self.reason)
         layout.addWidget(self.next_steps_box)
-        layout.addWidget(self.watched_box)
         layout.addWidget(self.overall)
         layout.addLayout(actions)
 
@@ -451,18 +506,37 @@ class LibraryPane(QWidget):
     # --- columns ----------------------------------------------------------------------------
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802
-        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
-            self._fit_columns(event.size().width())
+        if watched is self.table and event.type() == QEvent.Type.Resize:
+            self._fit_columns()
         return super().eventFilter(watched, event)
 
-    def _fit_columns(self, width: int) -> None:
+    def _fit_columns(self) -> None:
         """State as wide as its longest usual text, the Document column the rest; in a narrow
-        pane State gives way (its text ends in "…"), so both always fit (no scrollbar)."""
-        metrics = self.table.fontMetrics()
+        pane State gives way (its text ends in "…"), so both always fit (no scrollbar). The
+        width is the table's less a vertical scrollbar's, whether one shows or not, so the
+        Document column keeps its width when rows come to need one."""
+        table = self.table
+        scrollbar = table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, table.verticalScrollBar())
+        width = table.contentsRect().width() - scrollbar
+        metrics = table.fontMetrics()
         state = metrics.horizontalAdvance(STATE_WIDTH_TEXT) + CELL_PADDING
         state_min = metrics.horizontalAdvance(STATE_MIN_TEXT) + CELL_PADDING
         state = max(state_min, min(state, int(width * (1 - NAME_SHARE))))
-        self.table.horizontalHeader().resizeSection(STATE, state)
+        table.horizontalHeader().resizeSection(NAME, max(0, width - state))
+
+    # --- the sections' splitter ------------------------------------------------------------
+
+    def _restore_sections(self) -> None:
+        from PySide6.QtCore import QByteArray, QSettings
+
+        state = QSettings().value(SECTIONS_SETTING)
+        if isinstance(state, QByteArray) and not state.isEmpty():
+            self.sections.restoreState(state)
+
+    def _save_sections(self) -> None:
+        from PySide6.QtCore import QSettings
+
+        QSettings().setValue(SECTIONS_SETTING, self.sections.saveState())
 
     # --- renaming ---------------------------------------------------------------------------
 
@@ -647,6 +721,9 @@ class LibraryPane(QWidget):
     def confirm_delete(self, keys: list[str]) -> None:
         """Ask before deleting stored documents (rows without a document go at once). Non-
         blocking; the dialog is ``self.delete_dialog`` until answered."""
+        if self.delete_dialog is not None:  # one question at a time (Delete pressed twice)
+            self.delete_dialog.raise_()
+            return
         entries = [e for e in (self.library.entry(k) for k in keys) if e is not None]
         stored = [e for e in entries if e.document_id is not None]
         if not stored:

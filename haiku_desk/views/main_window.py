@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from haiku_desk.citations import opening_page
+from haiku_desk.services.entries import DocumentState
 from haiku_desk.services.library_choice import log_folder, remember_library
 from haiku_desk.views.citation_panel import CitationPanel
 from haiku_desk.views.details_dialog import DetailsAction
@@ -464,7 +465,7 @@ class MainWindow(QMainWindow):
     def _update_status(self, *_: object) -> None:
         entries = self.services.library.entries
         searchable = sum(1 for e in entries if e.searchable)
-        failed = sum(1 for e in entries if e.reason and not e.searchable)
+        failed = sum(1 for e in entries if e.state is DocumentState.FAILED)
         text = f"{searchable} document{'s' if searchable != 1 else ''} searchable"
         if self.services.library.is_opening:
             text = "Opening the library…"

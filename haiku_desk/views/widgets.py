@@ -51,7 +51,19 @@ def confirm_delete(
 
     dialog.finished.connect(done)
     dialog.open()
+    centre_on_window(dialog, parent)
     return dialog
+
+
+def centre_on_window(dialog: QWidget, parent: QWidget) -> None:
+    """Put an open dialog at the centre of ``parent``'s window, at its final size: the same
+    place every time, whatever its text (left to itself, a message box is placed before its
+    text is laid out, so a longer question lands elsewhere)."""
+    dialog.adjustSize()
+    window = parent.window()
+    frame = dialog.frameGeometry()
+    frame.moveCenter(window.frameGeometry().center())
+    dialog.move(frame.topLeft())
 
 
 class ElidedLabel(QLabel):

@@ -1,0 +1,232 @@
+"""Issue 34, the library pane's second hour: the filter reads file names, authors and years;
+Delete deletes; the confirmation opens in one place; the Document column keeps its width; the
+collections and watched folders sit in a splitter that keeps its size."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from qt_helpers import run_until
+
+from haiku_desk.models.documents import ENTRY_ROLE, NAME
+from haiku_desk.services.library import uri_for
+from haiku_desk.views.library_pane import LibraryPane
+
+SLOW = 180
+
+
+def _titled_pdf(path, title: str, body: str):
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 110), title, fontname="hebo", fontsize=22)
+    for i in range(8):
+        page.insert_text((72, 170 + 14 * i), f"{body} (line {i})", fontname="helv", fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def _pane(qtbot, library, width=420, height=520, **kwargs):
+    pane = LibraryPane(library, **kwargs)
+    qtbot.addWidget(pane)
+    pane.resize(width, height)
+    pane.show()
+    qtbot.waitExposed(pane)
+    return pane
+
+
+def _ingest(qloop, library, files):
+    library.add_paths(files)
+    run_until(qloop, lambda: all((e := library.entry(uri_for(f))) is not None and e.searchable for f in files), SLOW)
+
+
+def _shown_keys(pane) -> list[str]:
+    return [pane.proxy.index(r, NAME).data(ENTRY_ROLE).key for r in range(pane.proxy.rowCount())]
+
+
+def test_the_filter_matches_title_file_name_authors_and_year(qloop, qtbot, library, tmp_path):
+    from haiku.rag.bibliography import edited_record
+
+    report = _titled_pdf(tmp_path / "report-619.pdf", "Groundwater Recharge in Karst", "Karst aquifers recharge.")
+    paper = _titled_pdf(tmp_path / "paper.pdf", "Attention Is All You Need", "Transformers attend.")
+    pane = _pane(qtbot, library)
+    _ingest(qloop, library, [report, paper])
+    paper_id = library.entry(uri_for(paper)).document_id
+    record = edited_record(None, title=None, authors="Vaswani, Ashish\nShazeer, Noam", year="2017", venue=None, doi=None)
+    client = library.client
+    qloop.run_until_complete(client.update_bibliographic(paper_id, record))
+    qloop.run_until_complete(library.refresh())
+
+    def shown(text: str) -> list[str]:
+        pane.search.setText(text)
+        return _shown_keys(pane)
+
+    assert shown("619") == [uri_for(report)]  # the file name shown under the title
+    assert shown("karst") == [uri_for(report)]  # the title
+    assert shown("shazeer") == [uri_for(paper)]  # an author
+    assert shown("2017") == [uri_for(paper)]  # the year
+    assert shown("vaswani 2017") == [uri_for(paper)]  # every word, in any field
+    assert shown("vaswani karst") == []
+    assert shown("") == [uri_for(report), uri_for(paper)]
+
+
+def test_delete_key_asks_first_in_the_same_place_each_time_then_deletes(qloop, qtbot, library, tmp_path):
+    from PySide6.QtWidgets import QMainWindow
+
+    files = [_titled_pdf(tmp_path / f"{n}.pdf", f"Notes on {n}", f"{n} grow in orchards.") for n in ("apples", "pears")]
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    pane = LibraryPane(library)
+    window.setCentralWidget(pane)
+    window.resize(900, 600)
+    window.show()
+    qtbot.waitExposed(window)
+    _ingest(qloop, library, files)
+    keys = [uri_for(f) for f in files]
+
+    def ask(selected: list[str]):
+        pane.select_keys(selected)
+        pane.table.setFocus()
+        qtbot.keyClick(pane.table, Qt.Key.Key_Delete)
+        dialog = pane.delete_dialog
+        assert dialog is not None and dialog.isVisible()
+        return dialog, dialog.frameGeometry().center()
+
+    dialog, first = ask(keys[:1])  # one document: “Notes on apples”
+    assert "Notes on apples" in dialog.text()
+    dialog.reject()
+    qtbot.waitUntil(lambda: pane.delete_dialog is None)
+    assert library.entry(keys[0]) is not None  # Cancel keeps it
+
+    dialog, second = ask(keys)  # a longer question: "2 documents"
+    assert "2 documents" in dialog.text()
+    centre = window.frameGeometry().center()
+    assert (first - centre).manhattanLength() <= 2 and (second - centre).manhattanLength() <= 2
+    delete = next(b for b in dialog.buttons() if b.text() == "Delete")
+    delete.click()
+    run_until(qloop, lambda: all(library.entry(k) is None for k in keys), SLOW)
+
+    # Delete typed in the filter box edits the text, never the rows
+    pane.search.setText("abc")
+    pane.search.setFocus()
+    pane.search.setCursorPosition(0)
+    qtbot.keyClick(pane.search, Qt.Key.Key_Delete)
+    assert pane.search.text() == "bc" and pane.delete_dialog is None
+
+
+def test_the_document_column_keeps_its_width_when_a_scrollbar_appears(qloop, qtbot, library):
+    from haiku_desk.services.entries import DocumentState, LibraryEntry
+
+    pane = _pane(qtbot, library, width=420, height=360)
+    header = pane.table.horizontalHeader()
+    library.rows.set(LibraryEntry(key="file:///none/0.pdf", name="Zero", state=DocumentState.CANCELLED))
+    qtbot.waitUntil(lambda: pane.proxy.rowCount() == 1)
+    assert not pane.table.verticalScrollBar().isVisible()
+    before = header.sectionSize(NAME)
+    for i in range(1, 40):
+        library.rows.set(LibraryEntry(key=f"file:///none/{i}.pdf", name=f"Row {i}", state=DocumentState.CANCELLED))
+    qtbot.waitUntil(lambda: pane.table.verticalScrollBar().isVisible())
+    assert header.sectionSize(NAME) == before
+    assert not pane.table.horizontalScrollBar().isVisible()
+
+
+def test_collections_and_watched_folders_sit_in_a_splitter_that_remembers_its_sizes(
+    qloop, qtbot, library, notifications, tmp_path
+):
+    from haiku_desk.services.collections import CollectionsService
+
+    collections = CollectionsService(library, notifications)
+    collections.refresh()
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    library.watch.add(str(watched))
+    run_until(qloop, lambda: bool(library.watch.folders), SLOW)
+    pane = _pane(qtbot, library, width=420, height=600, collections=collections)
+    sections = pane.sections
+    assert sections.widget(0) is pane.collections_box and sections.widget(2) is pane.watched_box
+    qtbot.waitUntil(lambda: pane.watched_box.isVisible())
+    table_height = pane.table.height()
+    # the user drags the collections box shut and the watched folders down to nothing
+    sizes = sections.sizes()
+    sections.setSizes([0, sizes[0] + sizes[1] + sizes[2], 0])
+    sections.splitterMoved.emit(0, 1)
+    qtbot.waitUntil(lambda: pane.table.height() > table_height)
+    grown = pane.table.height()
+
+    again = _pane(qtbot, library, width=420, height=600, collections=collections)  # the next start
+    qtbot.waitUntil(lambda: again.watched_box.isVisible())
+    assert again.sections.sizes()[0] == 0 and again.sections.sizes()[2] == 0
+    assert again.table.height() == grown
+
+
+def test_a_cancelled_file_stays_a_row_across_starts_with_reingest_and_remove(
+    qloop, qtbot, library, tmp_path, db_path, config, notifications
+):
+    from haiku_desk.services.entries import DocumentState
+    from haiku_desk.services.failures import NextStep
+    from haiku_desk.services.library import LibraryService
+
+    a = _titled_pdf(tmp_path / "a.pdf", "Saffron Tariffs", "Saffron tariffs were renegotiated.")
+    b = _titled_pdf(tmp_path / "b.pdf", "Porcupine Protocol", "The porcupine protocol governs crews.")
+    library.add_paths([a, b])
+    library.cancel([uri_for(a), uri_for(b)])  # still queued: neither is added
+    run_until(qloop, lambda: not library.busy, SLOW)
+    qloop.run_until_complete(library.aclose())
+
+    again = LibraryService(db_path, config, notifications)  # the next start
+    opened = []
+    again.opened.connect(lambda: opened.append(True))
+    again.start()
+    run_until(qloop, lambda: bool(opened), SLOW)
+    try:
+        for f in (a, b):
+            entry = again.entry(uri_for(f))
+            assert entry is not None and entry.state is DocumentState.CANCELLED and entry.state_label == "cancelled"
+        pane = _pane(qtbot, again)
+        pane.select_keys([uri_for(a)])
+        assert pane.reason.isVisible() and "cancelled" in pane.reason.text()
+        assert pane.next_step_buttons[NextStep.REINGEST].isVisible()
+        assert pane.next_step_buttons[NextStep.REMOVE].isVisible()
+        pane.next_step_buttons[NextStep.REMOVE].click()  # the row goes, and stays gone
+        assert again.entry(uri_for(a)) is None
+        pane.select_keys([uri_for(b)])
+        pane.next_step_buttons[NextStep.REINGEST].click()
+        run_until(qloop, lambda: (e := again.entry(uri_for(b))) is not None and e.searchable, SLOW)
+        run_until(qloop, lambda: not again.busy, SLOW)
+    finally:
+        qloop.run_until_complete(again.aclose())
+
+    third = LibraryService(db_path, config, notifications)
+    opened.clear()
+    third.opened.connect(lambda: opened.append(True))
+    third.start()
+    run_until(qloop, lambda: bool(opened), SLOW)
+    try:
+        assert third.entry(uri_for(a)) is None
+        assert third.entry(uri_for(b)) is not None and third.entry(uri_for(b)).searchable
+    finally:
+        qloop.run_until_complete(third.aclose())
+
+
+def test_ctrl_n_again_reuses_the_empty_new_chat(qloop, qtbot, services):
+    from haiku_desk.views.chat_pane import ChatPane
+
+    pane = ChatPane(services)
+    qtbot.addWidget(pane)
+    pane.resize(700, 500)
+    pane.show()
+    qtbot.waitExposed(pane)
+    chat = services.chat
+    for _ in range(3):
+        pane.new_chat_action.trigger()  # Ctrl+N (its shortcut: tests/app/test_chat_pane.py)
+    titles = [s.title for s in chat.conversations()]
+    assert titles == ["New chat"] and pane.conversation_list.count() == 1
+    first = chat.current
+    chat.rename(first.id, "Orchard notes")  # no longer blank: the next Ctrl+N makes a new one
+    pane.new_chat_action.trigger()
+    assert chat.current.id != first.id
+    assert sorted(s.title for s in chat.conversations()) == ["New chat", "Orchard notes"]
+    chat.open_conversation(first.id)  # back in the named one, Ctrl+N opens the empty one again
+    pane.new_chat_action.trigger()
+    assert chat.current.title == "New chat" and len(chat.conversations()) == 2
