@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     server.listen(db_path)
 
     _set_icon(app)
-    from haiku_desk.views.theme import apply_system_theme
+    from haiku_desk.views.theme import apply_theme
 
-    apply_system_theme(app)
+    apply_theme(app)  # the scheme chosen in View › Appearance, else the system's
     loop = install_event_loop(app)
 
     from haiku_desk.services import create_services

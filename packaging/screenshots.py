@@ -716,8 +716,10 @@ class LocalOllama:
 class Screenshots:
     """Drives the app's own main window through its states and saves one PNG per state."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, size: tuple[int, int] = WINDOW_SIZE, scheme: str = "light") -> None:
         self.out = out
+        self.size = size
+        self.scheme = scheme
         self.saved: list[Path] = []
         self.tmp: Path | None = None
         self.saved_env: dict[str, str | None] = {}
@@ -789,9 +791,9 @@ class Screenshots:
             self.app.setOrganizationName("haiku-desk")
             self.app.setApplicationName("haiku-desk")
             self.app.setApplicationDisplayName("haiku-desk")
-            from haiku_desk.views.theme import apply_system_theme
+            from haiku_desk.views.theme import apply_theme
 
-            apply_system_theme(self.app)
+            apply_theme(self.app, self.scheme)
         else:
             self.app = existing
         if self.app.platformName() != "offscreen":
@@ -822,7 +824,7 @@ class Screenshots:
         self.services.library.opened.connect(lambda: opened.append(True))
         self.window = MainWindow(self.services)
         self.window.citation_panel.open_in_system_viewer = False
-        self.window.resize(*WINDOW_SIZE)
+        self.window.resize(*self.size)
         self.window.show()
         self.services.library.start()
         self.run_until(lambda: bool(opened), 120, "the library did not open")
@@ -975,7 +977,7 @@ class Screenshots:
         )
 
     def save(self, name: str, pixmap: Any) -> None:
-        expected = WINDOW_SIZE
+        expected = self.size
         size = (pixmap.width(), pixmap.height())
         if pixmap.isNull() or size != expected:
             raise ScreenshotError(
@@ -1081,8 +1083,23 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_OUT,
         help=f"folder for the PNGs (default: {DEFAULT_OUT})",
     )
+    parser.add_argument(
+        "--size",
+        default=f"{WINDOW_SIZE[0]}x{WINDOW_SIZE[1]}",
+        help="window size, WIDTHxHEIGHT (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--scheme",
+        choices=("light", "dark"),
+        default="light",
+        help="colour scheme (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
-    run = Screenshots(args.out.expanduser().resolve())
+    try:
+        width, height = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        parser.error(f"--size wants WIDTHxHEIGHT, e.g. 1024x640, not {args.size!r}")
+    run = Screenshots(args.out.expanduser().resolve(), (width, height), args.scheme)
     print(f"haiku-desk screenshots into {run.out}", flush=True)
     try:
         saved = run.run()

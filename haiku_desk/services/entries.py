@@ -110,6 +110,7 @@ class LibraryEntry:
     watched_folder: str | None = None
     authors: str = ""  # the bibliographic record's authors, "Vaswani, Shazeer" (the filter reads them)
     year: int | None = None
+    recognised_pages: int = 0  # pages read by text recognition (OCR) at ingest
 
     @property
     def searchable(self) -> bool:

@@ -104,6 +104,7 @@ class DocumentRows(QObject):
             watched_folder=previous.watched_folder if previous else self._folder_of(document.uri),
             authors=", ".join(c.display for c in record.authors) if record else "",
             year=record.year if record else None,
+            recognised_pages=len(document.metadata.get("pages_recognised") or ()),
         )
 
     def show_stored(self, documents: list[Document]) -> None:

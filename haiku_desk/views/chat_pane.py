@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 from haiku_desk.citations import citation_location, citation_place, citation_title, snippet_source
 from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
+from haiku_desk.views.icons import icon_only, set_icon
 from haiku_desk.views.markdown_tables import tidy_tables, with_table_breaks
 from haiku_desk.views.widgets import ElidedLabel, compact_button
 
@@ -734,8 +735,12 @@ class ChatPane(QWidget):
         self.rename_button.setAccessibleName("Rename chat")
         self.delete_button = compact_button(QPushButton("Delete", sidebar))
         self.delete_button.setAccessibleName("Delete chat")
+        icon_only(self.new_button, "new-chat", "New chat", "New chat (Ctrl+N)")
+        icon_only(self.rename_button, "rename", "Rename chat")
+        icon_only(self.delete_button, "delete", "Delete chat")
         for b in (self.new_button, self.rename_button, self.delete_button):
             buttons.addWidget(b)
+        buttons.addStretch(1)
         side.addWidget(self.conversation_search)
         side.addWidget(self.conversation_list, 1)
         side.addLayout(buttons)
@@ -813,6 +818,7 @@ class ChatPane(QWidget):
         # Answers wrap and sources elide to the width: never a sideways scroll bar.
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.transcript = QWidget(self.scroll)
+        self.transcript.setObjectName("transcript")  # styled as the conversation's surface
         self.transcript_layout = QVBoxLayout(self.transcript)
         self.transcript_layout.setAlignment(Qt.AlignmentFlag.AlignTop)
         self.empty_hint = QLabel(
@@ -844,6 +850,11 @@ class ChatPane(QWidget):
         self.stop_button = QPushButton("Stop", main)
         self.stop_button.setAccessibleName("Stop answering")
         self.stop_button.setToolTip("Stop (Esc): the partial answer is kept")
+        self.send_button.setProperty("buttonRole", "primary")
+        set_icon(self.send_button, "send", on_accent=True)
+        set_icon(self.stop_button, "stop")
+        set_icon(self.export_button, "export")
+        self.export_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         send_row.addWidget(self.export_button)
         send_row.addStretch(1)
         send_row.addWidget(self.stop_button)

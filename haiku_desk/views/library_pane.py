@@ -54,6 +54,8 @@ from haiku_desk.models.documents import (
 )
 from haiku_desk.services.entries import dialog_filters
 from haiku_desk.services.library import LibraryEntry, LibraryService
+from haiku_desk.views.badges import badges_for, paint_badges
+from haiku_desk.views.icons import set_icon
 from haiku_desk.views.widgets import compact_button, confirm_delete
 
 EMPTY_HINT = "Drop PDFs or folders anywhere on this window, or use “Add files…”."
@@ -100,6 +102,10 @@ class _DocumentsDelegate(QStyledItemDelegate):
             self._paint_name(painter, option, index)
             return
         percent = index.data(PROGRESS_ROLE)
+        entry = index.data(ENTRY_ROLE)
+        if index.column() == STATE and entry is not None:
+            self._paint_state(painter, option, index, entry, percent)
+            return
         if index.column() != STATE or percent is None:
             super().paint(painter, option, index)
             return
@@ -113,6 +119,18 @@ class _DocumentsDelegate(QStyledItemDelegate):
         style = option.widget.style() if option.widget else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter)
+
+    def _paint_state(self, painter, option, index, entry: LibraryEntry, percent: int | None) -> None:
+        """The state as a badge (views/badges.py), a thin progress line under it while busy."""
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        opt.text = ""
+        widget = option.widget
+        style = widget.style() if widget else None
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, widget)  # selection
+        badges = badges_for(entry, index.data(PROGRESS_TEXT_ROLE) or "")
+        paint_badges(painter, option.rect.adjusted(4, 0, -2, 0), badges, option.font, percent)
 
     def _paint_name(self, painter, option, index) -> None:
         opt = QStyleOptionViewItem(option)
@@ -204,7 +222,8 @@ class LibraryPane(QWidget):
         self.rename_dialog: QInputDialog | None = None
         self._password_queue: list[str] = []
 
-        title = QLabel("<b>Library</b>")
+        title = QLabel("Library")
+        title.setProperty("textRole", "title")
         self.search = QLineEdit()
         self.search.setPlaceholderText("Filter (Ctrl+K)")
         self.search.setToolTip("Show the documents whose title, file name, authors or year hold every word typed")
@@ -218,6 +237,8 @@ class LibraryPane(QWidget):
         self.add_files_button.setAccessibleName("Add files")
         self.add_files_button.setToolTip("Add PDFs and other documents (Ctrl+O); the arrow adds or watches a folder")
         self.add_files_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
+        set_icon(self.add_files_button, "add-files")
+        self.add_files_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.add_files_button.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Preferred)
         add_menu = QMenu(self.add_files_button)
         self.add_files_menu_action = add_menu.addAction("Add files…")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, QSize, Qt, QTimer
 from PySide6.QtGui import QAction, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -30,11 +30,13 @@ from haiku_desk.services.entries import DocumentState
 from haiku_desk.services.library_choice import log_folder, remember_library
 from haiku_desk.views.citation_panel import CitationPanel
 from haiku_desk.views.details_dialog import DetailsAction
+from haiku_desk.views.icons import name_qt_buttons, set_icon
 from haiku_desk.views.library_menu import LibraryMenu
 from haiku_desk.views.library_pane import LibraryPane
 from haiku_desk.views.mcp_dialog import McpAction
 from haiku_desk.views.notification_area import NotificationArea
 from haiku_desk.views.quit_dialog import QuitFlow
+from haiku_desk.views.theme import appearance_menu
 
 if TYPE_CHECKING:
     from haiku_desk.citations import Citation
@@ -95,7 +97,7 @@ class MainWindow(QMainWindow):
 
         central = QWidget()
         layout = QVBoxLayout(central)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(6, 4, 6, 2)  # the panes off the window's edges (the theme's spacing)
         layout.setSpacing(0)
         layout.addWidget(self.splitter, 1)
         layout.addWidget(self.notification_area)
@@ -144,6 +146,7 @@ class MainWindow(QMainWindow):
         self._update_status()
         self._restore_state()
         self._keyboard_focus_chain()
+        name_qt_buttons(self)  # Qt's own icon-only buttons (clear, »): named for screen readers
         app = QApplication.instance()
         if app is not None:
             app.installEventFilter(self)  # drops on any child widget, even ones that take text drops
@@ -210,6 +213,8 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.focus_search_action)
         view_menu.addAction(self.next_pane_action)
         view_menu.addAction(self.previous_pane_action)
+        view_menu.addSeparator()
+        self.appearance_menu = appearance_menu(view_menu)  # Follow the system / Light / Dark
         settings_menu = menu.addMenu("&Settings")
         settings_menu.addAction(self.models_action)
         help_menu = menu.addMenu("&Help")
@@ -228,6 +233,17 @@ class MainWindow(QMainWindow):
         toolbar.addAction(self.watch_folder_action)
         toolbar.addSeparator()
         toolbar.addAction(self.models_action)
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        toolbar.setIconSize(QSize(18, 18))
+        toolbar.setMovable(False)
+        for toolbar_action, icon_name in (
+            (self.add_files_action, "add-files"),
+            (self.add_folder_action, "add-folder"),
+            (self.watch_folder_action, "watch-folder"),
+            (self.rescan_action, "rescan"),
+            (self.models_action, "settings"),
+        ):
+            set_icon(toolbar_action, icon_name)
         self.toolbar = toolbar
 
     def _resize_to_default(self) -> None:

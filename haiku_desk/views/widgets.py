@@ -7,14 +7,27 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QLabel, QMessageBox, QPushButton, QSizePolicy, QStyle, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QSizePolicy,
+    QStyle,
+    QWidget,
+)
 
 
 def compact_button(button: QPushButton) -> QPushButton:
     """A push button that may shrink to its text: the style's 80 px minimum would make a row of
     buttons wider than a narrow pane and push its last button out of sight."""
     padding = 2 * button.style().pixelMetric(QStyle.PixelMetric.PM_ButtonMargin) + 4
-    button.setMinimumWidth(button.fontMetrics().horizontalAdvance(button.text()) + padding)
+    width = button.fontMetrics().horizontalAdvance(button.text()) + padding
+    app = QApplication.instance()
+    if isinstance(app, QApplication) and app.styleSheet():
+        # the theme's stylesheet sets the padding and border (and drops the 80 px minimum)
+        width = max(width, button.sizeHint().width())
+    button.setMinimumWidth(width)
     button.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
     return button
 
