@@ -370,7 +370,7 @@ class QuestionRunner(QObject):
             turn.answer = self._nothing_to_search()
         elif answered.mode == "search-only":  # after the checked text: offsets hold
             why = PASSAGES_INSTEAD if self._models.is_configured() else HOW_TO_CONNECT_A_MODEL
-            turn.answer += f"\n\n_{why}_"
+            turn.answer += f"\n\n*{why}*"  # (Qt reads "_…_" as underlined)
         # Complete: the conversation (history, state, numbering) is replaced, then saved.
         record.set_answering_conversation(work)
         self._add_turn(record, turn)

@@ -194,6 +194,67 @@ def linked_passage_markers(markdown: str, known: set[int]) -> str:
 
 
 _LAST_MARKER = re.compile(r"\s*\[\d+\]\s*$")
+_LISTED = re.compile(r"^\d+\. ")
+PASSAGES_HEADER = "The best passages from your library:"
+PASSAGE_TABLE_ROWS = 12  # a table passage shows this many rows, then says how many more
+
+
+def passages_markdown(turn: Turn) -> str:
+    """A search-only answer as the pane shows it: each passage under its title and pages with
+    its own number; a passage that holds a table shows it as a table (its first rows), prose as
+    the part that matched. (The turn keeps the library's text, which reads tables as words for a
+    terminal.) A number the document itself writes ("TableFormer [9]") is shown as written but
+    is never a citation marker. What the turn adds after the passages (why they are passages)
+    follows them."""
+    from haiku_desk.citations import citation_title, matched_pages, passage_blocks
+    from haiku_desk.services.chat import excerpt
+
+    parts = [PASSAGES_HEADER]
+    for citation in turn.citations:
+        pages = matched_pages(citation)
+        where = " — ".join(p for p in (citation_title(citation), _pages(pages)) if p)
+        parts.append(f"**{_inert_markers(where)}** [{citation.index}]")
+        source = snippet_source(citation)
+        blocks = passage_blocks(source)
+        table = next((b for b in blocks if not isinstance(b, str)), None)
+        if table is None:
+            parts.append(_inert_markers(excerpt(source, turn.question, 400)))
+            continue
+        caption = next((b.strip() for b in blocks if isinstance(b, str) and b.strip()), "")
+        if caption:
+            parts.append(_inert_markers(excerpt(caption, turn.question, 200)))
+        parts.append(_table_markdown(table.header, table.rows))
+    paragraphs = [p for p in turn.answer.split("\n\n") if p.strip()]
+    tail = paragraphs[-1] if len(paragraphs) > 1 else ""
+    if tail and not _LISTED.match(tail) and tail.strip() != PASSAGES_HEADER:
+        parts.append(tail)  # the pane's own words after the passages
+    return "\n\n".join(parts)
+
+
+def _pages(pages: list[int]) -> str:
+    if not pages:
+        return ""
+    return ("p. " if len(pages) == 1 else "pp. ") + ", ".join(str(p) for p in pages)
+
+
+def _inert_markers(text: str) -> str:
+    """``text`` with each ``[n]`` written ``[n\\]``: shown the same in Markdown, never read as a
+    citation marker."""
+    from haiku_desk.citations import replace_markers
+
+    return replace_markers(text, lambda numbers: f"[{', '.join(str(n) for n in numbers)}\\]")
+
+
+def _table_markdown(header: list[str], rows: list[list[str]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(_inert_markers(c).replace("|", "\\|") or " " for c in cells) + " |"
+
+    lines = [line(header), "|" + "|".join("-" for _ in header) + "|"]
+    lines += [line(row) for row in rows[:PASSAGE_TABLE_ROWS]]
+    more = len(rows) - PASSAGE_TABLE_ROWS
+    if more > 0:
+        lines.append(f"\n*…and {more} more row{'s' if more != 1 else ''}*")
+    return "\n".join(lines)
 
 
 class FlowLayout(QLayout):
@@ -713,7 +774,9 @@ class TurnWidget(QFrame):
         # the answer's own citation numbers are links; a number quoted from a document
         # ("TableFormer [9]") stays text (while streaming, none is known yet: none links)
         known = {c.index for c in self.turn.citations}
-        if self.turn.mode == "search-only":
+        if self.turn.mode == "search-only" and self.turn.citations and self.turn.answer:
+            self.answer.setMarkdown(linked_passage_markers(passages_markdown(self.turn), known))
+        elif self.turn.mode == "search-only":
             self.answer.setMarkdown(linked_passage_markers(self.text, known))
         else:
             self.answer.setMarkdown(linked_markers(self.text, known))
@@ -1347,8 +1410,10 @@ class ChatPane(QWidget):
 
     def _not_answered(self, question: Question, exc: BaseException) -> None:
         if self._is_live(question):
-            self._live.fail(self.chat.describe_failure(exc))  # type: ignore[union-attr]
+            widget = self._live
+            widget.fail(self.chat.describe_failure(exc))  # type: ignore[union-attr]
             self._live = None
+            self.follow_to_sources(widget)  # type: ignore[arg-type]  # why, and what to do
 
     def _stopped(self, question: Question) -> None:
         if self._is_live(question):

@@ -234,3 +234,31 @@ def test_an_unreachable_model_offers_the_passages_one_banner_and_success_clears_
     ask(qloop, pane, QUESTION)
     assert pane.turn_widgets[-1].turn.mode == "tools"
     assert area.visible_notices == []  # solved: its banner is gone
+
+
+def test_a_search_only_passage_holding_a_table_shows_a_table_not_pipes_or_words(qtbot):
+    from haiku.rag.citations import snippet
+    from haiku_desk.views.markdown_tables import cell_text, tables
+
+    table = "Table 2: Convoys by month\n\n| Month | Convoys | Delay (days) |\n|-|-|-|\n| May | 12 | 0 |\n| June | 4 | 21 |"
+    cited = citation(1, table)
+    prose = citation(2, "The kerosene shortage delayed the night convoys.")
+    lines = ["The best passages from your library:", ""]
+    lines += [f"{c.index}. **Table Structure Recognition — p. {c.index}**: {snippet(c.content)} [{c.index}]"
+              for c in (cited, prose)]
+    turn = Turn(question="How many convoys ran in June?", answer="\n".join(lines) + "\n\n*No model.*",
+                citations=[cited, prose], grounding="grounded", rests_on="search-results", mode="search-only")
+    widget = TurnWidget(turn)
+    qtbot.addWidget(widget)
+    widget.resize(600, 600)
+    widget.show()
+
+    document = widget.answer.document()
+    (shown,) = tables(document)
+    assert (shown.rows(), shown.columns()) == (3, 3)
+    assert [cell_text(shown, 2, c) for c in range(3)] == ["June", "4", "21"]
+    text = widget.answer.toPlainText()
+    assert "|" not in text and "Month: June" not in text  # neither pipes nor the words
+    assert "Table 2: Convoys by month" in text and "kerosene shortage" in text
+    assert text.rstrip().endswith("No model.")  # why these are passages, after them
+    assert "cite:1" in widget.answer.toHtml() and "cite:2" in widget.answer.toHtml()
