@@ -921,9 +921,9 @@ class Screenshots:
         if not pane.turn_widgets:
             raise ScreenshotError("the chat pane shows no answer")
         widget = pane.turn_widgets[-1]
-        if not widget.chips or len(widget.source_labels) != len(widget.chips):
+        if not widget.chips or len(widget.source_cards) != len(widget.chips):
             raise ScreenshotError(
-                f"the answer shows {len(widget.chips)} citation chips and {len(widget.source_labels)} sources"
+                f"the answer shows {len(widget.chips)} citation chips and {len(widget.source_cards)} sources"
             )
         # every figure the scripted answer states is in the passage it cites (issue 30's check)
         if "Supported" not in widget.badge.text() or not widget.badge.isVisible():

@@ -27,8 +27,10 @@ from PySide6.QtCore import QObject, QSettings, Signal
 
 from haiku_desk.services.chat_run import (
     HOW_TO_CONNECT_A_MODEL,
+    FailedAnswer,
     Question,
     QuestionRunner,
+    describe_failure,
     no_documents_answer,
 )
 from haiku_desk.services.chat_scope import ChatScope
@@ -339,8 +341,9 @@ class ChatService(QObject):
         """``tools``, ``fallback`` or ``search-only`` for the next question."""
         return self.questions.answer_mode(toggles or self.toggles)
 
-    def ask(self, question: str) -> Question | None:
-        """Answer ``question`` in the current conversation (a new one when there is none)."""
+    def ask(self, question: str, *, search_only: bool = False) -> Question | None:
+        """Answer ``question`` in the current conversation (a new one when there is none);
+        ``search_only``: with the best passages, without the model (when it failed)."""
         question = question.strip()
         if not question:
             return None
@@ -348,7 +351,13 @@ class ChatService(QObject):
             self.notifications.info("Wait for the current answer, or stop it, before asking again")
             return None
         record = self._current or self.new_conversation()
-        return self.questions.ask(record, question)
+        return self.questions.ask(record, question, search_only=search_only)
+
+    @staticmethod
+    def describe_failure(exc: BaseException) -> FailedAnswer:
+        """A question's failure as the transcript words it, and whether the passages can be
+        shown instead."""
+        return describe_failure(exc)
 
     def stop(self) -> None:
         """Stop the running question; its partial answer is kept, marked stopped (a model run

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from haiku_desk.services.ports import AnswerModels, ChatLibrary
 
 __all__ = ["BASIS", "HOW_TO_ADD_FILES", "HOW_TO_CONNECT_A_MODEL", "Question", "QuestionRunner"]
-__all__ += ["no_documents_answer"]
+__all__ += ["FailedAnswer", "describe_failure", "no_documents_answer"]
 
 log = logging.getLogger("haiku_desk")
 
@@ -56,6 +57,15 @@ HOW_TO_CONNECT_A_MODEL = (
     "OpenAI-compatible server (LM Studio, llama.cpp, vLLM), or OpenAI, Anthropic or Google "
     "with a key kept in your OS keychain."
 )
+PASSAGES_INSTEAD = (
+    "The chat model isn't reachable, so this answer shows the best passages from your library. "
+    f"Ask again once it is running, or check [Settings → Models…]({MODELS_LINK})."
+)
+# The notices of a failed answer, one per problem (the notification area shows one banner per
+# key); the next answer a model writes withdraws the model's.
+MODEL_UNREACHABLE_KEY = "chat-model-unreachable"
+MODEL_FAILED_KEY = "chat-model-failed"
+ANSWER_FAILED_KEY = "answer-failed"
 HOW_TO_ADD_FILES = (
     f"Add files with [File → Add files…]({ADD_FILES_LINK}) (Ctrl+O), or drop PDFs and other "
     "documents anywhere on the window, then ask again."
@@ -70,6 +80,39 @@ BASIS: dict[str, Basis] = {
     "computed": "computed",
     "no-documents": "no-documents",
 }
+
+
+@dataclass(frozen=True)
+class FailedAnswer:
+    """How the transcript words a question that could not be answered, and whether the
+    library's passages can be shown instead (they need no model)."""
+
+    message: str  # the turn's line
+    detail: str  # the error, one line
+    offer_passages: bool
+    key: str  # the notice's key: one banner per problem
+
+
+def describe_failure(exc: BaseException) -> FailedAnswer:
+    """``exc`` (a question's failure) as the transcript says it."""
+    from haiku.rag.errors import ChatModelError, ChatModelUnreachable
+
+    detail = _one_line(exc)
+    if isinstance(exc, ChatModelUnreachable):
+        return FailedAnswer(
+            "The model isn't reachable — show the matching passages instead?",
+            detail,
+            True,
+            MODEL_UNREACHABLE_KEY,
+        )
+    if isinstance(exc, ChatModelError):
+        return FailedAnswer(
+            "The model could not answer — show the matching passages instead?",
+            detail,
+            True,
+            MODEL_FAILED_KEY,
+        )
+    return FailedAnswer(f"Not answered: {detail}", detail, False, ANSWER_FAILED_KEY)
 
 
 class Question(Operation):
@@ -169,9 +212,11 @@ class QuestionRunner(QObject):
             return "fallback"
         return "tools"
 
-    def ask(self, record: ConversationRecord, question: str) -> Question:
-        """Answer ``question`` (stripped, not empty) in ``record``; nothing else is running."""
-        turn = Turn(question=question, mode=self.answer_mode(record.toggles))  # type: ignore[arg-type]
+    def ask(self, record: ConversationRecord, question: str, *, search_only: bool = False) -> Question:
+        """Answer ``question`` (stripped, not empty) in ``record``; nothing else is running.
+        ``search_only``: with the best passages, without the model (when it failed)."""
+        mode = "search-only" if search_only else self.answer_mode(record.toggles)
+        turn = Turn(question=question, mode=mode)  # type: ignore[arg-type]
 
         async def body(token: Any, report: Any) -> Turn:
             return await self._answer(record, operation)
@@ -210,14 +255,20 @@ class QuestionRunner(QObject):
         operation.cancel()
 
     def _finish(self, record: ConversationRecord, turn: Turn) -> None:
+        if turn.mode != "search-only":  # a model answered: its failures are over
+            self._notifications.withdraw(MODEL_UNREACHABLE_KEY)
+            self._notifications.withdraw(MODEL_FAILED_KEY)
+        self._notifications.withdraw(ANSWER_FAILED_KEY)
         self.answer_ready.emit(record.id, turn)
         if turn.input_tokens is not None:
             self.show_token_meter(turn)
 
     def _fail(self, record: ConversationRecord, exc: BaseException) -> None:
-        message = _one_line(exc)
+        failure = describe_failure(exc)
         self._notifications.error(
-            f"The question could not be answered: {message}", type(exc).__name__
+            f"The question could not be answered: {failure.detail}",
+            type(exc).__name__,
+            key=failure.key,
         )
 
     def _keep_stopped(self, record: ConversationRecord, turn: Turn) -> None:
@@ -317,8 +368,9 @@ class QuestionRunner(QObject):
         turn.saved_tokens = answered.tokens.compaction_saved
         if answered.basis == "no-documents":  # say why, and what to do
             turn.answer = self._nothing_to_search()
-        elif answered.mode == "search-only":
-            turn.answer += f"\n\n_{HOW_TO_CONNECT_A_MODEL}_"  # after the checked text: offsets hold
+        elif answered.mode == "search-only":  # after the checked text: offsets hold
+            why = PASSAGES_INSTEAD if self._models.is_configured() else HOW_TO_CONNECT_A_MODEL
+            turn.answer += f"\n\n*{why}*"  # (Qt reads "_…_" as underlined)
         # Complete: the conversation (history, state, numbering) is replaced, then saved.
         record.set_answering_conversation(work)
         self._add_turn(record, turn)

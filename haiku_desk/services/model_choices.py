@@ -1,11 +1,16 @@
 """The model and search choices the app keeps (``<data_dir>/haiku-desk/settings.json``): the
-chat model, the reranker and each library's embedder, as typed values; with the provider names
-and default endpoints the settings dialog shows. Keys are never part of them."""
+chat model (and every provider's last URL and model), the reranker and each library's embedder,
+as typed values; with the provider names and default endpoints the settings dialog shows. Keys
+are never part of them.
+
+The file is versioned: ``migrate_settings`` brings an older file's content up to
+``SETTINGS_VERSION`` without dropping anything (version 1 had no per-provider memory: its
+chosen model becomes its provider's)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -24,6 +29,7 @@ __all__ = [
     "ChatModelChoice",
     "ConnectionReport",
     "DesktopSettings",
+    "migrate_settings",
     "EmbedderChoice",
     "EmbedderProvider",
     "KeychainUnavailable",
@@ -33,7 +39,7 @@ __all__ = [
 
 Provider = Literal["ollama", "openai-compatible", "openai", "anthropic", "google", "model-file"]
 
-SETTINGS_VERSION = 1
+SETTINGS_VERSION = 2
 SETTINGS_DIR_NAME = "haiku-desk"
 SETTINGS_FILE_NAME = "settings.json"
 DISCOVERY_TIMEOUT = 5.0
@@ -105,10 +111,27 @@ class RerankChoice(BaseModel):
 
 class DesktopSettings(BaseModel):
     version: int = SETTINGS_VERSION
-    model: ChatModelChoice | None = None
+    model: ChatModelChoice | None = None  # None: no model, search only
+    # every provider's last URL and model (version 2): switching to another provider, or to
+    # search only, and back finds them again
+    providers: dict[Provider, ChatModelChoice] = {}
     rerank: RerankChoice | None = None
     # library location -> the embedder its vectors were last rebuilt with from the app
     embedders: dict[str, EmbedderChoice] = {}
+
+
+def migrate_settings(raw: dict[str, Any]) -> dict[str, Any]:
+    """An older settings file's content as the current version's; nothing is dropped."""
+    version = raw.get("version", 1)
+    if not isinstance(version, int) or version >= SETTINGS_VERSION:
+        return raw
+    migrated = dict(raw)
+    if version < 2:  # the chosen model is its provider's remembered one
+        model = raw.get("model")
+        provider = model.get("provider") if isinstance(model, dict) else None
+        migrated["providers"] = {provider: model} if provider else {}
+    migrated["version"] = SETTINGS_VERSION
+    return migrated
 
 
 class KeychainUnavailable(Exception):

@@ -11,6 +11,7 @@ configuration. API keys are never written there, nor logged: they live only in t
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +39,7 @@ from haiku_desk.services.model_choices import (
     KeychainUnavailable,
     Provider,
     RerankChoice,
+    migrate_settings,
 )
 from haiku_desk.services.model_discovery import (
     check_provider,
@@ -46,6 +48,8 @@ from haiku_desk.services.model_discovery import (
     ollama_tools,
 )
 from haiku_desk.services.notifications import Notifications
+
+log = logging.getLogger("haiku_desk")
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -168,11 +172,21 @@ class ModelsService(QObject):
             f"{model.name} ({PROVIDER_LABELS.get(model.provider, model.provider).split(' (')[0]})"
         )
 
-    def choose(self, choice: ChatModelChoice | None) -> None:
-        """Remember ``choice`` (``None``: no model, search only) and announce it."""
-        self.settings = self.settings.model_copy(update={"model": choice})
+    def choose(self, choice: ChatModelChoice | None, *, also: list[ChatModelChoice] | None = None) -> None:
+        """Remember ``choice`` (``None``: no model, search only) and announce it. Each
+        provider's URL and model stay remembered (``remembered``), with ``also``'s: the other
+        providers' edited in the same dialog."""
+        providers = dict(self.settings.providers)
+        for kept in [*(also or []), *([choice] if choice is not None else [])]:
+            providers[kept.provider] = kept
+        self.settings = self.settings.model_copy(update={"model": choice, "providers": providers})
         self._write_settings()
         self.model_changed.emit(self.model_config() if self.is_configured() else None)
+
+    def remembered(self, provider: str) -> ChatModelChoice | None:
+        """The URL and model last chosen for ``provider`` (kept while another provider, or
+        search only, is chosen)."""
+        return self.settings.providers.get(provider)  # type: ignore[call-overload]
 
     @property
     def uses_model_instance(self) -> bool:
@@ -298,13 +312,20 @@ class ModelsService(QObject):
                 f"Model settings were written by a newer haiku-desk ({self.settings_path}); using defaults"
             )
             return DesktopSettings()
+        migrated = migrate_settings(raw) if isinstance(raw, dict) else raw
         try:
-            return DesktopSettings.model_validate(raw)
+            settings = DesktopSettings.model_validate(migrated)
         except ValidationError as exc:
             self.notifications.error(
                 f"Model settings are invalid ({self.settings_path}); using defaults", str(exc)
             )
             return DesktopSettings()
+        if migrated is not raw:  # an older version's file: written back in the current one
+            try:
+                write_text_atomic(self.settings_path, settings.model_dump_json(indent=1))
+            except OSError as exc:
+                log.warning("Could not write the migrated settings %s: %s", self.settings_path, exc)
+        return settings
 
     def _write_settings(self) -> None:
         write_text_atomic(self.settings_path, self.settings.model_dump_json(indent=1))

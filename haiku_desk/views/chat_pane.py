@@ -10,12 +10,24 @@ citation panel; a ``haiku:`` link in an answer (add files, model settings) emits
 from __future__ import annotations
 
 import html
+import re
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, QSize, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QKeySequence, QTextOption
+from PySide6.QtGui import (
+    QAction,
+    QColor,
+    QKeySequence,
+    QPainter,
+    QPalette,
+    QPen,
+    QTextCursor,
+    QTextDocument,
+    QTextOption,
+)
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QCheckBox,
     QFileDialog,
     QFrame,
@@ -52,7 +64,7 @@ if TYPE_CHECKING:
     from haiku_desk.citations import Citation
     from haiku_desk.services import AppServices
     from haiku_desk.services.bibliography import BibliographyService
-    from haiku_desk.services.chat import Question
+    from haiku_desk.services.chat import FailedAnswer, Question
 
 CONVERSATIONS_WIDTH = 165  # the list's default width: titles end in "…", the chat gets the room
 CONVERSATIONS_MIN_WIDTH = 150
@@ -168,6 +180,84 @@ def linked_markers(markdown: str, known: set[int] | None = None) -> str:
     return replace_markers(markdown, link)
 
 
+def linked_passage_markers(markdown: str, known: set[int]) -> str:
+    """``linked_markers`` for a list of passages (a search-only answer): each line's own number
+    is its last marker; a number inside the quoted passage ("TableFormer [9]") is the
+    document's reference, never a link, even when a passage of that number is listed."""
+    lines = []
+    for line in markdown.split("\n"):
+        quoted, own = line, ""
+        last = _LAST_MARKER.search(line)
+        if last is not None:
+            quoted, own = line[: last.start()], line[last.start() :]
+        lines.append(linked_markers(quoted, set()) + linked_markers(own, known))
+    return "\n".join(lines)
+
+
+_LAST_MARKER = re.compile(r"\s*\[\d+\]\s*$")
+_LISTED = re.compile(r"^\d+\. ")
+PASSAGES_HEADER = "The best passages from your library:"
+PASSAGE_TABLE_ROWS = 12  # a table passage shows this many rows, then says how many more
+
+
+def passages_markdown(turn: Turn) -> str:
+    """A search-only answer as the pane shows it: each passage under its title and pages with
+    its own number; a passage that holds a table shows it as a table (its first rows), prose as
+    the part that matched. (The turn keeps the library's text, which reads tables as words for a
+    terminal.) A number the document itself writes ("TableFormer [9]") is shown as written but
+    is never a citation marker. What the turn adds after the passages (why they are passages)
+    follows them."""
+    from haiku_desk.citations import citation_title, matched_pages, passage_blocks
+    from haiku_desk.services.chat import excerpt
+
+    parts = [PASSAGES_HEADER]
+    for citation in turn.citations:
+        pages = matched_pages(citation)
+        where = " — ".join(p for p in (citation_title(citation), _pages(pages)) if p)
+        parts.append(f"**{_inert_markers(where)}** [{citation.index}]")
+        source = snippet_source(citation)
+        blocks = passage_blocks(source)
+        table = next((b for b in blocks if not isinstance(b, str)), None)
+        if table is None:
+            parts.append(_inert_markers(excerpt(source, turn.question, 400)))
+            continue
+        caption = next((b.strip() for b in blocks if isinstance(b, str) and b.strip()), "")
+        if caption:
+            parts.append(_inert_markers(excerpt(caption, turn.question, 200)))
+        parts.append(_table_markdown(table.header, table.rows))
+    paragraphs = [p for p in turn.answer.split("\n\n") if p.strip()]
+    tail = paragraphs[-1] if len(paragraphs) > 1 else ""
+    if tail and not _LISTED.match(tail) and tail.strip() != PASSAGES_HEADER:
+        parts.append(tail)  # the pane's own words after the passages
+    return "\n\n".join(parts)
+
+
+def _pages(pages: list[int]) -> str:
+    if not pages:
+        return ""
+    return ("p. " if len(pages) == 1 else "pp. ") + ", ".join(str(p) for p in pages)
+
+
+def _inert_markers(text: str) -> str:
+    """``text`` with each ``[n]`` written ``[n\\]``: shown the same in Markdown, never read as a
+    citation marker."""
+    from haiku_desk.citations import replace_markers
+
+    return replace_markers(text, lambda numbers: f"[{', '.join(str(n) for n in numbers)}\\]")
+
+
+def _table_markdown(header: list[str], rows: list[list[str]]) -> str:
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(_inert_markers(c).replace("|", "\\|") or " " for c in cells) + " |"
+
+    lines = [line(header), "|" + "|".join("-" for _ in header) + "|"]
+    lines += [line(row) for row in rows[:PASSAGE_TABLE_ROWS]]
+    more = len(rows) - PASSAGE_TABLE_ROWS
+    if more > 0:
+        lines.append(f"\n*…and {more} more row{'s' if more != 1 else ''}*")
+    return "\n".join(lines)
+
+
 class FlowLayout(QLayout):
     """Lays its widgets out in rows, wrapping to a new row when the width runs out: a row of
     check boxes stays check boxes at any width (a toolbar would move them into "»")."""
@@ -183,6 +273,12 @@ class FlowLayout(QLayout):
 
     def count(self) -> int:
         return len(self._items)
+
+    def insert(self, index: int, widget: QWidget) -> None:
+        """Put ``widget`` at ``index`` in the flow (addWidget puts it last)."""
+        self.addWidget(widget)
+        self._items.insert(index, self._items.pop())
+        self.invalidate()
 
     def itemAt(self, index: int) -> QLayoutItem | None:  # noqa: N802
         return self._items[index] if 0 <= index < len(self._items) else None
@@ -224,6 +320,8 @@ class FlowLayout(QLayout):
         area = rect.adjusted(margins.left(), margins.top(), -margins.right(), -margins.bottom())
         x, y, row_height = area.x(), area.y(), 0
         for item in self._items:
+            if item.isEmpty():  # a hidden widget takes no room
+                continue
             hint = item.sizeHint()
             if x > area.x() and x + hint.width() > area.right() + 1:
                 x, y, row_height = area.x(), y + row_height + self._spacing // 2, 0
@@ -262,39 +360,86 @@ class ScopeLabel(HeaderLabel):
         return QSize(min(width, self.KEPT_WIDTH), super().minimumSizeHint().height())
 
 
-class SourceLabel(QLabel):
-    """One source under an answer: the title as a link, elided to one line (the full title in
-    the tooltip), the heading path and pages beneath it, then a snippet of the cited text.
+class SourceCard(QFrame):
+    """One source under an answer, as a compact card: its number, the document's title (one
+    line, elided; whole in the tooltip), the heading path and pages, the cited snippet, and a
+    badge saying whether the cited text holds what the answer says with it.
 
     A document with authors is named author–year–page instead ("Sørensen et al., 2021, p. 4",
-    see ``set_label``), its title then beside the heading path."""
+    see ``set_label``), its title then beside the heading path. The whole card is the link: a
+    click, or Enter or Space once Tab has reached it, emits ``activated`` with its citation.
+    The stylesheet finds it as ``QFrame#sourceCard`` (property ``card``), its parts as
+    ``#sourceNumber``, ``#sourceTitle``, ``#sourcePlace``, ``#sourceSnippet``, ``#sourceBadge``.
+    """
 
-    def __init__(self, citation: Citation, snippet: str, parent: QWidget | None = None) -> None:
+    activated = Signal(object)  # Citation
+
+    def __init__(
+        self,
+        citation: Citation,
+        snippet: str,
+        parent: QWidget | None = None,
+        *,
+        support: str | None = None,
+    ) -> None:
         super().__init__(parent)
         self.citation = citation
         self.snippet = snippet
         self.title = citation_title(citation)
-        self.document_title = self.title  # the title line when the label is author–year
+        self.document_title = self.title  # the place line's title when the card is author–year
         self.author_year = False
-        self.setWordWrap(True)
-        self.setTextFormat(Qt.TextFormat.RichText)
+        self.support = support  # "supported" / "unsupported" from the answer's support check
+        self.setObjectName("sourceCard")
+        self.setProperty("card", True)
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.setToolTip(citation_place(citation))
-        self.setAccessibleName(f"Source {citation.index}: {citation_place(citation)}")
-        self.setTextInteractionFlags(
-            Qt.TextInteractionFlag.LinksAccessibleByMouse
-            | Qt.TextInteractionFlag.LinksAccessibleByKeyboard
-        )
+        place = citation_place(citation)
+        self.setToolTip(place)
+        self.setAccessibleName(f"Source {citation.index}: {place}")
+        self.number = QLabel(str(citation.index), self)
+        self.number.setObjectName("sourceNumber")
+        self.number.setProperty("badge", "muted")
+        self.number.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.number.setMinimumWidth(self.number.fontMetrics().horizontalAdvance("00") + 6)
+        self.title_label = ElidedLabel(parent=self)
+        self.title_label.setObjectName("sourceTitle")
+        font = self.title_label.font()
+        font.setBold(True)
+        self.title_label.setFont(font)
+        self.badge = QLabel(self)
+        self.badge.setObjectName("sourceBadge")
+        self.place = QLabel(self)
+        self.place.setObjectName("sourcePlace")
+        self.place.setProperty("textRole", "secondary")
+        self.snippet_label = QLabel(self)
+        self.snippet_label.setObjectName("sourceSnippet")
+        self.snippet_label.setProperty("textRole", "secondary")
+        for label in (self.place, self.snippet_label):
+            label.setWordWrap(True)
+            label.setTextFormat(Qt.TextFormat.PlainText)
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        italic = self.snippet_label.font()
+        italic.setItalic(True)
+        self.snippet_label.setFont(italic)
+        top = QHBoxLayout()
+        top.setSpacing(6)
+        top.addWidget(self.number)
+        top.addWidget(self.title_label, 1)
+        top.addWidget(self.badge)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 5, 8, 6)
+        layout.setSpacing(1)
+        layout.addLayout(top)
+        layout.addWidget(self.place)
+        layout.addWidget(self.snippet_label)
         self._render()
 
     def shown_title(self) -> str:
         """The title as shown: cut to what fits on one line."""
-        prefix = f"[{self.citation.index}] "
-        metrics = self.fontMetrics()
-        # Before the first layout the label has no real width yet: show the title whole.
-        width = self.contentsRect().width() if self.isVisible() else 10_000
-        room = max(40, width - metrics.horizontalAdvance(prefix) - metrics.averageCharWidth())
-        return metrics.elidedText(self.title, Qt.TextElideMode.ElideRight, room)
+        return self.title_label.text()
 
     def set_label(self, label: str, *, author_year: bool, document_title: str | None = None) -> None:
         """Name the source ``label`` (author–year–page, or the document's current title)."""
@@ -303,31 +448,90 @@ class SourceLabel(QLabel):
         self.document_title = document_title or citation_title(self.citation)
         self._render()
 
+    def text(self) -> str:
+        """What the card says, a line per part (the title whole)."""
+        parts = [f"[{self.citation.index}] {self.title}", self.place.text(), self.snippet, self.badge.text()]
+        return "\n".join(p for p in parts if p)
+
     def _render(self) -> None:
         location = citation_location(self.citation)
         if self.author_year:  # the pages are in the label: the title and heading path beneath
             from haiku_desk.citations import heading_path
 
             location = " — ".join(p for p in (self.document_title, " › ".join(heading_path(self.citation))) if p)
-        lines = [
-            f"<a href='{CITE_SCHEME}:{self.citation.index}'>[{self.citation.index}] "
-            f"{html.escape(self.shown_title())}</a>"
-        ]
-        if location:
-            lines.append(f"<span style='color: gray'>{html.escape(location)}</span>")
-        if self.snippet:
-            lines.append(f"<span style='color: gray'><i>{html.escape(self.snippet)}</i></span>")
-        text = "<br>".join(lines)
-        if text != self.text():  # eliding depends only on the width: no resize loop
-            self.setText(text)
+        self.title_label.set_full_text(self.title)
+        self.place.setText(location)
+        self.place.setVisible(bool(location))
+        self.snippet_label.setText(self.snippet)
+        self.snippet_label.setVisible(bool(self.snippet))
+        badge = SOURCE_BADGES.get(self.support or "")
+        if badge is None:
+            self.badge.hide()
+        else:
+            text, role, tip = badge
+            self.badge.setText(text)
+            self.badge.setProperty("badge", role)
+            self.badge.setToolTip(tip)
+            self.badge.setAccessibleName(tip)
+            self.badge.show()
 
-    def resizeEvent(self, event: Any) -> None:  # noqa: N802
-        super().resizeEvent(event)
-        self._render()
+    def activate(self) -> None:
+        self.activated.emit(self.citation)
 
-    def showEvent(self, event: Any) -> None:  # noqa: N802
-        super().showEvent(event)
-        self._render()
+    def mouseReleaseEvent(self, event: Any) -> None:  # noqa: N802
+        if event.button() == Qt.MouseButton.LeftButton and self.rect().contains(event.position().toPoint()):
+            self.activate()
+            event.accept()
+            return
+        super().mouseReleaseEvent(event)
+
+    def keyPressEvent(self, event: Any) -> None:  # noqa: N802
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space):
+            self.activate()
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def focusInEvent(self, event: Any) -> None:  # noqa: N802
+        super().focusInEvent(event)
+        self.update()
+
+    def focusOutEvent(self, event: Any) -> None:  # noqa: N802
+        super().focusOutEvent(event)
+        self.update()
+
+    def paintEvent(self, event: Any) -> None:  # noqa: N802
+        super().paintEvent(event)
+        app = QApplication.instance()
+        styled = isinstance(app, QApplication) and "sourceCard" in app.styleSheet()
+        if self.hasFocus() and not styled:  # the stylesheet draws its own focus frame
+            painter = QPainter(self)
+            pen = QPen(self.palette().color(QPalette.ColorRole.Highlight), 2)
+            painter.setPen(pen)
+            painter.drawRect(self.rect().adjusted(1, 1, -1, -1))
+            painter.end()
+
+
+# What a source's cited text does for its sentences (the answer's support check): badge text,
+# the stylesheet's badge role, tooltip.
+SOURCE_BADGES: dict[str, tuple[str, str, str]] = {
+    "supported": ("✓ Holds it", "ready", "The figures, dates, names and quotations the answer states with this "
+                  "citation are in this passage."),
+    "unsupported": ("⚠ Not found here", "failed", "Some figures, dates, names or quotations the answer states with "
+                    "this citation are not in this passage: check it."),
+}
+
+
+def source_support(turn: Turn, index: int) -> str | None:
+    """``unsupported`` when a sentence citing ``index`` states what its citations do not hold,
+    ``supported`` when every checked sentence citing it holds; None when none was checked."""
+    check = turn.support_check
+    if check is None or turn.basis not in ("grounded", "ungrounded", "missing"):
+        return None
+    statuses = {s.status for s in check.sentences if index in s.markers}
+    if "unsupported" in statuses:
+        return "unsupported"
+    return "supported" if "supported" in statuses else None
 
 
 class AnswerView(QTextBrowser):
@@ -350,6 +554,7 @@ class AnswerView(QTextBrowser):
 
     def setMarkdown(self, markdown: str) -> None:  # noqa: N802
         super().setMarkdown(with_table_breaks(markdown))
+        wrap_code_blocks(self.document(), self.palette().color(QPalette.ColorRole.AlternateBase))
         tidy_tables(self.document())
 
     def _fit(self) -> None:
@@ -361,13 +566,33 @@ class AnswerView(QTextBrowser):
             self.setFixedHeight(height)
 
 
+def wrap_code_blocks(document: QTextDocument, background: QColor) -> None:
+    """Code blocks wrap like the text around them, on a quiet background: Qt's Markdown reader
+    keeps their lines whole, and one long line would widen the answer past its pane. (Tables
+    are left to ``tidy_tables``.)"""
+    block = document.begin()
+    while block.isValid():
+        block_format = block.blockFormat()
+        if block_format.nonBreakableLines() and QTextCursor(block).currentTable() is None:
+            block_format.setNonBreakableLines(False)
+            block_format.setBackground(background)
+            block_format.setLeftMargin(max(block_format.leftMargin(), 4))
+            QTextCursor(block).setBlockFormat(block_format)
+        block = block.next()
+
+
 class TurnWidget(QFrame):
-    """One question with its steps, streamed answer, citation chips, sources and badge."""
+    """One question with its steps, streamed answer, citation chips, source cards and badge.
+
+    While nothing of the answer has come, a calm line says what is happening ("Thinking…",
+    "Searching…") where the answer will be; a question that failed says why in the turn, with
+    the library's passages one click away when the model was the problem."""
 
     citation_activated = Signal(object)
     command_requested = Signal(str)  # a haiku: link's command, e.g. "models"
     export_requested = Signal(object)  # Turn
     ask_again_requested = Signal(str)  # the question
+    passages_requested = Signal(str)  # the question: answer it with the best passages instead
     copied = Signal(str)  # text put on the clipboard by Copy citation / BibTeX / CSL-JSON
 
     def __init__(
@@ -375,54 +600,116 @@ class TurnWidget(QFrame):
     ) -> None:
         super().__init__(parent)
         self.turn = turn
+        self.failed = False  # the question could not be answered (not saved: the pane's only)
         self.bibliography = bibliography  # author–year names and the bibliography of the sources
         if bibliography is not None:
             bibliography.records_changed.connect(self._records_changed)
         self.text = turn.answer
         self.chips: list[QToolButton] = []
-        self.source_labels: list[SourceLabel] = []
+        self.source_cards: list[SourceCard] = []
         self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setObjectName("turn")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 8, 4, 8)
         self.question = QLabel(f"<b>{html.escape(turn.question)}</b>", self)
+        self.question.setObjectName("turnQuestion")
         self.question.setWordWrap(True)
         self.question.setAccessibleName("Question")
         self.question.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.question.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.steps = QLabel(self)
         self.steps.setAccessibleName("Tool steps")
         self.steps.setWordWrap(True)
+        self.steps.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         # the labels are escaped: shown as rich text always, or "Freight's" reads "Freight&#x27;s"
         self.steps.setTextFormat(Qt.TextFormat.RichText)
         self.steps.setStyleSheet("color: palette(placeholder-text); font-size: small;")
+        # Until the answer's first words: what is happening, in place of an empty answer box.
+        self.pending = QLabel(self)
+        self.pending.setObjectName("answerPending")
+        self.pending.setProperty("textRole", "secondary")
+        self.pending.setAccessibleName("Answer status")
+        self.pending.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        italic = self.pending.font()
+        italic.setItalic(True)
+        self.pending.setFont(italic)
         self.answer = AnswerView(self)
         self.answer.setAccessibleName("Answer")
         self.answer.anchorClicked.connect(self._anchor)
-        self.chip_row = QHBoxLayout()
-        self.chip_row.setSpacing(4)
+        # A question that could not be answered: why, and what can be done now.
+        self.failure = QFrame(self)
+        self.failure.setObjectName("answerFailure")
+        self.failure.setProperty("card", True)
+        self.failure.setFrameShape(QFrame.Shape.StyledPanel)
+        self.failure_message = QLabel(self.failure)
+        self.failure_message.setAccessibleName("Why it was not answered")
+        self.failure_message.setWordWrap(True)
+        self.failure_message.setTextFormat(Qt.TextFormat.PlainText)
+        bold = self.failure_message.font()
+        bold.setBold(True)
+        self.failure_message.setFont(bold)
+        self.failure_message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.failure_detail = QLabel(self.failure)
+        self.failure_detail.setAccessibleName("Error")
+        self.failure_detail.setProperty("textRole", "caption")
+        self.failure_detail.setWordWrap(True)
+        self.failure_detail.setTextFormat(Qt.TextFormat.PlainText)
+        self.failure_detail.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self.failure_detail.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.failure_detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.passages_button = compact_button(QPushButton("Show passages", self.failure))
+        self.passages_button.setAccessibleName("Show the matching passages instead")
+        self.passages_button.setToolTip(
+            "Answer this question with the passages of your library that match it best (no model needed)"
+        )
+        self.passages_button.setProperty("buttonRole", "primary")
+        self.passages_button.clicked.connect(lambda: self.passages_requested.emit(self.turn.question))
+        self.retry_button = compact_button(QPushButton("Ask again", self.failure))
+        self.retry_button.setAccessibleName("Ask again")
+        self.retry_button.setToolTip("Ask the model again (once it is running)")
+        self.retry_button.clicked.connect(lambda: self.ask_again_requested.emit(self.turn.question))
+        failure_buttons = QHBoxLayout()
+        failure_buttons.addWidget(self.passages_button)
+        failure_buttons.addWidget(self.retry_button)
+        failure_buttons.addStretch(1)
+        failure_layout = QVBoxLayout(self.failure)
+        failure_layout.setContentsMargins(8, 6, 8, 6)
+        failure_layout.addWidget(self.failure_message)
+        failure_layout.addWidget(self.failure_detail)
+        failure_layout.addLayout(failure_buttons)
+        self.failure.hide()
+        # chips, badge, status: in rows that wrap (many citations never widen the turn)
+        self.chip_bar = QWidget(self)
+        self.chip_row = FlowLayout(self.chip_bar, spacing=6)
         self.badge = QLabel(self)
         self.badge.setAccessibleName("Grounding")
         self.status = QLabel(self)
         self.status.setAccessibleName("Answer status")
+        self.status.setWordWrap(True)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.ask_again_button = compact_button(QPushButton("Ask again", self))
         self.ask_again_button.setAccessibleName("Ask again")
         self.ask_again_button.setToolTip("Ask this question again")
         self.ask_again_button.clicked.connect(
             lambda: self.ask_again_requested.emit(self.turn.question)
         )
-        self.chip_row.addWidget(self.badge)
-        self.chip_row.addWidget(self.status)
-        self.chip_row.addWidget(self.ask_again_button)
-        self.chip_row.addStretch(1)
+        for part in (self.badge, self.status, self.ask_again_button):
+            part.setParent(self.chip_bar)
+            self.chip_row.addWidget(part)
         self.sources = QVBoxLayout()
-        self.sources.setSpacing(2)
+        self.sources.setSpacing(4)
         layout.addWidget(self.question)
         layout.addWidget(self.steps)
+        layout.addWidget(self.pending)
         layout.addWidget(self.answer)
-        layout.addLayout(self.chip_row)
+        layout.addWidget(self.failure)
+        layout.addWidget(self.chip_bar)
         layout.addLayout(self.sources)
         self.badge.hide()
         self.status.hide()
         self.ask_again_button.hide()
+        self.pending.hide()
+        self.answer.setVisible(bool(self.text))
         self.export_action = QAction("Export this answer…", self)
         self.export_action.triggered.connect(lambda: self.export_requested.emit(self.turn))
         self.copy_action = QAction("Copy answer", self)
@@ -453,10 +740,23 @@ class TurnWidget(QFrame):
         question.text_delta.connect(self.append)
         question.text_reset.connect(self.reset_text)
         question.step_added.connect(self._step_added)
-        self.mark("Answering…")
+        self._show_pending()
 
     def _step_added(self, _step: ToolStep) -> None:
         self._render_steps()
+        self._show_pending()
+
+    def _show_pending(self) -> None:
+        """Until the first words of the answer: "Searching…" while the library is searched,
+        else "Thinking…" (the model is at work); no empty answer box."""
+        if self.text:
+            self.pending.hide()
+            return
+        steps = self.turn.steps
+        searching = self.turn.mode == "search-only" or (bool(steps) and steps[-1].kind == "search")
+        self.pending.setText("Searching…" if searching else "Thinking…")
+        self.pending.show()
+        self.answer.hide()
 
     def append(self, text: str) -> None:
         self.text += text
@@ -472,12 +772,37 @@ class TurnWidget(QFrame):
         self.steps.setVisible(bool(labels))
 
     def _render(self) -> None:
-        known = {c.index for c in self.turn.citations} if self.turn.answer else None
-        self.answer.setMarkdown(linked_markers(self.text, known))
+        # the answer's own citation numbers are links; a number quoted from a document
+        # ("TableFormer [9]") stays text (while streaming, none is known yet: none links)
+        known = {c.index for c in self.turn.citations}
+        if self.turn.mode == "search-only" and self.turn.citations and self.turn.answer:
+            self.answer.setMarkdown(linked_passage_markers(passages_markdown(self.turn), known))
+        elif self.turn.mode == "search-only":
+            self.answer.setMarkdown(linked_passage_markers(self.text, known))
+        else:
+            self.answer.setMarkdown(linked_markers(self.text, known))
+        has_text = bool(self.text.strip())
+        self.answer.setVisible(has_text)  # never an empty box
+        if has_text:
+            self.pending.hide()
 
     def mark(self, status: str) -> None:
         self.status.setText(f"<i>{html.escape(status)}</i>")
         self.status.show()
+
+    def fail(self, failure: FailedAnswer) -> None:
+        """The question could not be answered: say why in the turn and offer what can be
+        done now (the matching passages, when the model was the problem; asking again)."""
+        self.failed = True
+        self._render_timer.stop()
+        self.pending.hide()
+        self.status.hide()
+        self.answer.setVisible(bool(self.text.strip()))
+        self.failure_message.setText(failure.message)
+        self.failure_detail.setText(failure.detail if failure.detail != failure.message else "")
+        self.failure_detail.setVisible(failure.detail != failure.message)
+        self.passages_button.setVisible(failure.offer_passages)
+        self.failure.show()
 
     # --- the finished answer --------------------------------------------------------------
 
@@ -490,6 +815,7 @@ class TurnWidget(QFrame):
         self._render()
         self._render_steps()
         self.status.hide()
+        self.pending.hide()
         badge = support_badge(turn) or BADGES.get(turn.basis, BADGES["missing"])
         if badge is None:
             self.badge.hide()
@@ -509,22 +835,23 @@ class TurnWidget(QFrame):
             )
         self.ask_again_button.setVisible(turn.stopped)
         for chip in self.chips:
+            self.chip_row.removeWidget(chip)
             chip.deleteLater()
         self.chips = []
         if self.bibliography is not None and turn.citations:
             self.bibliography.load(c.document_id for c in turn.citations)
         for position, citation in enumerate(turn.citations):
-            chip = QToolButton(self)
+            chip = QToolButton(self.chip_bar)
             chip.setText(str(citation.index))
             chip.setAutoRaise(False)
             chip.setToolTip(citation_place(citation))
             chip.setAccessibleName(f"Citation {citation.index}: {citation_place(citation)}")
             chip.clicked.connect(lambda _=False, c=citation: self.citation_activated.emit(c))
-            self.chip_row.insertWidget(position, chip)
+            self.chip_row.insert(position, chip)
             self.chips.append(chip)
-        for old in self.source_labels:
+        for old in self.source_cards:
             old.deleteLater()
-        self.source_labels = []
+        self.source_cards = []
         for citation in turn.citations:
             self._add_source(citation)
         self._name_sources()
@@ -536,14 +863,14 @@ class TurnWidget(QFrame):
             return
         from haiku_desk.citations import has_authors
 
-        for label in self.source_labels:
-            citation = label.citation
+        for card in self.source_cards:
+            citation = card.citation
             if document_ids is not None and citation.document_id not in document_ids:
                 continue
             record = self.bibliography.record(citation.document_id)
             title = self.bibliography.title(citation.document_id)
             name = self.bibliography.label(citation)
-            label.set_label(name, author_year=has_authors(record), document_title=title)
+            card.set_label(name, author_year=has_authors(record), document_title=title)
             for chip in self.chips:
                 if chip.text() == str(citation.index):
                     chip.setToolTip(f"{name} — {citation_place(citation)}" if has_authors(record) else citation_place(citation))
@@ -557,14 +884,19 @@ class TurnWidget(QFrame):
         # Centred on what the answer says with this citation, else on the whole exchange
         turn = self.turn
         query = citing_text(turn.answer, citation.index) or f"{turn.question} {turn.answer}"
-        label = SourceLabel(citation, excerpt(snippet_source(citation), query, 220), self)
-        label.linkActivated.connect(self._link)
-        label.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        label.customContextMenuRequested.connect(
-            lambda pos, lb=label: self._source_menu(lb, lb.mapToGlobal(pos))
+        card = SourceCard(
+            citation,
+            excerpt(snippet_source(citation), query, 220),
+            self,
+            support=source_support(turn, citation.index),
         )
-        self.sources.addWidget(label)
-        self.source_labels.append(label)
+        card.activated.connect(self.citation_activated)
+        card.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        card.customContextMenuRequested.connect(
+            lambda pos, c=card: self._source_menu(c, c.mapToGlobal(pos))
+        )
+        self.sources.addWidget(card)
+        self.source_cards.append(card)
 
     def citation(self, index: int) -> Citation | None:
         return next((c for c in self.turn.citations if c.index == index), None)
@@ -583,11 +915,11 @@ class TurnWidget(QFrame):
         menu.addAction(self.copy_csl_action)
         return menu
 
-    def source_menu(self, label: SourceLabel) -> QMenu:
+    def source_menu(self, card: SourceCard) -> QMenu:
         """A source's context menu: copy its citation (the quoted passage, author–year–page),
         its BibTeX or CSL-JSON."""
         menu = QMenu(self)
-        citation = label.citation
+        citation = card.citation
         copy = menu.addAction("Copy citation")
         copy.triggered.connect(lambda: self.copy_citation(citation))
         for text, kind in (("Copy BibTeX", "bibtex"), ("Copy CSL-JSON", "csl-json")):
@@ -596,8 +928,8 @@ class TurnWidget(QFrame):
             action.triggered.connect(lambda _=False, k=kind: self.copy_bibliography(k, [citation]))
         return menu
 
-    def _source_menu(self, label: SourceLabel, where: QPoint) -> None:
-        menu = self.source_menu(label)
+    def _source_menu(self, card: SourceCard, where: QPoint) -> None:
+        menu = self.source_menu(card)
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         menu.popup(where)
 
@@ -641,9 +973,6 @@ class TurnWidget(QFrame):
         from PySide6.QtWidgets import QApplication
 
         QApplication.clipboard().setText(self.turn.answer)
-
-    def _link(self, link: str) -> None:
-        self._activate(link)
 
     def _anchor(self, url: QUrl) -> None:
         self._activate(url.toString())
@@ -819,6 +1148,9 @@ class ChatPane(QWidget):
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.transcript = QWidget(self.scroll)
         self.transcript.setObjectName("transcript")  # styled as the conversation's surface
+        # Never wider than the view: whatever a turn holds wraps, elides or scrolls inside it
+        # (a wide table), so nothing is clipped on the right out of reach.
+        self.transcript.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.transcript_layout = QVBoxLayout(self.transcript)
         self.transcript_layout.setAlignment(Qt.AlignmentFlag.AlignTop)
         self.empty_hint = QLabel(
@@ -1036,10 +1368,17 @@ class ChatPane(QWidget):
         if self.chat.ask(question) is not None:
             self.input.clear()
 
-    def ask_again(self, question: str) -> None:
-        """Ask a (stopped) question again, in the conversation shown."""
-        if not self.chat.busy:
-            self.chat.ask(question)
+    def ask_again(self, question: str, *, search_only: bool = False, turn: TurnWidget | None = None) -> None:
+        """Ask a stopped or failed question again, in the conversation shown (``search_only``:
+        answered with the best passages, without the model). A failed ``turn`` was never
+        saved: the new answer takes its place."""
+        if self.chat.busy:
+            return
+        if self.chat.ask(question, search_only=search_only) is not None:
+            if turn is not None and turn.failed and turn in self.turn_widgets:
+                self.turn_widgets.remove(turn)
+                turn.hide()
+                turn.deleteLater()
 
     def _question_started(self, question: Question) -> None:
         if self.chat.current is None or self.chat.current.id != question.conversation_id:
@@ -1081,9 +1420,10 @@ class ChatPane(QWidget):
 
     def _not_answered(self, question: Question, exc: BaseException) -> None:
         if self._is_live(question):
-            message = " ".join(str(exc).split()) or type(exc).__name__
-            self._live.mark(f"Not answered: {message}")  # type: ignore[union-attr]
+            widget = self._live
+            widget.fail(self.chat.describe_failure(exc))  # type: ignore[union-attr]
             self._live = None
+            self.follow_to_sources(widget)  # type: ignore[arg-type]  # why, and what to do
 
     def _stopped(self, question: Question) -> None:
         if self._is_live(question):
@@ -1096,16 +1436,23 @@ class ChatPane(QWidget):
         widget.citation_activated.connect(self.citation_activated)
         widget.command_requested.connect(self.command_requested)
         widget.export_requested.connect(self._export_turn_dialog)
-        widget.ask_again_requested.connect(self.ask_again)
+        widget.ask_again_requested.connect(lambda q, w=widget: self.ask_again(q, turn=w))
+        widget.passages_requested.connect(
+            lambda q, w=widget: self.ask_again(q, search_only=True, turn=w)
+        )
         self.transcript_layout.addWidget(widget)
         self.turn_widgets.append(widget)
+        # laid out and shown now: the first frame shows the whole question, not a clipped one
+        widget.show()
+        self.transcript_layout.activate()
         return widget
 
     def _set_busy(self, busy: bool) -> None:
         self.send_button.setEnabled(not busy)
         self.stop_button.setEnabled(busy)
         for widget in self.turn_widgets:
-            widget.ask_again_button.setEnabled(not busy)
+            for button in (widget.ask_again_button, widget.passages_button, widget.retry_button):
+                button.setEnabled(not busy)
 
     def _show_tokens(self, tokens: int, saved: int = 0) -> None:
         if not tokens:

@@ -1,5 +1,7 @@
 """The one non-blocking place where errors and notices appear: a short stack of dismissible
-messages. Errors stay until dismissed; notices fade after a few seconds."""
+messages, one per problem (a notice about the same thing, or saying the same, replaces the one
+shown). Errors stay until dismissed or withdrawn (the problem was solved); notices fade after a
+few seconds."""
 
 from __future__ import annotations
 
@@ -56,6 +58,9 @@ class NotificationArea(QWidget):
         return [w for w in self.findChildren(NoticeWidget) if not w.isHidden()]
 
     def show_notice(self, notice: Notice) -> NoticeWidget:
+        for old in self.visible_notices:  # one banner per problem: the newest says it
+            if _same_problem(old.notice, notice):
+                self.dismiss(old)
         widget = NoticeWidget(notice, self)
         widget.close_button.clicked.connect(lambda: self.dismiss(widget))
         self._layout.addWidget(widget)
@@ -78,3 +83,10 @@ class NotificationArea(QWidget):
         widget.deleteLater()
         if not [w for w in self.visible_notices if w is not widget]:
             self.hide()
+
+
+def _same_problem(shown: Notice, new: Notice) -> bool:
+    """Both notices are about one thing (their key), or say the same."""
+    if new.key is not None or shown.key is not None:
+        return shown.key == new.key
+    return (shown.level, shown.message) == (new.level, new.message)

@@ -130,6 +130,10 @@ class ModelSettingsDialog(QDialog):
         layout.addWidget(self.tabs)
         layout.addWidget(self.buttons)
 
+        # each provider's fields as last shown in this dialog: switching away and back (to
+        # search only, to try another server) finds them again
+        self._edited: dict[str, ChatModelChoice] = {}
+        self._shown_provider: str | None = None
         self.provider.currentIndexChanged.connect(self._provider_changed)
         self.find_button.clicked.connect(self.find_models)
         self.test_button.clicked.connect(self.test_connection)
@@ -146,7 +150,9 @@ class ModelSettingsDialog(QDialog):
     def _load(self) -> None:
         config = self.models.model_config()
         index = self.provider.findData(config.provider or NO_MODEL)
+        self.provider.blockSignals(True)
         self.provider.setCurrentIndex(max(index, 0))
+        self.provider.blockSignals(False)
         self._provider_changed()
         if config.base_url:
             self.base_url.setText(config.base_url)
@@ -154,8 +160,34 @@ class ModelSettingsDialog(QDialog):
             self.model_name.setEditText(config.name)
         self.no_tools.setChecked(config.supports_tools is False)
 
+    def _fields(self, provider: str) -> ChatModelChoice | None:
+        """What the form holds for ``provider`` (None without a model name)."""
+        name = self.model_name.currentText().strip()
+        if provider == NO_MODEL or not name:
+            return None
+        url = self.base_url.text().strip() or None
+        if url == self._default_url(provider) and provider != "openai-compatible":
+            url = None  # the provider's default: follow it if it ever changes
+        return ChatModelChoice(
+            provider=provider,  # type: ignore[arg-type]
+            name=name,
+            base_url=url,
+            supports_tools=False if self.no_tools.isChecked() else None,
+        )
+
+    def _default_url(self, provider: str) -> str:
+        if provider == "ollama":
+            return self.models.config.providers.ollama.base_url
+        return DEFAULT_BASE_URLS.get(provider, "")
+
     def _provider_changed(self) -> None:
+        previous = self._shown_provider
+        if previous is not None and previous != NO_MODEL:
+            edited = self._fields(previous)
+            if edited is not None:
+                self._edited[previous] = edited
         provider = self.provider_key
+        self._shown_provider = provider
         chosen = provider != NO_MODEL
         for widget in (
             self.base_url,
@@ -167,13 +199,16 @@ class ModelSettingsDialog(QDialog):
             widget.setEnabled(chosen)
         self.key.setEnabled(chosen and provider not in ("ollama", "model-file"))
         self.base_url.setEnabled(chosen and provider != "model-file")  # no server
-        if provider == "ollama":
-            self.base_url.setText(self.models.config.providers.ollama.base_url)
-        elif chosen:
-            self.base_url.setText(DEFAULT_BASE_URLS.get(provider, ""))
+        # this provider's own URL and model: as edited in this dialog, else as last chosen
+        kept = self._edited.get(provider) or self.models.remembered(provider)
+        if chosen:
+            self.base_url.setText((kept.base_url if kept else None) or self._default_url(provider))
         else:
             self.base_url.clear()
         self.model_name.clear()
+        if kept is not None:
+            self.model_name.setEditText(kept.name)
+        self.no_tools.setChecked(kept is not None and kept.supports_tools is False)
         self.hint.setText(LOCAL_HINT[provider])
         self.status.clear()
         self._show_key_status()
@@ -199,19 +234,7 @@ class ModelSettingsDialog(QDialog):
             )
 
     def choice(self) -> ChatModelChoice | None:
-        provider = self.provider_key
-        name = self.model_name.currentText().strip()
-        if provider == NO_MODEL or not name:
-            return None
-        url = self.base_url.text().strip() or None
-        if url == DEFAULT_BASE_URLS.get(provider) and provider != "openai-compatible":
-            url = None  # the provider's default: follow it if it ever changes
-        return ChatModelChoice(
-            provider=provider,  # type: ignore[arg-type]
-            name=name,
-            base_url=url,
-            supports_tools=False if self.no_tools.isChecked() else None,
-        )
+        return self._fields(self.provider_key)
 
     # --- actions --------------------------------------------------------------------------
 
@@ -283,7 +306,9 @@ class ModelSettingsDialog(QDialog):
                 self.key_status.setText(str(exc))
                 return  # keep the dialog open: the key was not stored
             self.key.clear()
-        self.models.choose(self.choice())
+        choice = self.choice()
+        others = [c for p, c in self._edited.items() if choice is None or p != choice.provider]
+        self.models.choose(choice, also=others)
         self.accept()
 
 

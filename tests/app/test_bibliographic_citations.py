@@ -133,14 +133,14 @@ def test_sources_are_cited_author_year_page_and_copy_citation_copies_the_quoted_
         widget = both_cited(window, qloop)
         pups_page = built.layout.blocks["p_1"].page
         assert pups_page == 2
-        paper = [lb for lb in widget.source_labels if lb.citation.document_id == built.paper_id]
-        notes = [lb for lb in widget.source_labels if lb.citation.document_id == built.notes_id]
+        paper = [lb for lb in widget.source_cards if lb.citation.document_id == built.paper_id]
+        notes = [lb for lb in widget.source_cards if lb.citation.document_id == built.notes_id]
         assert paper and notes
         pups = next(lb for lb in paper if "two months" in (lb.citation.matched_text or lb.citation.content))
         assert {b.page for b in pups.citation.boxes} == {pups_page}
         # the paper by author–year–page, its title beneath; the note (no authors) by its title
         assert pups.title == f"Sørensen et al., 2021, p. {pups_page}"
-        assert f"[{pups.citation.index}] Sørensen et al., 2021, p. {pups_page}</a>" in pups.text()
+        assert f"[{pups.citation.index}] Sørensen et al., 2021, p. {pups_page}" in pups.text()
         assert TITLE in pups.text()
         assert notes[0].title == "Lantern Otters" and "et al." not in notes[0].text()
         chip = next(c for c in widget.chips if c.text() == str(pups.citation.index))
@@ -208,7 +208,7 @@ def test_copy_bibtex_and_csl_json_of_an_answers_sources(qloop, qtbot, built, lib
         assert [a["family"] for a in first["author"]] == ["Sørensen", "Berg", "Lima"]
         assert first["issued"] == {"date-parts": [[2021]]}
         # one source's BibTeX from its own menu
-        pups = next(lb for lb in widget.source_labels if lb.citation.document_id == built.paper_id)
+        pups = next(lb for lb in widget.source_cards if lb.citation.document_id == built.paper_id)
         one = next(a for a in widget.source_menu(pups).actions() if a.text() == "Copy BibTeX")
         assert [e.key for e in bibtexparser.parse_string(clipboard_after(qloop, one.trigger)).entries] == ["sorensen2021otter"]
 
@@ -256,7 +256,7 @@ def test_edit_details_is_checked_stored_without_reembedding_and_used_by_citation
     window = open_window(qloop, qtbot, library_copy, tmp_path)
     try:
         widget = both_cited(window, qloop)
-        pups = next(lb for lb in widget.source_labels if lb.citation.document_id == built.paper_id)
+        pups = next(lb for lb in widget.source_cards if lb.citation.document_id == built.paper_id)
         window.show_citation(pups.citation)
         library = window.services.library
         entry = library.entry_for_document(built.paper_id)
@@ -315,7 +315,7 @@ def test_edit_details_is_checked_stored_without_reembedding_and_used_by_citation
     window = open_window(qloop, qtbot, library_copy, tmp_path / "again")
     try:
         widget = both_cited(window, qloop)
-        pups = next(lb for lb in widget.source_labels if "two months" in (lb.citation.matched_text or lb.citation.content))
+        pups = next(lb for lb in widget.source_cards if "two months" in (lb.citation.matched_text or lb.citation.content))
         assert pups.title == "Sørensen and Berg, 2022, p. 2"
         _select(window, built.paper_id)
         window.details.open_for_selection()

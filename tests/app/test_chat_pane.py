@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import html
 import json
 from collections.abc import Iterator
 
@@ -112,8 +111,8 @@ def test_a_cited_answer_streams_into_the_pane_with_chips_sources_and_a_badge(
     assert [chip.text() for chip in widget.chips] == ["1", "2"]
     assert all(chip.isVisible() for chip in widget.chips)
     assert widget.chips[0].accessibleName().startswith("Citation 1: ")
-    assert len(widget.source_labels) == 2
-    assert citations[0].document_title in widget.source_labels[0].text()
+    assert len(widget.source_cards) == 2
+    assert citations[0].document_title in widget.source_cards[0].text()
     assert any(c.document_id == built.report_id for c in citations)
     assert pane.token_meter.text().endswith(" tokens")  # compaction is off: nothing saved
     assert pane.input.toPlainText() == ""
@@ -122,7 +121,7 @@ def test_a_cited_answer_streams_into_the_pane_with_chips_sources_and_a_badge(
     pane.citation_activated.connect(activated.append)
     qtbot.mouseClick(widget.chips[1], qtbot_button())
     assert activated == [citations[1]]
-    widget.source_labels[0].linkActivated.emit("cite:1")
+    widget.source_cards[0].activate()
     assert activated[-1] == citations[0]
 
 
@@ -199,7 +198,7 @@ def test_search_only_answers_with_citations_and_says_how_to_connect(
     assert "search only" in pane.model_label.text()
     ask(qloop, pane, "kerosene shortage night convoys")
     (widget,) = pane.turn_widgets
-    assert widget.chips and widget.source_labels
+    assert widget.chips and widget.source_cards
     assert "Settings → Models…" in widget.answer.toPlainText()
     assert "Search results" in widget.badge.text() and "Grounded" not in widget.badge.text()
     commands = []
@@ -393,7 +392,7 @@ def test_rag_and_analysis_citations_get_different_numbers_in_one_answer(
     assert state["analysis"]["citation_index"][analysis.chunk_id]["index"] == 1
     assert [chip.text() for chip in widget.chips] == ["1", "2"]
     assert widget.chips[1].accessibleName().startswith("Citation 2: Lantern Otters")
-    assert [label.text().split("</a>")[0].split(">")[-1][:3] for label in widget.source_labels] == [
+    assert [card.text()[:3] for card in widget.source_cards] == [
         "[1]",
         "[2]",
     ]
@@ -404,7 +403,7 @@ def test_rag_and_analysis_citations_get_different_numbers_in_one_answer(
     qtbot.mouseClick(widget.chips[1], qtbot_button())
     assert [c.chunk_id for c in activated] == [rag.chunk_id, analysis.chunk_id]
     assert [c.index for c in activated] == [1, 2]
-    widget.source_labels[1].linkActivated.emit("cite:2")
+    widget.source_cards[1].activate()
     widget.answer.anchorClicked.emit(QUrl("cite:1"))  # the inline [1] marker
     assert [c.chunk_id for c in activated[2:]] == [analysis.chunk_id, rag.chunk_id]
 
@@ -454,17 +453,17 @@ def test_sources_show_the_title_once_elided_then_the_heading_path_and_each_ones_
     widget.show()
     qtbot.waitExposed(widget)
 
-    first, second = widget.source_labels
-    for label, citation in zip((first, second), citations, strict=True):
-        text = label.text()
+    first, second = widget.source_cards
+    for card, citation in zip((first, second), citations, strict=True):
+        text = card.text()
         assert text.count("Night-Time") == 1  # the heading equal to the title is dropped
-        assert "3 Results — pp. 1, 2" in text
-        assert html.escape(citation.matched_text) in text  # the cited chunk's own text
+        assert "3 Results — pp. 1, 2" in card.place.text()
+        assert citation.matched_text in card.snippet_label.text()  # the cited chunk's own text
         # The title is elided to one line; the whole title is in the tooltip.
-        shown = f"[{citation.index}] {label.shown_title()}"
-        assert "…" in label.shown_title() and shown in text
-        assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
-        assert LONG_TITLE in label.toolTip() and LONG_TITLE in label.accessibleName()
+        title = card.title_label
+        assert "…" in card.shown_title() and card.number.text() == str(citation.index)
+        assert title.fontMetrics().horizontalAdvance(title.text()) <= title.contentsRect().width()
+        assert LONG_TITLE in card.toolTip() and LONG_TITLE in card.accessibleName()
     assert "Kernel yield" not in first.text() and "consistently" not in second.text()
     assert widget.chips[0].toolTip() == f"{LONG_TITLE} — 3 Results — pp. 1, 2"
 
@@ -576,7 +575,7 @@ def test_two_citations_of_one_widened_section_show_the_part_each_claim_rests_on(
     )
     widget = TurnWidget(turn)
     qtbot.addWidget(widget)
-    first, second = (label.snippet for label in widget.source_labels)
+    first, second = (label.snippet for label in widget.source_cards)
     assert first != second
     assert "evaporation" in first and "Kernel yield" in second
 
@@ -762,7 +761,7 @@ def test_the_view_follows_a_finished_answer_to_its_sources(qloop, qtbot, library
     viewport = pane.scroll.viewport()
 
     def sources_in_view() -> bool:
-        last = widget.source_labels[-1]
+        last = widget.source_cards[-1]
         top = last.mapTo(viewport, last.rect().topLeft()).y()
         bottom = last.mapTo(viewport, last.rect().bottomLeft()).y()
         return last.isVisible() and top >= 0 and bottom <= viewport.height()

@@ -247,7 +247,7 @@ def test_the_choice_is_persisted_typed_and_versioned_and_reloaded(config):
     )
     assert changes[-1].name == "gemma:2b"
     saved = json.loads(first.settings_path.read_text())
-    assert saved["version"] == 1 and saved["model"]["name"] == "gemma:2b"
+    assert saved["version"] == 2 and saved["model"]["name"] == "gemma:2b"
 
     again = ModelsService(config, Notifications())
     assert again.is_configured() and not again.supports_tools()

@@ -203,7 +203,7 @@ def test_an_answer_quoting_a_table_shows_it_as_a_table_and_its_source_names_the_
     assert not [line for line in _shown_lines(document) if line.lstrip().startswith("|")]
     assert widget.answer.horizontalScrollBar().maximum() > 0
 
-    (source,) = widget.source_labels
+    (source,) = widget.source_cards
     assert "|" not in source.snippet
     assert "State / Territory: Texas" in source.snippet and "Handgun: 101" in source.snippet
 

@@ -179,6 +179,11 @@ class ChatModelError(HaikuRAGError):
     """The chat model could not be reached, rejected the request, or gave no usable answer."""
 
 
+class ChatModelUnreachable(ChatModelError):
+    """The chat model's server could not be reached (not running, wrong URL, network down):
+    the library's passages can still be shown without it."""
+
+
 # --- classifying any exception -----------------------------------------------------------
 
 _ERRNO_CATEGORIES = {13: IngestCategory.PERMISSION_DENIED, 1: IngestCategory.PERMISSION_DENIED,

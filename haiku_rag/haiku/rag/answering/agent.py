@@ -15,7 +15,7 @@ from haiku.rag.answering.conversation import Conversation
 from haiku.rag.answering.meter import WireMeter
 from haiku.rag.answering.options import AnswerOptions, ModeUsed
 from haiku.rag.config import AppConfig, ModelConfig
-from haiku.rag.errors import ChatModelError
+from haiku.rag.errors import ChatModelError, ChatModelUnreachable
 from haiku.rag.models import model_settings as settings_of
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ def chat_model_error(exc: AgentRunError, model: Model, mode_used: ModeUsed) -> C
     name = model.model_name
     if isinstance(exc, ModelConnectionError):
         where = f" at {model.base_url}" if model.base_url else ""
-        return ChatModelError(
+        return ChatModelUnreachable(
             f"cannot reach the chat model {name}{where} ({detail}); is the server running?"
         )
     # Small local models often reject tool definitions or keep calling tools wrongly.

@@ -1,0 +1,264 @@
+"""Answers that read well and failures that help (issue 34): Markdown answers that always wrap,
+the calm state before the first words, source cards, the model-unreachable turn with its
+passages one click away, and one banner per problem, gone once it is solved."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+from capabilities.scripting import answer, cite_top, search
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
+from pytestqt.qtbot import QtBot
+from qt_helpers import run_until
+
+from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_library
+from haiku.rag.citations import Citation
+from haiku_desk.bridge import install_event_loop
+from haiku_desk.services import AppServices
+from haiku_desk.services.chat import ChatService
+from haiku_desk.services.conversations import ConversationStore, Turn
+from haiku_desk.services.library import LibraryService
+from haiku_desk.services.models import ChatModelChoice, ModelsService
+from haiku_desk.services.notifications import Notifications
+from haiku_desk.views.chat_pane import ChatPane, TurnWidget
+from haiku_desk.views.notification_area import NotificationArea
+
+QUESTION = "Why were the night convoys delayed?"
+LONG_URL = "https://example.org/" + "/".join(["averyveryverylongpathsegment"] * 12)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> BuiltLibrary:
+    return build_library(tmp_path_factory.mktemp("answers-library"))
+
+
+@pytest.fixture(scope="module")
+def library(built, qapp) -> Iterator[LibraryService]:
+    service = open_library(built, install_event_loop(qapp))
+    yield service
+    service.close()
+
+
+@pytest.fixture
+def app_config(built, tmp_path):
+    config = built.config.model_copy(deep=True)
+    config.storage.data_dir = tmp_path / "app-data"
+    return config
+
+
+def make_pane(qtbot: QtBot, library, app_config) -> tuple[ChatPane, NotificationArea]:
+    notifications = Notifications()
+    models = ModelsService(app_config, notifications)
+    store = ConversationStore.in_data_dir(app_config.storage.data_dir)
+    chat = ChatService(library, models, notifications, store=store)
+    services = AppServices(app_config, notifications, library, None, models, chat)  # type: ignore[arg-type]
+    pane = ChatPane(services)
+    area = NotificationArea(notifications)
+    qtbot.addWidget(pane)
+    qtbot.addWidget(area)
+    pane.resize(700, 700)
+    pane.show()
+    return pane, area
+
+
+def ask(qloop, pane: ChatPane, question: str) -> None:
+    pane.input.setPlainText(question)
+    pane.send_button.click()
+    run_until(qloop, lambda: not pane.chat.busy, timeout=120)
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:  # a port nothing listens on once the probe closes
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def citation(index: int, text: str) -> Citation:
+    return Citation(
+        index=index,
+        document_id="doc-1",
+        chunk_id=f"chunk-{index}",
+        document_uri="file:///papers/tables.pdf",
+        document_title="Table Structure Recognition",
+        page_numbers=[index],
+        headings=["2 Related work"],
+        content=text,
+        matched_text=text,
+    )
+
+
+def test_markdown_answers_wrap_long_lines_and_code_and_never_widen_the_transcript(
+    qloop, qtbot, library, app_config
+):
+    pane, _ = make_pane(qtbot, library, app_config)
+    text = (
+        "Two findings:\n\n- the convoys were late [1]\n- *fuel* ran short\n\n"
+        f"```\nconvoy_delay = '{'x' * 240}'\n```\n\nSee {LONG_URL} for the log [1]."
+    )
+    turn = Turn(question=QUESTION, answer=text, citations=[citation(1, "The convoys were late.")],
+                grounding="grounded")
+    widget = pane._add_turn_widget(turn)
+    qtbot.waitExposed(widget)
+    qtbot.waitUntil(lambda: widget.answer.width() > 0)
+    document = widget.answer.document()
+
+    lists = {QTextCursor(document.findBlock(i)).currentList() for i in range(document.characterCount())}
+    assert [lst.count() for lst in lists if lst is not None] == [2]  # a list of two items
+    code = document.find("convoy_delay").block()
+    assert code.blockFormat().background().style() != Qt.BrushStyle.NoBrush  # a code block
+    assert code.layout().lineCount() > 1  # …that wraps
+    # Everything wraps: the answer needs no more than its view, the turn no more than the pane.
+    assert document.idealWidth() <= widget.answer.viewport().width()
+    qtbot.waitUntil(lambda: pane.transcript.width() <= pane.scroll.viewport().width())
+    assert widget.answer.horizontalScrollBar().maximum() == 0
+
+
+def test_before_the_first_words_the_turn_says_thinking_then_searching_never_an_empty_box(
+    qloop, qtbot, library, app_config
+):
+    pane, _ = make_pane(qtbot, library, app_config)
+    pane.models.use_model_instance(
+        StreamingScript().play(search("kerosene otters"), cite_top(1), answer("Kerosene ran short [1].")).model
+    )
+    seen: list[tuple[str, bool, bool]] = []  # (status line, status shown, answer box shown)
+
+    def look() -> None:
+        widget = pane.turn_widgets[-1]
+        seen.append((widget.pending.text(), widget.pending.isVisible(), widget.answer.isVisible()))
+
+    def started(question) -> None:
+        look()  # the pane shows the turn first (connected before this)
+        question.step_added.connect(lambda _step: look())
+
+    pane.chat.question_started.connect(started)
+    ask(qloop, pane, QUESTION)
+
+    assert seen[0] == ("Thinking…", True, False)
+    assert ("Searching…", True, False) in seen[1:]
+    (widget,) = pane.turn_widgets
+    assert not widget.pending.isVisible() and widget.answer.isVisible()
+    assert widget.answer.toPlainText().strip() == "Kerosene ran short [1]."
+    question = widget.question
+    assert question.height() >= question.heightForWidth(question.width())  # the question whole
+
+
+def test_sources_are_cards_reached_with_tab_and_opened_with_enter_or_a_click(
+    qloop, qtbot, library, app_config
+):
+    pane, _ = make_pane(qtbot, library, app_config)
+    pane.models.use_model_instance(
+        StreamingScript().play(search("kerosene otters"), cite_top(2), answer("Kerosene ran short [1] [2].")).model
+    )
+    ask(qloop, pane, QUESTION)
+    (widget,) = pane.turn_widgets
+    first, second = widget.source_cards
+    assert first.objectName() == "sourceCard" and first.property("card") is True
+    assert first.number.text() == "1" and first.title_label.text()
+    assert first.snippet_label.text() and second.snippet_label.text()
+    assert any(" — p" in card.place.text() for card in (first, second))  # the PDF's page
+    assert first.accessibleName().startswith("Source 1: ")
+    opened: list[Citation] = []
+    pane.citation_activated.connect(opened.append)
+
+    first.setFocus(Qt.FocusReason.TabFocusReason)
+    qtbot.waitUntil(first.hasFocus)
+    qtbot.keyClick(pane.window(), Qt.Key.Key_Tab)  # the next card, from the keyboard
+    qtbot.waitUntil(second.hasFocus)
+    qtbot.keyClick(second, Qt.Key.Key_Return)
+    qtbot.mouseClick(first, Qt.MouseButton.LeftButton)
+    assert [c.index for c in opened] == [2, 1]
+
+
+def test_a_document_s_own_reference_number_in_search_results_is_not_a_link(qtbot):
+    citations = [citation(i, f"Passage {i} about table structure.") for i in range(1, 11)]
+    citations[0] = citation(1, "TableFormer [9] predicts the table structure.")
+    lines = ["The best passages from your library:", ""]
+    lines += [f"{c.index}. **Table Structure Recognition — p. {c.index}**: {c.content} [{c.index}]"
+              for c in citations]
+    turn = Turn(question="How is table structure predicted?", answer="\n".join(lines),
+                citations=citations, grounding="grounded", rests_on="search-results", mode="search-only")
+    widget = TurnWidget(turn)
+    qtbot.addWidget(widget)
+    widget.show()
+
+    shown = widget.answer.toHtml()
+    assert "cite:1" in shown and "cite:10" in shown  # each passage's own number is a link
+    assert shown.count("cite:9") == 1  # only passage 9's: the document's "[9]" stays text
+    assert "TableFormer [9]" in widget.answer.toPlainText()
+
+
+def test_an_unreachable_model_offers_the_passages_one_banner_and_success_clears_it(
+    qloop, qtbot, library, app_config, monkeypatch
+):
+    """The real OpenAI-compatible path to a closed port on loopback (requests allowed for this
+    test only: the socket guard keeps them on 127.0.0.1)."""
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
+    pane, area = make_pane(qtbot, library, app_config)
+    port = closed_port()
+    pane.models.choose(
+        ChatModelChoice(provider="openai-compatible", name="stub-model", base_url=f"http://127.0.0.1:{port}/v1")
+    )
+
+    ask(qloop, pane, QUESTION)
+    ask(qloop, pane, "And the mountain pass?")
+
+    first, failed = pane.turn_widgets
+    for widget in (first, failed):
+        assert widget.failure.isVisible() and widget.failed
+        assert widget.failure_message.text() == (
+            "The model isn't reachable — show the matching passages instead?"
+        )
+        assert f"127.0.0.1:{port}" in widget.failure_detail.text()
+        assert widget.passages_button.isVisible() and widget.passages_button.isEnabled()
+    assert len(area.visible_notices) == 1  # two failures, one problem: one banner
+    assert "cannot reach the chat model" in area.visible_notices[0].notice.message
+
+    qtbot.mouseClick(failed.passages_button, Qt.MouseButton.LeftButton)  # one click
+    run_until(qloop, lambda: not pane.chat.busy and len(pane.chat.current.turns) == 1, timeout=120)
+    passages = pane.turn_widgets[-1]
+    assert failed not in pane.turn_widgets  # the passages take the failed turn's place
+    assert passages.turn.question == "And the mountain pass?" and passages.turn.mode == "search-only"
+    assert passages.turn.citations and passages.source_cards and passages.chips
+    assert "Search results" in passages.badge.text()
+    assert "isn't reachable" in passages.answer.toPlainText()  # why these are passages
+    assert len(area.visible_notices) == 1  # the model is still unreachable
+
+    pane.models.use_model_instance(  # the model is back
+        StreamingScript().play(search("kerosene otters"), cite_top(1), answer("Kerosene ran short [1].")).model
+    )
+    ask(qloop, pane, QUESTION)
+    assert pane.turn_widgets[-1].turn.mode == "tools"
+    assert area.visible_notices == []  # solved: its banner is gone
+
+
+def test_a_search_only_passage_holding_a_table_shows_a_table_not_pipes_or_words(qtbot):
+    from haiku.rag.citations import snippet
+    from haiku_desk.views.markdown_tables import cell_text, tables
+
+    table = "Table 2: Convoys by month\n\n| Month | Convoys | Delay (days) |\n|-|-|-|\n| May | 12 | 0 |\n| June | 4 | 21 |"
+    cited = citation(1, table)
+    prose = citation(2, "The kerosene shortage delayed the night convoys.")
+    lines = ["The best passages from your library:", ""]
+    lines += [f"{c.index}. **Table Structure Recognition — p. {c.index}**: {snippet(c.content)} [{c.index}]"
+              for c in (cited, prose)]
+    turn = Turn(question="How many convoys ran in June?", answer="\n".join(lines) + "\n\n*No model.*",
+                citations=[cited, prose], grounding="grounded", rests_on="search-results", mode="search-only")
+    widget = TurnWidget(turn)
+    qtbot.addWidget(widget)
+    widget.resize(600, 600)
+    widget.show()
+
+    document = widget.answer.document()
+    (shown,) = tables(document)
+    assert (shown.rows(), shown.columns()) == (3, 3)
+    assert [cell_text(shown, 2, c) for c in range(3)] == ["June", "4", "21"]
+    text = widget.answer.toPlainText()
+    assert "|" not in text and "Month: June" not in text  # neither pipes nor the words
+    assert "Table 2: Convoys by month" in text and "kerosene shortage" in text
+    assert text.rstrip().endswith("No model.")  # why these are passages, after them
+    assert "cite:1" in widget.answer.toHtml() and "cite:2" in widget.answer.toHtml()
