@@ -150,6 +150,23 @@ def test_a_sentence_matched_on_one_name_but_saying_other_things_is_not_recovered
     assert recover_markers(close, [passage]) == (close[:-1] + " [1].", [1])
 
 
+def test_a_recovered_figure_must_stand_beside_the_sentence_s_words_in_the_passage():
+    # SmolLM2-135M on Ulta Beauty's earnings release (bench_answers, session 15): "The answer
+    # is 15.0% of the total spend." Its passage held 15.0% as an operating margin; the figure
+    # matched and its few words were enough to count as restating. A figure is recovered only
+    # where the passage prints it beside one of the sentence's own words.
+    passage = (
+        "| Operating income (as a percentage of net sales) | 13.9% | 16.1% | 15.0% |\n"
+        "| Total spend on share repurchases | 900,000 | | 1,521,000 | |"
+    )
+    wrong = "The answer is 15.0% of the total spend."
+    assert recover_markers(wrong, [passage]) == (wrong, [])
+    right = "Operating income was 15.0% of net sales."
+    assert recover_markers(right, [passage]) == ("Operating income was 15.0% of net sales [1].", [1])
+    bare = "It was 15.0%."  # says nothing of what the figure is
+    assert recover_markers(bare, [passage]) == (bare, [])
+
+
 # --- through answering, on a real library ----------------------------------------------------
 
 

@@ -182,15 +182,37 @@ _STOP_WORDS = frozenset(
     "since until because if though although whether per via upon within without between among "
     "out up down off again further once".split()
 )
+# Words about the answering itself, never about the documents: they neither restate a passage
+# nor say what a figure is ("The answer is 15.0%").
+_META_WORDS = frozenset(
+    "answer answers question questions passage passages user message document documents "
+    "text source sources paper provided given following".split()
+)
 _WORD = re.compile(r"[^\W\d_]{3,}")
+# A recovered figure must be a figure of what the sentence talks about: one of the sentence's
+# words within this many characters of the figure in the passage, on its line (a table row's
+# label, the words of its clause). SmolLM2 wrote "The answer is 15.0% of the total spend" of a passage
+# whose 15.0% was an operating margin.
+_NEAR_CHARS = 80
 
 
 class _Number:
-    __slots__ = ("exp", "mantissa", "percent", "scaled", "written")
+    __slots__ = ("_near", "context", "exp", "mantissa", "percent", "scaled", "written")
 
-    def __init__(self, mantissa: Decimal, exp: int, percent: bool, scaled: bool, written: str):
+    def __init__(
+        self, mantissa: Decimal, exp: int, percent: bool, scaled: bool, written: str, context: str = ""
+    ):
         self.mantissa, self.exp, self.percent, self.scaled = mantissa, exp, percent, scaled
         self.written = written
+        self.context = context  # a cited figure's surroundings: what it is a figure of
+        self._near: frozenset[str] | None = None
+
+    @property
+    def near(self) -> frozenset[str]:
+        """The stems of the words around a cited figure (read when recovery asks)."""
+        if self._near is None:
+            self._near = _content_stems(self.context)
+        return self._near
 
     @property
     def value(self) -> Decimal:
@@ -213,10 +235,22 @@ def _numbers(text: str, *, claims: bool) -> list[_Number]:
         written = m.group(0).strip()
         if claims and m.start() == 0 and re.match(r"\d+\.\s", text[m.start() :]):
             continue  # a list item's number
+        context = "" if claims else _line_around(text, m.start(), m.end())
         found.append(
-            _Number(mantissa, _SCALES.get(scale, 0), bool(m.group("pct")), bool(scale), written)
+            _Number(
+                mantissa, _SCALES.get(scale, 0), bool(m.group("pct")), bool(scale), written, context
+            )
         )
     return found
+
+
+def _line_around(text: str, start: int, end: int) -> str:
+    """Up to ``_NEAR_CHARS`` either side of ``text[start:end]``, within its line (a table's
+    row, a paragraph): the next row's label is not what a figure is of."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    return text[max(line_start, start - _NEAR_CHARS) : min(line_end, end + _NEAR_CHARS)]
 
 
 def _significant(value: Decimal) -> int:
@@ -227,20 +261,23 @@ def _significant(value: Decimal) -> int:
 def _number_found(claim: _Number, cited: Sequence[_Number], declared: Sequence[int]) -> bool:
     """The claim's value among the cited figures (each at its own scale, or a declared one),
     exactly or as their rounding to the claim's precision (two significant digits at least)."""
+    return any(_same_figure(claim, figure, declared) for figure in cited)
+
+
+def _same_figure(claim: _Number, figure: _Number, declared: Sequence[int]) -> bool:
     target = claim.value
     exponent = claim.mantissa.as_tuple().exponent
     precision = -exponent if isinstance(exponent, int) else 0  # decimals written
     quantum = Decimal(1).scaleb(claim.exp - precision)
     rounded_ok = _significant(abs(claim.mantissa)) >= 2
-    for figure in cited:
-        exps = [figure.exp] if figure.scaled else [0, *declared]
-        for exp in dict.fromkeys(exps):
-            value = abs(figure.mantissa).scaleb(exp)
-            if value == target:
+    exps = [figure.exp] if figure.scaled else [0, *declared]
+    for exp in dict.fromkeys(exps):
+        value = abs(figure.mantissa).scaleb(exp)
+        if value == target:
+            return True
+        if rounded_ok and value and value.quantize(quantum) == target.quantize(quantum):
+            if abs(value - target) < quantum:  # quantize rounds half-even: be explicit
                 return True
-            if rounded_ok and value and value.quantize(quantum) == target.quantize(quantum):
-                if abs(value - target) < quantum:  # quantize rounds half-even: be explicit
-                    return True
     return False
 
 
@@ -457,6 +494,30 @@ def _verdict(checks: Sequence[SentenceCheck], cites: bool, grounding: str) -> Ve
     return "partly-supported"
 
 
+def _content_stems(text: str) -> frozenset[str]:
+    """The stems of ``text``'s words, stop, meta and scale words aside."""
+    return frozenset(
+        _stem(w) for w in _WORD.findall(_fold(text))
+        if w not in _STOP_WORDS and w not in _META_WORDS and w not in _SCALES
+    )  # fmt: skip
+
+
+def _figures_in_context(sentence: str, claims: Sequence[tuple[str, object]], passage: _Cited) -> bool:
+    """Whether every figure the sentence claims is in the passage beside one of the sentence's
+    words (a sentence with no words but its figures cannot say what they are of)."""
+    figures = [cast(_Number, c) for kind, c in claims if kind == "number"]
+    if not figures:
+        return True
+    words = _content_stems(MARKER.sub(" ", sentence))
+    return all(
+        any(
+            _same_figure(claim, figure, passage.declared) and figure.near & words
+            for figure in passage.numbers
+        )
+        for claim in figures
+    )
+
+
 def _stem(word: str) -> str:
     for ending in ("ing", "ed", "es", "s"):
         if len(word) > len(ending) + 3 and word.endswith(ending):
@@ -467,10 +528,7 @@ def _stem(word: str) -> str:
 def _restates(sentence: str, passage: _Cited) -> bool:
     """Whether most of ``sentence``'s words (stop words, figures and scale words aside) are in
     the passage's text, plural or tense aside."""
-    words = {
-        _stem(w) for w in _WORD.findall(_fold(sentence))
-        if w not in _STOP_WORDS and w not in _SCALES
-    }  # fmt: skip
+    words = _content_stems(sentence)
     if not words:
         return True
     found = {_stem(w) for w in _WORD.findall(passage.folded)}
@@ -484,7 +542,8 @@ def recover_markers(
     and in no other passage (1-based, as the model was shown them), and the numbers added.
 
     A sentence without checkable claims, whose claims are spread over passages or found in
-    several, or that says mostly other things than its passage (``_restates``), stays uncited:
+    several, that says mostly other things than its passage (``_restates``), or whose figures
+    stand in the passage beside none of its words (``_figures_in_context``), stays uncited:
     only an exact match is cited."""
     if MARKER.search(text) or not passages:  # (a marker the model wrote: nothing to recover)
         return text, []
@@ -500,7 +559,9 @@ def recover_markers(
             continue
         holding = [
             n for n, passage in enumerate(read, start=1)
-            if all(_holds(k, c, passage) for k, c in claims) and _restates(sentence, passage)
+            if all(_holds(k, c, passage) for k, c in claims)
+            and _restates(sentence, passage)
+            and _figures_in_context(sentence, claims, passage)
         ]  # fmt: skip
         if len(holding) != 1:
             continue
