@@ -270,6 +270,7 @@ def stylesheet(t: Tokens, base_pt: float) -> str:
     values = {k: v for k, v in asdict(t).items() if k != "name"}
     values.update(type_scale(base_pt))
     values["icons"] = (folder / "icons").as_posix()  # the check boxes' marks
+    values["chevron"] = f"{values['icons']}/chevron-{t.name}.svg"  # a drop-down's arrow
     return template.substitute(values)
 
 
