@@ -415,10 +415,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--badge-colour",
         type=lambda s: tuple(int(s.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4)),
-        default="#2e7d32",
-        help="the Supported badge's colour (the chips are found on screen beside it)",
+        default=None,
+        help="the Supported badge's text colour (the chips are found on screen beside it; "
+        "default: the theme's ready colour for --scheme)",
     )
-    return Journey(parser.parse_args(argv)).run()
+    args = parser.parse_args(argv)
+    if args.badge_colour is None:
+        from haiku_desk.views.theme import TOKENS
+
+        ready = TOKENS["dark" if args.scheme == "dark" else "light"].ready_fg
+        args.badge_colour = tuple(int(ready[i : i + 2], 16) for i in (1, 3, 5))
+    return Journey(args).run()
 
 
 if __name__ == "__main__":
