@@ -64,8 +64,9 @@ def shared_data() -> Path:
 class XSession:
     """Xvfb + openbox on one display, torn down on exit."""
 
-    def __init__(self, display: str) -> None:
+    def __init__(self, display: str, screen: tuple[int, int] = SCREEN) -> None:
         self.display = display
+        self.screen = screen
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def __enter__(self) -> XSession:
@@ -74,7 +75,7 @@ class XSession:
                 raise JourneyError(
                     f"{tool} is missing: apt-get install -y xvfb openbox xdotool imagemagick"
                 )
-        width, height = SCREEN
+        width, height = self.screen
         self.procs.append(
             subprocess.Popen(
                 ["Xvfb", self.display, "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp"],
@@ -148,8 +149,11 @@ def app_processes(marker: str) -> list[int]:
     return found
 
 
-def find_colour(png: Path, rgb: tuple[int, int, int], tolerance: int = 24) -> tuple[int, int] | None:
-    """The leftmost pixel of ``rgb`` in the first screen row holding several of them, or None."""
+def find_colour(
+    png: Path, rgb: tuple[int, int, int], tolerance: int = 24, left: int = 0
+) -> tuple[int, int] | None:
+    """The leftmost pixel of ``rgb`` in the first screen row holding several of them (right
+    of ``left``), or None."""
     import pymupdf
 
     pix = pymupdf.Pixmap(str(png))
@@ -161,7 +165,7 @@ def find_colour(png: Path, rgb: tuple[int, int, int], tolerance: int = 24) -> tu
         row = y * width * n
         xs = [
             x
-            for x in range(width)
+            for x in range(left, width)
             if abs(samples[row + x * n] - r0) <= tolerance
             and abs(samples[row + x * n + 1] - g0) <= tolerance
             and abs(samples[row + x * n + 2] - b0) <= tolerance
@@ -220,6 +224,14 @@ class Journey:
         make_two_column_pdf(self.tmp / "two-column.pdf")
         return [self.tmp / "report.pdf", self.tmp / "two-column.pdf"]
 
+    def configure_scheme(self) -> None:
+        """View › Appearance's choice, as the app keeps it (QSettings: haiku-desk.conf)."""
+        if self.args.scheme == "system":
+            return
+        conf = self.tmp / "config" / "haiku-desk" / "haiku-desk.conf"
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text(f"[appearance]\nscheme={self.args.scheme}\n", encoding="utf-8")
+
     def configure_model(self, base_url: str) -> None:
         settings = self.data_dir / "haiku-desk" / "settings.json"
         settings.parent.mkdir(parents=True, exist_ok=True)
@@ -250,7 +262,7 @@ class Journey:
         )
 
     def shot(self, x: XSession, name: str) -> None:
-        path = x.shot(self.out / name)
+        path = x.shot(self.out / f"{self.args.prefix}{name}")
         self.shots.append(path)
         print(f"  saved {path}", flush=True)
 
@@ -284,13 +296,17 @@ class Journey:
 
         step = "setup"
         try:
-            with StubOpenAI() as model, XSession(self.args.display) as x:
+            with StubOpenAI() as model, XSession(self.args.display, self.args.screen) as x:
                 self.configure_model(model.base_url)
+                self.configure_scheme()
                 pdfs = self.pdfs()
 
                 step = "1 start with files"
                 self.launch(x, *pdfs)
                 window = x.window()
+                if self.args.maximize:
+                    x.xdotool("windowsize", "--sync", window, "100%", "100%")
+                    x.xdotool("windowmove", "--sync", window, "0", "0")
                 time.sleep(3.0)
                 self.shot(x, "journey-01-ingesting.png")
 
@@ -310,7 +326,8 @@ class Journey:
 
                 step = "4 click a citation"
                 # The chips sit just left of the grounding badge ("● Grounded", its colour).
-                badge = find_colour(self.shots[-1], self.args.badge_colour)
+                # (right of the library pane, whose "ready" badges are green too)
+                badge = find_colour(self.shots[-1], self.args.badge_colour, left=self.args.screen[0] * 3 // 10)
                 if badge is None:
                     raise JourneyError("no grounding badge (and so no chip) on screen")
                 x.click(*chip_left_of(self.shots[-1], badge))
@@ -368,6 +385,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pdfs", help="a folder of PDFs to use instead of ../shared/data")
     parser.add_argument("--keep", action="store_true", help="keep the temporary library and logs")
     parser.add_argument(
+        "--screen",
+        type=lambda s: tuple(int(v) for v in s.lower().split("x")),
+        default=SCREEN,
+        help="the X screen's size, WIDTHxHEIGHT (default 1440x900)",
+    )
+    parser.add_argument(
+        "--scheme",
+        choices=("system", "light", "dark"),
+        default="system",
+        help="View › Appearance's choice for the app (default: follow the system)",
+    )
+    parser.add_argument(
+        "--maximize",
+        action="store_true",
+        help="make the window as large as the screen after it opens (for a 1920x1080 screen)",
+    )
+    parser.add_argument(
+        "--prefix",
+        default="",
+        help="put before every screenshot's file name (e.g. dark-1920-)",
+    )
+    parser.add_argument(
         "--toggle-tabs",
         type=int,
         default=5,
@@ -376,10 +415,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--badge-colour",
         type=lambda s: tuple(int(s.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4)),
-        default="#2e7d32",
-        help="the Supported badge's colour (the chips are found on screen beside it)",
+        default=None,
+        help="the Supported badge's text colour (the chips are found on screen beside it; "
+        "default: the theme's ready colour for --scheme)",
     )
-    return Journey(parser.parse_args(argv)).run()
+    args = parser.parse_args(argv)
+    if args.badge_colour is None:
+        from haiku_desk.views.theme import TOKENS
+
+        ready = TOKENS["dark" if args.scheme == "dark" else "light"].ready_fg
+        args.badge_colour = tuple(int(ready[i : i + 2], 16) for i in (1, 3, 5))
+    return Journey(args).run()
 
 
 if __name__ == "__main__":

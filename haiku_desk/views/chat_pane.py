@@ -57,6 +57,7 @@ from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
 from haiku_desk.views.icons import icon_only, set_icon
 from haiku_desk.views.markdown_tables import tidy_tables, with_table_breaks
+from haiku_desk.views.theme import badge_kind, set_flag
 from haiku_desk.views.widgets import ElidedLabel, compact_button
 
 if TYPE_CHECKING:
@@ -821,9 +822,9 @@ class TurnWidget(QFrame):
             self.badge.hide()
         else:
             label, colour, tip = badge
-            self.badge.setText(
-                f"<span style='color:{colour}; font-weight:600'>● {html.escape(label)}</span>"
-            )
+            self.badge.setTextFormat(Qt.TextFormat.PlainText)
+            self.badge.setText(label)
+            set_flag(self.badge, "badge", badge_kind(colour))  # a pill in the scheme's colours
             self.badge.setToolTip(tip)
             self.badge.setAccessibleDescription(tip)
             self.badge.show()

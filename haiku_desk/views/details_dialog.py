@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from haiku_desk.services.bibliography import Bibliographic, BibliographyService
     from haiku_desk.services.entries import LibraryEntry
 
-ERROR_STYLE = "color: #c62828;"
 
 
 class DetailsDialog(QDialog):
@@ -76,7 +75,7 @@ class DetailsDialog(QDialog):
             edit.setAccessibleName(label.replace("&", ""))
             form.addRow(label, edit)
             error = QLabel()
-            error.setStyleSheet(ERROR_STYLE)
+            error.setProperty("textRole", "error")  # the theme's danger colour
             error.setWordWrap(True)
             error.setAccessibleName(f"{label.replace('&', '')} error")
             error.hide()
@@ -87,7 +86,7 @@ class DetailsDialog(QDialog):
         self.source_label.setWordWrap(True)
         self.source_label.setStyleSheet("color: palette(placeholder-text);")
         self.status = QLabel()  # a failure to store, in words
-        self.status.setStyleSheet(ERROR_STYLE)
+        self.status.setProperty("textRole", "error")
         self.status.setWordWrap(True)
         self.status.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel)

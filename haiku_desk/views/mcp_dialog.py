@@ -82,7 +82,7 @@ class McpDialog(QDialog):
         buttons.rejected.connect(self.reject)
         self.warning = QLabel()
         self.warning.setWordWrap(True)
-        self.warning.setStyleSheet("color: #b26a00;")
+        self.warning.setProperty("textRole", "warning")  # the theme's warning colour
         problems = missing_parts(self.config)
         self.warning.setText("Before it works: " + "; ".join(problems) + "." if problems else "")
         self.warning.setVisible(bool(problems))

@@ -12,7 +12,8 @@ stylesheet draws is listed in :func:`text_pairs`, which the tests hold to WCAG A
 What widgets may set to be styled (the names are listed for the other views in
 /work/coord/NOTICE-look.md and in the stylesheet's header):
 
-- ``textRole`` on a QLabel: ``title``, ``secondary``, ``caption`` (body is the default);
+- ``textRole`` on a QLabel: ``title``, ``secondary``, ``caption`` (body is the default),
+  ``error`` and ``warning`` (a message in the danger or the warning colour);
 - ``buttonRole`` on a button: ``primary`` (the one main action of a pane), ``danger``,
   ``quiet`` (borderless, for icon-only buttons in a row);
 - ``badge`` on a QLabel: ``ready``, ``working``, ``failed``, ``ocr``, ``cancelled``, ``muted``;
@@ -154,7 +155,7 @@ def text_pairs(tokens: Tokens) -> list[tuple[str, str, str]]:
     pairs: list[tuple[str, str, str]] = []
     for bg_name in ("window", "surface", "sunken", "hover"):
         bg = getattr(t, bg_name)
-        for fg_name in ("text", "text_secondary", "text_muted", "link", "danger"):
+        for fg_name in ("text", "text_secondary", "text_muted", "link", "danger", "working_fg"):
             pairs.append((f"{fg_name} on {bg_name}", getattr(t, fg_name), bg))
     pairs.append(("text on the selection", t.text, t.accent_soft))
     pairs.append(("secondary text on the selection", t.text_secondary, t.accent_soft))
@@ -164,6 +165,21 @@ def text_pairs(tokens: Tokens) -> list[tuple[str, str, str]]:
     for badge in ("ready", "working", "failed", "ocr", "muted"):
         pairs.append((f"the {badge} badge", getattr(t, f"{badge}_fg"), getattr(t, f"{badge}_bg")))
     return pairs
+
+
+# Colours the views named before there was a theme (the chat's grounding badges): the badge
+# kind each stands for, so it is drawn as a pill in the scheme's own, AA-contrast colours.
+KIND_OF_COLOUR = {
+    "#2e7d32": "ready",
+    "#b26a00": "working",
+    "#c62828": "failed",
+    "#1565c0": "muted",
+    "#6a1b9a": "ocr",
+}
+
+
+def badge_kind(colour: str) -> str:
+    return KIND_OF_COLOUR.get(colour.lower(), "muted")
 
 
 # --- the scheme ------------------------------------------------------------------------------
@@ -270,6 +286,7 @@ def stylesheet(t: Tokens, base_pt: float) -> str:
     values = {k: v for k, v in asdict(t).items() if k != "name"}
     values.update(type_scale(base_pt))
     values["icons"] = (folder / "icons").as_posix()  # the check boxes' marks
+    values["chevron"] = f"{values['icons']}/chevron-{t.name}.svg"  # a drop-down's arrow
     return template.substitute(values)
 
 

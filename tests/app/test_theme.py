@@ -287,3 +287,42 @@ def test_a_stored_documents_row_knows_its_ocr_pages():
     plain = Document(id="2", uri="file:///plain.pdf", index_state="hybrid")
     assert rows.from_document(scanned).recognised_pages == 3
     assert rows.from_document(plain).recognised_pages == 0
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_an_answers_grounding_badge_is_a_pill_in_the_schemes_colours(qtbot, themed, scheme):
+    """Its colour was fixed (#2e7d32, #c62828: 3.1:1 and 2.9:1 on the dark surface)."""
+    from haiku_desk.services.conversations import Turn
+    from haiku_desk.views.chat_pane import TurnWidget
+
+    tokens = theme.apply_theme(themed, scheme)
+    for basis, kind, label in (("grounded", "ready", "Grounded"), ("missing", "failed", "No sources declared")):
+        turn = Turn(question="Does it hold?", answer="It does.", grounding=basis, rests_on=basis)
+        widget = TurnWidget(turn)
+        qtbot.addWidget(widget)
+        widget.resize(500, 200)
+        widget.show()
+        widget.finish(turn)
+        qtbot.waitExposed(widget)
+        assert widget.badge.isVisible() and label in widget.badge.text()
+        assert widget.badge.property("badge") == kind
+        fg, bg = getattr(tokens, f"{kind}_fg"), getattr(tokens, f"{kind}_bg")
+        image = widget.badge.grab().toImage()
+        colours = {image.pixelColor(x, y).name() for x in range(image.width()) for y in range(image.height())}
+        assert bg in colours
+        assert contrast(fg, bg) >= AA
+
+
+def test_dialog_messages_take_the_schemes_error_and_warning_colours(qtbot, themed):
+    from PySide6.QtWidgets import QLabel, QWidget
+
+    tokens = theme.apply_theme(themed, "dark")
+    holder = QWidget()
+    qtbot.addWidget(holder)
+    error, warning = QLabel("Year must be a number", holder), QLabel("Before it works: …", holder)
+    error.setProperty("textRole", "error")
+    warning.setProperty("textRole", "warning")
+    holder.show()
+    qtbot.waitExposed(holder)
+    assert error.palette().color(QPalette.ColorRole.WindowText).name() == tokens.danger
+    assert warning.palette().color(QPalette.ColorRole.WindowText).name() == tokens.working_fg
