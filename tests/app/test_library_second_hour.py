@@ -230,3 +230,57 @@ def test_ctrl_n_again_reuses_the_empty_new_chat(qloop, qtbot, services):
     chat.open_conversation(first.id)  # back in the named one, Ctrl+N opens the empty one again
     pane.new_chat_action.trigger()
     assert chat.current.title == "New chat" and len(chat.conversations()) == 2
+
+
+def _long_pdf(path, pages: int):
+    import pymupdf
+
+    words = "soil moisture probes calibrate against gravimetric samples in sandy loam orchards".split()
+    doc = pymupdf.open()
+    for p in range(pages):
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((72, 72), f"Chapter {p + 1}", fontname="hebo", fontsize=16)
+        for line in range(40):
+            text = " ".join(words[(line + p + i) % len(words)] for i in range(12)) + f" {p}.{line}"
+            page.insert_text((72, 100 + 17 * line), text, fontname="helv", fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_the_overall_bar_follows_pages_parsed_and_chunks_embedded(qloop, qtbot, library, tmp_path):
+    from haiku.rag.operations import Stage
+
+    book = _long_pdf(tmp_path / "book.pdf", 30)
+    note = _titled_pdf(tmp_path / "note.pdf", "A Short Note", "A note on probes.")
+    pane = _pane(qtbot, library)
+    overall: list[tuple[int, int]] = []
+    library.overall_progress.connect(lambda done, total: overall.append((done, total)))
+    at_report: dict[str, list[tuple[int, int]]] = {"parsing": [], "embedding": []}
+
+    def seen(key: str, progress) -> None:  # after the runner took the report in
+        if key == uri_for(book) and progress.stage in (Stage.PARSING, Stage.EMBEDDING) and progress.total > 1:
+            at_report[progress.stage.value].append((progress.done, overall[-1][0]))
+
+    library.queue.progressed.connect(seen)
+    library.add_paths([book, note])
+    run_until(qloop, lambda: all(library.entry(uri_for(f)).state.value == "hybrid" for f in (book, note)), SLOW)
+    run_until(qloop, lambda: overall[-1] == (0, 0), SLOW)
+
+    # the bar moves while one file is parsed page by page and while its chunks are embedded
+    for stage in ("parsing", "embedding"):
+        reports = at_report[stage]
+        assert len({done for done, _ in reports}) >= 2, stage
+        bars = [bar for _, bar in reports]
+        assert bars == sorted(bars) and bars[-1] > bars[0], stage
+    # never backwards, and full only once everything is embedded
+    busy = overall[:-1]
+    steps = [(done / total, total) for done, total in busy if total]
+    assert all(b >= a - 1 / total for (a, _), (b, total) in zip(steps, steps[1:], strict=False))  # but rounding
+    assert [p for p in busy if p[0] == p[1] > 0][-1] == busy[-1]
+    # embedding is most of the work: with both files parsed the bar is well short of half
+    chunks = library.entry(uri_for(book)).chunk_count
+    assert chunks > 30
+    parsed = max(bar for _, bar in at_report["parsing"])
+    assert parsed / busy[-1][1] < 0.3
+    assert "%" in pane.overall.format() or not pane.overall.isVisible()
