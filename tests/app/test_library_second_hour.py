@@ -284,3 +284,79 @@ def test_the_overall_bar_follows_pages_parsed_and_chunks_embedded(qloop, qtbot, 
     parsed = max(bar for _, bar in at_report["parsing"])
     assert parsed / busy[-1][1] < 0.3
     assert "%" in pane.overall.format() or not pane.overall.isVisible()
+
+
+def test_f6_frames_the_pane_that_has_the_focus(qloop, qtbot, services):
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from haiku_desk.views.main_window import MainWindow
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.resize(1024, 640)
+    window.show()
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitUntil(lambda: window.isActiveWindow())
+    focus = window.pane_focus
+    panes = [pane for pane, _ in window._focus_stops()]
+    assert len(panes) == 4
+
+    def framed() -> object:
+        return next((p for p in panes if p.property("focusPane") is True), None)
+
+    window.chat_pane.input.setFocus()  # where the window starts: the question box
+    qtbot.waitUntil(lambda: framed() is panes[2])
+    for expected in (panes[3], panes[0], panes[1], panes[2], panes[3]):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6)
+        qtbot.waitUntil(lambda e=expected: framed() is e)
+        assert [p for p in panes if p.property("focusPane") is True] == [expected]
+        frame = focus.frame
+        assert frame.isVisible() and frame.geometry().topLeft() == expected.mapTo(window, expected.rect().topLeft())
+        assert frame.size() == expected.size()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: framed() is panes[2])
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6)
+    qtbot.waitUntil(lambda: framed() is panes[3])
+
+    # the frame is drawn: the pane's edge is the highlight colour in the window's pixels
+    image = window.grab().toImage()
+    pane = panes[3]
+    top_left = pane.mapTo(window, pane.rect().topLeft())
+    point = top_left + pane.rect().center() * 0
+    point.setY(top_left.y() + pane.height() // 2)
+    ratio = image.devicePixelRatio()
+    pixel = image.pixelColor(int(point.x() * ratio), int(point.y() * ratio))
+    highlight = window.palette().color(QPalette.ColorGroup.Active, QPalette.ColorRole.Highlight)
+    assert pixel.rgb() == highlight.rgb()
+
+
+def test_help_about_names_versions_licence_library_and_log_folder(qloop, qtbot, services):
+    from haiku_desk import __version__
+    from haiku_desk.views.main_window import MainWindow
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    help_menu = window.help_menu
+    assert window.about_action in help_menu.actions() and help_menu.actions()[-1] is window.about_action
+    assert "&A" in window.about_action.text()  # Alt+H, A from the keyboard
+    window.about_action.trigger()
+    dialog = window.about_dialog
+    qtbot.waitUntil(dialog.isVisible)
+    text = dialog.text.text()
+    assert f"haiku-desk {__version__}" in text and f"haiku.rag {__version__}" in text
+    assert "AGPL-3.0-or-later" in text
+    assert str(services.library.db_path) in text
+    from haiku_desk.services.library_choice import log_folder
+
+    assert str(log_folder(services.config)) in text
+    assert "docs" in text  # links to the documentation of a source checkout
+    dialog.copy_details()
+    from PySide6.QtGui import QGuiApplication
+
+    assert str(services.library.db_path) in QGuiApplication.clipboard().text()
+    qtbot.keyClick(dialog, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not window.about_dialog.isVisible())
