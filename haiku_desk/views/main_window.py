@@ -352,6 +352,9 @@ class MainWindow(QMainWindow):
         else:
             index = (current + step) % len(stops)
         reason = Qt.FocusReason.TabFocusReason if step > 0 else Qt.FocusReason.BacktabFocusReason
+        pane_focus = getattr(self, "pane_focus", None)
+        if pane_focus is not None:
+            pane_focus.follow_keyboard()  # the pane it lands in is framed
         stops[index][1].setFocus(reason)
 
     def _keyboard_focus_chain(self) -> None:

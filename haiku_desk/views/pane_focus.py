@@ -46,11 +46,13 @@ class _Frame(QWidget):
 
 
 class PaneFocus(QObject):
-    """Follows the application's focus and frames the pane of ``window`` that holds it.
+    """Frames the pane of ``window`` that holds the focus, from the moment F6 or Shift+F6 was
+    pressed (:meth:`follow_keyboard`) until the mouse is pressed in the window: the frame is
+    the keyboard's guide, so a click (which shows where the focus went by itself) removes it.
 
-    ``panes`` returns the panes in F6 order (visible ones); a focus outside them (a menu, a
-    dialog) leaves the frame where it was while the window is inactive, and hides it when the
-    focus is in the window but in no pane (the toolbar).
+    ``panes`` returns the panes in F6 order (visible ones). While it is shown the frame follows
+    the focus (Tab into another pane moves it); a focus outside the window (a menu, a dialog)
+    leaves it where it was, and a focus in the window but in no pane (the toolbar) hides it.
     """
 
     def __init__(self, window: QWidget, panes: Callable[[], list[QWidget]]) -> None:
@@ -58,10 +60,20 @@ class PaneFocus(QObject):
         self._window = window
         self._panes = panes
         self._current: QWidget | None = None
+        self._following = False  # True from F6 until a mouse press
         self.frame = _Frame(window)
         app = QApplication.instance()
         if isinstance(app, QApplication):
             app.focusChanged.connect(self._focus_changed)
+            app.installEventFilter(self)  # mouse presses in the window end the keyboard's frame
+
+    def follow_keyboard(self) -> None:
+        """F6 or Shift+F6 was pressed: frame the pane the focus goes to (and follow it)."""
+        self._following = True
+
+    def _mouse_pressed(self) -> None:
+        self._following = False
+        self._show(None)
 
     @property
     def current(self) -> QWidget | None:
@@ -69,7 +81,7 @@ class PaneFocus(QObject):
         return self._current
 
     def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
-        if new is None or new.window() is not self._window:
+        if not self._following or new is None or new.window() is not self._window:
             return  # a dialog or a menu: the frame stays with the pane it was on
         pane = next((p for p in self._panes() if p is new or p.isAncestorOf(new)), None)
         self._show(pane)
@@ -105,6 +117,14 @@ class PaneFocus(QObject):
         self.frame.update()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if (
+            event.type() == QEvent.Type.MouseButtonPress
+            and self._following
+            and isinstance(watched, QWidget)
+            and watched.window() is self._window
+        ):
+            self._mouse_pressed()
+            return False
         if watched is self._current and event.type() in (
             QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide
         ):

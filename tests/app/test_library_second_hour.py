@@ -306,8 +306,8 @@ def test_f6_frames_the_pane_that_has_the_focus(qloop, qtbot, services):
     def framed() -> object:
         return next((p for p in panes if p.property("focusPane") is True), None)
 
-    window.chat_pane.input.setFocus()  # where the window starts: the question box
-    qtbot.waitUntil(lambda: framed() is panes[2])
+    window.chat_pane.input.setFocus()  # where the window starts: the question box, no frame
+    assert framed() is None and not focus.frame.isVisible()
     for expected in (panes[3], panes[0], panes[1], panes[2], panes[3]):
         qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6)
         qtbot.waitUntil(lambda e=expected: framed() is e)
@@ -317,7 +317,9 @@ def test_f6_frames_the_pane_that_has_the_focus(qloop, qtbot, services):
         assert frame.size() == expected.size()
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6, Qt.KeyboardModifier.ShiftModifier)
     qtbot.waitUntil(lambda: framed() is panes[2])
-    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6)
+    window.library_pane.search.setFocus(Qt.FocusReason.TabFocusReason)  # Tab on into another pane
+    qtbot.waitUntil(lambda: framed() is panes[0])  # the frame follows
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6, Qt.KeyboardModifier.ShiftModifier)
     qtbot.waitUntil(lambda: framed() is panes[3])
 
     # the frame is drawn: the pane's edge is the highlight colour in the window's pixels
@@ -330,6 +332,10 @@ def test_f6_frames_the_pane_that_has_the_focus(qloop, qtbot, services):
     pixel = image.pixelColor(int(point.x() * ratio), int(point.y() * ratio))
     highlight = window.palette().color(QPalette.ColorGroup.Active, QPalette.ColorRole.Highlight)
     assert pixel.rgb() == highlight.rgb()
+
+    # a mouse click ends the keyboard's frame
+    qtbot.mouseClick(window.chat_pane.input, Qt.MouseButton.LeftButton)
+    assert framed() is None and not focus.frame.isVisible()
 
 
 def test_help_about_names_versions_licence_library_and_log_folder(qloop, qtbot, services):
