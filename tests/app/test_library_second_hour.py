@@ -366,3 +366,37 @@ def test_help_about_names_versions_licence_library_and_log_folder(qloop, qtbot, 
     assert str(services.library.db_path) in QGuiApplication.clipboard().text()
     qtbot.keyClick(dialog, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: not window.about_dialog.isVisible())
+
+
+def test_zotero_rows_are_told_apart_show_their_files_and_a_missing_file_warns_with_its_next_step(
+    qloop, qtbot, library, notifications, tmp_path
+):
+    import zotero_factory as zf
+
+    from haiku_desk.models.documents import FILE_NAME_ROLE
+    from haiku_desk.services.notifications import Level
+
+    zotero = zf.build_library(tmp_path)
+    pane = _pane(qtbot, library)
+    task = library.import_zotero(zotero.data_dir)
+    run_until(qloop, task.done, SLOW)
+    assert task.result().counts() == {"ingested": 3, "missing": 1}
+
+    def row(role: str):
+        key = f"zotero://select/library/items/{zotero.keys[role]}"
+        index = pane.proxy.mapFromSource(pane.model.index(pane.model.row_of(key), NAME))
+        return library.entry(key), index
+
+    main, main_index = row("a_main")
+    supplement, supplement_index = row("a_supplement")
+    assert main.name == zf.PAPER_A["title"]
+    assert supplement.name == f"{zf.PAPER_A['title']} (supplement: supplement.pdf)"  # not a second identical row
+    assert supplement_index.data(FILE_NAME_ROLE).startswith("supplement.pdf")  # the file, not ATTA0002
+    assert main_index.data(FILE_NAME_ROLE).startswith("kowalczyk2017.pdf")
+    pane.search.setText("kowalczyk2017")  # and the filter finds it by that name
+    assert [pane.proxy.index(r, NAME).data(ENTRY_ROLE).key for r in range(pane.proxy.rowCount())] == [main.key]
+
+    # the missing attachment: a warning that stays, naming it and what to do
+    (warning,) = [n for n in notifications.history if n.level is Level.WARNING]
+    assert "otters.pdf" in warning.message and "Find Available PDF" in warning.message
+    assert notifications.is_live(warning.key)
