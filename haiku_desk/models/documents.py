@@ -33,7 +33,9 @@ Index = QModelIndex | QPersistentModelIndex
 
 
 def file_name(entry: LibraryEntry) -> str:
-    return PurePath(entry.path).name if entry.path else entry.key.rsplit("/", 1)[-1]
+    if entry.path:
+        return PurePath(entry.path).name
+    return entry.file_name or entry.key.rsplit("/", 1)[-1]  # a Zotero row: its file, not its key
 
 
 class Rows(Protocol):

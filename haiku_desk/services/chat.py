@@ -183,8 +183,7 @@ class ChatService(QObject):
         asking = self.questions.running_id if self.questions.busy else None
         blank = next((r for r in self._records.values() if r.blank and r.id != asking), None)
         if reuse_blank and title == UNTITLED and blank is not None:
-            if self.current is None or self.current.id != blank.id:
-                self._set_current(blank)
+            self._set_current(blank)  # shown afresh (the citation panel clears), even if current
             return blank
         scope = self.scope()
         record = ConversationRecord(

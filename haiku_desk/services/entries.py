@@ -110,6 +110,9 @@ class LibraryEntry:
     watched_folder: str | None = None
     authors: str = ""  # the bibliographic record's authors, "Vaswani, Shazeer" (the filter reads them)
     year: int | None = None
+    # the file's name where the key is no file path (a Zotero attachment's "paper.pdf", not
+    # its storage key); empty when ``path`` names the file
+    file_name: str = ""
     recognised_pages: int = 0  # pages read by text recognition (OCR) at ingest
 
     @property

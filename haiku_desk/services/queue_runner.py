@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,8 @@ from haiku_desk.services.work_queue import DeleteJob, IngestJob, Job, WorkQueue
 
 if TYPE_CHECKING:
     from haiku.rag.client import HaikuRAG, IngestOutcome
+    from haiku.rag.operations import Progress
+    from haiku.rag.store.models import Document
 
 __all__ = ["QueueRunner"]
 
@@ -37,11 +40,49 @@ log = logging.getLogger("haiku_desk.library")
 
 CANCELLED_REASON = "cancelled before it was added: it is not in the library"
 
+# The overall bar follows the work, not the number of jobs: a page parsed and a chunk embedded
+# are its units, weighed by what each costs on a laptop (docs/benchmarks.md: parse + chunk runs
+# at ~50-230 pages/s, the offline embedder at ~18 chunks/s, so a chunk costs about five pages).
+PAGE_COST = 1
+CHUNK_COST = 5
+DELETE_COST = 1
+# Until a file's parse reports its pages, and its ingest its chunks, they are estimated:
+ESTIMATED_PAGES = 10  # a file not seen before
+CHUNKS_PER_PAGE = 2.5  # the real-world PDFs' average (2,775 chunks over 1,144 pages)
+
+
+@dataclass
+class _Work:
+    """One file's (or delete's) part of the overall bar, in cost units: its parse and its
+    embedding, each estimated until the work reports its real size."""
+
+    parse_total: float = 0.0
+    parse_done: float = 0.0
+    embed_total: float = 0.0
+    embed_done: float = 0.0
+    stopped: bool = False  # ended: late reports change nothing
+
+    @property
+    def total(self) -> float:
+        return self.parse_total + self.embed_total
+
+    @property
+    def done(self) -> float:
+        return min(self.parse_done, self.parse_total) + min(self.embed_done, self.embed_total)
+
+    def stop(self) -> None:
+        """Nothing more will be done: what remains leaves the total."""
+        self.parse_total = min(self.parse_done, self.parse_total)
+        self.embed_total = min(self.embed_done, self.embed_total)
+        self.stopped = True
+
 
 class QueueRunner(QObject):
     """Runs one library's queued writes in order, one at a time (:meth:`attach` starts over)."""
 
-    overall_progress = Signal(int, int)  # steps done, steps in this busy period (0, 0 when idle)
+    # work done, work in this busy period, in cost units (pages parsed, chunks embedded,
+    # weighed: see PAGE_COST); (0, 0) when idle
+    overall_progress = Signal(int, int)
     busy_changed = Signal(bool)
     password_required = Signal(object)  # LibraryEntry of a locked PDF
     progressed = Signal(str, object)  # the row's key, haiku.rag.operations.Progress
@@ -74,8 +115,8 @@ class QueueRunner(QObject):
         self._worker: asyncio.Task[None] | None = None
         self._current: tuple[str, Operation] | None = None
         self._embed_paused: set[str] = set()  # keys whose embedding the user cancelled
-        self._steps_done = 0
-        self._steps_total = 0
+        self._work_items: dict[str, _Work] = {}  # this busy period's work, by row key ("delete:" + key)
+        self._shown = 0.0  # the fraction the bar shows (it never goes back within a busy period)
         self._closed = False
 
     @property
@@ -126,7 +167,8 @@ class QueueRunner(QObject):
         self._embed_paused.discard(key)
         self._rows.set(entry)
         self._queue.append(IngestJob(key, path.resolve(), password, watched))
-        self._steps_total += 1
+        pages = previous.page_count if previous is not None and previous.page_count else ESTIMATED_PAGES
+        self._work_items[key] = _Work(parse_total=pages * PAGE_COST, embed_total=pages * CHUNKS_PER_PAGE * CHUNK_COST)
         self.emit_overall()
 
     def remove_documents(self, keys: list[str]) -> None:
@@ -146,7 +188,7 @@ class QueueRunner(QObject):
     def _queue_delete(self, entry: LibraryEntry) -> None:
         assert entry.document_id is not None
         self._queue.append(DeleteJob(entry.key, entry.document_id))
-        self._steps_total += 1
+        self._work_items["delete:" + entry.key] = _Work(parse_total=DELETE_COST)
         self._rows.update(entry.key, state=DocumentState.DELETING, stage="", done=0, total=0)
 
     def _is_pending(self, key: str) -> bool:
@@ -159,7 +201,7 @@ class QueueRunner(QObject):
         a document whose delete was still queued stays in the library."""
         for key in keys:
             for job in self._queue.remove(key):
-                self._steps_done += 1
+                self._stop_work(job.key if isinstance(job, IngestJob) else "delete:" + job.key)
                 if isinstance(job, DeleteJob):
                     self._include(key)  # not deleted after all: rescans may bring it again
                 self._after_cancel(key)
@@ -234,10 +276,7 @@ class QueueRunner(QObject):
                 pending = self._embeddable()
                 if not pending:
                     break
-                self._steps_total += 1
-                self.emit_overall()
                 await self._run_embedding(pending[0])
-                self._steps_done += 1
                 self.emit_overall()
         except asyncio.CancelledError:
             pass
@@ -246,7 +285,8 @@ class QueueRunner(QObject):
         finally:
             self._worker = None
             self._current = None
-            self._steps_done = self._steps_total = 0
+            self._work_items = {}
+            self._shown = 0.0
             if not self._closed:
                 self.emit_overall()
                 self.busy_changed.emit(False)
@@ -261,19 +301,76 @@ class QueueRunner(QObject):
         finally:
             if not self._closed:  # at quit the job stays in the queue file: resumed next start
                 self._queue.finish(job)
-                self._steps_done += 1
+                if isinstance(job, DeleteJob):
+                    self._stop_work("delete:" + job.key, done=True)
                 self.emit_overall()
 
+    # --- the overall bar: the work done of the work in this busy period ---------------------
+
+    def _stop_work(self, key: str, *, done: bool = False) -> None:
+        work = self._work_items.get(key)
+        if work is None:
+            return
+        if done:
+            work.parse_done = work.parse_total
+        work.stop()
+
+    def _note_progress(self, key: str, progress: Progress) -> None:
+        """A running job's report: the work it has done, and its real size once known."""
+        from haiku.rag.operations import Stage
+
+        work = self._work_items.setdefault(key, _Work())
+        if work.stopped:
+            return
+        if progress.stage is Stage.EMBEDDING:
+            if progress.total:
+                work.embed_total = progress.total * CHUNK_COST
+            work.embed_done = progress.done * CHUNK_COST
+        elif progress.stage in (Stage.PARSING, Stage.RECOGNISING) and progress.total:
+            pages = progress.total * PAGE_COST
+            if progress.stage is Stage.PARSING and pages != work.parse_total:
+                # the real page count: its chunks are estimated from it until the ingest ends
+                work.embed_total = max(work.embed_done, progress.total * CHUNKS_PER_PAGE * CHUNK_COST)
+            work.parse_total = pages
+            work.parse_done = progress.done * PAGE_COST
+        self.emit_overall()
+
+    def _parsed(self, key: str, document: Document | None) -> None:
+        """An ingest ended: its parse is done, and its embedding is as large as its chunks
+        (nothing, when it left no document or its vectors are already there)."""
+        work = self._work_items.setdefault(key, _Work())
+        work.parse_done = work.parse_total
+        if document is None or document.index_state == "hybrid" or key in self._embed_paused:
+            work.stop()
+        else:
+            work.embed_total = max(work.embed_done, document.chunk_count * CHUNK_COST)
+
     def emit_overall(self) -> None:
-        # An embedding is counted as a step when it starts; the files still waiting for theirs
-        # are counted too, so "4 of 4 steps" never shows while vectors are still to come.
-        waiting = len(self._embeddable()) if self._steps_total else 0
-        self.overall_progress.emit(self._steps_done, self._steps_total + waiting)
+        # Files whose vectors are still to come are counted too (text-searchable documents of
+        # an earlier session among them), so the bar never reads full before the last vector.
+        if not self._work_items:
+            waiting = self._embeddable() if self.busy else []
+        else:
+            waiting = [e for e in self._embeddable() if e.key not in self._work_items]
+        for entry in waiting:
+            self._work_items[entry.key] = _Work(embed_total=max(1, entry.chunk_count) * CHUNK_COST)
+        done = sum(w.done for w in self._work_items.values())
+        total = sum(w.total for w in self._work_items.values())
+        if not total:
+            self._shown = 0.0
+            self.overall_progress.emit(0, 0)
+            return
+        # An estimate corrected upwards (a file longer than guessed, files added) would move
+        # the bar back; it holds still instead until the work catches up.
+        self._shown = max(self._shown, min(1.0, done / total))
+        total_units = max(1, round(total))
+        self.overall_progress.emit(min(total_units, math.ceil(self._shown * total_units - 1e-9)), total_units)
 
     async def _run_operation(self, key: str, operation: Operation) -> bool:
         """Run one operation to its end; False when it was cancelled."""
         cancelled: list[bool] = []
         self._current = (key, operation)
+        operation.progressed.connect(lambda progress: self._note_progress(key, progress))
         operation.progressed.connect(lambda progress: self.progressed.emit(key, progress))
         operation.cancelled.connect(lambda: cancelled.append(True))
         operation.start()
@@ -290,6 +387,8 @@ class QueueRunner(QObject):
         finished = await self._run_operation(job.key, operation)
         if self._closed:
             return  # quitting: whatever happened, the job is resumed at the next start
+        outcome = operation.result if finished and operation.error is None else None
+        self._parsed(job.key, outcome.document if outcome is not None and outcome.status != "failed" else None)
         if not finished:
             self._after_cancel(job.key)
         elif operation.error is not None:
@@ -305,7 +404,7 @@ class QueueRunner(QObject):
         if previous is None:  # deleted while it was being ingested
             if outcome.document is not None:
                 self._queue.append(DeleteJob(key, outcome.document.id))
-                self._steps_total += 1
+                self._work_items["delete:" + key] = _Work(parse_total=DELETE_COST)
             return
         if outcome.status == "failed" or outcome.document is None:
             category = outcome.category or IngestCategory.UNEXPECTED
@@ -344,6 +443,10 @@ class QueueRunner(QObject):
         finished = await self._run_operation(key, operation)
         if self._closed:
             return  # its vectors are completed at the next start
+        work = self._work_items.get(key)
+        if work is not None and finished and operation.error is None:
+            work.embed_done = work.embed_total
+        self._stop_work(key)  # its vectors are all there, or none more will be made now
         if not finished:
             self._embed_paused.add(key)
             await self.restore(key)

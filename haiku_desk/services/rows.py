@@ -91,11 +91,13 @@ class DocumentRows(QObject):
         from haiku.rag.bibliography import bibliographic
 
         record = bibliographic(document.metadata)
+        path = path_from_uri(document.uri)
+        stored_name = document.metadata.get("filename") if path is None else None
         return LibraryEntry(
             key=document.uri,
             name=document.display_name,
             state=DocumentState.HYBRID if document.index_state == "hybrid" else DocumentState.TEXT,
-            path=path_from_uri(document.uri),
+            path=path,
             document_id=document.id,
             generation=document.generation,
             mime_type=document.mime_type,
@@ -105,6 +107,7 @@ class DocumentRows(QObject):
             authors=", ".join(c.display for c in record.authors) if record else "",
             year=record.year if record else None,
             recognised_pages=len(document.metadata.get("pages_recognised") or ()),
+            file_name=stored_name if isinstance(stored_name, str) else "",
         )
 
     def show_stored(self, documents: list[Document]) -> None:

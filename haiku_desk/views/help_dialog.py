@@ -1,10 +1,12 @@
 """The keyboard shortcuts page (F1): every shortcut of the window's actions, read from the
 actions themselves so the list cannot drift from what the keys do, and the keys that belong to
-one widget (sending a question, ticking a document)."""
+one widget (sending a question, ticking a document); and Help › About haiku-desk."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from typing import Any
+
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -89,3 +91,60 @@ class ShortcutsDialog(QDialog):
             return item.text() if item is not None else ""
 
         return [(text(r, 0), text(r, 1)) for r in range(self.table.rowCount())]
+
+
+class AboutDialog(QDialog):
+    """Help › About haiku-desk: versions, licence, the open library, the log folder and the
+    documentation (links open with the keyboard too: Tab to one, Enter)."""
+
+    def __init__(self, facts: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        from html import escape
+
+        self.setWindowTitle("About haiku-desk")
+        self.setAccessibleName("About haiku-desk")
+        self.facts = facts
+        docs = "".join(f'<li><a href="{escape(url)}">{escape(title)}</a></li>' for title, url in facts.docs)
+        log_url = QUrl.fromLocalFile(facts.log_folder).toString()
+        self.text = QLabel(
+            f"<h3>haiku-desk {escape(facts.app_version)}</h3>"
+            f"<p>A research assistant over your own documents, on haiku.rag {escape(facts.library_version)}.</p>"
+            f'<p>Licence: <a href="{escape(facts.licence_url)}">{escape(facts.licence)}</a></p>'
+            f"<p>Library: {escape(facts.library_path)}<br>"
+            f'Log folder: <a href="{escape(log_url)}">{escape(facts.log_folder)}</a></p>'
+            + (f"<p>Documentation:</p><ul>{docs}</ul>" if docs else "")
+            + "<p>Keyboard shortcuts: F1.</p>"
+        )
+        self.text.setObjectName("about_text")
+        self.text.setAccessibleName("About haiku-desk")
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextBrowserInteraction | Qt.TextInteractionFlag.TextSelectableByKeyboard
+        )
+        self.text.setOpenExternalLinks(True)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.reject)
+        self.copy_button = buttons.addButton("Copy details", QDialogButtonBox.ButtonRole.ActionRole)
+        self.copy_button.clicked.connect(self.copy_details)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(buttons)
+        self.setMinimumWidth(420)
+        close = buttons.button(QDialogButtonBox.StandardButton.Close)
+        if close is not None:
+            close.setDefault(True)
+            close.setFocus()
+
+    def details(self) -> str:
+        """The facts as plain text, for a bug report."""
+        f = self.facts
+        return (
+            f"haiku-desk {f.app_version} (haiku.rag {f.library_version}), {f.licence}\n"
+            f"Library: {f.library_path}\nLog folder: {f.log_folder}\n"
+        )
+
+    def copy_details(self) -> None:
+        from PySide6.QtGui import QGuiApplication
+
+        QGuiApplication.clipboard().setText(self.details())

@@ -608,12 +608,17 @@ class LibraryPane(QWidget):
         return dialog
 
     def _overall(self, done: int, total: int) -> None:
+        """The work done of the work in this busy period (pages parsed and chunks embedded,
+        weighed by their cost), as a percentage and the files still being worked on."""
         if total <= 0:
             self.overall.hide()
             return
         self.overall.setRange(0, total)
         self.overall.setValue(done)
-        self.overall.setFormat(f"{done} of {total} steps")
+        busy = sum(1 for e in self.library.entries if e.busy)
+        files = f" · {busy} file{'s' if busy != 1 else ''} to go" if busy else ""
+        self.overall.setFormat(f"{100 * done // total} %{files}")
+        self.overall.setAccessibleDescription(f"{100 * done // total} percent of the work done{files}")
         self.overall.show()
 
     def _activated(self, index) -> None:

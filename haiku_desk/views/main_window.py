@@ -118,6 +118,11 @@ class MainWindow(QMainWindow):
         self.library_menu = LibraryMenu(
             self, self.menuBar(), services.library, services.notifications.info, log_folder(services.config)
         )
+        self.help_menu.addSeparator()  # Help › About haiku-desk, last (after Open log folder)
+        self.about_action = QAction("&About haiku-desk", self)
+        self.about_action.setObjectName("about")
+        self.about_action.triggered.connect(self.open_about)
+        self.help_menu.addAction(self.about_action)
         # File › Recent: a library once it opened (one that fails to open is not remembered)
         services.library.opened.connect(lambda: remember_library(services.library.db_path))
         self.chat_pane.citation_activated.connect(self.show_citation)
@@ -147,6 +152,9 @@ class MainWindow(QMainWindow):
         self._restore_state()
         self._keyboard_focus_chain()
         name_qt_buttons(self)  # Qt's own icon-only buttons (clear, »): named for screen readers
+        from haiku_desk.views.pane_focus import PaneFocus
+
+        self.pane_focus = PaneFocus(self, lambda: [pane for pane, _ in self._focus_stops()])  # F6's frame
         app = QApplication.instance()
         if app is not None:
             app.installEventFilter(self)  # drops on any child widget, even ones that take text drops
@@ -221,6 +229,7 @@ class MainWindow(QMainWindow):
         help_menu.addAction(self.help_action)
         # Help › Use this library from other apps (MCP)…
         self.mcp = McpAction(self, help_menu, lambda: str(self.services.library.db_path))
+        self.help_menu = help_menu
         if self.services.bibliography is not None:
             pane = self.library_pane
             self.details = DetailsAction(self.services.bibliography, self, pane.selected_entries)  # Edit details…
@@ -343,6 +352,9 @@ class MainWindow(QMainWindow):
         else:
             index = (current + step) % len(stops)
         reason = Qt.FocusReason.TabFocusReason if step > 0 else Qt.FocusReason.BacktabFocusReason
+        pane_focus = getattr(self, "pane_focus", None)
+        if pane_focus is not None:
+            pane_focus.follow_keyboard()  # the pane it lands in is framed
         stops[index][1].setFocus(reason)
 
     def _keyboard_focus_chain(self) -> None:
@@ -360,6 +372,17 @@ class MainWindow(QMainWindow):
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         self.help_dialog = dialog
+        return dialog
+
+    def open_about(self):
+        from haiku_desk.services.about import about_facts
+        from haiku_desk.views.help_dialog import AboutDialog
+
+        facts = about_facts(self.services.library.db_path, self.services.config)
+        dialog = AboutDialog(facts, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        self.about_dialog = dialog
         return dialog
 
     def choose_zotero_library(self) -> None:

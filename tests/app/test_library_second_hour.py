@@ -230,3 +230,173 @@ def test_ctrl_n_again_reuses_the_empty_new_chat(qloop, qtbot, services):
     chat.open_conversation(first.id)  # back in the named one, Ctrl+N opens the empty one again
     pane.new_chat_action.trigger()
     assert chat.current.title == "New chat" and len(chat.conversations()) == 2
+
+
+def _long_pdf(path, pages: int):
+    import pymupdf
+
+    words = "soil moisture probes calibrate against gravimetric samples in sandy loam orchards".split()
+    doc = pymupdf.open()
+    for p in range(pages):
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((72, 72), f"Chapter {p + 1}", fontname="hebo", fontsize=16)
+        for line in range(40):
+            text = " ".join(words[(line + p + i) % len(words)] for i in range(12)) + f" {p}.{line}"
+            page.insert_text((72, 100 + 17 * line), text, fontname="helv", fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_the_overall_bar_follows_pages_parsed_and_chunks_embedded(qloop, qtbot, library, tmp_path):
+    from haiku.rag.operations import Stage
+
+    book = _long_pdf(tmp_path / "book.pdf", 30)
+    note = _titled_pdf(tmp_path / "note.pdf", "A Short Note", "A note on probes.")
+    pane = _pane(qtbot, library)
+    overall: list[tuple[int, int]] = []
+    library.overall_progress.connect(lambda done, total: overall.append((done, total)))
+    at_report: dict[str, list[tuple[int, int]]] = {"parsing": [], "embedding": []}
+
+    def seen(key: str, progress) -> None:  # after the runner took the report in
+        if key == uri_for(book) and progress.stage in (Stage.PARSING, Stage.EMBEDDING) and progress.total > 1:
+            at_report[progress.stage.value].append((progress.done, overall[-1][0]))
+
+    library.queue.progressed.connect(seen)
+    library.add_paths([book, note])
+    run_until(qloop, lambda: all(library.entry(uri_for(f)).state.value == "hybrid" for f in (book, note)), SLOW)
+    run_until(qloop, lambda: overall[-1] == (0, 0), SLOW)
+
+    # the bar moves while one file is parsed page by page and while its chunks are embedded
+    for stage in ("parsing", "embedding"):
+        reports = at_report[stage]
+        assert len({done for done, _ in reports}) >= 2, stage
+        bars = [bar for _, bar in reports]
+        assert bars == sorted(bars) and bars[-1] > bars[0], stage
+    # never backwards, and full only once everything is embedded
+    busy = overall[:-1]
+    steps = [(done / total, total) for done, total in busy if total]
+    assert all(b >= a - 1 / total for (a, _), (b, total) in zip(steps, steps[1:], strict=False))  # but rounding
+    assert [p for p in busy if p[0] == p[1] > 0][-1] == busy[-1]
+    # embedding is most of the work: with both files parsed the bar is well short of half
+    chunks = library.entry(uri_for(book)).chunk_count
+    assert chunks > 30
+    parsed = max(bar for _, bar in at_report["parsing"])
+    assert parsed / busy[-1][1] < 0.3
+    assert "%" in pane.overall.format() or not pane.overall.isVisible()
+
+
+def test_f6_frames_the_pane_that_has_the_focus(qloop, qtbot, services):
+    from PySide6.QtGui import QPalette
+    from PySide6.QtWidgets import QApplication
+
+    from haiku_desk.views.main_window import MainWindow
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.resize(1024, 640)
+    window.show()
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitUntil(lambda: window.isActiveWindow())
+    focus = window.pane_focus
+    panes = [pane for pane, _ in window._focus_stops()]
+    assert len(panes) == 4
+
+    def framed() -> object:
+        return next((p for p in panes if p.property("focusPane") is True), None)
+
+    window.chat_pane.input.setFocus()  # where the window starts: the question box, no frame
+    assert framed() is None and not focus.frame.isVisible()
+    for expected in (panes[3], panes[0], panes[1], panes[2], panes[3]):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6)
+        qtbot.waitUntil(lambda e=expected: framed() is e)
+        assert [p for p in panes if p.property("focusPane") is True] == [expected]
+        frame = focus.frame
+        assert frame.isVisible() and frame.geometry().topLeft() == expected.mapTo(window, expected.rect().topLeft())
+        assert frame.size() == expected.size()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: framed() is panes[2])
+    window.library_pane.search.setFocus(Qt.FocusReason.TabFocusReason)  # Tab on into another pane
+    qtbot.waitUntil(lambda: framed() is panes[0])  # the frame follows
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: framed() is panes[3])
+
+    # the frame is drawn: the pane's edge is the highlight colour in the window's pixels
+    image = window.grab().toImage()
+    pane = panes[3]
+    top_left = pane.mapTo(window, pane.rect().topLeft())
+    point = top_left + pane.rect().center() * 0
+    point.setY(top_left.y() + pane.height() // 2)
+    ratio = image.devicePixelRatio()
+    pixel = image.pixelColor(int(point.x() * ratio), int(point.y() * ratio))
+    highlight = window.palette().color(QPalette.ColorGroup.Active, QPalette.ColorRole.Highlight)
+    assert pixel.rgb() == highlight.rgb()
+
+    # a mouse click ends the keyboard's frame
+    qtbot.mouseClick(window.chat_pane.input, Qt.MouseButton.LeftButton)
+    assert framed() is None and not focus.frame.isVisible()
+
+
+def test_help_about_names_versions_licence_library_and_log_folder(qloop, qtbot, services):
+    from haiku_desk import __version__
+    from haiku_desk.views.main_window import MainWindow
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    help_menu = window.help_menu
+    assert window.about_action in help_menu.actions() and help_menu.actions()[-1] is window.about_action
+    assert "&A" in window.about_action.text()  # Alt+H, A from the keyboard
+    window.about_action.trigger()
+    dialog = window.about_dialog
+    qtbot.waitUntil(dialog.isVisible)
+    text = dialog.text.text()
+    assert f"haiku-desk {__version__}" in text and f"haiku.rag {__version__}" in text
+    assert "AGPL-3.0-or-later" in text
+    assert str(services.library.db_path) in text
+    from haiku_desk.services.library_choice import log_folder
+
+    assert str(log_folder(services.config)) in text
+    assert "docs" in text  # links to the documentation of a source checkout
+    dialog.copy_details()
+    from PySide6.QtGui import QGuiApplication
+
+    assert str(services.library.db_path) in QGuiApplication.clipboard().text()
+    qtbot.keyClick(dialog, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not window.about_dialog.isVisible())
+
+
+def test_zotero_rows_are_told_apart_show_their_files_and_a_missing_file_warns_with_its_next_step(
+    qloop, qtbot, library, notifications, tmp_path
+):
+    import zotero_factory as zf
+
+    from haiku_desk.models.documents import FILE_NAME_ROLE
+    from haiku_desk.services.notifications import Level
+
+    zotero = zf.build_library(tmp_path)
+    pane = _pane(qtbot, library)
+    task = library.import_zotero(zotero.data_dir)
+    run_until(qloop, task.done, SLOW)
+    assert task.result().counts() == {"ingested": 3, "missing": 1}
+
+    def row(role: str):
+        key = f"zotero://select/library/items/{zotero.keys[role]}"
+        index = pane.proxy.mapFromSource(pane.model.index(pane.model.row_of(key), NAME))
+        return library.entry(key), index
+
+    main, main_index = row("a_main")
+    supplement, supplement_index = row("a_supplement")
+    assert main.name == zf.PAPER_A["title"]
+    assert supplement.name == f"{zf.PAPER_A['title']} (supplement: supplement.pdf)"  # not a second identical row
+    assert supplement_index.data(FILE_NAME_ROLE).startswith("supplement.pdf")  # the file, not ATTA0002
+    assert main_index.data(FILE_NAME_ROLE).startswith("kowalczyk2017.pdf")
+    pane.search.setText("kowalczyk2017")  # and the filter finds it by that name
+    assert [pane.proxy.index(r, NAME).data(ENTRY_ROLE).key for r in range(pane.proxy.rowCount())] == [main.key]
+
+    # the missing attachment: a warning that stays, naming it and what to do
+    (warning,) = [n for n in notifications.history if n.level is Level.WARNING]
+    assert "otters.pdf" in warning.message and "Find Available PDF" in warning.message
+    assert notifications.is_live(warning.key)

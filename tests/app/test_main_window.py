@@ -218,6 +218,7 @@ def test_the_citation_panel_follows_the_conversation_shown(qloop, window):
         page_numbers=[1],
     )
     first = chat.new_conversation()
+    chat.rename(first.id, "Reading a paper")  # not an empty "New chat" (Ctrl+N would reuse that)
     pane.citation_activated.emit(citation)  # a click on one of its chips
     assert panel.citation == citation and "A paper" in panel.title.toolTip()
 

@@ -437,6 +437,7 @@ def _read(db: sqlite3.Connection, location: ZoteroLocation) -> ZoteroLibrary:
                 notes=notes,
             )
         )
+    _name_supplements(attachments)
     from haiku.rag.collections import CollectionError, check_name
 
     collections: dict[str, tuple[str, list[str]]] = {}
@@ -454,6 +455,33 @@ def _read(db: sqlite3.Connection, location: ZoteroLocation) -> ZoteroLibrary:
         attachment.collections = [n for n, _ in kept]
         attachment.collection_keys = [k for _, k in kept]
     return ZoteroLibrary(attachments, collections, skipped, bad_collections)
+
+
+def attachment_file_name(raw_path: str | None) -> str:
+    """The file name of a Zotero attachment path ("storage:paper.pdf" -> "paper.pdf")."""
+    if not raw_path:
+        return ""
+    for prefix in ("storage:", "attachments:"):
+        if raw_path.startswith(prefix):
+            raw_path = raw_path[len(prefix) :]
+            break
+    return Path(raw_path.replace("\\", "/")).name
+
+
+def _name_supplements(attachments: list[ZoteroAttachment]) -> None:
+    """An item with several PDFs (a paper and its supplement) would list them under one title:
+    the first attached keeps the item's title, each other one is titled "<item title>
+    (supplement: <file name>)" (cut to the title bound). Its bibliographic record stays the
+    item's: it is the same work for citations."""
+    by_parent: dict[tuple[str, str], list[ZoteroAttachment]] = defaultdict(list)
+    for attachment in attachments:
+        if attachment.parent_key is not None:
+            by_parent[(attachment.library_uri, attachment.parent_key)].append(attachment)
+    for siblings in by_parent.values():
+        for attachment in siblings[1:]:  # in the order they were attached (item ids)
+            suffix = f" (supplement: {attachment_file_name(attachment.raw_path) or attachment.key})"
+            room = max(0, MAX_TITLE_CHARS - len(suffix))
+            attachment.title = (attachment.title[:room] + suffix)[:MAX_TITLE_CHARS]
 
 
 def _cut(text: str | None, limit: int) -> str | None:
