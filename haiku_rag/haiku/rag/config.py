@@ -521,6 +521,10 @@ def is_remote_uri(location: str) -> bool:
 def _expand(location: str) -> str:
     if is_remote_uri(location):
         return location
-    if location.startswith("file://"):
+    if location.startswith("file:///"):  # a URI made by Path.as_uri(), on any OS
+        from haiku.rag.files import path_from_file_uri
+
+        location = path_from_file_uri(location)  # escapes decoded; Windows drive letters kept
+    elif location.startswith("file://"):  # written by hand: file://./data, file://C:/data
         location = location[len("file://") :]
     return str(Path(location).expanduser())
