@@ -103,3 +103,22 @@ def test_the_parse_worker_is_started_without_posix_only_arguments(monkeypatch, c
     assert kwargs["stdin"] is subprocess.PIPE
     expected = {"creationflags"} if sys.platform == "win32" else {"start_new_session"}
     assert expected <= set(kwargs)
+
+
+def test_the_bundles_entry_point_serves_as_the_parse_worker(config):
+    """In the bundle the worker is ``<app> --haiku-rag-parse-worker`` (no descriptor to pass):
+    the entry script (packaging/haiku_desk_main.py) becomes the worker and parses."""
+    from pathlib import Path
+
+    entry = Path(__file__).resolve().parents[2] / "packaging" / "haiku_desk_main.py"
+
+    class BundleWorker(isolation.ParseWorker):
+        def _command(self) -> list[str]:
+            return [sys.executable, str(entry), isolation.WORKER_FLAG]
+
+    worker = BundleWorker()
+    try:
+        new = worker.prepare(b"# Bundled\n\nParsed by the entry point.", timeout=120, filename="b.md", uri="b.md", config=config)
+    finally:
+        worker.stop()
+    assert "Parsed by the entry point." in new.content
