@@ -109,8 +109,12 @@ def start_child(
         )
         try:
             assert process.stdin is not None
-            process.stdin.write(f"{LOOPBACK} {port} {token.hex()}\n".encode())
-            process.stdin.flush()
+            try:
+                process.stdin.write(f"{LOOPBACK} {port} {token.hex()}\n".encode())
+                process.stdin.flush()
+            except OSError as exc:  # it ended at once (a broken pipe)
+                process.wait(timeout=10)
+                raise ChildStartError(f"the child process ended before connecting (exit code {process.returncode})") from exc
             conn = _accept(listener, token, process, connect_timeout)
         except BaseException:
             kill(process)
