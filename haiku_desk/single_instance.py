@@ -4,14 +4,23 @@ The running instance listens on a local socket named after its library (QLocalSe
 second ``haiku-desk`` on the same library connects, hands over the paths it was given and
 exits; the first adds them and comes to the front. If the socket is left by an instance that
 is gone, the new one says so and takes over; if the holder is hung (it accepts nothing within
-``ANSWER_TIMEOUT_MS``), the new one says so, stops it (SIGTERM, then SIGKILL) and takes over.
+``ANSWER_TIMEOUT_MS``), the new one says so, stops it (terminate, then kill, through psutil on
+every OS) and takes over.
 
 Other accounts on the machine are kept out (issue 32: another user bound the predictable
-name first and received the paths): on POSIX the socket lives in a private folder of this
-account (``private_socket_dir``: ``$XDG_RUNTIME_DIR/haiku-desk``, else
+name first and received the paths): on POSIX (Linux, macOS) the socket lives in a private
+folder of this account (``private_socket_dir``: ``$XDG_RUNTIME_DIR/haiku-desk``, else
 ``<tmp>/haiku-desk-<uid>``, else ``~/.haiku-desk-run``; mode 0700, owned by this uid, not a
 symlink, checked before every use; one another account made first is skipped). On Linux both
-ends also check the other's uid (``SO_PEERCRED``) and refuse anyone else. A message is at most
+ends also check the other's uid (``SO_PEERCRED``, Linux only by nature) and refuse anyone
+else; on macOS the private folder is the guard (nobody else can reach the socket file in
+it). On Windows the socket is a named pipe, created with ``UserAccessOption`` (Qt gives the
+pipe an ACL for this user only), so another account cannot connect to ours; and since pipe
+names are machine-wide, first come first served, the name mixes in a random key kept in this
+account's ``%LOCALAPPDATA%`` (``_account_secret``), so another account cannot guess it to
+serve a pipe of that name first. (The client does not ask Windows who serves the pipe:
+``GetNamedPipeServerProcessId`` would be the ``SO_PEERCRED`` equivalent; not done, and
+nothing of the Windows path runs here.) A message is at most
 ``MAX_MESSAGE_BYTES``; folders handed over arrive on ``folders_received`` for the window to
 confirm, files on ``paths_received``.
 """
@@ -22,7 +31,6 @@ import hashlib
 import json
 import logging
 import os
-import signal
 import socket as pysocket
 import stat
 import struct
@@ -32,6 +40,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
@@ -58,14 +67,49 @@ def server_name(db_path: str | os.PathLike[str]) -> str:
     account's private folder; elsewhere (Windows named pipes) a name, with the pipe limited to
     this user by ``UserAccessOption``."""
     name = f"haiku-desk-{_library_digest(db_path)}"
-    if os.name != "posix":
+    if _named_pipes():
         import getpass
 
-        return f"haiku-desk-{getpass.getuser()}-{name}"
+        # a name no other account can guess (pipe names are machine-wide, first come first
+        # served): mixed with a secret kept in this account's own app-data folder
+        secret = hashlib.sha256((_account_secret() + name).encode()).hexdigest()[:24]
+        return f"haiku-desk-{getpass.getuser()}-{secret}"
     folder = private_socket_dir()
     if folder is None:  # never a shared, guessable place: no single-instance check at all
         raise OSError("no private folder for the single-instance socket (see the log)")
     return str(folder / name)
+
+
+def _named_pipes() -> bool:
+    """Whether local sockets are Windows named pipes (not socket files in a folder)."""
+    return os.name != "posix"
+
+
+def _account_secret() -> str:
+    """A random key of this account, made once, in its local app-data folder (on Windows
+    ``%LOCALAPPDATA%``, which only the account can read): what makes the pipe's name
+    unguessable to other accounts, the role the private folder plays on POSIX."""
+    import secrets
+
+    base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local") / "haiku-desk"
+    key = base / "instance-key"
+    try:
+        return key.read_text().strip()
+    except FileNotFoundError:
+        pass
+    base.mkdir(parents=True, exist_ok=True)
+    fresh = secrets.token_hex(16)
+    try:
+        with open(key, "x") as handle:  # two first launches at once: one writes, both read it
+            handle.write(fresh)
+    except FileExistsError:
+        pass
+    for _ in range(50):
+        text = key.read_text().strip()
+        if text:
+            return text
+        time.sleep(0.01)  # the other launch is between creating and writing it
+    raise OSError(f"{key} stays empty")
 
 
 def private_socket_dir() -> Path | None:
@@ -155,36 +199,49 @@ def lock_holder_pid(db_path: str | os.PathLike[str]) -> int | None:
 
 
 def _is_haiku_desk(pid: int) -> bool:
+    """Whether ``pid`` runs haiku-desk (its command line, read portably by psutil: /proc on
+    Linux, sysctl on macOS, the PEB on Windows)."""
+    import psutil
+
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
+        cmdline = " ".join(psutil.Process(pid).cmdline())
+    except (psutil.Error, OSError):
         return False
     return "haiku-desk" in cmdline or "haiku_desk" in cmdline
 
 
 def _stop_process(pid: int) -> bool:
-    """SIGTERM, then SIGKILL after a grace period; whether it is gone."""
-    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
+    """Terminate, then kill after a grace period (SIGTERM, SIGKILL on POSIX;
+    TerminateProcess on Windows, through psutil); whether it is gone (a zombie counts)."""
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return True
+    for stop in (process.terminate, process.kill):
         try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
+            stop()
+        except psutil.NoSuchProcess:
             return True
-        deadline = time.monotonic() + wait
+        except psutil.Error:
+            return False
+        deadline = time.monotonic() + STOP_GRACE_S
         while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            if _is_zombie(pid):
+            if _is_gone(process):
                 return True
             time.sleep(0.05)
     return False
 
 
-def _is_zombie(pid: int) -> bool:
+def _is_gone(process: Any) -> bool:
+    import psutil
+
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
+        return not process.is_running() or process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
         return False
 
 

@@ -1,10 +1,10 @@
 """The bundle's entry point: ``haiku_desk.app.main`` behind the two frozen-app start hooks.
 
 haiku.rag parses documents in a worker process. In a frozen app ``sys.executable`` is the
-bundle's own executable, so the worker is started as ``haiku-desk --haiku-rag-parse-worker FD``
+bundle's own executable, so the worker is started as ``haiku-desk --haiku-rag-parse-worker``
 and ``run_worker_if_requested()`` must turn that process into the worker before anything else
 (it returns at once otherwise); the built-in model runtime's child (``haiku.rag.local_models``)
-is started the same way with ``--haiku-rag-model-worker FD``. ``--haiku-rag ARGS`` makes the
+is started the same way with ``--haiku-rag-model-worker``. ``--haiku-rag ARGS`` makes the
 bundle the ``haiku-rag`` command (the MCP configuration the app's Help menu shows launches
 ``haiku-desk --haiku-rag --db LIBRARY mcp``). ``multiprocessing.freeze_support()`` does the
 same for any library that spawns through ``multiprocessing``.

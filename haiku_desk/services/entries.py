@@ -34,11 +34,13 @@ def uri_for(path: Path) -> str:
 
 
 def path_from_uri(uri: str) -> str | None:
-    from urllib.parse import unquote, urlparse
+    """The local path of a ``file://`` URI on this OS (a Windows drive letter or UNC share
+    included), None for any other URI."""
+    from haiku.rag.files import path_from_file_uri
 
     if not uri.startswith("file://"):
         return None
-    return unquote(urlparse(uri).path)
+    return path_from_file_uri(uri)
 
 
 def document_extensions() -> list[str]:

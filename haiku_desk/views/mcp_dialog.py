@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import shlex
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +51,14 @@ def missing_parts(config: dict[str, Any]) -> list[str]:
     return problems
 
 
+def command_line(argv: list[str], *, windows: bool | None = None) -> str:
+    """``argv`` as one command line to paste: quoted for a POSIX shell, or, on Windows, by
+    the rules its programs split their command line with (``subprocess.list2cmdline``)."""
+    if sys.platform == "win32" if windows is None else windows:
+        return subprocess.list2cmdline(argv)
+    return shlex.join(argv)
+
+
 class McpDialog(QDialog):
     def __init__(self, db_path: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -56,7 +66,7 @@ class McpDialog(QDialog):
         self.setAccessibleName("MCP configuration")
         self.config = mcp_config(db_path)
         server = next(iter(self.config["mcpServers"].values()))
-        self.command = shlex.join([server["command"], *server["args"]])
+        self.command = command_line([server["command"], *server["args"]])
         intro = QLabel(INTRO)
         intro.setWordWrap(True)
         mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)

@@ -84,3 +84,16 @@ def test_the_mcp_configuration_shown_starts_a_server_on_the_open_library(qloop, 
     finally:
         qloop.run_until_complete(services.library.aclose())
         services.pages.close()
+
+
+def test_the_command_is_quoted_for_the_shell_of_the_platform():
+    """A Windows path with spaces is quoted the Windows way (a POSIX shell's single quotes
+    would reach the program as part of the argument there)."""
+    from haiku_desk.views.mcp_dialog import command_line
+
+    argv = [r"C:\Program Files\Haiku Desk\haiku-desk.exe", "--haiku-rag", "--db", r"C:\Users\Ann\My Library", "mcp"]
+    assert command_line(argv, windows=True) == (
+        r'"C:\Program Files\Haiku Desk\haiku-desk.exe" --haiku-rag --db "C:\Users\Ann\My Library" mcp'
+    )
+    posix = ["/opt/haiku desk/haiku-desk", "--haiku-rag", "--db", "/home/ann/my library", "mcp"]
+    assert shlex.split(command_line(posix, windows=False)) == posix

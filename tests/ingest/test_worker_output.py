@@ -25,13 +25,13 @@ def noisy(data, **kwargs):
 
 pipeline.prepare_document = noisy
 from haiku.rag.ingest.isolation import _worker_main
-_worker_main({fd})
+_worker_main()
 """
 
 
 class NoisyWorker(isolation.ParseWorker):
-    def _command(self, fd: int) -> list[str]:
-        return [sys.executable, "-c", _WORKER_CODE.format(noise=NOISE, fd=fd)]
+    def _command(self) -> list[str]:
+        return [sys.executable, "-c", _WORKER_CODE.format(noise=NOISE)]
 
 
 def _pdf() -> bytes:

@@ -22,3 +22,37 @@ def test_a_write_that_fails_midway_keeps_the_old_file(tmp_path):
         write_text_atomic(target, "half written \ud800 lone surrogate")
     assert target.read_text(encoding="utf-8") == "kept"
     assert [p.name for p in tmp_path.iterdir()] == ["settings.json"]
+
+
+# --- file URIs back to paths (issue 33, item 4: portable by construction) ---------------------
+
+
+def test_a_file_uri_gives_back_the_path_it_was_made_from(tmp_path):
+    from haiku.rag.files import path_from_file_uri
+
+    for name in ("plain.pdf", "with space.pdf", "per%cent #hash?.pdf", "Éluard — poèmes.pdf"):
+        path = (tmp_path / "my papers" / name).resolve()
+        assert path_from_file_uri(path.as_uri()) == str(path)
+
+
+def test_on_windows_the_drive_letter_and_unc_share_come_back():
+    """What ``Path.as_uri()`` makes on Windows: not ``/C:/…`` (the old urlparse path)."""
+    from haiku.rag.files import path_from_file_uri
+
+    assert path_from_file_uri("file:///C:/Users/Ann/My%20Papers/x.pdf", windows=True) == r"C:\Users\Ann\My Papers\x.pdf"
+    assert path_from_file_uri("file://server/share/x%23y.pdf", windows=True) == r"\\server\share\x#y.pdf"
+    assert path_from_file_uri("file:///home/ann/x%20y.pdf", windows=False) == "/home/ann/x y.pdf"
+
+
+def test_the_app_and_the_client_read_file_uris_the_same_portable_way(monkeypatch):
+    import types
+
+    from haiku.rag import files
+    from haiku.rag.client.base import local_path
+    from haiku_desk.services.entries import path_from_uri
+
+    # the Windows conventions, on any machine (only where the URI is read: pathlib stays)
+    monkeypatch.setattr(files, "os", types.SimpleNamespace(name="nt"))
+    assert path_from_uri("file:///C:/Users/Ann/x.pdf") == r"C:\Users\Ann\x.pdf"
+    assert str(local_path("file:///C:/Users/Ann/x.pdf")).endswith(r"C:\Users\Ann\x.pdf")
+    assert path_from_uri("https://example.org/x.pdf") is None

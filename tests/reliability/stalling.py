@@ -31,10 +31,10 @@ def stalling(data, *, progress=None, **kwargs):
 
 pipeline.prepare_document = stalling
 from haiku.rag.ingest.isolation import _worker_main
-_worker_main({fd})
+_worker_main()
 """
 
 
 class StallingWorker(isolation.ParseWorker):
-    def _command(self, fd: int) -> list[str]:
-        return [sys.executable, "-c", _WORKER_CODE.format(name=STUCK_NAME, fd=fd)]
+    def _command(self) -> list[str]:
+        return [sys.executable, "-c", _WORKER_CODE.format(name=STUCK_NAME)]

@@ -118,8 +118,9 @@ class ProcessingConfig(_Section):
     parse_timeout_seconds: float = Field(default=120, gt=0)
     # Memory one file's parse may take in the worker on top of what the worker holds before
     # it (its libraries and the file's bytes), enforced as an address-space limit (RLIMIT_AS,
-    # Linux). A file that needs more (a decompression bomb) is refused as "too_large" and the
-    # worker is replaced. 0: no limit. 3 GiB leaves an 8 GB laptop usable.
+    # Linux) and, on every OS, by the parent watching the worker's resident memory
+    # (ingest/isolation.py). A file that needs more (a decompression bomb) is refused as
+    # "too_large" and the worker is replaced. 0: no limit. 3 GiB leaves an 8 GB laptop usable.
     parse_memory_limit_mb: int = Field(default=3072, ge=0)
 
 
@@ -521,6 +522,10 @@ def is_remote_uri(location: str) -> bool:
 def _expand(location: str) -> str:
     if is_remote_uri(location):
         return location
-    if location.startswith("file://"):
+    if location.startswith("file:///"):  # a URI made by Path.as_uri(), on any OS
+        from haiku.rag.files import path_from_file_uri
+
+        location = path_from_file_uri(location)  # escapes decoded; Windows drive letters kept
+    elif location.startswith("file://"):  # written by hand: file://./data, file://C:/data
         location = location[len("file://") :]
     return str(Path(location).expanduser())

@@ -207,9 +207,9 @@ def installed_embedders() -> list[tuple[str, str, int]]:
 def local_path(source: str | os.PathLike[str]) -> Path:
     text = os.fspath(source)
     if text.startswith("file://"):
-        from urllib.parse import unquote, urlparse
+        from haiku.rag.files import path_from_file_uri
 
-        text = unquote(urlparse(text).path)
+        text = path_from_file_uri(text)  # a Windows drive letter or UNC share comes back
     elif "://" in text:
         raise SourceNotFoundError(f"{text}: only local files and folders can be added for now", source=text)
     return Path(text).expanduser()

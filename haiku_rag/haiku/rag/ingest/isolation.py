@@ -11,17 +11,24 @@ run in one long-lived worker process per Python process:
 - a worker that dies (a crash in C code, the OS killing it for memory) is reported with the
   ``parser_failed`` category, and so is an unexpected Python exception in a parser: one bad
   file never stops a folder ingest;
-- a parse runs under an address-space limit (``processing.parse_memory_limit_mb`` on top of
-  what the worker already maps); a file that needs more is reported with the ``too_large``
-  category and the worker is replaced. The setting bounds the ingest, not each worker: when
-  up to ``workers`` parses may run at once, each gets its share (two decompression bombs in
-  one folder took 6.8 GB with a 3 GB setting when each worker had the whole of it);
-- cancellation is cooperative first (the worker checks a shared flag between pages) and the
-  worker is killed if it does not stop within a grace period;
+- a parse is bounded in memory (``processing.parse_memory_limit_mb`` on top of what the
+  worker holds when it starts the file); a file that needs more is reported with the
+  ``too_large`` category and the worker is replaced. Two lines of defence: where the OS
+  enforces it (Linux), an address-space limit (``RLIMIT_AS``) in the worker makes the
+  allocation fail; everywhere, the parent watches the worker's resident memory while it
+  waits (``_MemoryWatch``, psutil) and kills a worker that goes over. macOS does not enforce
+  ``RLIMIT_AS`` and Windows has none, so there the watchdog is the bound; setting
+  ``HAIKU_RAG_PARSE_RLIMIT=off`` in the environment skips the rlimit on Linux too (how the
+  watchdog is tested here). The setting bounds the ingest, not each worker: when up to
+  ``workers`` parses may run at once, each gets its share (two decompression bombs in one
+  folder took 6.8 GB with a 3 GB setting when each worker had the whole of it);
+- cancellation is cooperative first (the parent writes "cancel N" on the worker's stdin; the
+  worker checks the flag between pages) and the worker is killed if it does not stop within
+  a grace period;
 - a killed or dead worker is replaced on the next parse. The worker is a fresh interpreter
-  (never a fork: the parent runs LanceDB and ONNX threads) started with ``python -c``, not
+  started with ``python -c`` (``child_process``: the same start and channels on every OS), not
   through ``multiprocessing``, so scripts using the library need no ``__main__`` guard; it
-  talks over a socket pair and exits when its parent goes away.
+  exits when its parent goes away (its stdin ends).
 
 The workers form one pool shared by every client in the process (``shared_pool``): a parse
 takes an idle worker, so two parses at once (a batch parsing ahead, ``parse_ahead``) run in two
@@ -32,7 +39,7 @@ process.
 
 Frozen applications (PyInstaller), where ``sys.executable`` is the application itself, must
 call ``run_worker_if_requested()`` first thing in their entry point: the worker is started as
-``<app> --haiku-rag-parse-worker FD``.
+``<app> --haiku-rag-parse-worker``.
 """
 
 from __future__ import annotations
@@ -44,17 +51,23 @@ import logging
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Generator, Iterable, Iterator, Sized
-from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from haiku.rag.child_process import child_command, exit_with_parent, serve_if_requested
+from haiku.rag.child_process import (
+    ChildStartError,
+    child_command,
+    connect_to_parent,
+    kill,
+    send_line,
+    serve_if_requested,
+    start_child,
+)
 from haiku.rag.errors import (
     IngestError,
     IngestTimeoutError,
@@ -80,6 +93,10 @@ log = logging.getLogger("haiku.rag")
 CANCEL_GRACE_SECONDS = 5.0
 STARTUP_TIMEOUT_SECONDS = 300.0
 POLL_SECONDS = 0.05
+# how often the parent samples a parsing worker's resident memory (``_MemoryWatch``)
+MEMORY_POLL_SECONDS = 0.05
+# ``HAIKU_RAG_PARSE_RLIMIT=off``: no address-space limit in the worker, the watchdog alone
+RLIMIT_ENV = "HAIKU_RAG_PARSE_RLIMIT"
 _SAME_BYTES = "__same_bytes__"  # the stored bytes are the input bytes: not sent back
 
 
@@ -87,7 +104,6 @@ SourceT = TypeVar("SourceT")
 ResultT = TypeVar("ResultT")
 
 WORKER_FLAG = "--haiku-rag-parse-worker"
-CANCEL_SIGNAL = signal.SIGUSR1
 
 
 def parse_document(
@@ -134,16 +150,21 @@ def run_worker_if_requested(argv: list[str] | None = None) -> None:
     serve_if_requested(WORKER_FLAG, _worker_main, argv)
 
 
-def _worker_main(fd: int) -> None:
+def _worker_main() -> None:
     """The worker loop: one ``("prepare", kwargs)`` request at a time."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     token = CancelToken()
-    # The parent asks for a cooperative stop with a signal; the handler runs between two
-    # Python bytecodes, and the converter checks the token between pages.
-    signal.signal(CANCEL_SIGNAL, lambda *_: token.cancel())
-    exit_with_parent()
+    current = [0]  # the parse in progress (its number), so a late cancel hits no other
+
+    def command(line: str) -> None:
+        # The parent asks for a cooperative stop on the control pipe ("cancel N"); the
+        # converter checks the token between pages.
+        kind, _, number = line.partition(" ")
+        if kind == "cancel" and number == str(current[0]):
+            token.cancel()
+
     _stdout_to_stderr()
-    conn = Connection(fd)
+    conn = connect_to_parent(command)
     from haiku.rag.ingest.pipeline import prepare_document
 
     _warm_up(prepare_document)
@@ -161,6 +182,7 @@ def _worker_main(fd: int) -> None:
             return
         data = payload.pop("data")
         token._event.clear()
+        current[0] = payload.pop("parse_number", 0)
         total_mb = payload["config"].processing.parse_memory_limit_mb
         limit_mb = payload.pop("memory_share_mb", None) or total_mb
         try:
@@ -192,8 +214,9 @@ def _memory_limit(limit_mb: int) -> Iterator[None]:
     """Bound the address space for one parse: what the worker maps now plus ``limit_mb``.
 
     Only the soft limit moves, so it is lifted again afterwards (sending the result back
-    needs memory too). Linux only: macOS does not enforce RLIMIT_AS, Windows has no rlimit."""
-    if not limit_mb or not sys.platform.startswith("linux"):
+    needs memory too). Linux only: macOS does not enforce RLIMIT_AS, Windows has no rlimit;
+    there (and with ``HAIKU_RAG_PARSE_RLIMIT=off``) the parent's watchdog is the bound."""
+    if not limit_mb or not rlimit_enforced():
         yield
         return
     import resource
@@ -209,6 +232,28 @@ def _memory_limit(limit_mb: int) -> Iterator[None]:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
+def rlimit_enforced() -> bool:
+    """Whether a parse's memory bound includes ``RLIMIT_AS`` here (Linux, not turned off)."""
+    off = os.environ.get(RLIMIT_ENV, "").strip().lower() in {"0", "off", "false", "no"}
+    return sys.platform.startswith("linux") and not off
+
+
+def too_large_error(source: str | None, limit_mb: int, total_mb: int | None, seen: str = "") -> SourceTooLargeError:
+    """The ``too_large`` error of a parse over its memory bound (``seen``: what the watchdog saw)."""
+    name = _name(source or "source")
+    bound = (
+        f"its {limit_mb} MB share of the {total_mb} MB memory limit (parses running at once share it)"
+        if total_mb and total_mb != limit_mb
+        else f"the {limit_mb} MB memory limit"
+    )
+    return SourceTooLargeError(
+        f"{name}: parsing it needed more than {bound}{seen} and was stopped "
+        "(processing.parse_memory_limit_mb); a file this small that needs this much is often a "
+        "decompression bomb",
+        source=source,
+    )
+
+
 def _failure_message(exc: BaseException, source: str | None, limit_mb: int, total_mb: int | None = None) -> tuple[str, Any]:
     """What the worker sends back for a parse that raised: a refused allocation under the
     limit becomes ``too_large`` (whatever the parser wrapped it in), typed errors pass, any
@@ -219,18 +264,7 @@ def _failure_message(exc: BaseException, source: str | None, limit_mb: int, tota
         chain.append(link)
         link = link.__cause__ or link.__context__
     if limit_mb and any(isinstance(e, MemoryError) or _ALLOCATION_FAILED.search(str(e)) for e in chain):
-        name = _name(source or "source")
-        bound = (
-            f"its {limit_mb} MB share of the {total_mb} MB memory limit (parses running at once share it)"
-            if total_mb and total_mb != limit_mb
-            else f"the {limit_mb} MB memory limit"
-        )
-        return "error", SourceTooLargeError(
-            f"{name}: parsing it needed more than {bound} and was stopped "
-            "(processing.parse_memory_limit_mb); a file this small that needs this much is often a "
-            "decompression bomb",
-            source=source,
-        )
+        return "error", too_large_error(source, limit_mb, total_mb)
     if isinstance(exc, IngestError | OperationCancelled):
         return "error", exc
     return "bug", (type(exc).__name__, _first_line(exc), traceback.format_exc())
@@ -267,6 +301,52 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else ""
 
 
+class _MemoryWatch:
+    """The parent's watch on one parse's memory: the worker's resident set size, sampled while
+    the parent waits, against what it held when the parse began plus the parse's share of
+    ``processing.parse_memory_limit_mb``. Works on every OS psutil supports: where RLIMIT_AS is
+    not enforced it is the only bound; on Linux whichever trips first refuses the file (on the
+    flate bomb the two trip within the same 50 ms: address space and resident memory grow
+    together while it inflates). The baseline is read once the request is sent, when the
+    worker holds the file's bytes, as the rlimit's is."""
+
+    def __init__(self, pid: int, limit_mb: int) -> None:
+        self.limit_mb = limit_mb
+        self._process: Any = None
+        self.baseline = 0
+        self.peak = 0
+        self._next = 0.0
+        if not limit_mb:
+            return
+        try:
+            import psutil
+
+            self._process = psutil.Process(pid)
+            self.baseline = self._process.memory_info().rss
+        except Exception as exc:  # no psutil, or the worker just died: its end is reported
+            log.debug("parse memory watch unavailable: %s", exc)
+            self._process = None
+
+    @property
+    def bound(self) -> int:
+        return self.baseline + (self.limit_mb << 20)
+
+    def over(self) -> bool:
+        """Whether the worker is over its bound now (sampled at most every MEMORY_POLL_SECONDS)."""
+        if self._process is None:
+            return False
+        now = time.monotonic()
+        if now < self._next:
+            return False
+        self._next = now + MEMORY_POLL_SECONDS
+        try:
+            rss = self._process.memory_info().rss
+        except Exception:  # the worker is gone: the caller sees it end
+            return False
+        self.peak = max(self.peak, rss)
+        return rss > self.bound
+
+
 class ParseWorker:
     """One worker process, replaced whenever it has to be killed or dies."""
 
@@ -274,6 +354,7 @@ class ParseWorker:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._conn: Any = None
+        self._parses = 0  # numbers the parses, so that a cancel names the one it is for
 
     @property
     def pid(self) -> int | None:
@@ -283,32 +364,24 @@ class ParseWorker:
     def _alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def _command(self, fd: int) -> list[str]:
-        return child_command(WORKER_FLAG, "haiku.rag.ingest.isolation", fd)
+    def _command(self) -> list[str]:
+        return child_command(WORKER_FLAG, "haiku.rag.ingest.isolation")
 
     def _ensure_started(self) -> None:
         if self._alive():
             return
         self._discard()
-        parent_sock, child_sock = socket.socketpair()
-        env = dict(os.environ)
-        # The parent's import path (a source checkout, a test's sys.path), as multiprocessing does.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         try:
-            process = subprocess.Popen(
-                self._command(child_sock.fileno()),
-                pass_fds=(child_sock.fileno(),),
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,  # a terminal's Ctrl-C goes to the parent only
-            )
-        finally:
-            child_sock.close()
-        self._process = process
-        self._conn = parent_end = Connection(parent_sock.detach())
+            process, conn = start_child(self._command(), connect_timeout=STARTUP_TIMEOUT_SECONDS)
+        except (ChildStartError, OSError) as exc:
+            log.warning("parse worker did not start: %s", exc)
+            raise ParserFailedError(
+                "the parser process could not be started; see the log for details"
+            ) from exc
+        self._process, self._conn = process, conn
         # Imports (PyMuPDF, docling-core) take seconds on a busy machine: not the file's time.
         try:
-            ready = parent_end.poll(STARTUP_TIMEOUT_SECONDS) and parent_end.recv()[0] == "ready"
+            ready = conn.poll(STARTUP_TIMEOUT_SECONDS) and conn.recv()[0] == "ready"
         except (EOFError, OSError):
             ready = False
         if not ready:
@@ -325,10 +398,7 @@ class ParseWorker:
             with contextlib.suppress(OSError):
                 conn.close()
         if process is not None:
-            if process.poll() is None:
-                process.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=10)
+            kill(process)
 
     def stop(self) -> None:
         """Stop the worker (also at interpreter exit, even while a parse holds the lock)."""
@@ -353,15 +423,22 @@ class ParseWorker:
     ) -> Any:
         """``prepare_document(data, **kwargs)`` in the worker; see the module docstring."""
         source = kwargs.get("uri") or kwargs.get("filename") or "source"
+        config = kwargs.get("config")
+        total_mb = getattr(getattr(config, "processing", None), "parse_memory_limit_mb", 0) or 0
+        limit_mb = kwargs.get("memory_share_mb") or total_mb
         with self._lock:
             self._ensure_started()
+            self._parses += 1
+            request = ("prepare", {"data": data, "parse_number": self._parses, **kwargs})
             try:
-                self._conn.send(("prepare", {"data": data, **kwargs}))
+                self._conn.send(request)
             except (OSError, EOFError):  # died between two parses: start afresh once
                 self._discard()
                 self._ensure_started()
-                self._conn.send(("prepare", {"data": data, **kwargs}))
-            result = self._wait(source, timeout, progress, cancel)
+                self._conn.send(request)
+            assert self._process is not None
+            watch = _MemoryWatch(self._process.pid, limit_mb)
+            result = self._wait(source, timeout, progress, cancel, watch, total_mb)
         if result.source_bytes == _SAME_BYTES:
             result.source_bytes = data
         return result
@@ -372,14 +449,15 @@ class ParseWorker:
         timeout: float,
         progress: ProgressCallback | None,
         cancel: CancelToken | None,
+        watch: _MemoryWatch | None = None,
+        total_mb: int = 0,
     ) -> Any:
         deadline = time.monotonic() + timeout
         cancel_deadline: float | None = None
         while True:
             now = time.monotonic()
             if cancel is not None and cancel.cancelled and cancel_deadline is None:
-                with contextlib.suppress(OSError):
-                    os.kill(self._process.pid, CANCEL_SIGNAL)
+                send_line(self._process, f"cancel {self._parses}")
                 cancel_deadline = now + CANCEL_GRACE_SECONDS
             if cancel_deadline is not None and now >= cancel_deadline:
                 self._discard()
@@ -391,6 +469,10 @@ class ParseWorker:
                     "stopped (processing.parse_timeout_seconds)",
                     source=source,
                 )
+            if watch is not None and watch.over():
+                self._discard()  # killed at once: a bomb inflating does not wait
+                seen = f" ({watch.peak >> 20} MB resident against a bound of {watch.bound >> 20} MB)"
+                raise too_large_error(source, watch.limit_mb, total_mb or watch.limit_mb, seen)
             try:
                 ready = self._conn.poll(POLL_SECONDS)
                 # Unpickling a parsed document makes ~100k objects; with the collector

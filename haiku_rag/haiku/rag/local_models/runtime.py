@@ -1,7 +1,7 @@
 """llama.cpp's OpenAI-compatible server for one model file, in a child process.
 
 The child is a fresh interpreter (``python -c``, never a fork: the parent runs LanceDB and ONNX
-threads) that loads the model with xllamacpp and serves on 127.0.0.1, on a port the system
+threads; started and talked to the same way on every OS: ``haiku.rag.child_process``) that loads the model with xllamacpp and serves on 127.0.0.1, on a port the system
 picks, accepting only this session's random API key. So:
 
 - a crash in llama.cpp or the OS killing the child for memory never takes the caller down:
@@ -14,7 +14,7 @@ picks, accepting only this session's random API key. So:
   exits by itself when its parent dies.
 
 Frozen applications (PyInstaller) must call ``run_worker_if_requested()`` first thing in their
-entry point, as for the parse worker: the child is started as ``<app> --haiku-rag-model-worker FD``.
+entry point, as for the parse worker: the child is started as ``<app> --haiku-rag-model-worker``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,7 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -38,7 +36,14 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from haiku.rag.child_process import child_command, exit_with_parent, serve_if_requested
+from haiku.rag.child_process import (
+    ChildStartError,
+    child_command,
+    connect_to_parent,
+    kill,
+    serve_if_requested,
+    start_child,
+)
 from haiku.rag.errors import ChatModelError
 
 log = logging.getLogger("haiku.rag")
@@ -88,11 +93,10 @@ def run_worker_if_requested(argv: list[str] | None = None) -> None:
     serve_if_requested(WORKER_FLAG, _worker_main, argv)
 
 
-def _worker_main(fd: int) -> None:
+def _worker_main() -> None:
     """The child: load, serve, report the address, then wait for "stop" (or the parent's end)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    exit_with_parent()
-    conn = Connection(fd)
+    conn = connect_to_parent()  # and exit when the parent's end of stdin closes
     settings, key = conn.recv()
     try:
         import xllamacpp
@@ -191,26 +195,23 @@ class ModelRuntime:
             return self._address
 
     def _start(self) -> None:
-        parent_sock, child_sock = socket.socketpair()
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         fd, log_path = tempfile.mkstemp(prefix="haiku-rag-model-", suffix=".log")
         self._log = Path(log_path)
         try:
-            process = subprocess.Popen(
-                self._command(child_sock.fileno()),
-                pass_fds=(child_sock.fileno(),),
-                stdin=subprocess.DEVNULL,
-                stdout=fd,
-                stderr=fd,  # llama.cpp's log: read back when a load fails
-                env=env,
-                start_new_session=True,  # a terminal's Ctrl-C goes to the parent only
+            # llama.cpp's log goes to the file: read back when a load fails
+            process, conn = start_child(
+                self._command(), connect_timeout=STARTUP_TIMEOUT_SECONDS, stdout=fd, stderr=fd
             )
+        except ChildStartError as exc:
+            tail = self._log_tail()
+            self._discard()
+            raise ModelLoadError(
+                f"the process loading {self.settings.path.name} did not start ({exc}){_tail_note(tail)}"
+            ) from exc
         finally:
-            child_sock.close()
             os.close(fd)
         self._process = process
-        self._conn = conn = Connection(parent_sock.detach())
+        self._conn = conn
         self.starts += 1
         try:
             conn.send((self.settings, self.api_key))
@@ -233,8 +234,8 @@ class ModelRuntime:
             raise ModelLoadError(f"{name} did not load within {STARTUP_TIMEOUT_SECONDS:.0f} s")
         raise ModelLoadError(f"the process loading {name} ended ({_ended(process)}){_tail_note(tail)}")
 
-    def _command(self, fd: int) -> list[str]:
-        return child_command(WORKER_FLAG, "haiku.rag.local_models.runtime", fd)
+    def _command(self) -> list[str]:
+        return child_command(WORKER_FLAG, "haiku.rag.local_models.runtime")
 
     def stop(self) -> None:
         """Unload: ask the child to stop, kill it if it does not within a grace period."""
@@ -254,12 +255,12 @@ class ModelRuntime:
                 conn.send("stop")
             with contextlib.suppress(OSError):
                 conn.close()
-        if process is not None and process.poll() is None:
+        if process is not None:
             try:
                 process.wait(STOP_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                pass
+            kill(process)  # if still running; closes its stdin either way
         if self._log is not None:
             with contextlib.suppress(OSError):
                 self._log.unlink()
@@ -337,7 +338,7 @@ def _ended(process: subprocess.Popen[bytes]) -> str:
     if code < 0:
         sig = -code
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        hint = ": out of memory?" if sig == signal.SIGKILL else ""
+        hint = ": out of memory?" if sig == getattr(signal, "SIGKILL", None) else ""
         return f"killed by {name}{hint}"
     return f"exit code {code}"
 

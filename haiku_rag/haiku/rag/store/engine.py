@@ -518,7 +518,7 @@ class Store:
         """Advisory lock so a second writer process is refused instead of interleaving."""
         if self._lock_file is not None or self.is_remote:
             return
-        import fcntl
+        from haiku.rag.store import locks
 
         lock_path = Path(self.location) / LOCK_FILE
         try:
@@ -532,7 +532,7 @@ class Store:
                 ) from exc
             raise StoreError(f"cannot open the store at {self.location} for writing: {exc.strerror or exc}") from exc
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locks.lock_exclusive_nb(handle)
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
@@ -1050,14 +1050,14 @@ def reader_lease(location: str) -> Any:
     Readers never create the file (a read-only open changes nothing in the folder); writers
     create it when they probe (``readers_present``), so None means no writer has run since
     the store was made by an older version, or a read-only medium: no writer there either."""
-    import fcntl
+    from haiku.rag.store import locks
 
     try:
         handle = open(Path(location) / READERS_FILE)  # noqa: SIM115 - held while open
     except OSError:
         return None
     try:
-        fcntl.flock(handle, fcntl.LOCK_SH)  # waits only for a writer's instant probe
+        locks.lock_shared(handle)  # waits only for a writer's instant probe
     except OSError:
         handle.close()
         return None
@@ -1066,7 +1066,7 @@ def reader_lease(location: str) -> Any:
 
 def readers_present(location: str) -> bool:
     """Whether any process holds a reader lease on the store at ``location``."""
-    import fcntl
+    from haiku.rag.store import locks
 
     try:
         handle = open(Path(location) / READERS_FILE, "a+")
@@ -1074,8 +1074,8 @@ def readers_present(location: str) -> bool:
         return True  # cannot tell: keep versions
     with handle:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locks.lock_exclusive_nb(handle)
         except BlockingIOError:
             return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
+        locks.unlock(handle)
         return False

@@ -232,11 +232,11 @@ def _writer_lock(location: str) -> Iterator[None]:
     if is_remote_uri(location):
         yield
         return
-    import fcntl
+    from haiku.rag.store import locks
 
     with open(Path(location) / LOCK_FILE, "a+") as handle:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locks.lock_exclusive_nb(handle)
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
