@@ -210,7 +210,7 @@ class CitationPanel(QWidget):
         self.open_button.clicked.connect(self.open_original)
         self.copy_button.clicked.connect(self.copy_citation)
         self.reader_button.toggled.connect(self.reader_mode_requested.emit)
-        self.find_bar.search.connect(self.find)
+        self.find_bar.search.connect(self.find_text)
         self.find_bar.step.connect(self.step_find)
         self.find_bar.closed.connect(self._find_closed)
         self.reader.page_changed.connect(self._page_changed)
@@ -588,7 +588,7 @@ class CitationPanel(QWidget):
             return
         self.find_bar.open_bar()
 
-    def find(self, text: str) -> None:
+    def find_text(self, text: str) -> None:
         """Mark ``text`` in the document: a PDF's pages searched by the pages service (its
         stored original), a text source's text here."""
         if self.layout_info is None or self.citation is None:
