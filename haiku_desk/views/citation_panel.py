@@ -158,7 +158,8 @@ class CitationPanel(QWidget):
         self.notice.setAccessibleName("Reader notice")
         self.notice.setWordWrap(True)
         self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.notice.setStyleSheet("QLabel { background: #fff4d6; color: #4a3b00; padding: 4px; border-radius: 3px; }")
+        self.notice.setObjectName("reader-notice")  # a warning's tint, readable in light and dark
+        self.notice.setStyleSheet("#reader-notice { background: rgba(230, 160, 0, 0.18); padding: 4px; border-radius: 4px; }")
         self.notice.hide()
 
         self.find_bar = FindBar()

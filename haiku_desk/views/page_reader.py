@@ -81,7 +81,6 @@ class PageReader(QScrollArea):
         self.setWidget(self.container)
         self.setWidgetResizable(False)
         self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setBackgroundRole(QPalette.ColorRole.Mid)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setAccessibleName("Page view")
         self.verticalScrollBar().setSingleStep(24)
@@ -108,6 +107,7 @@ class PageReader(QScrollArea):
             label.deleteLater()
         self._labels, self._rects, self._scales = [], [], []
         self.container.resize(0, 0)
+        self.setBackgroundRole(QPalette.ColorRole.Window)  # no document: no grey desk
 
     def set_document(self, layout: DocumentLayout, matched: Sequence = (), context: Sequence = ()) -> None:
         """Lay out ``layout``'s pages (fitted to the width: a new document never inherits the
@@ -117,6 +117,7 @@ class PageReader(QScrollArea):
             self.clear()
             self.document_id = layout.document_id
             self.sizes = layout.page_sizes
+            self.setBackgroundRole(QPalette.ColorRole.Mid)  # pages on a grey desk, as viewers show them
             for number in range(1, len(self.sizes) + 1):
                 label = QLabel(self.container)
                 label.setScaledContents(True)

@@ -109,6 +109,7 @@ class TextReader(QTextBrowser):
         selection.cursor = cursor
         text_format = QTextCharFormat()
         text_format.setBackground(colour)
+        text_format.setForeground(QColor("black"))  # light highlights stay readable in dark mode
         selection.format = text_format
         return selection
 
