@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QObject, QRectF, Signal
 from PySide6.QtGui import QImage
@@ -43,8 +43,45 @@ MAX_ZOOM = 6.0
 MIN_ZOOM = 0.25
 
 
+MAX_FIND_HITS = 2000  # find-in-document stops counting here (a word on every line of a book)
+REMOVED_MESSAGE = "This document was removed from the library"
+
+
 class NotRenderableError(Exception):
     """The document has no pages to render (plain text, Markdown...)."""
+
+
+class DocumentRemovedError(NotRenderableError):
+    """The document is no longer in the library (a citation made before it was deleted)."""
+
+
+@dataclass(frozen=True)
+class DocumentLayout:
+    """What the reader needs to lay a document out before any page is drawn: a PDF's page
+    sizes (points, display space), or a text source's own text (its stored Markdown), or that
+    the document is gone."""
+
+    document_id: str
+    kind: Literal["pages", "text", "removed"]
+    title: str = ""
+    page_sizes: tuple[tuple[float, float], ...] = ()
+    text: str = ""
+    mime_type: str = ""
+
+    @property
+    def page_count(self) -> int:
+        return len(self.page_sizes)
+
+
+@dataclass(frozen=True)
+class FindHit:
+    """Where find-in-document found the text on a PDF page (points, top-left origin)."""
+
+    page: int
+    x0: float
+    y0: float
+    x1: float
+    y1: float
 
 
 @dataclass(frozen=True)
@@ -106,6 +143,32 @@ class _RenderThread:
         if self._renderer is not None:
             self._renderer.close()
 
+    @staticmethod
+    def page_sizes(data: bytes) -> tuple[tuple[float, float], ...]:
+        """Every page's size in points (display space, rotation applied), in order."""
+        with MUPDF_LOCK:
+            pymupdf = import_pymupdf()
+            with pymupdf.open(stream=data, filetype="pdf") as doc:
+                return tuple((page.rect.width, page.rect.height) for page in doc)
+
+    @staticmethod
+    def find(data: bytes, text: str, limit: int = MAX_FIND_HITS) -> list[FindHit]:
+        """Where ``text`` is on the pages (case-insensitive, as PyMuPDF searches), in reading
+        order, at most ``limit`` places."""
+        hits: list[FindHit] = []
+        with MUPDF_LOCK:
+            pymupdf = import_pymupdf()
+            with pymupdf.open(stream=data, filetype="pdf") as doc:
+                for index, page in enumerate(doc):
+                    matrix = page.rotation_matrix if page.rotation else None
+                    for rect in page.search_for(text):
+                        if matrix is not None:
+                            rect = rect * matrix  # to the display space the page renders in
+                        hits.append(FindHit(index + 1, rect.x0, rect.y0, rect.x1, rect.y1))
+                        if len(hits) >= limit:
+                            return hits
+        return hits
+
 
 class PagesService(QObject):
     """Renders stored pages off the GUI thread; ``request`` answers with ``page_ready``."""
@@ -113,6 +176,8 @@ class PagesService(QObject):
     page_ready = Signal(int, object)  # request id, PageRender
     page_failed = Signal(int, str)  # request id, message
     original_ready = Signal(str, str)  # document id, local path of the original file
+    layout_ready = Signal(int, object)  # request id, DocumentLayout
+    found = Signal(int, object)  # request id, list[FindHit]
 
     def __init__(
         self,
@@ -135,6 +200,7 @@ class PagesService(QObject):
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._closed = False
         self._warm: concurrent.futures.Future[None] | None = None
+        self._layouts: OrderedDict[tuple[str, str], DocumentLayout] = OrderedDict()
 
     # --- rendering ---------------------------------------------------------------------------
 
@@ -193,11 +259,14 @@ class PagesService(QObject):
 
     def prefetch(self, document_id: str, page: int, zoom: float = 1.5) -> None:
         """Render into the cache ahead of a click (a new answer's cited pages); quiet on failure."""
-        if self._closed or self.cached(document_id, page, zoom) is not None:
+        if self._closed or (
+            self.cached(document_id, page, zoom) is not None and self.cached_layout(document_id) is not None
+        ):
             return
 
         async def render_quietly() -> None:
             try:
+                await self.layout(document_id)  # the reader lays the document out first
                 await self.render(document_id, page, zoom)
             except Exception:  # a click on it reports the failure; a prefetch stays quiet
                 pass
@@ -259,11 +328,89 @@ class PagesService(QObject):
             self._bytes_tasks.pop(old)
 
     async def _fetch_bytes(self, document_id: str) -> bytes:
+        from haiku.rag.errors import DocumentNotFoundError
+
         client = await self.library.ensure_open()
-        document = await client.get_document(document_id)
+        try:
+            document = await client.get_document(document_id)
+        except DocumentNotFoundError as exc:
+            raise DocumentRemovedError(REMOVED_MESSAGE) from exc
         if document.mime_type != "application/pdf":
             raise NotRenderableError(f"{document.display_name} has no pages to show ({document.mime_type or 'text'})")
         return await client.get_source_bytes(document)
+
+    # --- a document's layout and find-in-document ---------------------------------------------
+
+    def cached_layout(self, document_id: str) -> DocumentLayout | None:
+        """The document's layout if known (no waiting: a prefetched citation opens at once)."""
+        return self._layouts.get((document_id, self._generation(document_id)))
+
+    async def layout(self, document_id: str) -> DocumentLayout:
+        """A PDF's page sizes, a text source's text, or ``removed`` when the library no longer
+        holds the document."""
+        from haiku.rag.errors import DocumentNotFoundError
+
+        generation = self._generation(document_id)
+        key = (document_id, generation)
+        known = self._layouts.get(key)
+        if known is not None:
+            return known
+        client = await self.library.ensure_open()
+        try:
+            document = await client.get_document(document_id)
+        except DocumentNotFoundError:
+            return DocumentLayout(document_id, "removed")
+        if document.mime_type == "application/pdf":
+            data = await self._source_bytes(document_id, generation)
+            loop = asyncio.get_running_loop()
+            sizes = await loop.run_in_executor(self._executor, _RenderThread.page_sizes, data)
+            layout = DocumentLayout(document_id, "pages", document.display_name, sizes, mime_type=document.mime_type)
+        else:
+            text = await client.get_content(document)
+            layout = DocumentLayout(document_id, "text", document.display_name, text=text, mime_type=document.mime_type)
+        self._layouts[key] = layout
+        while len(self._layouts) > RENDER_CACHE_SIZE:
+            self._layouts.popitem(last=False)
+        return layout
+
+    def request_layout(self, document_id: str) -> int:
+        """``layout`` in the background: answers with ``layout_ready`` (or ``page_failed``)."""
+        request_id = next(self._ids)
+
+        async def answer() -> None:
+            try:
+                layout = await self.layout(document_id)
+            except Exception as exc:
+                self.page_failed.emit(request_id, str(exc))
+                self.notifications.report_failure("Opening the document", exc)
+            else:
+                self.layout_ready.emit(request_id, layout)
+
+        asyncio.ensure_future(answer())
+        return request_id
+
+    async def find(self, document_id: str, text: str) -> list[FindHit]:
+        """Where ``text`` is on a PDF's pages (from its stored original)."""
+        if not text.strip():
+            return []
+        data = await self._source_bytes(document_id, self._generation(document_id))
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, _RenderThread.find, data, text)
+
+    def request_find(self, document_id: str, text: str) -> int:
+        """``find`` in the background: answers with ``found`` (nothing found on failure)."""
+        request_id = next(self._ids)
+
+        async def answer() -> None:
+            try:
+                hits = await self.find(document_id, text)
+            except Exception as exc:
+                self.notifications.report_failure("Finding in the document", exc)
+                hits = []
+            self.found.emit(request_id, hits)
+
+        asyncio.ensure_future(answer())
+        return request_id
 
     # --- the original file ---------------------------------------------------------------------
 
@@ -309,6 +456,7 @@ class PagesService(QObject):
         self._executor.submit(self._renderer.close)
         self._executor.shutdown(wait=True, cancel_futures=False)
         self._cache.clear()
+        self._layouts.clear()
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None

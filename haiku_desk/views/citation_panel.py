@@ -1,22 +1,31 @@
-"""The citation panel: the cited page rendered from the stored file, with the matched text
-painted strong and its context faint; previous/next page, zoom, fit-width, open original.
+"""The citation panel, the app's reader: a cited PDF's pages scrolled continuously with the
+matched text painted strong and its context faint; a text source's own text with the passage
+highlighted; zoom, fit-width, find-in-document (Ctrl+F), open original.
 
 Its header names the source author–year–page ("[1] Sørensen et al., 2021, p. 4") when the
 document has authors, else by title; Copy citation (Ctrl+Shift+C) copies the quoted passage
 with that citation. A document opened from the library (``show_document``) is shown the same
-way, for reading, with nothing highlighted."""
+way, for reading, with nothing highlighted. Every citation opens fitted to the width and
+scrolled to its passage (the last one's zoom does not carry over). A citation of a document
+deleted since says so and keeps its quote.
+
+The reader can take more of the window: the ⤢ button (and View › Reader, Ctrl+Shift+R)
+asks the main window for reader mode (``reader_mode_requested``).
+"""
 
 from __future__ import annotations
 
+import html
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QImage, QKeySequence, QPixmap
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QAction, QDesktopServices, QImage, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
-    QScrollArea,
-    QSizePolicy,
+    QStackedWidget,
+    QTextBrowser,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -29,29 +38,50 @@ from haiku_desk.citations import (
     opening_page,
     snippet_source,
 )
-from haiku_desk.services.pages import MAX_ZOOM, MIN_ZOOM, PageRender, PagesService, paint_highlights
+from haiku_desk.services.pages import REMOVED_MESSAGE, PagesService
+from haiku_desk.views.find_bar import FindBar
 from haiku_desk.views.markdown_tables import PassageView, shown_passage
+from haiku_desk.views.page_reader import DEFAULT_ZOOM, ZOOM_STEP, PageReader
+from haiku_desk.views.text_reader import TextReader
 from haiku_desk.views.widgets import ElidedLabel
 
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QAbstractScrollArea
+
     from haiku_desk.citations import Citation
     from haiku_desk.services.bibliography import BibliographyService
+    from haiku_desk.services.pages import DocumentLayout, FindHit, PageRender
+
+__all__ = ["DEFAULT_ZOOM", "ZOOM_STEP", "CitationPanel", "cited_pages"]
 
 HINT = "Click a citation to see the cited page."
 READ_HINT = "Or double-click a document in the library to read it."
-ZOOM_STEP = 1.25
-DEFAULT_ZOOM = 1.25
 COPY_CITATION_SHORTCUT = "Ctrl+Shift+C"
+FIND_SHORTCUT = "Ctrl+F"
+
+
+def no_viewer_message(path: str) -> str:
+    from pathlib import PurePath
+
+    suffix = PurePath(path).suffix.lstrip(".").upper()
+    kind = f"{suffix} files" if suffix else "this file"
+    return f"No application on this computer opens {kind}, so the original could not be opened. It is at {path}"
 
 
 class CitationPanel(QWidget):
-    scroll: QScrollArea  # type: ignore[assignment]  # the page's scroll area (QWidget.scroll, a method, is not used)
     page_shown = Signal(int)  # page number, once its image (with highlights) is on screen
+    document_shown = Signal(str)  # "pages", "text" or "removed": the document is laid out
     original_requested = Signal(str)  # path opened in the system viewer
     copied = Signal(str)  # what Copy citation put on the clipboard
+    reader_mode_requested = Signal(bool)  # the ⤢ button: the reader wants (or gives back) room
 
     def __init__(
-        self, pages: PagesService, parent: QWidget | None = None, *, bibliography: BibliographyService | None = None
+        self,
+        pages: PagesService,
+        parent: QWidget | None = None,
+        *,
+        bibliography: BibliographyService | None = None,
+        open_url: Callable[[QUrl], bool] | None = None,
     ) -> None:
         super().__init__(parent)
         self.pages = pages
@@ -67,16 +97,17 @@ class CitationPanel(QWidget):
         self._last_shown: dict[str, Citation] = {}  # per conversation: the citation last shown
         self.cited: list[int] = []
         self.page = 0
-        self.page_count = 0
-        self.zoom = DEFAULT_ZOOM
-        self.fit_width = True
+        self.layout_info: DocumentLayout | None = None
         self.current_render: PageRender | None = None
-        # Page widths seen so far, (document id, page) -> points: fitting needs the width
-        # before the page is drawn, and pages differ (a scan of a book page, then a poster).
-        self._page_widths: dict[tuple[str, int], float] = {}
         self.current_image: QImage | None = None  # the page as shown, highlights painted
-        self._request = 0
+        self._layout_request = 0
+        self._find_request = 0
+        self._announce: int | None = None  # the page whose drawing page_shown reports
+        self._scaling = False
+        self._last_page_width = 595.0
         self.open_in_system_viewer = True  # tests turn this off
+        # how a file is opened in the system's viewer (False: no application for it)
+        self.open_url: Callable[[QUrl], bool] = open_url or QDesktopServices.openUrl
 
         self.title = ElidedLabel(HINT)
         self.title.setAccessibleName("Cited document")
@@ -96,12 +127,14 @@ class CitationPanel(QWidget):
         self.next_button = button("▶", "Next page", "Next page")
         self.page_label = QLabel()
         self.page_label.setAccessibleName("Page number")
-        self.zoom_out_button = button("−", "Zoom out", "Zoom out")
-        self.zoom_in_button = button("+", "Zoom in", "Zoom in")
+        self.zoom_out_button = button("−", "Zoom out", "Zoom out (−, Ctrl+wheel)")
+        self.zoom_in_button = button("+", "Zoom in", "Zoom in (+, Ctrl+wheel)")
         # "Fit", not "Fit width": the page row must stay whole in a 1024×640 window's panel
         self.fit_button = button("Fit", "Fit width", "Fit the page to the panel width")
         self.fit_button.setCheckable(True)
         self.fit_button.setChecked(True)
+        self.reader_button = button("⤢", "Reader mode", "Give the reader the room of the library and the conversation list")
+        self.reader_button.setCheckable(True)
         self.open_button = button("Open original", "Open original", "Open the original file in the system viewer")
         self.copy_button = button(
             "Copy citation",
@@ -110,15 +143,27 @@ class CitationPanel(QWidget):
             COPY_CITATION_SHORTCUT,
         )
 
-        self.image_label = QLabel()
-        self.image_label.setAccessibleName("Cited page")
-        self.image_label.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
-        self.image_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Ignored)
-        self.scroll = QScrollArea()
-        self.scroll.setWidget(self.image_label)
-        self.scroll.setWidgetResizable(False)
-        self.scroll.setAlignment(Qt.AlignmentFlag.AlignHCenter)
-        self.scroll.setAccessibleName("Page view")
+        self.reader = PageReader(pages)
+        self.text_reader = TextReader()
+        self.message = QTextBrowser()  # a removed document, a failure: words, wrapped
+        self.message.setAccessibleName("Reader message")
+        self.message.setOpenLinks(False)
+        self.stack = QStackedWidget()
+        for widget in (self.reader, self.text_reader, self.message):
+            self.stack.addWidget(widget)
+        self._no_label = QLabel()  # image_label when no page is laid out
+
+        # "No application opens PDF files": said in the panel, where the button was pressed
+        self.notice = QLabel()
+        self.notice.setAccessibleName("Reader notice")
+        self.notice.setWordWrap(True)
+        self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.notice.setObjectName("reader-notice")  # a warning's tint, readable in light and dark
+        self.notice.setStyleSheet("#reader-notice { background: rgba(230, 160, 0, 0.18); padding: 4px; border-radius: 4px; }")
+        self.notice.hide()
+
+        self.find_bar = FindBar()
+        self.find_bar.hide()
 
         # A long passage scrolls in its few lines instead of being cut off mid-line; its
         # tables are drawn as tables and scroll sideways when wider than the panel.
@@ -128,14 +173,17 @@ class CitationPanel(QWidget):
         self.snippet.hide()
 
         # The header (author–year–page, or the title) has the panel's whole width; "Copy
-        # citation" and "Open original" belong to the document, on the line beneath beside
-        # its title or heading path: the page row keeps its width for navigation and zoom.
+        # citation" and "Open original" belong to the document, on the line beneath beside its
+        # title or heading path, and so does reader mode (⤢); the page row keeps its width for
+        # navigation and zoom (a 1024×640 window's panel has no room for more). Find is Ctrl+F
+        # and the page's context menu.
         title_row = QHBoxLayout()
         title_row.addWidget(self.title, 1)
         source_row = QHBoxLayout()
         source_row.addWidget(self.headings, 1)
         source_row.addWidget(self.copy_button)
         source_row.addWidget(self.open_button)
+        source_row.addWidget(self.reader_button)
         self.nav = QWidget()
         nav = QHBoxLayout(self.nav)
         nav.setContentsMargins(0, 0, 0, 0)
@@ -149,8 +197,10 @@ class CitationPanel(QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(title_row)
         layout.addLayout(source_row)
+        layout.addWidget(self.notice)
+        layout.addWidget(self.find_bar)
         layout.addWidget(self.nav)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.stack, 1)
         layout.addWidget(self.snippet)
 
         self.prev_button.clicked.connect(lambda: self.go_to_page(self.page - 1))
@@ -160,14 +210,72 @@ class CitationPanel(QWidget):
         self.fit_button.toggled.connect(self.set_fit_width)
         self.open_button.clicked.connect(self.open_original)
         self.copy_button.clicked.connect(self.copy_citation)
-        pages.page_ready.connect(self._page_ready)
-        pages.page_failed.connect(self._page_failed)
+        self.reader_button.toggled.connect(self.reader_mode_requested.emit)
+        self.find_bar.search.connect(self.find_text)
+        self.find_bar.step.connect(self.step_find)
+        self.find_bar.closed.connect(self._find_closed)
+        self.reader.page_changed.connect(self._page_changed)
+        self.reader.page_drawn.connect(self._page_drawn)
+        self.reader.page_failed.connect(self._page_drawing_failed)
+        self.reader.scale_changed.connect(self._scale_changed)
+        pages.layout_ready.connect(self._layout_ready)
+        pages.page_failed.connect(self._layout_failed)
+        pages.found.connect(self._found)
         pages.original_ready.connect(self._original_ready)
-        self._refit = QTimer(self)
-        self._refit.setSingleShot(True)
-        self._refit.setInterval(120)
-        self._refit.timeout.connect(self._render)
+
+        def shortcut(keys: str | QKeySequence.StandardKey, slot: Callable[[], object], name: str) -> QAction:
+            action = QAction(name, self)
+            action.setShortcut(QKeySequence(keys))
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            action.triggered.connect(slot)
+            self.addAction(action)
+            return action
+
+        self.find_action = shortcut(FIND_SHORTCUT, self.open_find, "Find in document…")
+        zoom_in = shortcut("Ctrl++", lambda: self.zoom_in_button.click(), "Zoom in")
+        shortcut("Ctrl+=", lambda: self.zoom_in_button.click(), "Zoom in")
+        zoom_out = shortcut("Ctrl+-", lambda: self.zoom_out_button.click(), "Zoom out")
+        fit = shortcut("Ctrl+0", lambda: self.set_fit_width(True), "Fit width")
+        # the page's context menu: find, zoom (a text source's menu adds find to its own)
+        self.reader.setContextMenuPolicy(Qt.ContextMenuPolicy.ActionsContextMenu)
+        for action in (self.find_action, zoom_in, zoom_out, fit):
+            self.reader.addAction(action)
+        self.text_reader.extra_actions.append(self.find_action)
         self._update_controls()
+
+    # --- compatibility with the one-page panel's callers -------------------------------------------
+
+    @property
+    def scroll(self) -> QAbstractScrollArea:  # type: ignore[override]  # QWidget.scroll (a method) is not used
+        """The view that scrolls: the pages, or a text source's text."""
+        widget = self.stack.currentWidget()
+        return widget if widget is not None else self.reader  # type: ignore[return-value]
+
+    @property
+    def image_label(self) -> QLabel:
+        """The current page's image (its text says why when it could not be drawn)."""
+        labels = self.reader._labels
+        if self.stack.currentWidget() is self.reader and 1 <= self.page <= len(labels):
+            return labels[self.page - 1]
+        return self._no_label
+
+    @property
+    def page_count(self) -> int:
+        return self.reader.page_count if self._shows_pages() else 0
+
+    @property
+    def zoom(self) -> float:
+        return self.reader.scale_for(self.page) if self._shows_pages() and self.page else self.reader.zoom
+
+    @property
+    def fit_width(self) -> bool:
+        return self.reader.fit
+
+    def _available_width(self) -> int:
+        return self.reader.available_width()
+
+    def _shows_pages(self) -> bool:
+        return self.layout_info is not None and self.layout_info.kind == "pages"
 
     # --- showing ----------------------------------------------------------------------------
 
@@ -192,43 +300,32 @@ class CitationPanel(QWidget):
         self.reading = False
         self.cited = []
         self.page = 0
-        self.page_count = 0
+        self.layout_info = None
         self.current_render = None
         self.current_image = None
-        self._request = 0
+        self._layout_request = 0
+        self._announce = None
+        self.reader.clear()
+        self.stack.setCurrentWidget(self.reader)
         self.title.setFont(self.font())
         self.title.set_full_text(HINT)
         self.headings.set_full_text(READ_HINT)
         self.headings.show()
-        self.image_label.setPixmap(QPixmap())
-        self.image_label.setText("")
-        # The label keeps the size of the page it showed (the scroll area does not resize it):
-        # left so, a narrower window would scroll an empty panel.
-        self.image_label.resize(0, 0)
+        self.notice.hide()
+        self._close_find_quietly()
         self.snippet.setText("")
         self.snippet.hide()
         self._update_controls()
 
     def show_citation(self, citation: Citation) -> None:
-        """Show the first cited page of ``citation`` with its boxes highlighted."""
+        """Open ``citation``'s document at its passage (highlighted), fitted to the width."""
         if self.conversation_id is not None:
             self._last_shown[self.conversation_id] = citation
         self.reading = False
         self.citation = citation
         self.cited = cited_pages(citation)
         self.page = opening_page(citation)  # the match, not the context before it
-        self.page_count = 0
-        bold = self.title.font()  # plain while the panel only shows its hint
-        bold.setBold(True)
-        self.title.setFont(bold)
-        self._name_source()
-        passage = snippet_source(citation)
-        self.snippet.setText(shown_passage(passage))
-        self.snippet.show()
-        self.snippet.verticalScrollBar().setValue(0)
-        self.snippet.horizontalScrollBar().setValue(0)
-        self._update_controls()  # Copy citation and Open original work before the page is drawn
-        self._render()
+        self._open()
 
     def show_document(self, document_id: str, title: str, page: int = 1) -> None:
         """Open a library document for reading at ``page``: its pages, nothing highlighted.
@@ -243,21 +340,99 @@ class CitationPanel(QWidget):
         self.reading = True
         self.cited = []
         self.page = max(1, page)
-        self.page_count = 0
-        bold = self.title.font()
+        self._open()
+
+    def _open(self) -> None:
+        citation = self.citation
+        assert citation is not None
+        self.layout_info = None
+        self.current_render = None
+        self.current_image = None
+        self.notice.hide()
+        self._close_find_quietly()
+        bold = self.title.font()  # plain while the panel only shows its hint
         bold.setBold(True)
         self.title.setFont(bold)
-        self._name_source()  # its title as edited in the library, else ``title``
-        self.headings.set_full_text("")
-        self.headings.setVisible(True)  # holds the row of Open original
-        self.snippet.setText("")
-        self.snippet.hide()
+        self._name_source()
+        if self.reading:
+            self.headings.set_full_text("")
+            self.headings.setVisible(True)  # holds the row of Open original
+            self.snippet.setText("")
+            self.snippet.hide()
+        else:
+            self.snippet.setText(shown_passage(snippet_source(citation)))
+            self.snippet.show()
+            self.snippet.verticalScrollBar().setValue(0)
+            self.snippet.horizontalScrollBar().setValue(0)
+        self._update_controls()  # Copy citation and Open original work before the page is drawn
+        layout = self.pages.cached_layout(citation.document_id)
+        if layout is not None:  # a prefetched citation: shown before the event loop runs again
+            self._layout_request = 0
+            self._apply_layout(layout)
+        else:
+            self.page_label.setText(f"p. {self.page} …")
+            self._layout_request = self.pages.request_layout(citation.document_id)
+
+    def _layout_ready(self, request_id: int, layout: DocumentLayout) -> None:
+        if request_id == self._layout_request and self.citation is not None:
+            self._layout_request = 0
+            self._apply_layout(layout)
+
+    def _layout_failed(self, request_id: int, message: str) -> None:
+        if request_id == self._layout_request and request_id:
+            self._layout_request = 0
+            self._show_message("This document could not be opened.", message)
+
+    def _apply_layout(self, layout: DocumentLayout) -> None:
+        citation = self.citation
+        assert citation is not None
+        self.layout_info = layout
+        if layout.kind == "removed":
+            quote = "" if self.reading else snippet_source(citation)
+            self._show_message(f"{REMOVED_MESSAGE}.", quote, citation_title(citation))
+            self.document_shown.emit("removed")
+            return
+        if layout.kind == "text":
+            self._name_source()  # no pages to name
+            self.stack.setCurrentWidget(self.text_reader)
+            found = self.text_reader.show_text(layout.text, "" if self.reading else snippet_source(citation))
+            # the passage is highlighted in the text; shown beneath only when it was not found
+            self.snippet.setVisible(not self.reading and not found)
+            self._update_controls()
+            self.document_shown.emit("text")
+            return
+        self.stack.setCurrentWidget(self.reader)
+        boxes = [] if self.reading else list(citation.boxes)
+        self.page = max(1, min(self.page, layout.page_count))
+        self._announce = self.page
+        self._scaling = True
+        try:
+            self.reader.set_document(layout, boxes, [] if self.reading else list(citation.context_boxes))
+            self.reader.show_page(self.page, passage=bool(boxes))
+        finally:
+            self._scaling = False
         self._update_controls()
-        self._render()
+        self.document_shown.emit("pages")
+        self._announce_if_drawn()
+
+    def _show_message(self, headline: str, quote: str = "", title: str = "") -> None:
+        parts = [f"<p style='font-size: large;'><b>{html.escape(headline)}</b></p>"]
+        if quote:
+            parts.append("<p>The cited passage:</p>")
+            parts.append(f"<blockquote><i>“{html.escape(' '.join(quote.split()))}”</i></blockquote>")
+        if title:
+            parts.append(f"<p style='color: gray;'>Cited as {html.escape(title)}</p>")
+        self.message.setHtml("".join(parts))
+        self.stack.setCurrentWidget(self.message)
+        self.snippet.hide()  # the quote is in the message
+        self._update_controls()
+
+    def message_text(self) -> str:
+        return self.message.toPlainText() if self.stack.currentWidget() is self.message else ""
 
     def _name_source(self) -> None:
         """The header: author–year–page when the document has authors (its title moves to the
-        heading line), else the title and the cited pages."""
+        heading line), else the title and the cited pages (none for a source without pages)."""
         citation = self.citation
         if citation is None:
             return
@@ -280,7 +455,8 @@ class CitationPanel(QWidget):
 
         # the pages of the cited text itself; the pages of its widened context (``cited``)
         # are the ones the panel pages through
-        pages = ", ".join(map(str, matched_pages(citation)))
+        text_source = self.layout_info is not None and self.layout_info.kind != "pages"
+        pages = "" if text_source else ", ".join(map(str, matched_pages(citation)))
         self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}" if pages else "")
         self.headings.set_full_text(" › ".join(headings))
         self.headings.setVisible(True)  # holds the row of Copy citation and Open original
@@ -305,147 +481,168 @@ class CitationPanel(QWidget):
         self.copied.emit(text)
         return text
 
+    # --- pages, zoom --------------------------------------------------------------------------------
+
     def go_to_page(self, page: int) -> None:
-        if self.citation is None or page < 1 or (self.page_count and page > self.page_count):
+        if not self._shows_pages() or page < 1 or page > self.page_count:
             return
         self.page = page
-        self._render()
+        self._announce = page
+        self.reader.show_page(page)
+        self._update_controls()
+        self._announce_if_drawn()
 
     def set_zoom(self, zoom: float) -> None:
-        self.fit_width = False
-        self.fit_button.blockSignals(True)
-        self.fit_button.setChecked(False)
-        self.fit_button.blockSignals(False)
-        self.zoom = max(MIN_ZOOM, min(MAX_ZOOM, zoom))
-        self._render()
+        self._scale(False, zoom)
 
     def set_fit_width(self, on: bool) -> None:
-        self.fit_width = on
-        self.fit_button.setChecked(on)
-        self._render()
+        self._scale(on, None if on else self.zoom)
 
-    def _available_width(self) -> int:
-        """The viewport's width with the vertical scroll bar shown (a fitted page is taller
-        than wide), so fitting does not change when the bar appears."""
-        bar = self.scroll.verticalScrollBar()
-        reserve = 0 if bar.isVisible() else self.style().pixelMetric(self.style().PixelMetric.PM_ScrollBarExtent)
-        return self.scroll.viewport().width() - reserve - 4
-
-    def _page_width(self) -> float:
-        """The shown page's width in points: known once any render of it arrived, else the
-        last page's (documents mostly keep one size), else A4's."""
-        if self.citation is not None:
-            known = self._page_widths.get((self.citation.document_id, self.page))
-            if known is not None:
-                return known
-        return self.current_render.width_pt if self.current_render is not None else 595.0
-
-    def _target_zoom(self) -> float:
-        if self.fit_width:
-            width = self._available_width()
-            page_width = self._page_width()
-            if width > 50:
-                return max(MIN_ZOOM, min(MAX_ZOOM, width / page_width))
-        return self.zoom
+    def _scale(self, fit: bool, zoom: float | None) -> None:
+        self._announce = self.page
+        self._scaling = True  # announced here, not again by scale_changed
+        try:
+            self.reader.set_scale(fit, zoom)
+        finally:
+            self._scaling = False
+        self._announce_if_drawn()
 
     def render_zoom(self) -> float:
-        """The zoom a page is rendered at now (pixels per point, device pixel ratio included)."""
-        return self._target_zoom() * self.devicePixelRatioF()
+        """The zoom the next citation's page will be rendered at (fitted: pixels per point,
+        device pixel ratio included), for rendering it ahead."""
+        return self.reader.fit_scale(self._last_page_width) * self.devicePixelRatioF()
 
-    def _render(self) -> None:
-        if self.citation is None:
-            return
-        zoom = self._target_zoom()
-        self.zoom = zoom
-        dpr = self.devicePixelRatioF()
-        document_id = self.citation.document_id
-        cached = self.pages.cached(document_id, self.page, zoom * dpr)
-        self._request = 0
-        if cached is not None:  # no round trip through the event loop
-            self._display(cached)
-            return
-        self.page_label.setText(f"p. {self.page}{f'/{self.page_count}' if self.page_count else ''} …")
-        self._request = self.pages.request(document_id, self.page, zoom * dpr)
+    def _scale_changed(self) -> None:
+        self.fit_button.blockSignals(True)
+        self.fit_button.setChecked(self.reader.fit)
+        self.fit_button.blockSignals(False)
+        if self._announce is None and self._shows_pages() and not self._scaling:
+            self._announce = self.page  # Ctrl+wheel, +/-: the page is shown again, redrawn
+            self._announce_if_drawn()
 
-    def _page_ready(self, request_id: int, render: PageRender) -> None:
-        if request_id == self._request:
-            self._display(render)
-
-    def _page_failed(self, request_id: int, message: str) -> None:
-        if request_id != self._request:
-            return
-        self.current_render = None
-        self.current_image = None
-        self.image_label.setPixmap(QPixmap())
-        self.image_label.setText(message)
-        self.image_label.adjustSize()
+    def _page_changed(self, page: int) -> None:
+        self.page = page
+        drawn = self.reader.drawn.get(page)
+        if drawn is not None:
+            self.current_render, self.current_image = drawn[1], drawn[2]
         self._update_controls()
+        self._announce_if_drawn()
 
-    def _display(self, render: PageRender) -> None:
-        assert self.citation is not None
-        guessed = (render.document_id, render.page) not in self._page_widths
-        self._page_widths[(render.document_id, render.page)] = render.width_pt
-        if guessed and self.fit_width and self._refit_page(render):
+    def _page_drawn(self, page: int) -> None:
+        if page == self.page:
+            drawn = self.reader.drawn[page]
+            self.current_render, self.current_image = drawn[1], drawn[2]
+            self._last_page_width = drawn[1].width_pt
+        self._announce_if_drawn()
+
+    def _page_drawing_failed(self, page: int, _message: str) -> None:
+        if page == self.page:
+            self.current_render = None
+            self.current_image = None
+            self._update_controls()
+
+    def _announce_if_drawn(self) -> None:
+        page = self._announce
+        if page is None or page != self.page:
             return
-        self.current_render = render
-        self.page_count = render.page_count
-        image = paint_highlights(render, self.citation.boxes, self.citation.context_boxes)
-        image.setDevicePixelRatio(self.devicePixelRatioF())
-        self.current_image = image
-        self.image_label.setPixmap(QPixmap.fromImage(image))
-        self.image_label.resize(image.deviceIndependentSize().toSize())
-        self._scroll_to_match(render)
+        drawn = self.reader.drawn.get(page)
+        if drawn is None or drawn[0] != self.reader.key_for(page):
+            return
+        self._announce = None
+        self.current_render, self.current_image = drawn[1], drawn[2]
+        self._last_page_width = drawn[1].width_pt
         self._update_controls()
-        self.page_shown.emit(render.page)
-
-    def _refit_page(self, render: PageRender) -> bool:
-        """Whether ``render`` was drawn for another page width than its own (the first page of
-        a document of another size than the last one shown) and is asked for again, fitted."""
-        fitted = PagesService.zoom_key(self._target_zoom() * self.devicePixelRatioF())
-        if abs(fitted - render.zoom) <= 0.01 * render.zoom:
-            return False
-        self._render()
-        return True
-
-    def _scroll_to_match(self, render: PageRender) -> None:
-        assert self.citation is not None
-        boxes = [b for b in self.citation.boxes if b.page == render.page]
-        if not boxes:
-            return
-        scale = self.devicePixelRatioF()
-        top = min(render.to_pixels(b).top() for b in boxes) / scale
-        self.scroll.verticalScrollBar().setValue(int(max(0, top - 40)))
+        self.page_shown.emit(page)
 
     def _update_controls(self) -> None:
         has = self.citation is not None
-        # Until a citation is shown there is nothing to page through: only the hint shows.
-        self.nav.setVisible(has)
-        self.open_button.setVisible(has)
+        pages = self._shows_pages()
+        waiting = has and self.layout_info is None
+        # Until a citation is shown there is nothing to page through: only the hint shows. A
+        # source without pages has no page controls at all.
+        removed = self.layout_info is not None and self.layout_info.kind == "removed"
+        # a source without pages has no page controls at all
+        self.nav.setVisible(has and (pages or waiting))
+        self.reader_button.setVisible(has)
+        self.open_button.setVisible(has and not removed)
         self.copy_button.setVisible(has and not self.reading)
-        for b in (self.zoom_in_button, self.zoom_out_button, self.fit_button, self.open_button, self.copy_button):
-            b.setEnabled(has)
+        self.find_action.setEnabled(has and not removed)
+        for b in (self.zoom_in_button, self.zoom_out_button, self.fit_button):
+            b.setEnabled(pages)
+        self.open_button.setEnabled(has)
         self.copy_button.setEnabled(has and not self.reading)
-        self.prev_button.setEnabled(has and self.page > 1)
-        self.next_button.setEnabled(has and (not self.page_count or self.page < self.page_count))
-        if has:
+        self.prev_button.setEnabled(pages and self.page > 1)
+        self.next_button.setEnabled(pages and self.page < self.page_count)
+        if pages:
             cited = " · cited" if self.page in self.cited else ""
-            total = f"/{self.page_count}" if self.page_count else ""
-            self.page_label.setText(f"p. {self.page}{total}{cited}")
+            self.page_label.setText(f"p. {self.page}/{self.page_count}{cited}")
             self.page_label.setAccessibleDescription(
-                f"page {self.page}" + (f" of {self.page_count}" if self.page_count else "") + (", cited" if cited else "")
+                f"page {self.page} of {self.page_count}" + (", cited" if cited else "")
             )
-        else:
+        elif not waiting:
             self.page_label.setText("")
 
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        if self.fit_width and self.citation is not None:
-            self._refit.start()
+    # --- find-in-document ---------------------------------------------------------------------
+
+    def open_find(self) -> None:
+        if self.citation is None or (self.layout_info is not None and self.layout_info.kind == "removed"):
+            return
+        self.find_bar.open_bar()
+
+    def find_text(self, text: str) -> None:
+        """Mark ``text`` in the document: a PDF's pages searched by the pages service (its
+        stored original), a text source's text here."""
+        if self.layout_info is None or self.citation is None:
+            return
+        if self.layout_info.kind == "text":
+            total = self.text_reader.find_text(text)
+            self.find_bar.show_count(self.text_reader.find_index, total)
+        elif self.layout_info.kind == "pages":
+            if not text:
+                self._find_request = 0
+                self.reader.set_find_hits([])
+                self.find_bar.show_count(-1, 0)
+                return
+            self._find_request = self.pages.request_find(self.citation.document_id, text)
+
+    def _found(self, request_id: int, hits: list[FindHit]) -> None:
+        if request_id != self._find_request or not self._shows_pages():
+            return
+        self._find_request = 0
+        self.reader.set_find_hits(hits, from_page=self.page)
+        self.find_bar.show_count(self.reader.find_index, len(hits))
+        self._update_controls()
+
+    def step_find(self, step: int) -> None:
+        if self.layout_info is None:
+            return
+        if self.layout_info.kind == "text":
+            self.text_reader.step_find(step)
+            self.find_bar.show_count(self.text_reader.find_index, len(self.text_reader.find_hits))
+        else:
+            self.reader.step_find(step)
+            self.find_bar.show_count(self.reader.find_index, len(self.reader.find_hits))
+
+    def _find_closed(self) -> None:
+        self._find_request = 0
+        if self.layout_info is not None and self.layout_info.kind == "text":
+            self.text_reader.find_text("")
+        elif self._shows_pages():
+            self.reader.set_find_hits([])
+        self.scroll.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def _close_find_quietly(self) -> None:
+        self.find_bar.blockSignals(True)
+        self.find_bar.close_bar()
+        self.find_bar.edit.clear()
+        self.find_bar.blockSignals(False)
+        self._find_request = 0
 
     # --- the original file ----------------------------------------------------------------------
 
     def open_original(self) -> None:
         if self.citation is not None:
+            self.notice.hide()
             self.pages.request_original(self.citation.document_id)
 
     def _original_ready(self, document_id: str, path: str) -> None:
@@ -454,4 +651,6 @@ class CitationPanel(QWidget):
         self.original_requested.emit(path)
         if self.open_in_system_viewer:
             # No #page fragment: several system openers take it as part of the file name.
-            QDesktopServices.openUrl(QUrl.fromLocalFile(path))
+            if not self.open_url(QUrl.fromLocalFile(path)):
+                self.notice.setText(no_viewer_message(path))
+                self.notice.show()

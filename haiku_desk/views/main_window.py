@@ -36,6 +36,7 @@ from haiku_desk.views.library_pane import LibraryPane
 from haiku_desk.views.mcp_dialog import McpAction
 from haiku_desk.views.notification_area import NotificationArea
 from haiku_desk.views.quit_dialog import QuitFlow
+from haiku_desk.views.reader_mode import ReaderMode
 from haiku_desk.views.theme import appearance_menu
 
 if TYPE_CHECKING:
@@ -112,7 +113,12 @@ class MainWindow(QMainWindow):
         )
         self.drop_overlay.hide()
 
+        # View › Reader: the citation panel takes the library's and the conversation list's room
+        self.reader_mode = ReaderMode(
+            self.splitter, 2, [self.library_pane, self._chat_side(0)], self.chat_pane, f"{SETTINGS_GROUP}/reader_share", self
+        )
         self._build_actions()
+        self.citation_panel.reader_mode_requested.connect(self.set_reader_mode)
         self.quit_flow = QuitFlow(services, self)  # closing the window is Quit: asks once if work is pending
         # File › New/Open/Recent library, Help › Open log folder
         self.library_menu = LibraryMenu(
@@ -203,6 +209,8 @@ class MainWindow(QMainWindow):
             "conversations": self._pane_action("Conversation list", "conversations", "Ctrl+Shift+H"),
             "citations": self._pane_action("Citation panel", "citations", "Ctrl+Shift+P"),
         }
+        self.reader_action = action("Reader mode", lambda: self.set_reader_mode(not self.reader_mode.active), "Ctrl+Shift+R", "reader_mode")
+        self.reader_action.setCheckable(True)
         self.quit_action = action("Quit", self.close, QKeySequence.StandardKey.Quit, "quit")
 
         menu = self.menuBar()
@@ -217,6 +225,7 @@ class MainWindow(QMainWindow):
         view_menu = menu.addMenu("&View")
         for pane_action in self.pane_actions.values():
             view_menu.addAction(pane_action)
+        view_menu.addAction(self.reader_action)
         view_menu.addSeparator()
         view_menu.addAction(self.focus_search_action)
         view_menu.addAction(self.next_pane_action)
@@ -309,6 +318,7 @@ class MainWindow(QMainWindow):
     def set_pane_visible(self, name: str, shown: bool) -> None:
         """Hide or show a pane (View menu); the others keep their widths, the chat takes the
         room. Remembered across starts."""
+        self.set_reader_mode(False)  # a pane shown or hidden by hand: the usual layout again
         widget = self._pane_widget(name)
         action = self.pane_actions[name]
         if action.isChecked() != shown:
@@ -322,6 +332,17 @@ class MainWindow(QMainWindow):
         widget.setVisible(shown)
         settings = QSettings()
         settings.setValue(f"{SETTINGS_GROUP}/show_{name}", shown)
+
+    def set_reader_mode(self, on: bool) -> None:
+        """The citation panel with the room of the library and the conversation list (on), or
+        the panes as they were (off); see views/reader_mode.py."""
+        if on:
+            self._reveal_citation_panel()
+        self.reader_mode.set_active(on)
+        for toggle in (self.reader_action, self.citation_panel.reader_button):
+            toggle.blockSignals(True)
+            toggle.setChecked(on)
+            toggle.blockSignals(False)
 
     def pane_visible(self, name: str) -> bool:
         return not self._pane_widget(name).isHidden()
@@ -590,6 +611,7 @@ class MainWindow(QMainWindow):
         if not self.quit_flow.allow_close():
             event.ignore()
             return
+        self.set_reader_mode(False)  # the panes' usual widths are the ones saved
         self.save_state()
         app = QApplication.instance()
         if app is not None:

@@ -1,0 +1,333 @@
+"""The reader (issue 34): zoom that keeps the highlight in view, every citation opened fitted
+and at its passage, text sources read as text, a removed document's citation, find-in-document
+and "Open original" without a viewer. Real widgets offscreen, real PDFs and Office files,
+real LanceDB in a temporary folder."""
+
+from __future__ import annotations
+
+import office_factory
+import pdf_factory
+import pytest
+from PySide6.QtCore import QPoint, QRect, Qt
+from qt_helpers import run_until
+
+from haiku.rag.citations import Citation
+from haiku.rag.ingest.records import Box
+from haiku_desk.services.library import uri_for
+from haiku_desk.services.pages import PagesService
+from haiku_desk.views.citation_panel import CitationPanel
+from haiku_desk.views.text_reader import PASSAGE_COLOUR
+
+SLOW = 180
+
+
+@pytest.fixture
+def pages(library, notifications):
+    service = PagesService(library, notifications)
+    yield service
+    service.close()
+
+
+def _panel(qtbot, pages, **kwargs) -> CitationPanel:
+    panel = CitationPanel(pages, **kwargs)
+    qtbot.addWidget(panel)
+    panel.resize(520, 720)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return panel
+
+
+@pytest.fixture
+def panel(qtbot, pages):
+    panel = _panel(qtbot, pages)
+    panel.open_in_system_viewer = False
+    return panel
+
+
+def _ingest(qloop, library, path):
+    library.add_paths([path])
+    run_until(qloop, lambda: (e := library.entry(uri_for(path))) is not None and (e.searchable or e.reason), SLOW)
+    entry = library.entry(uri_for(path))
+    assert entry.searchable, entry.reason
+    return entry
+
+
+def _citation(entry, boxes, content="passage", index=1):
+    return Citation(
+        index=index,
+        chunk_id=f"c{index}",
+        document_id=entry.document_id,
+        document_uri=entry.key,
+        document_title=entry.name,
+        content=content,
+        page_numbers=sorted({b.page for b in boxes}),
+        boxes=list(boxes),
+    )
+
+
+def _highlight_in_viewport(panel: CitationPanel, box: Box) -> QRect:
+    """Where ``box`` is drawn, in the page view's viewport pixels (from the shown page's image
+    and where its label sits: the same measure for any layout of the panel)."""
+    label = panel.image_label
+    origin = label.mapTo(panel.scroll.viewport(), QPoint(0, 0))
+    zoom = panel.current_render.zoom / panel.devicePixelRatioF()
+    return QRect(
+        origin.x() + int(box.x0 * zoom), origin.y() + int(box.y0 * zoom),
+        int((box.x1 - box.x0) * zoom), int((box.y1 - box.y0) * zoom),
+    )
+
+
+def _assert_in_view(panel: CitationPanel, box: Box) -> None:
+    viewport = panel.scroll.viewport().rect()
+    highlight = _highlight_in_viewport(panel, box)
+    assert viewport.contains(highlight.topLeft()), (highlight, viewport)
+    if highlight.width() <= viewport.width() and highlight.height() <= viewport.height():
+        assert viewport.contains(highlight), (highlight, viewport)
+
+
+def test_zoom_keeps_the_highlight_inside_the_viewport(qloop, library, panel, tmp_path):
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    cited = Box(2, *report.block("p_discussion").rect)
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_citation(entry, [cited]))
+    run_until(qloop, lambda: bool(shown))
+    _assert_in_view(panel, cited)
+    for presses in range(1, 4):  # "+" three times used to jump to the page's top-left corner
+        width = panel.current_image.width()
+        panel.zoom_in_button.click()
+        run_until(qloop, lambda n=presses: len(shown) == n + 1)
+        assert panel.page == 2 and panel.current_image.width() > width
+        _assert_in_view(panel, cited)
+    panel.zoom_out_button.click()
+    run_until(qloop, lambda: len(shown) == 5)
+    _assert_in_view(panel, cited)
+
+
+def test_a_new_citation_opens_fitted_to_the_width_at_its_passage(qloop, library, panel, tmp_path):
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_citation(entry, [Box(1, *report.block("p_intro").rect)]))
+    run_until(qloop, lambda: bool(shown))
+    fitted = panel.current_image.width()
+    for presses in range(1, 4):
+        panel.zoom_in_button.click()
+        run_until(qloop, lambda n=presses: len(shown) == n + 1)
+    assert panel.current_image.width() > fitted and not panel.fit_button.isChecked()
+
+    cited = Box(2, *report.block("p_discussion").rect)
+    panel.show_citation(_citation(entry, [cited], index=2))  # the zoom does not carry over
+    run_until(qloop, lambda: shown[-1] == 2)
+    assert panel.fit_button.isChecked()
+    assert abs(panel.current_image.deviceIndependentSize().width() - panel._available_width()) <= 2
+    _assert_in_view(panel, cited)
+    assert panel.scroll.verticalScrollBar().value() > 0  # scrolled down to it, page 2
+
+
+def _long_markdown(path):
+    filler = "\n\n".join(
+        f"## Section {i}\n\nParagraph {i} talks about ordinary weather and nothing else of note." for i in range(40)
+    )
+    path.write_text(
+        f"# Field notes\n\n{filler}\n\n## Otters\n\n"
+        "Riverbank otters *juggle* smooth stones beside the willow roots at dusk, "
+        "then stash them under the moss.\n"
+    )
+    return path
+
+
+def _long_html(path):
+    filler = "".join(f"<h2>Section {i}</h2><p>Paragraph {i} talks about ordinary weather.</p>" for i in range(40))
+    path.write_text(
+        f"<html><head><title>Field notes</title></head><body><h1>Field notes</h1>{filler}"
+        "<h2>Otters</h2><p>Riverbank otters <b>juggle</b> smooth stones beside the willow roots at dusk, "
+        "then stash them under the moss.</p></body></html>"
+    )
+    return path
+
+
+def _docx(path):
+    return office_factory.make_docx(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "query", "words"),
+    [
+        ("notes.md", _long_markdown, "otters juggle smooth stones willow", "otters juggle smooth stones"),
+        ("notes.html", _long_html, "otters juggle smooth stones willow", "otters juggle smooth stones"),
+        ("notes.docx", _docx, "otters hunt crayfish willow roots", "otters hunt crayfish"),
+    ],
+)
+def test_a_text_source_shows_its_text_with_the_passage_highlighted_and_no_page_controls(
+    qloop, library, panel, tmp_path, name, make, query, words
+):
+    path = make(tmp_path / name)
+    entry = _ingest(qloop, library, path)
+    hits = qloop.run_until_complete(library.search_passages(query, limit=1))
+    citation = Citation.from_result(2, hits[0].chunk_id, hits[0])
+    kinds: list[str] = []
+    panel.document_shown.connect(kinds.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(kinds))
+    reader = panel.text_reader
+    assert kinds == ["text"] and reader.isVisible() and panel.scroll is reader
+    assert words in " ".join(reader.passage_text().split()).casefold()
+    highlights = [s for s in reader.extraSelections() if s.format.background().color() == PASSAGE_COLOUR]
+    assert len(highlights) == 1 and highlights[0].cursor.selectedText() == reader.passage_text().replace("\n", "\u2029")
+    assert reader.passage_in_view()
+    # no page controls, no page in the header, nothing about pages
+    page_controls = (panel.prev_button, panel.page_label, panel.next_button, panel.zoom_out_button,
+                     panel.zoom_in_button, panel.fit_button)
+    assert not any(w.isVisible() for w in page_controls) and panel.find_action.isEnabled()
+    assert "p." not in panel.title.suffix and "pages" not in panel.message_text()
+    assert entry.name in panel.title.full_text or "Field notes" in panel.title.full_text or "Otter" in panel.title.full_text
+    assert not panel.snippet.isVisible()  # the passage is highlighted in the text itself
+
+
+def test_a_citation_of_a_removed_document_says_so_and_keeps_the_quote(qloop, library, panel, tmp_path):
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    hits = qloop.run_until_complete(library.search_passages("kerosene shortage night convoys", limit=1))
+    citation = Citation.from_result(5, hits[0].chunk_id, hits[0])
+    library.delete([entry.key])
+    run_until(qloop, lambda: library.entry(entry.key) is None, SLOW)
+
+    kinds: list[str] = []
+    panel.document_shown.connect(kinds.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(kinds))
+    text = " ".join(panel.message_text().split())
+    assert kinds == ["removed"] and panel.message.isVisible()
+    assert "This document was removed from the library" in text
+    assert "kerosene shortage" in text  # the quote is kept
+    assert "no document with id" not in text
+    assert not panel.nav.isVisible() and not panel.open_button.isVisible()
+
+
+def _otter_pdf(path):
+    import pymupdf
+
+    with pymupdf.open() as doc:
+        for words in (["Otters swim.", "Herons wade.", "An otter dives."], ["Nothing here but reeds."], ["The otter sleeps."]):
+            page = doc.new_page(width=595, height=842)
+            for i, line in enumerate(words):
+                page.insert_text((72, 100 + 200 * i), line, fontsize=12)
+        doc.save(path)
+    return path
+
+
+def test_find_in_document_moves_between_matches(qloop, qtbot, library, panel, tmp_path):
+    entry = _ingest(qloop, library, _otter_pdf(tmp_path / "otters.pdf"))
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_document(entry.document_id, entry.name)
+    run_until(qloop, lambda: bool(shown))
+    panel.scroll.setFocus()
+    qtbot.keyClick(panel.scroll, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    bar = panel.find_bar
+    assert bar.isVisible() and bar.edit.hasFocus()
+    qtbot.keyClicks(bar.edit, "otter")
+    qtbot.keyClick(bar.edit, Qt.Key.Key_Return)  # searches at once
+    run_until(qloop, lambda: bar.count.text() == "1 of 3", SLOW)
+    reader = panel.reader
+
+    def current_hit_marked() -> bool:
+        hit = reader.find_hits[reader.find_index]
+        drawn = reader.drawn.get(hit.page)
+        if drawn is None:
+            return False
+        _key, render, image = drawn
+        z = render.zoom
+        point = (int((hit.x0 + hit.x1) / 2 * z), int((hit.y0 + hit.y1) / 2 * z))
+        return image.pixelColor(*point) != render.image.pixelColor(*point)
+
+    def visible(rect: QRect) -> bool:
+        return reader.view_rect().contains(rect)
+
+    assert reader.find_hits[0].page == 1 and current_hit_marked()
+    for expected_text, expected_page in (("2 of 3", 1), ("3 of 3", 3)):
+        qtbot.keyClick(bar.edit, Qt.Key.Key_Return)
+        assert bar.count.text() == expected_text and reader.find_hits[reader.find_index].page == expected_page
+        run_until(qloop, current_hit_marked)
+        assert visible(reader.find_hit_rect()) and panel.page == expected_page
+    qtbot.keyClick(bar.edit, Qt.Key.Key_Return)  # wraps around
+    assert bar.count.text() == "1 of 3"
+    qtbot.keyClick(bar.edit, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)  # back
+    assert bar.count.text() == "3 of 3" and panel.page == 3
+    qtbot.keyClick(bar.edit, Qt.Key.Key_Escape)
+    assert not bar.isVisible() and reader.find_hits == []
+
+
+def test_find_in_a_text_source_moves_between_matches(qloop, qtbot, library, panel, tmp_path):
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nOtters swim.\n\nHerons wade.\n\nThe otter sleeps; another otter dives.\n")
+    entry = _ingest(qloop, library, path)
+    kinds: list[str] = []
+    panel.document_shown.connect(kinds.append)
+    panel.show_document(entry.document_id, entry.name)
+    run_until(qloop, lambda: bool(kinds))
+    panel.open_find()
+    bar = panel.find_bar
+    qtbot.keyClicks(bar.edit, "otter")
+    qtbot.keyClick(bar.edit, Qt.Key.Key_Return)
+    assert bar.count.text() == "1 of 3"
+    qtbot.keyClick(bar.edit, Qt.Key.Key_F3)
+    reader = panel.text_reader
+    start, end = reader.find_hits[reader.find_index]
+    assert bar.count.text() == "2 of 3" and reader.toPlainText()[start:end].casefold() == "otter"
+    assert start == reader.toPlainText().index("otter sleeps")
+
+
+def test_open_original_without_a_viewer_says_so(qloop, qtbot, library, pages, tmp_path):
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    asked: list[str] = []
+
+    def no_viewer(url) -> bool:  # what QDesktopServices.openUrl answers with no application
+        asked.append(url.toLocalFile())
+        return False
+
+    panel = _panel(qtbot, pages, open_url=no_viewer)
+    panel.show_citation(_citation(entry, [Box(1, *report.block("p_intro").rect)]))
+    panel.open_button.click()
+    run_until(qloop, lambda: bool(asked), SLOW)
+    assert asked == [str(report.path)]
+    assert panel.notice.isVisible()
+    assert "No application on this computer opens PDF files" in panel.notice.text()
+    assert str(report.path) in panel.notice.text()
+
+
+def test_reader_mode_gives_the_reader_the_room_and_gives_it_back(qloop, qtbot, services):
+    from PySide6.QtCore import QSettings
+
+    from haiku_desk.views.main_window import MainWindow
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.citation_panel.open_in_system_viewer = False
+    window.resize(1440, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    before = window.splitter.sizes()
+    panel, splitter = window.citation_panel, window.splitter
+
+    assert window.reader_action.shortcut().toString() == "Ctrl+Shift+R"
+    window.reader_action.trigger()  # View › Reader mode
+    assert window.reader_mode.active and panel.reader_button.isChecked() and window.reader_action.isChecked()
+    assert not window.pane_visible("library") and not window.pane_visible("conversations")
+    assert panel.width() >= 0.55 * splitter.width() > before[2]
+    # the user's own share is remembered (a drag of the splitter)
+    splitter.setSizes([0, splitter.width() // 2, splitter.width() // 2])
+    splitter.splitterMoved.emit(splitter.width() // 2, 2)
+    share = float(QSettings().value("main_window/reader_share"))
+    assert 0.45 <= share <= 0.55
+
+    panel.reader_button.click()  # back: every pane as it was, none remembered as hidden
+    assert not window.reader_mode.active and window.pane_visible("library") and window.pane_visible("conversations")
+    assert splitter.sizes() == before
+    assert QSettings().value("main_window/show_library", True, type=bool)
+    panel.reader_button.click()  # again: the share the user left
+    assert abs(panel.width() / splitter.width() - share) < 0.05
