@@ -158,9 +158,18 @@ class CitationPanel(QWidget):
         self.notice.setAccessibleName("Reader notice")
         self.notice.setWordWrap(True)
         self.notice.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.notice.setObjectName("reader-notice")  # a warning's tint, readable in light and dark
-        self.notice.setStyleSheet("#reader-notice { background: rgba(230, 160, 0, 0.18); padding: 4px; border-radius: 4px; }")
-        self.notice.hide()
+        self.notice_row = QWidget()
+        self.notice_row.setObjectName("reader-notice")  # a warning's tint, readable in light and dark
+        self.notice_row.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
+        self.notice_row.setStyleSheet("#reader-notice { background: rgba(230, 160, 0, 0.18); border-radius: 4px; }")
+        dismiss = button("✕", "Dismiss", "Dismiss")
+        dismiss.setAutoRaise(True)
+        dismiss.clicked.connect(lambda: self.notice_row.hide())
+        notice_layout = QHBoxLayout(self.notice_row)
+        notice_layout.setContentsMargins(6, 4, 2, 4)
+        notice_layout.addWidget(self.notice, 1)
+        notice_layout.addWidget(dismiss, 0, Qt.AlignmentFlag.AlignTop)
+        self.notice_row.hide()
 
         self.find_bar = FindBar()
         self.find_bar.hide()
@@ -197,7 +206,7 @@ class CitationPanel(QWidget):
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(title_row)
         layout.addLayout(source_row)
-        layout.addWidget(self.notice)
+        layout.addWidget(self.notice_row)
         layout.addWidget(self.find_bar)
         layout.addWidget(self.nav)
         layout.addWidget(self.stack, 1)
@@ -311,7 +320,7 @@ class CitationPanel(QWidget):
         self.title.set_full_text(HINT)
         self.headings.set_full_text(READ_HINT)
         self.headings.show()
-        self.notice.hide()
+        self.notice_row.hide()
         self._close_find_quietly()
         self.snippet.setText("")
         self.snippet.hide()
@@ -348,7 +357,7 @@ class CitationPanel(QWidget):
         self.layout_info = None
         self.current_render = None
         self.current_image = None
-        self.notice.hide()
+        self.notice_row.hide()
         self._close_find_quietly()
         bold = self.title.font()  # plain while the panel only shows its hint
         bold.setBold(True)
@@ -642,7 +651,7 @@ class CitationPanel(QWidget):
 
     def open_original(self) -> None:
         if self.citation is not None:
-            self.notice.hide()
+            self.notice_row.hide()
             self.pages.request_original(self.citation.document_id)
 
     def _original_ready(self, document_id: str, path: str) -> None:
@@ -653,4 +662,4 @@ class CitationPanel(QWidget):
             # No #page fragment: several system openers take it as part of the file name.
             if not self.open_url(QUrl.fromLocalFile(path)):
                 self.notice.setText(no_viewer_message(path))
-                self.notice.show()
+                self.notice_row.show()
