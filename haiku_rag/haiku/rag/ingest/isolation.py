@@ -154,14 +154,19 @@ def _worker_main() -> None:
     """The worker loop: one ``("prepare", kwargs)`` request at a time."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     token = CancelToken()
-    current = [0]  # the parse in progress (its number), so a late cancel hits no other
+    # the parse in progress and the last one the parent cancelled (their numbers): a late
+    # cancel hits no other parse, and one that comes before its parse is set up is not lost
+    # (each side writes its number, then reads the other's)
+    state = {"current": 0, "cancelled": -1}
 
     def command(line: str) -> None:
         # The parent asks for a cooperative stop on the control pipe ("cancel N"); the
         # converter checks the token between pages.
         kind, _, number = line.partition(" ")
-        if kind == "cancel" and number == str(current[0]):
-            token.cancel()
+        if kind == "cancel" and number.isdigit():
+            state["cancelled"] = int(number)
+            if state["current"] == int(number):
+                token.cancel()
 
     _stdout_to_stderr()
     conn = connect_to_parent(command)
@@ -182,7 +187,9 @@ def _worker_main() -> None:
             return
         data = payload.pop("data")
         token._event.clear()
-        current[0] = payload.pop("parse_number", 0)
+        state["current"] = payload.pop("parse_number", 0)
+        if state["cancelled"] == state["current"]:
+            token.cancel()
         total_mb = payload["config"].processing.parse_memory_limit_mb
         limit_mb = payload.pop("memory_share_mb", None) or total_mb
         try:
