@@ -329,7 +329,7 @@ class _MemoryWatch:
             import psutil
 
             self._process = psutil.Process(pid)
-            self.baseline = self._process.memory_info().rss
+            self.baseline = self._used()
         except Exception as exc:  # no psutil, or the worker just died: its end is reported
             log.debug("parse memory watch unavailable: %s", exc)
             self._process = None
@@ -347,11 +347,18 @@ class _MemoryWatch:
             return False
         self._next = now + MEMORY_POLL_SECONDS
         try:
-            rss = self._process.memory_info().rss
+            used = self._used()
         except Exception:  # the worker is gone: the caller sees it end
             return False
-        self.peak = max(self.peak, rss)
-        return rss > self.bound
+        self.peak = max(self.peak, used)
+        return used > self.bound
+
+    def _used(self) -> int:
+        """Resident memory; on Windows at least the private committed bytes too (Windows may
+        trim a process's working set, so resident memory alone could stay under the bound
+        while the commit charge grows)."""
+        info = self._process.memory_info()
+        return max(int(info.rss), int(getattr(info, "private", 0)))
 
 
 class ParseWorker:
