@@ -122,3 +122,27 @@ def test_the_bundles_entry_point_serves_as_the_parse_worker(config):
     finally:
         worker.stop()
     assert "Parsed by the entry point." in new.content
+
+
+def test_the_parse_worker_ends_with_a_parent_that_dies_without_cleaning_up(tmp_path):
+    """The app ends with os._exit (no atexit): the worker sees its stdin end and exits."""
+
+    import psutil
+
+    script = (
+        "import os\n"
+        "from haiku.rag.config import AppConfig\n"
+        "from haiku.rag.ingest.isolation import shared_worker\n"
+        "worker = shared_worker()\n"
+        "worker.prepare(b'# A\\n\\nB.', timeout=120, filename='a.md', uri='a.md', config=AppConfig())\n"
+        "print(worker.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    pid = int(done.stdout.split()[0])
+    try:
+        psutil.Process(pid).wait(timeout=60)  # not a fixed delay: returns as soon as it is gone
+    except psutil.NoSuchProcess:
+        pass
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE

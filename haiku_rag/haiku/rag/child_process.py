@@ -79,9 +79,14 @@ def child_environment() -> dict[str, str]:
 
 def own_group() -> dict[str, Any]:
     """``Popen`` arguments that keep a terminal's Ctrl-C for the parent only: a new session on
-    POSIX, a new process group on Windows."""
+    POSIX, a new process group on Windows. There, a console program (``python.exe``) started
+    by a parent without a console (``pythonw``, a windowed app) would open a console window:
+    ``CREATE_NO_WINDOW`` then (not otherwise: the child's stderr is the parent's console)."""
     if sys.platform == "win32":
-        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        flags = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+        if sys.stderr is None and not getattr(sys, "frozen", False):
+            flags |= subprocess.CREATE_NO_WINDOW  # type: ignore[attr-defined]
+        return {"creationflags": flags}
     return {"start_new_session": True}
 
 

@@ -154,14 +154,19 @@ def _worker_main() -> None:
     """The worker loop: one ``("prepare", kwargs)`` request at a time."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     token = CancelToken()
-    current = [0]  # the parse in progress (its number), so a late cancel hits no other
+    # the parse in progress and the last one the parent cancelled (their numbers): a late
+    # cancel hits no other parse, and one that comes before its parse is set up is not lost
+    # (each side writes its number, then reads the other's)
+    state = {"current": 0, "cancelled": -1}
 
     def command(line: str) -> None:
         # The parent asks for a cooperative stop on the control pipe ("cancel N"); the
         # converter checks the token between pages.
         kind, _, number = line.partition(" ")
-        if kind == "cancel" and number == str(current[0]):
-            token.cancel()
+        if kind == "cancel" and number.isdigit():
+            state["cancelled"] = int(number)
+            if state["current"] == int(number):
+                token.cancel()
 
     _stdout_to_stderr()
     conn = connect_to_parent(command)
@@ -182,7 +187,9 @@ def _worker_main() -> None:
             return
         data = payload.pop("data")
         token._event.clear()
-        current[0] = payload.pop("parse_number", 0)
+        state["current"] = payload.pop("parse_number", 0)
+        if state["cancelled"] == state["current"]:
+            token.cancel()
         total_mb = payload["config"].processing.parse_memory_limit_mb
         limit_mb = payload.pop("memory_share_mb", None) or total_mb
         try:
@@ -322,7 +329,7 @@ class _MemoryWatch:
             import psutil
 
             self._process = psutil.Process(pid)
-            self.baseline = self._process.memory_info().rss
+            self.baseline = self._used()
         except Exception as exc:  # no psutil, or the worker just died: its end is reported
             log.debug("parse memory watch unavailable: %s", exc)
             self._process = None
@@ -340,11 +347,18 @@ class _MemoryWatch:
             return False
         self._next = now + MEMORY_POLL_SECONDS
         try:
-            rss = self._process.memory_info().rss
+            used = self._used()
         except Exception:  # the worker is gone: the caller sees it end
             return False
-        self.peak = max(self.peak, rss)
-        return rss > self.bound
+        self.peak = max(self.peak, used)
+        return used > self.bound
+
+    def _used(self) -> int:
+        """Resident memory; on Windows at least the private committed bytes too (Windows may
+        trim a process's working set, so resident memory alone could stay under the bound
+        while the commit charge grows)."""
+        info = self._process.memory_info()
+        return max(int(info.rss), int(getattr(info, "private", 0)))
 
 
 class ParseWorker:
