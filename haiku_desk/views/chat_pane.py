@@ -663,7 +663,6 @@ class TurnWidget(QFrame):
         self.passages_button.setToolTip(
             "Answer this question with the passages of your library that match it best (no model needed)"
         )
-        self.passages_button.setProperty("buttonRole", "primary")
         self.passages_button.clicked.connect(lambda: self.passages_requested.emit(self.turn.question))
         self.retry_button = compact_button(QPushButton("Ask again", self.failure))
         self.retry_button.setAccessibleName("Ask again")
@@ -843,6 +842,7 @@ class TurnWidget(QFrame):
             self.bibliography.load(c.document_id for c in turn.citations)
         for position, citation in enumerate(turn.citations):
             chip = QToolButton(self.chip_bar)
+            chip.setProperty("citationChip", True)
             chip.setText(str(citation.index))
             chip.setAutoRaise(False)
             chip.setToolTip(citation_place(citation))
