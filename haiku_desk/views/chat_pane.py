@@ -326,11 +326,40 @@ class FlowLayout(QLayout):
             hint = item.sizeHint()
             if x > area.x() and x + hint.width() > area.right() + 1:
                 x, y, row_height = area.x(), y + row_height + self._spacing // 2, 0
+            if hint.width() > area.width() > 0:  # wider than a row: as wide as a row, wrapped
+                hint = QSize(area.width(), item.heightForWidth(area.width()) if item.hasHeightForWidth() else hint.height())
             if move:
                 item.setGeometry(QRect(QPoint(x, y), hint))
             x += hint.width() + self._spacing
             row_height = max(row_height, hint.height())
         return y + row_height - rect.y() + margins.bottom()
+
+
+class FlowLabel(QLabel):
+    """A label in a ``FlowLayout`` row (the grounding badge, an answer's status): on one line
+    when the row has room, wrapped when the row is narrower, and never setting the turn's
+    minimum width (a long verdict would otherwise widen the turn past its pane)."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWordWrap(True)
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        """The text on one line (a wrapping QLabel would hint a narrower, taller shape)."""
+        document = QTextDocument()
+        document.setDefaultFont(self.font())
+        document.setDocumentMargin(0)
+        if self.textFormat() == Qt.TextFormat.PlainText:
+            document.setPlainText(self.text())
+        else:
+            document.setHtml(self.text())
+        margins = self.contentsMargins()
+        width = int(document.idealWidth()) + 2 + 2 * self.margin() + margins.left() + margins.right()
+        return QSize(width, self.heightForWidth(width))
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        hint = self.sizeHint()
+        return QSize(min(hint.width(), 60), hint.height())
 
 
 class HeaderLabel(ElidedLabel):
@@ -663,7 +692,6 @@ class TurnWidget(QFrame):
         self.passages_button.setToolTip(
             "Answer this question with the passages of your library that match it best (no model needed)"
         )
-        self.passages_button.setProperty("buttonRole", "primary")
         self.passages_button.clicked.connect(lambda: self.passages_requested.emit(self.turn.question))
         self.retry_button = compact_button(QPushButton("Ask again", self.failure))
         self.retry_button.setAccessibleName("Ask again")
@@ -682,12 +710,10 @@ class TurnWidget(QFrame):
         # chips, badge, status: in rows that wrap (many citations never widen the turn)
         self.chip_bar = QWidget(self)
         self.chip_row = FlowLayout(self.chip_bar, spacing=6)
-        self.badge = QLabel(self)
+        self.badge = FlowLabel(self)
         self.badge.setAccessibleName("Grounding")
-        self.status = QLabel(self)
+        self.status = FlowLabel(self)
         self.status.setAccessibleName("Answer status")
-        self.status.setWordWrap(True)
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.ask_again_button = compact_button(QPushButton("Ask again", self))
         self.ask_again_button.setAccessibleName("Ask again")
         self.ask_again_button.setToolTip("Ask this question again")
@@ -843,6 +869,7 @@ class TurnWidget(QFrame):
             self.bibliography.load(c.document_id for c in turn.citations)
         for position, citation in enumerate(turn.citations):
             chip = QToolButton(self.chip_bar)
+            chip.setProperty("citationChip", True)
             chip.setText(str(citation.index))
             chip.setAutoRaise(False)
             chip.setToolTip(citation_place(citation))
@@ -1153,7 +1180,9 @@ class ChatPane(QWidget):
         # (a wide table), so nothing is clipped on the right out of reach.
         self.transcript.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.transcript_layout = QVBoxLayout(self.transcript)
-        self.transcript_layout.setAlignment(Qt.AlignmentFlag.AlignTop)
+        # turns at the top, the room left below them: a stretch, not the layout's AlignTop,
+        # which sizes the column from its turns' widest heights and squeezes narrow ones
+        # (their chips then overlap the answer's last lines)
         self.empty_hint = QLabel(
             "Ask a question about your library. Answers cite the exact pages they rest on.",
             self.transcript,
@@ -1161,6 +1190,7 @@ class ChatPane(QWidget):
         self.empty_hint.setWordWrap(True)
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.transcript_layout.addWidget(self.empty_hint)
+        self.transcript_layout.addStretch(1)
         self.scroll.setWidget(self.transcript)
         self._follow_target: TurnWidget | None = None
         self._following = False
@@ -1441,7 +1471,7 @@ class ChatPane(QWidget):
         widget.passages_requested.connect(
             lambda q, w=widget: self.ask_again(q, search_only=True, turn=w)
         )
-        self.transcript_layout.addWidget(widget)
+        self.transcript_layout.insertWidget(self.transcript_layout.count() - 1, widget)  # above the stretch
         self.turn_widgets.append(widget)
         # laid out and shown now: the first frame shows the whole question, not a clipped one
         widget.show()

@@ -206,8 +206,7 @@ class ModelSettingsDialog(QDialog):
         else:
             self.base_url.clear()
         self.model_name.clear()
-        if kept is not None:
-            self.model_name.setEditText(kept.name)
+        self.model_name.setEditText(kept.name if kept is not None else "")  # clear() keeps it
         self.no_tools.setChecked(kept is not None and kept.supports_tools is False)
         self.hint.setText(LOCAL_HINT[provider])
         self.status.clear()

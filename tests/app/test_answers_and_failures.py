@@ -262,3 +262,39 @@ def test_a_search_only_passage_holding_a_table_shows_a_table_not_pipes_or_words(
     assert "Table 2: Convoys by month" in text and "kerosene shortage" in text
     assert text.rstrip().endswith("No model.")  # why these are passages, after them
     assert "cite:1" in widget.answer.toHtml() and "cite:2" in widget.answer.toHtml()
+
+
+def test_in_a_narrowed_pane_each_part_of_a_turn_sits_below_the_last(qloop, qtbot, library, app_config):
+    """A long verdict badge and an answer that wraps to many lines: narrowing the pane must give
+    the turn the height its parts need (the chips and sources were drawn over the answer)."""
+    from haiku.rag.answering.support import SentenceCheck, SupportCheck
+
+    pane, _ = make_pane(qtbot, library, app_config)
+    pane.resize(1000, 700)
+    flagged = SentenceCheck(text="x", start=0, end=1, markers=[1], claims=["3 weeks"], missing=["3 weeks"],
+                            status="unsupported")
+    support = SupportCheck(verdict="partly-supported", sentences=[flagged] * 3).model_dump(mode="json")
+    text = (
+        "The convoys were late [1].\n\n- fuel ran short for three weeks [1]\n- the pass was closed\n\n"
+        "| Month | Convoys |\n|-|-|\n| May | 12 |\n\n```\nprint('late convoys')\n```\n\nSource: " + LONG_URL
+    )
+    turn = Turn(question=QUESTION, answer=text, citations=[citation(1, "The convoys were late.")],
+                grounding="grounded", support=support)
+    widget = pane._add_turn_widget(turn)
+    after = pane._add_turn_widget(Turn(question="And then?", answer="Nothing more."))
+    assert "Partly supported" in widget.badge.text()
+
+    def stacked() -> bool:
+        answer, chips, card = widget.answer.geometry(), widget.chip_bar.geometry(), widget.source_cards[0].geometry()
+        return (
+            chips.top() > answer.bottom()
+            and card.top() > chips.bottom()
+            and widget.height() >= widget.heightForWidth(widget.width())
+            and after.geometry().top() > widget.geometry().bottom()
+        )
+
+    qtbot.waitUntil(stacked)
+    pane.resize(480, 700)  # the chat column about 280 px wide: the answer wraps to many lines
+    qtbot.waitUntil(lambda: widget.answer.width() < 320)
+    qtbot.waitUntil(stacked)
+    assert pane.transcript.width() <= pane.scroll.viewport().width()

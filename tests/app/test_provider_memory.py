@@ -32,6 +32,10 @@ def test_switching_to_search_only_and_back_keeps_each_provider_s_url_and_model(q
     pick(dialog, "openai-compatible")  # back: as it was
     assert (dialog.base_url.text(), dialog.model_name.currentText()) == (LM_STUDIO, "qwen3-8b")
     pick(dialog, NO_MODEL)
+    assert dialog.model_name.currentText() == "" and dialog.base_url.text() == ""
+    pick(dialog, "anthropic")  # a provider never chosen: its defaults, not another's model
+    assert dialog.model_name.currentText() == "" and dialog.base_url.text() == "https://api.anthropic.com"
+    pick(dialog, NO_MODEL)
     dialog.buttons.button(dialog.buttons.StandardButton.Save).click()
     assert models.choice is None and not models.is_configured()  # search only now
 
