@@ -29,7 +29,7 @@ WIDGET_KEYS = (
     ("Space", "Tick or untick the current document for the chat's scope"),
     ("Enter", "Read the current document in the citation panel (or double-click it)"),
     ("F2", "Rename the selected document (in the library)"),
-    ("Ctrl+F", "Find in the document (in the citation panel); Enter / Shift+Enter: next / previous"),
+    ("Enter / Shift+Enter, F3", "Next / previous match (in the find bar); Esc closes it"),
     ("+ / − or Ctrl+wheel", "Zoom the cited page (in the citation panel); Ctrl+0 fits the width"),
 )
 

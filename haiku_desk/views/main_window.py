@@ -211,6 +211,10 @@ class MainWindow(QMainWindow):
         }
         self.reader_action = action("Reader mode", lambda: self.set_reader_mode(not self.reader_mode.active), "Ctrl+Shift+R", "reader_mode")
         self.reader_action.setCheckable(True)
+        # Ctrl+F finds in the document the reader shows, wherever the focus is (the panel's own
+        # Ctrl+F, for the panel alone, would make the key ambiguous here)
+        self.find_action = action("Find in document…", self._find_in_document, "Ctrl+F", "find_in_document")
+        self.citation_panel.find_action.setShortcut(QKeySequence())
         self.quit_action = action("Quit", self.close, QKeySequence.StandardKey.Quit, "quit")
 
         menu = self.menuBar()
@@ -226,6 +230,7 @@ class MainWindow(QMainWindow):
         for pane_action in self.pane_actions.values():
             view_menu.addAction(pane_action)
         view_menu.addAction(self.reader_action)
+        view_menu.addAction(self.find_action)
         view_menu.addSeparator()
         view_menu.addAction(self.focus_search_action)
         view_menu.addAction(self.next_pane_action)
@@ -343,6 +348,11 @@ class MainWindow(QMainWindow):
             toggle.blockSignals(True)
             toggle.setChecked(on)
             toggle.blockSignals(False)
+
+    def _find_in_document(self) -> None:
+        if self.citation_panel.citation is not None:
+            self._reveal_citation_panel()
+        self.citation_panel.open_find()
 
     def pane_visible(self, name: str) -> bool:
         return not self._pane_widget(name).isHidden()

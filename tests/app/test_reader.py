@@ -331,3 +331,29 @@ def test_reader_mode_gives_the_reader_the_room_and_gives_it_back(qloop, qtbot, s
     assert QSettings().value("main_window/show_library", True, type=bool)
     panel.reader_button.click()  # again: the share the user left
     assert abs(panel.width() / splitter.width() - share) < 0.05
+
+
+def test_ctrl_f_in_the_window_finds_in_the_document_the_reader_shows(qloop, qtbot, services, tmp_path):
+    from haiku_desk.views.main_window import MainWindow
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.citation_panel.open_in_system_viewer = False
+    window.resize(1440, 900)
+    window.show()
+    qtbot.waitExposed(window)
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nOtters swim.\n\nThe otter sleeps.\n")
+    entry = _ingest(qloop, services.library, path)
+    panel = window.citation_panel
+    kinds: list[str] = []
+    panel.document_shown.connect(kinds.append)
+    window.show_document(entry.document_id, entry.name)
+    run_until(qloop, lambda: bool(kinds))
+    assert window.find_action.shortcut().toString() == "Ctrl+F" and window.find_action in window.menuBar().actions()[1].menu().actions()
+    window.chat_pane.input.setFocus()  # the focus elsewhere: the key still finds in the document
+    window.find_action.trigger()
+    assert panel.find_bar.isVisible()
+    qtbot.keyClicks(panel.find_bar.edit, "otter")
+    qtbot.keyClick(panel.find_bar.edit, Qt.Key.Key_Return)
+    assert panel.find_bar.count.text() == "1 of 2"
