@@ -334,13 +334,22 @@ class PageReader(QScrollArea):
             super().resizeEvent(event)
             return
         view = self.view_rect()
-        spot = self.to_spot(view.topLeft())  # what is at the top stays at the top
+        # the passage in view stays where it was in the viewport (reader mode widens the
+        # panel: the passage must not slide down out of sight); else what is at the top stays
+        passage = self.passage_rect(self.current)
+        kept = passage is not None and passage.intersects(view)
+        spot = self.to_spot(passage.topLeft() if kept and passage is not None else view.topLeft())
+        offset = (passage.topLeft() - view.topLeft()) if kept and passage is not None else QPoint(0, 0)
         page = self.current
         scales = self._scales
         super().resizeEvent(event)
         self._lay_out()
-        point = self.to_container(spot).toPoint()
+        point = self.to_container(spot).toPoint() - offset
         self._scroll_to(point.x() if not self.fit else 0, point.y())
+        if kept:
+            after = self.passage_rect(page)
+            if after is not None:
+                self.ensure_visible(after)
         self._set_current(page)
         self._render_soon.start()
         if scales != self._scales:

@@ -357,3 +357,20 @@ def test_ctrl_f_in_the_window_finds_in_the_document_the_reader_shows(qloop, qtbo
     qtbot.keyClicks(panel.find_bar.edit, "otter")
     qtbot.keyClick(panel.find_bar.edit, Qt.Key.Key_Return)
     assert panel.find_bar.count.text() == "1 of 2"
+
+
+def test_widening_the_reader_keeps_the_passage_where_it_was(qloop, library, panel, tmp_path):
+    """Reader mode widens the panel: the fitted page grows, the passage must not slide away."""
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    cited = Box(2, *report.block("p_discussion").rect)
+    panel.resize(320, 700)
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_citation(entry, [cited]))
+    run_until(qloop, lambda: bool(shown) and panel.current_image.width() <= 320)
+    before = _highlight_in_viewport(panel, cited).top()
+    panel.resize(960, 700)
+    run_until(qloop, lambda: panel.current_image.width() > 600)
+    assert abs(_highlight_in_viewport(panel, cited).top() - before) <= 2
+    _assert_in_view(panel, cited)
