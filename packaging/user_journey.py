@@ -13,7 +13,8 @@ Then, as a person would, with ``xdotool`` keys and clicks only:
 1. starts the app with files on its command line, shot while ingesting;
 2. waits until every file is in the library, shot of the library;
 3. asks a question from the keyboard, shot of the streamed answer with its citations;
-4. clicks the first citation chip (found on screen by its colour), shot of the cited page;
+4. clicks a citation chip (found on screen beside the Supported badge's fill colour), shot of
+   the cited page;
 5. opens a new chat (Ctrl+N: the citation panel follows it) and ticks a toggle with Shift+Tab
    and Space, shot; resizes the window to 1024×640, shot;
 6. quits with Ctrl+Q and checks that no process of the app is left;
@@ -49,8 +50,8 @@ DEFAULT_PDFS = (
 )
 QUESTION = "What does a trace tree record about loops?"
 STEP_TIMEOUT = 300.0
-CHIP_GAP = 12  # px left of the badge's first pixel: past the "●", before the chip
-CHIP_HALF_WIDTH = 9  # px from a chip's right border to its middle
+CHIP_GAP = 20  # px from the badge pill's left edge to the middle of the chip left of it
+CHIP_HALF_HEIGHT = 7  # px from a pill's top row to its middle
 
 
 class JourneyError(Exception):
@@ -176,17 +177,10 @@ def find_colour(
 
 
 def chip_left_of(png: Path, badge: tuple[int, int]) -> tuple[int, int]:
-    """The middle of the button just left of the badge: walking left along the badge's text
-    row from a gap before it, the first pixels that differ from the background are the chip's
-    right border; its middle is half a chip further left."""
-    import pymupdf
-
-    pix = pymupdf.Pixmap(str(png))
-    x, y = badge[0] - CHIP_GAP, badge[1] + 4
-    background = pix.pixel(x, y)
-    while x > 0 and max(abs(a - b) for a, b in zip(pix.pixel(x, y), background, strict=False)) < 40:
-        x -= 1
-    return x - CHIP_HALF_WIDTH, y
+    """The middle of the citation chip just left of the grounding badge, a pill whose top-left
+    fill pixel is ``badge``: the chips are pills too (no border to walk to), CHIP_GAP px left of
+    the badge's edge to a chip's middle, half a pill's height down."""
+    return badge[0] - CHIP_GAP, badge[1] + CHIP_HALF_HEIGHT
 
 
 def wait_for(predicate, what: str, timeout: float = STEP_TIMEOUT, every: float = 1.0):  # type: ignore[no-untyped-def]
@@ -325,9 +319,11 @@ class Journey:
                 self.shot(x, "journey-03-answer.png")
 
                 step = "4 click a citation"
-                # The chips sit just left of the grounding badge ("● Grounded", its colour).
+                # The chips sit just left of the grounding badge (a pill in the ready colours).
                 # (right of the library pane, whose "ready" badges are green too)
-                badge = find_colour(self.shots[-1], self.args.badge_colour, left=self.args.screen[0] * 3 // 10)
+                badge = find_colour(
+                    self.shots[-1], self.args.badge_colour, tolerance=4, left=self.args.screen[0] * 3 // 10
+                )
                 if badge is None:
                     raise JourneyError("no grounding badge (and so no chip) on screen")
                 x.click(*chip_left_of(self.shots[-1], badge))
@@ -416,14 +412,14 @@ def main(argv: list[str] | None = None) -> int:
         "--badge-colour",
         type=lambda s: tuple(int(s.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4)),
         default=None,
-        help="the Supported badge's text colour (the chips are found on screen beside it; "
-        "default: the theme's ready colour for --scheme)",
+        help="the Supported badge's fill colour (the chips are found on screen beside it; "
+        "default: the theme's ready_bg for --scheme)",
     )
     args = parser.parse_args(argv)
     if args.badge_colour is None:
         from haiku_desk.views.theme import TOKENS
 
-        ready = TOKENS["dark" if args.scheme == "dark" else "light"].ready_fg
+        ready = TOKENS["dark" if args.scheme == "dark" else "light"].ready_bg
         args.badge_colour = tuple(int(ready[i : i + 2], 16) for i in (1, 3, 5))
     return Journey(args).run()
 

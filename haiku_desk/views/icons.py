@@ -2,7 +2,7 @@
 theme's text colour so they read in light and dark.
 
 ``set_icon(button_or_action, "send")`` gives a widget or an action its icon and keeps it
-tinted when the scheme changes (``theme.apply_theme`` calls :func:`retint`). An icon-only
+tinted when the scheme changes (:func:`retint` listens to ``theme.on_scheme_applied``). An icon-only
 button must have an accessible name (a screen reader has no text to read):
 :func:`icon_only` sets both.
 """
@@ -16,10 +16,10 @@ from PySide6.QtCore import QByteArray, QRectF, QSize, Qt
 from PySide6.QtGui import QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from haiku_desk.views.theme import Tokens, current_tokens, on_scheme_applied, resources_dir
+
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QAbstractButton
-
-    from haiku_desk.views.theme import Tokens
 
 NAMES = (
     "add-files",
@@ -46,8 +46,6 @@ _cache: dict[tuple[str, str, str], QIcon] = {}
 
 
 def svg_text(name: str) -> str:
-    from haiku_desk.views.theme import resources_dir
-
     if name not in NAMES:
         raise KeyError(f"no icon named {name!r}: one of {', '.join(NAMES)}")
     folder = resources_dir()
@@ -73,8 +71,6 @@ def _pixmap(svg: str, colour: str, size: int, ratio: float) -> QPixmap:
 def icon(name: str, tokens: Tokens | None = None, *, on_accent: bool = False) -> QIcon:
     """The icon ``name`` in the scheme's text colour (``on_accent``: for a primary button)."""
     from PySide6.QtGui import QGuiApplication
-
-    from haiku_desk.views.theme import current_tokens
 
     t = tokens or current_tokens()
     colour = t.accent_text if on_accent else t.text
@@ -125,6 +121,9 @@ def retint(tokens: Tokens) -> None:
         target.setIcon(icon(base, tokens, on_accent=bool(accent)))
         alive.append((ref, name))
     _tinted[:] = alive
+
+
+on_scheme_applied(retint)
 
 
 def name_qt_buttons(root: QWidget) -> None:

@@ -25,6 +25,7 @@ What widgets may set to be styled (the names are listed for the other views in
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from string import Template
@@ -306,8 +307,6 @@ def apply_theme(app: QApplication, scheme: str | None = None) -> Tokens:
     """Fusion, the palette and the stylesheet of ``scheme`` (default: the stored choice),
     kept in step with the system's scheme while the choice is "system". Returns the tokens
     applied."""
-    from haiku_desk.views import icons
-
     app.setStyle("Fusion")
     chosen = scheme or stored_scheme()
     tokens = resolve(app, chosen)
@@ -318,11 +317,22 @@ def apply_theme(app: QApplication, scheme: str | None = None) -> Tokens:
         app.setStyleSheet(stylesheet(tokens, base_point_size(app)))
     except OSError:  # a broken install: the palette alone still makes a readable window
         log.exception("the stylesheet could not be read; the window uses the plain style")
-    icons.retint(tokens)
+    for listener in list(_listeners):  # e.g. icons.retint: the action icons in the new colours
+        listener(tokens)
     if not app.property("haiku_theme_connected"):
         app.styleHints().colorSchemeChanged.connect(lambda *_: _system_changed(app))
         app.setProperty("haiku_theme_connected", True)
     return tokens
+
+
+_listeners: list[Callable[[Tokens], None]] = []
+
+
+def on_scheme_applied(listener: Callable[[Tokens], None]) -> None:
+    """Call ``listener(tokens)`` each time a scheme is applied (what draws with the theme's
+    colours outside the stylesheet, like the icons, follows it so; theme imports none of it)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
 
 
 def _system_changed(app: QApplication) -> None:
