@@ -231,8 +231,12 @@ def test_an_unreachable_model_offers_the_passages_one_banner_and_success_clears_
     pane.models.use_model_instance(  # the model is back
         StreamingScript().play(search("kerosene otters"), cite_top(1), answer("Kerosene ran short [1].")).model
     )
-    ask(qloop, pane, QUESTION)
-    assert pane.turn_widgets[-1].turn.mode == "tools"
+    qtbot.mouseClick(first.retry_button, Qt.MouseButton.LeftButton)  # the first one, asked again
+    run_until(qloop, lambda: not pane.chat.busy and len(pane.chat.current.turns) == 2, timeout=120)
+    assert first not in pane.turn_widgets
+    answered = pane.turn_widgets[-1]
+    assert (answered.turn.question, answered.turn.mode) == (QUESTION, "tools")
+    assert answered.answer.toPlainText().startswith("Kerosene ran short") and answered.turn.citations
     assert area.visible_notices == []  # solved: its banner is gone
 
 
