@@ -302,3 +302,33 @@ def test_in_a_narrowed_pane_each_part_of_a_turn_sits_below_the_last(qloop, qtbot
     qtbot.waitUntil(lambda: widget.answer.width() < 320)
     qtbot.waitUntil(stacked)
     assert pane.transcript.width() <= pane.scroll.viewport().width()
+
+
+def test_a_banner_with_a_long_unbroken_error_wraps_inside_a_narrow_window(qtbot):
+    notifications = Notifications()
+    area = NotificationArea(notifications)
+    qtbot.addWidget(area)
+    area.resize(420, 200)
+    area.show()
+    notifications.error(f"The question could not be answered: cannot reach {LONG_URL}")
+
+    (notice,) = area.visible_notices
+    assert area.minimumSizeHint().width() <= 420  # it never widens the window
+    label = notice.label
+    qtbot.waitUntil(lambda: 0 < label.width() <= 420)
+    assert label.heightForWidth(label.width()) > 3 * label.fontMetrics().height()  # wrapped
+    assert label.text().replace("\u200b", "").endswith(LONG_URL)  # all of it, as written
+    assert LONG_URL in label.toolTip()
+
+
+def test_the_same_problem_posted_twice_at_once_shows_one_banner(qtbot):
+    notifications = Notifications()
+    area = NotificationArea(notifications)
+    qtbot.addWidget(area)
+    notifications.error("The model failed", key="chat-model-failed")
+    notifications.error("The model failed again", key="chat-model-failed")  # before any repaint
+    notifications.error("Disk full")
+    notifications.error("Disk full")
+    assert [w.notice.message for w in area.visible_notices] == ["The model failed again", "Disk full"]
+    notifications.withdraw("chat-model-failed")
+    assert [w.notice.message for w in area.visible_notices] == ["Disk full"]
