@@ -57,6 +57,7 @@ from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
 from haiku_desk.views.icons import icon_only, set_icon
 from haiku_desk.views.markdown_tables import tidy_tables, with_table_breaks
+from haiku_desk.views.notification_area import breakable
 from haiku_desk.views.theme import badge_kind, set_flag
 from haiku_desk.views.widgets import ElidedLabel, compact_button
 
@@ -826,7 +827,7 @@ class TurnWidget(QFrame):
         self.status.hide()
         self.answer.setVisible(bool(self.text.strip()))
         self.failure_message.setText(failure.message)
-        self.failure_detail.setText(failure.detail if failure.detail != failure.message else "")
+        self.failure_detail.setText(breakable(failure.detail) if failure.detail != failure.message else "")
         self.failure_detail.setVisible(failure.detail != failure.message)
         self.passages_button.setVisible(failure.offer_passages)
         self.failure.show()

@@ -6,11 +6,21 @@ few seconds."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from haiku_desk.services.notifications import Level, Notice, Notifications
 
 MAX_VISIBLE = 4
+LONG_WORD = 24  # characters: a longer run without spaces gets places where it may wrap
+ZERO_WIDTH_SPACE = "\u200b"
 INFO_TIMEOUT_MS = 6000
 
 
@@ -27,11 +37,13 @@ class NoticeWidget(QFrame):
             Level.INFO: "rgba(90, 140, 220, 0.14)",
         }
         self.setStyleSheet(f"#notice-{notice.level.value} {{ background: {colours[notice.level]}; border-radius: 4px; }}")
-        self.label = QLabel(notice.message)
+        self.label = QLabel(breakable(notice.message))
         self.label.setWordWrap(True)
+        # its width comes from the window, never from a long error: it wraps, even inside a
+        # long path or URL (break opportunities), so nothing is clipped or widens the window
+        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        if notice.detail:
-            self.label.setToolTip(notice.detail)
+        self.label.setToolTip(f"{notice.message}\n{notice.detail}" if notice.detail else notice.message)
         self.close_button = QToolButton()
         self.close_button.setText("✕")
         self.close_button.setAccessibleName("Dismiss")
@@ -64,6 +76,7 @@ class NotificationArea(QWidget):
         widget = NoticeWidget(notice, self)
         widget.close_button.clicked.connect(lambda: self.dismiss(widget))
         self._layout.addWidget(widget)
+        widget.show()  # shown now: a notice posted right after it finds it (one per problem)
         if notice.level is Level.INFO:
             QTimer.singleShot(INFO_TIMEOUT_MS, widget, lambda: self.dismiss(widget))
         shown = self.visible_notices
@@ -90,3 +103,23 @@ def _same_problem(shown: Notice, new: Notice) -> bool:
     if new.key is not None or shown.key is not None:
         return shown.key == new.key
     return (shown.level, shown.message) == (new.level, new.message)
+
+
+def breakable(text: str) -> str:
+    """``text`` with a zero-width space after each ``/``, ``&``, ``?``, ``=`` and every
+    ``LONG_WORD`` characters inside a long run without spaces (a URL, a path), so a label can
+    wrap it; shorter words are left alone."""
+
+    def split(word: str) -> str:
+        if len(word) <= LONG_WORD:
+            return word
+        out, run = [], 0
+        for char in word:
+            out.append(char)
+            run += 1
+            if char in "/&?=" or run >= LONG_WORD:
+                out.append(ZERO_WIDTH_SPACE)
+                run = 0
+        return "".join(out)
+
+    return " ".join(split(word) for word in text.split(" "))

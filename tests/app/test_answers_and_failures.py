@@ -231,8 +231,12 @@ def test_an_unreachable_model_offers_the_passages_one_banner_and_success_clears_
     pane.models.use_model_instance(  # the model is back
         StreamingScript().play(search("kerosene otters"), cite_top(1), answer("Kerosene ran short [1].")).model
     )
-    ask(qloop, pane, QUESTION)
-    assert pane.turn_widgets[-1].turn.mode == "tools"
+    qtbot.mouseClick(first.retry_button, Qt.MouseButton.LeftButton)  # the first one, asked again
+    run_until(qloop, lambda: not pane.chat.busy and len(pane.chat.current.turns) == 2, timeout=120)
+    assert first not in pane.turn_widgets
+    answered = pane.turn_widgets[-1]
+    assert (answered.turn.question, answered.turn.mode) == (QUESTION, "tools")
+    assert answered.answer.toPlainText().startswith("Kerosene ran short") and answered.turn.citations
     assert area.visible_notices == []  # solved: its banner is gone
 
 
@@ -298,3 +302,33 @@ def test_in_a_narrowed_pane_each_part_of_a_turn_sits_below_the_last(qloop, qtbot
     qtbot.waitUntil(lambda: widget.answer.width() < 320)
     qtbot.waitUntil(stacked)
     assert pane.transcript.width() <= pane.scroll.viewport().width()
+
+
+def test_a_banner_with_a_long_unbroken_error_wraps_inside_a_narrow_window(qtbot):
+    notifications = Notifications()
+    area = NotificationArea(notifications)
+    qtbot.addWidget(area)
+    area.resize(420, 200)
+    area.show()
+    notifications.error(f"The question could not be answered: cannot reach {LONG_URL}")
+
+    (notice,) = area.visible_notices
+    assert area.minimumSizeHint().width() <= 420  # it never widens the window
+    label = notice.label
+    qtbot.waitUntil(lambda: 0 < label.width() <= 420)
+    assert label.heightForWidth(label.width()) > 3 * label.fontMetrics().height()  # wrapped
+    assert label.text().replace("\u200b", "").endswith(LONG_URL)  # all of it, as written
+    assert LONG_URL in label.toolTip()
+
+
+def test_the_same_problem_posted_twice_at_once_shows_one_banner(qtbot):
+    notifications = Notifications()
+    area = NotificationArea(notifications)
+    qtbot.addWidget(area)
+    notifications.error("The model failed", key="chat-model-failed")
+    notifications.error("The model failed again", key="chat-model-failed")  # before any repaint
+    notifications.error("Disk full")
+    notifications.error("Disk full")
+    assert [w.notice.message for w in area.visible_notices] == ["The model failed again", "Disk full"]
+    notifications.withdraw("chat-model-failed")
+    assert [w.notice.message for w in area.visible_notices] == ["Disk full"]
