@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from haiku.rag.extraction.models import Cell, Column
 from haiku.rag.extraction.values import (
     best_quote,
-    cited_text,
+    best_sentence,
     own_citations,
     plain_text,
     quote_in,
@@ -101,7 +101,7 @@ async def pin_quote(client: HaikuRAG, cell: Cell) -> Cell:
         return cell
     for n, citation in enumerate(cell.citations):
         refs = [r for r in citation.doc_item_refs if not r.startswith("#/pictures/")]
-        if not refs or not quote_in(cell.quote, cited_text(citation)):
+        if not refs or not quote_in(cell.quote, citation.content):
             continue
         items = await client.get_items_near(citation.document_id, refs[0], len(refs) + 1)
         wanted = set(refs)
@@ -144,8 +144,8 @@ def cell_from_answer(answered: Answered, document_id: str, column: Column) -> Ce
     if answered.mode == "search-only":
         if not own:
             return Cell(**base, status="not_found", reasons=[NOT_IN_DOCUMENT, *reasons])
-        best = own[0]
-        quote = best_quote([best], column.asked, column.asked)
+        quote, index = best_sentence(own, column.asked, column.asked, passages=True)
+        best = own[max(index, 0)]
         number, unit = read_number(quote) if column.type == "number" else (None, None)
         return Cell(
             **base, value=quote, answer=quote, quote=quote, number=number, unit=unit,

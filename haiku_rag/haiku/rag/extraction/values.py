@@ -96,9 +96,19 @@ def own_citations(
     return own, [c for c in citations if c.document_id != document_id]
 
 
+_SUFFIX = re.compile(r"(?:ing|ed|es|s)$")
+
+
+def _stem(word: str) -> str:
+    """A crude stem, enough for "blinded" to meet "blinding" and "participants" "participant"."""
+    return _SUFFIX.sub("", word) if len(word) > 5 else word
+
+
 def _words(text: str) -> list[str]:
     return [
-        w for w in re.findall(r"[a-z0-9]+", text.casefold()) if len(w) > 2 and w not in _STOP
+        _stem(w)
+        for w in re.findall(r"[a-z0-9]+", text.casefold())
+        if len(w) > 2 and w not in _STOP
     ]
 
 
@@ -107,20 +117,35 @@ def cited_text(citation: Citation) -> str:
     return tables_as_text(citation.matched_text or citation.content)
 
 
-def best_quote(citations: Sequence[Citation], value: str, question: str = "") -> str:
+def best_quote(
+    citations: Sequence[Citation], value: str, question: str = "", *, passages: bool = False
+) -> str:
     """The sentence of the cited text that shares most words with ``value`` (then with the
-    question), cut to ``QUOTE_CHARS``; "" without citations."""
+    question), cut to ``QUOTE_CHARS``; "" without citations. ``passages``: look in the whole
+    passage each citation showed (search-only), not only the chunk it cites."""
+    return best_sentence(citations, value, question, passages=passages)[0]
+
+
+def best_sentence(
+    citations: Sequence[Citation], value: str, question: str = "", *, passages: bool = False
+) -> tuple[str, int]:
+    """``best_quote`` and the index of the citation it comes from (-1 without citations); the
+    earlier citation wins a tie."""
     wanted = set(_words(value))
     asked = set(_words(question))
-    best, best_score = "", (-1, -1)
-    for citation in citations:
-        text = cited_text(citation)
+    best, best_score, best_index = "", (-1, -1), -1
+    for index, citation in enumerate(citations):
+        text = tables_as_text(citation.content) if passages else cited_text(citation)
         for start, end in split_sentences(text):
             sentence = " ".join(text[start:end].split())
             words = set(_words(sentence))
             score = (len(wanted & words), len(asked & words))
             if score > best_score:
-                best, best_score = sentence, score
+                best, best_score, best_index = sentence, score, index
+    return _cut(best), best_index
+
+
+def _cut(best: str) -> str:
     if len(best) > QUOTE_CHARS:
         best = best[: QUOTE_CHARS - 1].rsplit(" ", 1)[0] + "…"
     return best
