@@ -26,6 +26,7 @@ from haiku.rag.extraction.values import (
     read_number,
     read_yes_no,
     says_not_found,
+    short_value,
     words_found,
 )
 
@@ -157,7 +158,7 @@ def cell_from_answer(answered: Answered, document_id: str, column: Column) -> Ce
     if says_not_found(text) or answered.basis == "no-documents":
         return Cell(**base, answer=text, status="not_found", reasons=[NOT_IN_DOCUMENT, *reasons])
 
-    value, number, unit = text, None, None
+    value, number, unit = short_value(text), None, None
     if column.type == "number":
         number, unit = read_number(text)
         if number is None:

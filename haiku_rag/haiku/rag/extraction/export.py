@@ -4,7 +4,7 @@ One line per document: the document, its author–year reference, then for each 
 value, the supporting quote, where it is ("Author, year, p. N") and the cell's status, so a
 researcher can paste it into a review protocol and still check every cell. Cell text comes
 from documents: a value starting like a spreadsheet formula (``=``, ``+``, ``@``, ``-`` before a
-letter) is written so it stays text.
+letter) stays text: quoted with ``'`` in CSV, stored as a text cell in XLSX.
 """
 
 from __future__ import annotations
@@ -128,16 +128,19 @@ def to_xlsx(table: ExtractionTable, rows: list[Row]) -> bytes:
     for cell in sheet[1]:
         cell.font = Font(bold=True)
     for line in lines(table, rows):
-        sheet.append([as_text(v) for v in line])
+        sheet.append(line)
     for row in sheet.iter_rows(min_row=2):
         for cell in row:
-            cell.data_type = "s"  # document text is never a formula
+            cell.data_type = "s"  # document text is stored as text, never as a formula
     about = book.create_sheet("Columns")
     about.append(["Column", "Question", "Type", "Unit", "Categories"])
     for column in table.columns:
         about.append(
-            [as_text(column.name), as_text(column.asked), column.type, column.unit or "", "; ".join(column.categories)]
+            [column.name, column.asked, column.type, column.unit or "", "; ".join(column.categories)]
         )
+    for row in about.iter_rows(min_row=2):
+        for cell in row:
+            cell.data_type = "s"
     buffer = io.BytesIO()
     book.save(buffer)
     return buffer.getvalue()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from haiku.rag.citations import Citation, matched_pages
 from haiku.rag.extraction.errors import ExtractionError
@@ -71,10 +71,15 @@ class Column(BaseModel):
         elif isinstance(value, str):
             column = cls(name=value)
         elif isinstance(value, dict):
+            kind = value.get("type", "text")
+            if kind not in COLUMN_TYPES:
+                raise ExtractionError(f"column type must be one of {', '.join(COLUMN_TYPES)}, not {kind!r}")
             try:
                 column = cls.model_validate(value)
-            except ValueError as exc:
-                raise ExtractionError(f"not a column definition: {exc}") from None
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "column"
+                raise ExtractionError(f"not a column definition: {where}: {first['msg']}") from None
         else:
             raise ExtractionError(f"a column is a name or a definition, not {type(value).__name__}")
         return column.checked()

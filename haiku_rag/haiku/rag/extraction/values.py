@@ -45,6 +45,15 @@ def plain_text(answer: str) -> str:
     return " ".join(MARKER.sub("", answer).split()).strip()
 
 
+def short_value(text: str) -> str:
+    """A one-sentence answer without its closing full stop ("120 participants." -> "120
+    participants"); longer answers as they are."""
+    body = text.strip()
+    if body.endswith(".") and not re.search(r"[.!?]\s", body[:-1]):
+        return body[:-1].rstrip()
+    return body
+
+
 def says_not_found(text: str) -> bool:
     return not text.strip() or bool(_NOT_FOUND.search(text))
 
