@@ -100,3 +100,15 @@ async def test_an_unknown_row_or_column_is_refused(client: HaikuRAG, library: Li
         await X.fill_table(client, before.id, columns=["c9"], recompute=True)
     with pytest.raises(ExtractionError, match="no row"):
         await X.set_value(client, before.id, library.document_ids[9], "c1", "5")
+
+
+async def test_progress_counts_cells(client: HaikuRAG, library: Library) -> None:
+    from haiku.rag.operations import Progress, Stage
+
+    table = await X.create_table(client, "Counted", COLUMNS[:2], document_ids=library.document_ids[:2])
+    seen: list[Progress] = []
+    await X.fill_table(client, table.id, X.FillOptions(mode="search-only"), progress=seen.append)
+    assert [(p.stage, p.source, p.done, p.total) for p in seen] == [
+        (Stage.EXTRACTING, "Counted", n, 4) for n in range(5)
+    ]
+    assert [p.message for p in seen[:4]] == ["Sample size", "Method", "Sample size", "Method"]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from haiku.rag.extraction.cells import FillOptions, answer_cell, cell_from_answer
     from haiku.rag.extraction.errors import ExtractionError, TableExistsError, TableNotFoundError
     from haiku.rag.extraction.export import EXPORT_FORMATS, ExportFormat, export_table
-    from haiku.rag.extraction.fill import (
+    from haiku.rag.extraction.filling import (
         CellFilled,
         CellStarted,
         FillEvent,
@@ -64,13 +64,13 @@ _HOMES = {
     "EXPORT_FORMATS": "export",
     "ExportFormat": "export",
     "export_table": "export",
-    "CellFilled": "fill",
-    "CellStarted": "fill",
-    "FillEvent": "fill",
-    "FillFinished": "fill",
-    "FillStarted": "fill",
-    "fill": "fill",
-    "fill_table": "fill",
+    "CellFilled": "filling",
+    "CellStarted": "filling",
+    "FillEvent": "filling",
+    "FillFinished": "filling",
+    "FillStarted": "filling",
+    "fill": "filling",
+    "fill_table": "filling",
     "Cell": "models",
     "CellMode": "models",
     "CellStatus": "models",

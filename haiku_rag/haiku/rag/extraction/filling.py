@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING
 from haiku.rag.extraction import storage
 from haiku.rag.extraction.cells import FillOptions, answer_cell
 from haiku.rag.extraction.models import Cell, ExtractionTable
-from haiku.rag.operations import CancelToken, check_cancelled
+from haiku.rag.operations import (
+    CancelToken,
+    Progress,
+    ProgressCallback,
+    Stage,
+    check_cancelled,
+    report,
+)
 
 if TYPE_CHECKING:
     from haiku.rag.client import HaikuRAG
@@ -31,6 +38,7 @@ class FillStarted:
     table_id: str
     total: int  # the cells this fill answers
     already: int  # selected cells already filled and left as they are
+    name: str = ""  # the table's name
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,7 @@ class CellStarted:
     column_id: str
     index: int  # 0-based, among this fill's cells
     total: int
+    column_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,12 +105,12 @@ async def fill(
     todo = _to_answer(loaded, rows, columns, recompute, keep_edited)
     selected = len(loaded.selection(None if rows is None else list(rows), None if columns is None else list(columns)))
     total = len(todo)
-    yield FillStarted(loaded.id, total, selected - total)
+    yield FillStarted(loaded.id, total, selected - total, loaded.name)
     done = 0
     for index, (document_id, column_id) in enumerate(todo):
         check_cancelled(cancel)
         column = loaded.column(column_id)
-        yield CellStarted(document_id, column_id, index, total)
+        yield CellStarted(document_id, column_id, index, total, column.name)
         cell = await answer_cell(client, document_id, column, options)
         stored: bool = await client._store_thread(
             storage.put_cell, client.store, loaded.id, cell,
@@ -118,20 +127,27 @@ async def fill_table(
     options: FillOptions | None = None,
     *,
     on_event: Callable[[FillEvent], None] | None = None,
+    progress: ProgressCallback | None = None,
     rows: Sequence[str] | None = None,
     columns: Sequence[str] | None = None,
     recompute: bool = False,
     keep_edited: bool = True,
     cancel: CancelToken | None = None,
 ) -> ExtractionTable:
-    """``fill`` to the end (``on_event`` sees each event); the table as stored afterwards."""
-    table_id = table
+    """``fill`` to the end; the table as stored afterwards. ``on_event`` sees each event;
+    ``progress`` gets ``Progress(Stage.EXTRACTING, table name, cells done, cells total, column
+    name)`` before each cell and once at the end."""
+    table_id, name = table, table
     async for event in fill(
         client, table, options, rows=rows, columns=columns, recompute=recompute,
         keep_edited=keep_edited, cancel=cancel,
     ):  # fmt: skip
         if isinstance(event, FillStarted):
-            table_id = event.table_id
+            table_id, name = event.table_id, event.name
+        elif isinstance(event, CellStarted):
+            report(progress, Progress(Stage.EXTRACTING, name, event.index, event.total, event.column_name))
+        elif isinstance(event, FillFinished):
+            report(progress, Progress(Stage.EXTRACTING, name, event.done, event.total))
         if on_event is not None:
             on_event(event)
     loaded: ExtractionTable = await client._store_thread(storage.load_table, client.store, table_id)
