@@ -46,7 +46,7 @@ async def test_bad_input_is_refused(client: HaikuRAG, library: Library) -> None:
         await X.create_table(client, "T2", ["Method", "method"], document_ids=ids)
     with pytest.raises(ExtractionError, match="no document with id nope"):
         await X.create_table(client, "T2", ["Method"], document_ids=["nope"])
-    with pytest.raises(ExtractionError, match="one of the two"):
+    with pytest.raises(ExtractionError, match="as document ids or as a collection"):
         await X.create_table(client, "T2", ["Method"])
     with pytest.raises(ExtractionError, match="cannot be empty"):
         await X.create_table(client, "  ", ["Method"], document_ids=ids)

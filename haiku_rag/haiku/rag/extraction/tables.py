@@ -50,13 +50,14 @@ async def create_table(
     document_ids: Sequence[str] | None = None,
     collection: str | None = None,
 ) -> ExtractionTable:
-    """A new, empty table: rows are ``document_ids`` or the documents of ``collection``."""
+    """A new, empty table: rows are ``document_ids``, else the documents of ``collection``
+    (given with ids, the collection is only noted as where they came from)."""
     name = check_text("a table name", name, 200)
-    if (document_ids is None) == (collection is None):
-        raise ExtractionError("give the rows as document ids or as a collection (one of the two)")
+    if document_ids is None and collection is None:
+        raise ExtractionError("give the rows as document ids or as a collection")
     if isinstance(document_ids, str):
         raise ExtractionError("document_ids is a list of document ids, not one string")
-    if collection is not None:
+    if document_ids is None and collection is not None:
         document_ids = await client.collection_document_ids(collection)
     rows = list(dict.fromkeys(document_ids or []))
     if not rows:
