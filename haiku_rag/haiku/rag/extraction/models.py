@@ -24,6 +24,8 @@ COLUMN_TYPES: tuple[str, ...] = get_args(ColumnType)
 MAX_NAME_CHARS = 200
 MAX_QUESTION_CHARS = 2_000
 MAX_CATEGORIES = 50
+# a column name of at most this many words, without a question mark, is a label, not a question
+LABEL_WORDS = 6
 
 STATUS_LABELS: dict[str, str] = {
     "grounded": "Grounded",
@@ -121,7 +123,7 @@ class Column(BaseModel):
     def prompt(self) -> str:
         """The question as it is put for each document: the question and its type's instruction."""
         question = self.asked
-        if not question.rstrip().endswith("?"):
+        if "?" not in question and len(question.split()) <= LABEL_WORDS:  # a label: "Sample size"
             question = f"{question.rstrip('.:')}: what does this document say?"
         if self.type == "category":
             instruction = "Answer with exactly one of: " + "; ".join(self.categories) + "."
