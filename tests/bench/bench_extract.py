@@ -18,8 +18,9 @@ Modes (``--modes``):
 - ``reader``: a scripted extracting model without tools (a Pydantic AI ``FunctionModel`` in the
   fallback mode: the library retrieves passages from the filing, the model picks the passage
   sharing most words with the question and answers with its sentence): no gold knowledge;
-- ``oracle``: the same, but the model cites the passage holding the gold answer's figures when
-  one was shown (else says it did not find it): an upper bound of what a perfect reader could
+- ``oracle``: the same, but the model cites the passage holding the gold answer's figures (a
+  gold answer without figures: the sentence holding most of its words, half at least) when one
+  was shown (else says it did not find it): an upper bound of what a perfect reader could
   cite from what the library retrieved. Not a product figure.
 
 Reported per mode: cells scored, **first page on gold** (the page the cell names: its quote's
@@ -131,6 +132,19 @@ def reader_model(gold_of: dict[str, list[str]] | None = None) -> Any:
                         key=lambda t: sum(_number_found(w, _numbers(t, claims=False), [0, 3, 6, 9]) for w in wanted),
                     )
                     return ModelResponse(parts=[TextPart(f"{' '.join(sentence.split())[:300]} [{number}]")])
+            # a gold answer without figures: the passage holding most of its words (half at least)
+            best_text: tuple[float, int, str] | None = None
+            for gold in golds:
+                if _numbers(gold.split(". ")[0], claims=False):
+                    continue
+                gold_words = _words(gold.split(". ")[0])
+                for number, text in passages:
+                    for s, e in split_sentences(text):
+                        share = len(gold_words & _words(text[s:e])) / max(1, len(gold_words))
+                        if share >= 0.5 and (best_text is None or share > best_text[0]):
+                            best_text = (share, number, " ".join(text[s:e].split()))
+            if best_text is not None:
+                return ModelResponse(parts=[TextPart(f"{best_text[2][:300]} [{best_text[1]}]")])
             return ModelResponse(parts=[TextPart("I did not find this in the documents.")])
         best = None
         for number, text in passages:
