@@ -1,7 +1,7 @@
 """Evidence tables over FinanceBench: does each cell's citation land on the gold evidence page?
 
     nice -n 15 .venv/bin/python tests/bench/bench_extract.py [--data ../shared/data] \
-        [--max-pages 90] [--runs 3] [--modes search,reader,oracle] [--full-table] \
+        [--max-pages 90] [--runs 3] [--modes baseline,search,reader,oracle] [--full-table] \
         [--library /work/cache/bench-extract] [--records out.jsonl]
 
 The public FinanceBench questions (``<data>/qa_financebench``; ``--data`` or
@@ -18,7 +18,11 @@ Modes (``--modes``):
 - ``reader``: a scripted extracting model without tools (a Pydantic AI ``FunctionModel`` in the
   fallback mode: the library retrieves passages from the filing, the model picks the passage
   sharing most words with the question and answers with its sentence): no gold knowledge;
-- ``oracle``: the same, but the model cites the passage holding the gold answer's figures (a
+- ``baseline`` (same run, for the ratio): not a table; the chat's search-only answer for the
+  same question scoped to the filing (``answering.answer`` with ``mode="search-only"``), its
+  first citation's pages as they are (no best sentence across passages, no quote pinned to its
+  item);
+- ``oracle``: the same as ``reader``, but the model cites the passage holding the gold answer's figures (a
   gold answer without figures: the sentence holding most of its words, half at least) when one
   was shown (else says it did not find it): an upper bound of what a perfect reader could
   cite from what the library retrieved. Not a product figure.
@@ -178,6 +182,41 @@ async def ingest(client: Any, root: Path, names: list[str]) -> dict[str, str]:
     return ids
 
 
+async def baseline(
+    client: Any, gold_cells: list[tuple[str, str, dict[str, Any]]], templates: list[str],
+    column_of: dict[str, str], runs: int, sink: Any,
+) -> dict[str, Any]:
+    """The chat's search-only answer per gold cell (its first citation), timed like a fill."""
+    from haiku.rag.answering import AnswerOptions, answer
+    from haiku.rag.citations import matched_pages
+
+    question_of = {c: t for t, c in column_of.items()}
+    rates: list[float] = []
+    scored: list[dict[str, Any]] = []
+    for run_number in range(runs):
+        started = time.perf_counter()
+        answers = []
+        for row, column, _ in gold_cells:
+            options = AnswerOptions(mode="search-only", document_ids=(row,), search_limit=1)
+            answers.append(await answer(client, question_of[column], options=options))
+        rates.append(len(gold_cells) / ((time.perf_counter() - started) / 60))
+        if run_number == 0:
+            for (_, _, q), done in zip(gold_cells, answers, strict=True):
+                gold = gold_pages(q)
+                pages = matched_pages(done.citations[0]) if done.citations else []
+                record = {
+                    "mode": "baseline", "id": q["financebench_id"], "filing": q["doc_name"],
+                    "gold_pages": sorted(gold), "status": "grounded" if pages else "not_found",
+                    "pages": pages, "first_on_gold": bool(pages and pages[0] in gold),
+                    "any_on_gold": bool(set(pages) & gold),
+                }  # fmt: skip
+                scored.append(record)
+                if sink is not None:
+                    sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+        print(f"  baseline run {run_number + 1}: {len(gold_cells)} answers, {rates[-1]:.1f} per min", flush=True)
+    return {"scored": scored, "rates": rates}
+
+
 async def run(args: argparse.Namespace) -> int:
     from haiku.rag import extraction as X
     from haiku.rag.citations import matched_pages
@@ -209,6 +248,9 @@ async def run(args: argparse.Namespace) -> int:
         for q in questions:
             gold_of.setdefault(template(q), []).append(q["answer"])
         for mode in args.modes.split(","):
+            if mode == "baseline":
+                results[mode] = await baseline(client, gold_cells, templates, column_of, args.runs, sink)
+                continue
             options = {
                 "search": X.FillOptions(mode="search-only"),
                 "reader": X.FillOptions(mode="fallback", model=reader_model(), supports_tools=False),
@@ -279,7 +321,7 @@ def main() -> int:
     parser.add_argument("--data", default=None)
     parser.add_argument("--max-pages", type=int, default=90, help="filings of at most this many pages")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--modes", default="search,reader,oracle")
+    parser.add_argument("--modes", default="baseline,search,reader,oracle")
     parser.add_argument("--full-table", action="store_true", help="fill every cell, not only the scored ones")
     parser.add_argument("--library", default=str(REPO.parent / "cache" / "bench-extract"))
     parser.add_argument("--records", default=None)
