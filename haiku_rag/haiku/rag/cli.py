@@ -103,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dpi", type=float, default=150)
 
     _collections_parser(sub)
+    _extract_parser(sub)
 
     p = sub.add_parser("cite", help="author-year citations, or a BibTeX / CSL-JSON bibliography, of documents")
     p.add_argument("documents", nargs="+", metavar="DOCUMENT", help="document id, title or URI")
@@ -163,6 +164,41 @@ def _collections_parser(sub: Any) -> None:
     a.add_argument("new_name")
     a = actions.add_parser("delete", help="delete a collection (its documents stay in the library)")
     a.add_argument("name")
+
+
+def _extract_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "extract",
+        help="an evidence table: each column's question answered from each document alone, cited to its page",
+    )
+    rows = p.add_mutually_exclusive_group(required=True)
+    rows.add_argument("--collection", "-c", metavar="NAME", help="one row per document of this collection")
+    rows.add_argument("--documents", nargs="+", metavar="DOCUMENT", help="one row per document (id, title or URI)")
+    p.add_argument(
+        "--column", action="append", default=[], metavar="NAME",
+        help="a column: its name is the question unless --question says otherwise; repeat for several",
+    )  # fmt: skip
+    p.add_argument(
+        "--type", action="append", default=[], metavar="COLUMN=TYPE",
+        help="a column's type: text (default), number, number:UNIT, yes-no, category:A,B,C",
+    )  # fmt: skip
+    p.add_argument("--question", action="append", default=[], metavar="COLUMN=QUESTION", help="the question a column asks")
+    p.add_argument(
+        "--mode", choices=["auto", "tools", "fallback", "search"], default="auto",
+        help="tools: a tool-calling model; fallback: a model without tools; search: no model, the best "
+        "passage per cell; auto (default): as the configured model allows",
+    )  # fmt: skip
+    p.add_argument(
+        "--table", metavar="NAME",
+        help="keep the table in the library under this name: run again to continue an interrupted fill "
+        "(default: a one-off table, removed afterwards)",
+    )  # fmt: skip
+    p.add_argument("--recompute", action="store_true", help="with --table: answer every cell again (hand edits kept)")
+    formats = p.add_mutually_exclusive_group()
+    for name in ("json", "csv", "markdown", "xlsx", "bibtex"):
+        formats.add_argument(f"--{name}", dest="format", action="store_const", const=name)
+    p.set_defaults(format="markdown")
+    p.add_argument("--out", "-o", metavar="FILE", help="write the table here (needed for --xlsx) instead of stdout")
 
 
 COLLECTION_READS = {"list", "show"}
@@ -260,7 +296,7 @@ async def _run(args: argparse.Namespace) -> int:
 
     if args.command in _STORE_FILE_COMMANDS:
         return await _STORE_FILE_COMMANDS[args.command](args, config)
-    writes = args.command in {"init", "add", "add-src", "delete", "embed", "rebuild", "add-zotero"} or (
+    writes = args.command in {"init", "add", "add-src", "delete", "embed", "rebuild", "add-zotero", "extract"} or (
         args.command == "collections" and args.action not in COLLECTION_READS
     ) or (args.command == "mcp" and args.allow_writes)
     if args.command == "mcp" and args.print_config:
@@ -696,6 +732,113 @@ _STORE_FILE_COMMANDS: dict[str, Callable[[argparse.Namespace, Any], Coroutine[An
 }
 
 
+def _extract_columns(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The columns of ``haiku-rag extract`` from ``--column``, ``--type`` and ``--question``."""
+    if not args.column:
+        raise HaikuRAGError("give at least one --column (its name is the question it asks)")
+    columns: dict[str, dict[str, Any]] = {}
+    for name in args.column:
+        key = " ".join(name.split()).casefold()
+        if key in columns:
+            raise HaikuRAGError(f"--column {name!r} is given twice")
+        columns[key] = {"name": name}
+
+    def target(option: str, pair: str) -> tuple[dict[str, Any], str]:
+        name, sep, value = pair.partition("=")
+        column = columns.get(" ".join(name.split()).casefold())
+        if not sep or column is None:
+            known = ", ".join(repr(c["name"]) for c in columns.values())
+            raise HaikuRAGError(f"{option} expects COLUMN=VALUE naming a --column ({known}), got {pair!r}")
+        return column, value.strip()
+
+    for pair in args.type:
+        column, kind = target("--type", pair)
+        base, _, detail = kind.partition(":")
+        if base == "number":
+            column.update(type="number", unit=detail.strip() or None)
+        elif base == "category":
+            column.update(type="category", categories=[c.strip() for c in detail.split(",") if c.strip()])
+        elif base in ("text", "yes-no") and not detail:
+            column["type"] = base
+        else:
+            raise HaikuRAGError(
+                f"--type {pair!r}: the type is text, number, number:UNIT, yes-no or category:A,B,C"
+            )
+    for pair in args.question:
+        column, question = target("--question", pair)
+        column["question"] = question
+    return list(columns.values())
+
+
+async def _cmd_extract(client: Any, args: argparse.Namespace) -> int:
+    from haiku.rag import extraction
+    from haiku.rag.extraction.errors import TableNotFoundError
+    from haiku.rag.operations import CancelToken
+
+    if args.format == "xlsx" and not args.out:
+        raise HaikuRAGError("--xlsx writes a spreadsheet: give the file with --out FILE")
+    if args.recompute and not args.table:
+        raise HaikuRAGError("--recompute answers a kept table again: name it with --table")
+    columns = _extract_columns(args)
+    if args.documents:
+        document_ids = list(dict.fromkeys([(await client.resolve_document(d)).id for d in args.documents]))
+    else:
+        document_ids = await client.collection_document_ids(args.collection)
+    if args.table:
+        try:
+            table = await extraction.load_table(client, args.table)
+        except TableNotFoundError:
+            table = await extraction.create_table(
+                client, args.table, columns, document_ids=document_ids, collection=args.collection
+            )
+        else:
+            table = await _matching_table(client, table, columns, document_ids)
+    else:
+        import uuid
+
+        name = f"haiku-rag extract {uuid.uuid4().hex[:8]}"
+        table = await extraction.create_table(client, name, columns, document_ids=document_ids, collection=args.collection)
+    mode: Any = "search-only" if args.mode == "search" else args.mode
+    progress = _ProgressLine()
+    try:
+        await extraction.fill_table(
+            client, table.id, extraction.FillOptions(mode=mode), progress=progress,
+            recompute=args.recompute, cancel=CancelToken(),
+        )  # fmt: skip
+        progress.clear()
+        data = await extraction.export_table(client, table.id, args.format, args.out)
+    finally:
+        progress.clear()
+        if not args.table:
+            await extraction.delete_table(client, table.id)
+    if args.out:
+        print(f"wrote {_safe(args.out)}", file=sys.stderr)
+    else:
+        text = data if isinstance(data, str) else ""
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+async def _matching_table(client: Any, table: Any, columns: list[dict[str, Any]], document_ids: list[str]) -> Any:
+    """A kept table continued by ``extract --table``: the same rows; columns given that it
+    lacks are added (a column it has keeps its cells unless its question or type changed)."""
+    from haiku.rag import extraction
+
+    if set(document_ids) != set(table.document_ids):
+        await extraction.set_rows(client, table.id, document_ids)
+    for column in columns:
+        wanted = extraction.Column.of(column)
+        existing = next((c for c in table.columns if c.name.casefold() == wanted.name.casefold()), None)
+        if existing is None:
+            await extraction.add_column(client, table.id, wanted)
+        elif existing.prompt != wanted.prompt:
+            await extraction.update_column(
+                client, table.id, existing.id, question=wanted.question, type=wanted.type,
+                unit=wanted.unit, categories=wanted.categories,
+            )  # fmt: skip
+    return await extraction.load_table(client, table.id)
+
+
 _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "init": _cmd_init,
     "add": _cmd_add,
@@ -716,6 +859,7 @@ _HANDLERS: dict[str, Callable[[Any, argparse.Namespace], Coroutine[Any, Any, int
     "add-zotero": _cmd_add_zotero,
     "cite": _cmd_cite,
     "mcp": _cmd_mcp,
+    "extract": _cmd_extract,
 }
 
 

@@ -23,6 +23,8 @@ class Stage(StrEnum):
     CHUNKING = "chunking"
     STORING = "storing"
     EMBEDDING = "embedding"
+    # filling an evidence table (haiku.rag.extraction): done/total count cells
+    EXTRACTING = "extracting"
     DONE = "done"
 
 
