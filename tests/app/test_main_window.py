@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication, QInputDialog, QWidget
 from qt_helpers import run_until
 
 from haiku.rag.citations import Citation
+from haiku.rag.pages import HIGHLIGHT_STYLE
 from haiku_desk.models.documents import ENTRY_ROLE
 from haiku_desk.services.library import uri_for
 from haiku_desk.views.main_window import DEFAULT_SIZE, MainWindow
@@ -172,9 +173,17 @@ def test_clicking_a_citation_shows_the_cited_page_with_the_highlight_on_the_text
         c = image.pixelColor(int(x_pt * zoom), int(y_pt * zoom))
         return c.red(), c.green(), c.blue()
 
+    # The cited text's highlight as haiku.rag.pages blends it: colour c at alpha a moves a pixel's
+    # red and green above its blue by a*(c.r - c.b) and a*(c.g - c.b), whatever lies under it
+    # (white page or grey glyph). Its surroundings get the faint "context" tint, which moves them
+    # far less: the edge of a glyph on that tint passed the looser test this replaced, at some
+    # panel widths (zooms), as a "highlighted" pixel of the paragraph next to the cited one.
+    (mr, mg, mb), alpha = HIGHLIGHT_STYLE["match"]
+    lift = (alpha * (mr - mb), alpha * (mg - mb))
+
     def highlighted(rgb):
         r, g, b = rgb
-        return r >= 240 and 195 <= g <= 245 and b <= 190
+        return abs(r - b - lift[0]) <= 12 and abs(g - b - lift[1]) <= 12
 
     def share(rect):
         x0, y0, x1, y1 = rect
