@@ -81,3 +81,20 @@ async def test_a_value_not_in_its_cited_text_is_low_confidence(
     assert cell.status == "low_confidence", cell.reasons
     assert NOT_IN_CITED_TEXT in cell.reasons
     assert cell.number == 412
+
+
+def test_search_only_reads_a_figure_only_from_a_sentence_with_one() -> None:
+    column = X.Column.of(COLUMNS[0]).model_copy(update={"id": "c1"})
+
+    def cell_for(text: str) -> X.Cell:
+        passage = _citation(1, "row-doc", text)
+        answered = Answered(
+            text="", citations=(passage,), grounding="grounded", basis="search-results",
+            mode="search-only", tokens=TokenFigures(),
+        )  # fmt: skip
+        return X.cell_from_answer(answered, "row-doc", column)
+
+    one = cell_for("We enrolled 120 participants from the district.")
+    assert (one.number, one.unit) == (120, "participants") and one.mode == "search-only"
+    two = cell_for("In 2019 we enrolled 120 participants from the district.")
+    assert two.number is None and "120 participants" in two.value

@@ -76,3 +76,17 @@ async def test_a_deleted_document_leaves_the_table(client: HaikuRAG, library: Li
     loaded = await X.load_table(client, table.id)
     assert loaded.document_ids == [library.document_ids[0], library.document_ids[2]]
     assert loaded.filled == 2 == loaded.total
+
+
+async def test_a_large_fill_leaves_the_settings_table_compacted(client: HaikuRAG, library: Library) -> None:
+    from haiku.rag.store.engine import SMALL_FRAGMENTS_BEFORE_MAINTENANCE
+
+    extra = [{"name": f"Extra {n}", "question": f"What does the paper say about {word}?"} for n, word in
+             enumerate(["limitations", "seasons", "districts"])]  # fmt: skip
+    table = await X.create_table(client, "Large", [*COLUMNS, *extra], document_ids=library.document_ids)
+    assert table.total > SMALL_FRAGMENTS_BEFORE_MAINTENANCE  # one write per cell
+    filled = await X.fill_table(client, table.id, X.FillOptions(mode="search-only"))
+    assert filled.filled == table.total
+    stats = client.store.table("settings").stats()
+    assert stats["fragment_stats"]["num_small_fragments"] < SMALL_FRAGMENTS_BEFORE_MAINTENANCE
+    assert (await X.load_table(client, table.id)).cells == filled.cells  # nothing lost

@@ -27,6 +27,7 @@ from haiku.rag.extraction.values import (
     read_yes_no,
     says_not_found,
     short_value,
+    the_only_number,
     words_found,
 )
 
@@ -147,7 +148,8 @@ def cell_from_answer(answered: Answered, document_id: str, column: Column) -> Ce
             return Cell(**base, status="not_found", reasons=[NOT_IN_DOCUMENT, *reasons])
         quote, index = best_sentence(own, column.asked, column.asked, passages=True)
         best = own[max(index, 0)]
-        number, unit = read_number(quote) if column.type == "number" else (None, None)
+        # no model read it: a figure only when the sentence holds just one
+        number, unit = the_only_number(quote) if column.type == "number" else (None, None)
         return Cell(
             **base, value=quote, answer=quote, quote=quote, number=number, unit=unit,
             citations=[best], status="low_confidence" if reasons else "grounded",

@@ -75,6 +75,14 @@ def read_number(text: str) -> tuple[float | None, str | None]:
     return None, None
 
 
+def the_only_number(text: str) -> tuple[float | None, str | None]:
+    """``read_number`` when ``text`` holds exactly one figure, else nothing (a passage's sentence
+    with a year and a count must not pass its year for the answer)."""
+    if len(list(_NUMBER.finditer(text))) != 1:
+        return None, None
+    return read_number(text)
+
+
 def read_yes_no(text: str) -> str | None:
     if _UNCLEAR.search(text):
         return "unclear"
