@@ -645,7 +645,10 @@ class ExtractionService(QObject):
         columns: list[str] | None,
         recompute: bool,
     ) -> int:
-        from haiku.rag.extraction import CellFilled, CellStarted, FillStarted, fill
+        from haiku.rag.extraction import CellFilled, CellStarted, FillStarted
+
+        # the package's `fill` is its submodule once that is loaded: the function from its module
+        from haiku.rag.extraction.fill import fill
         from haiku.rag.operations import Progress, Stage
 
         stage = getattr(Stage, "EXTRACTING", Stage.STORING)
@@ -662,7 +665,8 @@ class ExtractionService(QObject):
                 operation.cell_started.emit((event.document_id, event.column_id))
             elif isinstance(event, CellFilled):
                 operation.done, operation.total = event.done, event.total
-                operation.cell_filled.emit(_cell(event.cell))
+                if event.stored:  # not stored: a hand edit (or a change of the table) came first
+                    operation.cell_filled.emit(_cell(event.cell))
                 report(Progress(stage=stage, done=event.done, total=event.total, message="cells"))
         return operation.done
 
