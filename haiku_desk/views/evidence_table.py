@@ -943,13 +943,17 @@ class EvidenceTablePane(QWidget):
         table = self.service.current
         if table is None:
             return
+
+        def delete() -> None:
+            self.service.delete_table(table.id)
+
         confirm_delete(
             self,
             title="Delete the table",
             question=f"Delete the evidence table “{table.name}”?",
             consequence="Its cells and hand-edited values are deleted; the documents stay in the library.",
             accessible_name="Delete the evidence table",
-            on_delete=lambda: self.service.delete_table(table.id),
+            on_delete=delete,
             on_closed=lambda: None,
         )
 
