@@ -35,6 +35,7 @@ from PySide6.QtCore import QObject, Signal
 from haiku_desk.bridge import Operation, OperationBody
 from haiku_desk.services.app_folder import read_json, write_json
 from haiku_desk.services.notifications import Notifications
+from haiku_desk.services.ports import AnswerModels
 
 if TYPE_CHECKING:
     from PySide6.QtCore import SignalInstance
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from haiku.rag.client import HaikuRAG
     from haiku.rag.collections import Collection
     from haiku_desk.services.entries import LibraryEntry
-    from haiku_desk.services.ports import AnswerModels
 
 __all__ = ["COLUMN_TYPES", "EXPORT_FORMATS", "CellValue", "ColumnSpec", "ExtractionService", "Fill"]
 __all__ += ["TableState", "TableSummary", "answer_mode"]
@@ -80,6 +80,13 @@ class ExtractionLibrary(Protocol):
 
     @property
     def library_changed(self) -> SignalInstance: ...
+
+
+class TableModels(AnswerModels, Protocol):
+    """The chat's model (the cells are answered with it), and when it changes."""
+
+    @property
+    def model_changed(self) -> SignalInstance: ...  # (ModelConfig | None)
 
 
 class TableCollections(Protocol):
@@ -257,12 +264,13 @@ class ExtractionService(QObject):
     cell_changed = Signal(object)  # CellValue of the open table: filled, edited
     fill_started = Signal(object)  # Fill
     fill_progressed = Signal(int, int)  # cells done, cells in this fill
+    mode_changed = Signal(str)  # how the next cells are answered (answer_mode), after a model change
     busy_changed = Signal(bool)
 
     def __init__(
         self,
         library: ExtractionLibrary,
-        models: AnswerModels,
+        models: TableModels,
         notifications: Notifications,
         parent: QObject | None = None,
         *,
@@ -279,6 +287,7 @@ class ExtractionService(QObject):
         self._writes: asyncio.Future[Any] | None = None  # the last write: the next waits for it
         self._opening: asyncio.Future[Any] | None = None  # the start's listing and resume
         library.opened.connect(self._library_opened)
+        models.model_changed.connect(lambda _config: self.mode_changed.emit(self.answer_mode()))
         library.library_changed.connect(self._library_changed)
 
     # --- what the app keeps (evidence.json) ---------------------------------------------------

@@ -648,6 +648,7 @@ class EvidenceTablePane(QWidget):
         header.setStretchLastSection(True)
         header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header.customContextMenuRequested.connect(self._header_menu)
+        header.sectionDoubleClicked.connect(self._header_double_clicked)
         self.table.verticalHeader().setVisible(False)
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._cell_menu)
@@ -710,6 +711,7 @@ class EvidenceTablePane(QWidget):
         service.fill_started.connect(self._fill_started)
         service.fill_progressed.connect(self._progressed)
         service.busy_changed.connect(lambda _busy: self._update_controls())
+        service.mode_changed.connect(lambda _mode: self._update_controls())
         self._show_tables(service.tables)
         self._show_table(service.current)
 
@@ -819,6 +821,11 @@ class EvidenceTablePane(QWidget):
                 action.setEnabled(not self.service.busy)
         menu.popup(self.table.viewport().mapToGlobal(pos))
         self.menu = menu
+
+    def _header_double_clicked(self, section: int) -> None:
+        column = self.model.column_at(section)
+        if column is not None:
+            self.edit_column(column)
 
     def _header_menu(self, pos: Any) -> None:
         header = self.table.horizontalHeader()

@@ -29,6 +29,7 @@ from qt_helpers import run_until
 from haiku.rag.client import HaikuRAG
 from haiku_desk.services import create_services
 from haiku_desk.services.extraction import ColumnSpec
+from haiku_desk.views.evidence_table import DOCUMENT_ROLE
 from haiku_desk.views.main_window import DEFAULT_SIZE, MainWindow
 
 SLOW = 180
@@ -107,7 +108,12 @@ class ExtractingModel:
             await self.gate.wait()
         pattern = next((p for word, p in FACTS.items() if word in question), None)
         for number, passage in _passages(passages_part):
-            found = pattern.search(" ".join(passage.replace(">", " ").split())) if pattern else None
+            text = " ".join(passage.replace(">", " ").split())
+            if "blinded" in question and "blind" in text:
+                # sure where assessors were blinded; unsure (no yes or no) where they were not
+                answer = "yes" if "were blinded" in text else "perhaps"
+                return ModelResponse(parts=[TextPart(f"{answer} [{number}]")])
+            found = pattern.search(text) if pattern else None
             if found:
                 return ModelResponse(parts=[TextPart(f"{found.group(1)} [{number}]")])
         return ModelResponse(parts=[TextPart("I did not find this in the documents.")])
@@ -217,11 +223,52 @@ def test_a_table_over_a_collection_fills_every_cell_and_shows_it(qtbot, qapp, ql
 
 
 def test_a_scripted_model_fills_values_and_a_click_opens_the_cited_page(qtbot, qapp, qloop, built, library_dir):
+    from PySide6.QtCore import Qt
+
     model = ExtractingModel()
     window = open_window(qtbot, qapp, qloop, library_dir, built.root, model)
     pane = window.evidence_pane
     table = create(qloop, window)
     wait_filled(qloop, window)
+    evidence = window.services.evidence
+    blinded = evidence.add_column(
+        {"name": "Blinded", "question": "Were the assessors blinded?", "type": "yes-no"}
+    )
+    funding = evidence.add_column({"name": "Funding", "question": "Who funded the study?"})
+    qloop.run_until_complete(funding)
+    wait_filled(qloop, window)  # added columns fill at once
+    assert qloop.run_until_complete(blinded) is not None
+    current = evidence.current
+    assert [c.name for c in current.columns] == ["Sample size", "Dataset", "Blinded", "Funding"]
+    assert current.filled == current.total == 12
+    blinded_id, funding_id = current.columns[2].id, current.columns[3].id
+
+    # low confidence and not found: a colour AND words (text cue, tooltip, accessible text)
+    unsure = built.ids[built.papers[1].title]  # its assessors were not blinded: "perhaps"
+    sure = built.ids[built.papers[0].title]
+    assert current.cell(unsure, blinded_id).status == "low_confidence"
+    assert current.cell(sure, blinded_id).status == "grounded"
+    assert shown(window, unsure, blinded_id).startswith("⚠ ")
+    assert shown(window, sure, blinded_id).startswith("yes")
+    low = pane.proxy_index(unsure, blinded_id)
+    assert low.data(Qt.ItemDataRole.AccessibleTextRole).startswith("Low confidence")
+    assert "Low confidence" in low.data(Qt.ItemDataRole.ToolTipRole)
+    missing = pane.proxy_index(sure, funding_id)
+    assert current.cell(sure, funding_id).status == "not_found"
+    assert shown(window, sure, funding_id) == "∅ Not found"
+    assert "Not found in this document" in missing.data(Qt.ItemDataRole.AccessibleDescriptionRole)
+    backgrounds = {
+        name: index.data(Qt.ItemDataRole.BackgroundRole)
+        for name, index in (("low", low), ("missing", missing), ("plain", pane.proxy_index(sure, blinded_id)))
+    }
+    assert backgrounds["plain"] is None
+    assert backgrounds["low"].color() != backgrounds["missing"].color()
+    # the status filter keeps the rows with such a cell
+    pane.status_filter.setCurrentIndex(pane.status_filter.findData("low_confidence"))
+    assert pane.proxy.rowCount() == 1 and pane.proxy.index(0, 0).data(DOCUMENT_ROLE) == unsure
+    pane.status_filter.setCurrentIndex(pane.status_filter.findData("not_found"))
+    assert pane.proxy.rowCount() == 3
+    pane.status_filter.setCurrentIndex(0)
     size = table.columns[0].id
     paper = built.papers[2]
     document_id = built.ids[paper.title]
