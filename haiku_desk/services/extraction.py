@@ -283,7 +283,8 @@ class ExtractionService(QObject):
         self.notifications = notifications
         self.tables: list[TableSummary] = []
         self.current: TableState | None = None
-        self._fill: Fill | None = None
+        self._fill: Fill | None = None  # the last fill started
+        self._active: Fill | None = None  # the fill running (None from its ``ended`` on)
         self._writes: asyncio.Future[Any] | None = None  # the last write: the next waits for it
         self._opening: asyncio.Future[Any] | None = None  # the start's listing and resume
         library.opened.connect(self._library_opened)
@@ -600,12 +601,12 @@ class ExtractionService(QObject):
 
     @property
     def filling(self) -> Fill | None:
-        """The running fill, if any."""
-        return self._fill if self._fill is not None and self._fill.running else None
+        """The running fill, if any (none once it has ended, when ``busy_changed`` says so)."""
+        return self._active
 
     @property
     def busy(self) -> bool:
-        return self.filling is not None
+        return self._active is not None
 
     def fill(
         self,
@@ -637,8 +638,8 @@ class ExtractionService(QObject):
         operation.succeeded.connect(lambda _n: self._mark_filling(table_id, False))
         operation.cancelled.connect(lambda: None if operation.halted else self._mark_filling(table_id, False))
         operation.failed.connect(lambda exc: self._fill_failed(table_id, exc))
-        operation.ended.connect(lambda: self.busy_changed.emit(False))
-        self._fill = operation
+        operation.ended.connect(lambda: self._fill_ended(operation))
+        self._fill = self._active = operation
         self._mark_filling(table_id, True)
         operation.start()
         self.fill_started.emit(operation)
@@ -696,6 +697,11 @@ class ExtractionService(QObject):
             model_settings=settings,
             supports_tools=self.models.supports_tools(),
         )
+
+    def _fill_ended(self, operation: Fill) -> None:
+        if self._active is operation:
+            self._active = None
+            self.busy_changed.emit(False)
 
     def _fill_failed(self, table_id: str, exc: BaseException) -> None:
         self._mark_filling(table_id, False)

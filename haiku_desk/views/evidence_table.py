@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QEvent,
     QModelIndex,
     QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
     Signal,
 )
-from PySide6.QtGui import QAction, QBrush, QColor, QFont, QKeyEvent, QPalette
+from PySide6.QtGui import QAction, QBrush, QColor, QFont, QKeyEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QComboBox,
@@ -48,6 +49,8 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QRadioButton,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableView,
     QToolButton,
     QVBoxLayout,
@@ -62,7 +65,7 @@ from haiku_desk.services.extraction import (
     ColumnSpec,
     TableState,
 )
-from haiku_desk.views.widgets import ElidedLabel, compact_button, confirm_delete
+from haiku_desk.views.widgets import compact_button, confirm_delete
 
 if TYPE_CHECKING:
     from haiku_desk.services.extraction import ExtractionService, Fill, TableSummary
@@ -92,6 +95,9 @@ BACKGROUNDS: dict[str, tuple[str, str]] = {
     "not_found": ("#e6e6e6", "#3a3a3a"),
     "edited": ("#dcebff", "#1f3a5c"),
 }
+# the stronger colour of a flagged cell's left stripe (the same in both themes)
+STRIPES = {"low_confidence": "#c98a00", "not_found": "#8a8a8a", "edited": "#2f6fd6"}
+STRIPE_WIDTH = 4
 STATUS_FILTERS = (
     ("All rows", ""),
     ("Rows with a low-confidence cell", "low_confidence"),
@@ -112,6 +118,11 @@ MODE_LABELS = {
         "Connect one in Settings › Models… for written answers."
     ),
 }
+DIALOG_WIDTH = 480
+DOCUMENT_COLUMN_WIDTH = 220
+DOCUMENT_SHARE = 0.22  # of the table's width, for the documents' titles
+ROW_LINES = 2  # a cell shows two lines of its value, wrapped at words
+MIN_COLUMN_WIDTH = 120
 _NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?")
 
 
@@ -307,8 +318,8 @@ class EvidenceTableModel(QAbstractTableModel):
             if colours is not None:
                 return QBrush(QColor(colours[1] if self.dark else colours[0]))
             return None
-        if role == Qt.ItemDataRole.FontRole and cell is not None:
-            if cell.status == "not_found" or cell.search_only or answering:
+        if role == Qt.ItemDataRole.FontRole and (cell is not None or answering):
+            if answering or (cell is not None and cell.status != "edited" and (cell.status == "not_found" or cell.search_only)):
                 font = QFont()
                 font.setItalic(True)
                 return font
@@ -363,6 +374,25 @@ class EvidenceFilter(QSortFilterProxyModel):
             return str(a) < str(b)
 
 
+class CellDelegate(QStyledItemDelegate):
+    """Paints a flagged cell's status colour under its text, with a stripe of the stronger
+    colour at its left edge. Painted here because the app's stylesheet styles table items,
+    and a styled item ignores the model's background."""
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:
+        status = index.data(STATUS_ROLE)
+        colours = BACKGROUNDS.get(status) if isinstance(status, str) else None
+        if colours is not None:
+            dark = _is_dark(option.widget) if isinstance(option.widget, QWidget) else False
+            painter.save()
+            painter.fillRect(option.rect, QColor(colours[1] if dark else colours[0]))
+            stripe = option.rect.adjusted(0, 0, 0, 0)
+            stripe.setWidth(STRIPE_WIDTH)
+            painter.fillRect(stripe, QColor(STRIPES[status]))
+            painter.restore()
+        super().paint(painter, option, index)
+
+
 class EvidenceTableView(QTableView):
     """The table: Return or a click opens a cell's citation; F2 or a double-click edits."""
 
@@ -384,6 +414,7 @@ class ColumnDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Edit column" if column is not None else "Add column")
         self.setAccessibleName(self.windowTitle())
+        self.setMinimumWidth(DIALOG_WIDTH)
         self.name = QLineEdit(column.name if column else "")
         self.name.setPlaceholderText("e.g. Sample size")
         self.name.setAccessibleName("Column name")
@@ -508,6 +539,7 @@ class NewTableDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("New evidence table")
         self.setAccessibleName("New evidence table")
+        self.setMinimumWidth(DIALOG_WIDTH)
         self.name = QLineEdit(name)
         self.name.setAccessibleName("Table name")
         self.documents = DocumentsChooser(ticked, collections)
@@ -632,6 +664,8 @@ class EvidenceTablePane(QWidget):
         self.table = EvidenceTableView()
         self.table.setAccessibleName("Evidence table cells")
         self.table.setModel(self.proxy)
+        self.table.setItemDelegate(CellDelegate(self.table))
+        self.table.viewport().installEventFilter(self)
         self.table.setSortingEnabled(True)
         self.table.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # rows in the table's order
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
@@ -639,17 +673,20 @@ class EvidenceTablePane(QWidget):
         self.table.setEditTriggers(
             QAbstractItemView.EditTrigger.DoubleClicked | QAbstractItemView.EditTrigger.EditKeyPressed
         )
-        self.table.setWordWrap(False)
+        self.table.setWordWrap(True)
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.setMouseTracking(True)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setDefaultSectionSize(170)
-        header.setStretchLastSection(True)
+        header.setStretchLastSection(False)
         header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header.customContextMenuRequested.connect(self._header_menu)
         header.sectionDoubleClicked.connect(self._header_double_clicked)
-        self.table.verticalHeader().setVisible(False)
+        rows = self.table.verticalHeader()
+        rows.setVisible(False)
+        rows.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        rows.setDefaultSectionSize(int(self.fontMetrics().lineSpacing() * (ROW_LINES + 0.8)))
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._cell_menu)
 
@@ -659,8 +696,10 @@ class EvidenceTablePane(QWidget):
             "then choose New table…"
         )
         self.empty_hint.setWordWrap(True)
+        self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.empty_hint.setAccessibleName("What an evidence table is")
-        self.legend = ElidedLabel(LEGEND)
+        self.legend = QLabel(LEGEND)
+        self.legend.setWordWrap(True)
         self.legend.setAccessibleName("Legend")
         self.mode_label = QLabel()
         self.mode_label.setWordWrap(True)
@@ -685,7 +724,7 @@ class EvidenceTablePane(QWidget):
         layout.addLayout(top)
         layout.addLayout(controls)
         layout.addLayout(filters)
-        layout.addWidget(self.empty_hint)
+        layout.addWidget(self.empty_hint, 1)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.legend)
         layout.addWidget(self.mode_label)
@@ -735,9 +774,27 @@ class EvidenceTablePane(QWidget):
             index = self.tables.findData(table.id)
             if index >= 0:
                 self.tables.setCurrentIndex(index)
-            header = self.table.horizontalHeader()
-            header.resizeSection(0, 200)
+            self.fit_columns()
         self._update_controls()
+
+    def fit_columns(self) -> None:
+        """Every column in view when they fit at a readable width (the documents' a little
+        wider), else readable widths and the table scrolls sideways."""
+        count = self.model.columnCount()
+        if count == 0:
+            return
+        header = self.table.horizontalHeader()
+        room = self.table.viewport().width() or self.table.width()
+        document = max(MIN_COLUMN_WIDTH, min(DOCUMENT_COLUMN_WIDTH, int(room * DOCUMENT_SHARE)))
+        rest = max(MIN_COLUMN_WIDTH, (room - document) // max(1, count - 1))
+        header.resizeSection(0, document)
+        for section in range(1, count):
+            header.resizeSection(section, rest)
+
+    def eventFilter(self, watched: Any, event: Any) -> bool:  # noqa: N802
+        if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
+            self.fit_columns()  # the table's room changed (a resize, its tab shown)
+        return super().eventFilter(watched, event)
 
     def _update_controls(self) -> None:
         table = self.service.current
@@ -746,8 +803,10 @@ class EvidenceTablePane(QWidget):
         self.empty_hint.setVisible(not has_table)
         self.table.setVisible(has_table)
         self.legend.setVisible(has_table)
-        for widget in (self.add_column_button, self.table_menu_button, self.export_button, self.filter, self.status_filter):
+        for widget in (self.table_menu_button, self.export_button):
             widget.setEnabled(has_table)
+        for widget in (self.add_column_button, self.fill_button, self.stop_button, self.filter, self.status_filter):
+            widget.setVisible(has_table)  # nothing to act on before a table exists
         missing = has_table and table is not None and table.filled < table.total
         self.fill_button.setEnabled(has_table and not busy and bool(missing))
         self.stop_button.setEnabled(busy)
@@ -762,8 +821,11 @@ class EvidenceTablePane(QWidget):
         if started is not None:
             started.connect(self.model.set_answering)
         fill.ended.connect(lambda: self.model.set_answering(None))
-        self.progress.setRange(0, max(1, fill.total))
-        self.progress.setValue(fill.done)
+        if fill.total:
+            self.progress.setRange(0, fill.total)
+            self.progress.setValue(fill.done)
+        else:  # until the fill has counted its cells
+            self.progress.setRange(0, 0)
         self._update_controls()
 
     def _progressed(self, done: int, total: int) -> None:
