@@ -382,15 +382,21 @@ class CellDelegate(QStyledItemDelegate):
     def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex) -> None:
         status = index.data(STATUS_ROLE)
         colours = BACKGROUNDS.get(status) if isinstance(status, str) else None
-        if colours is not None:
-            dark = _is_dark(option.widget) if isinstance(option.widget, QWidget) else False
-            painter.save()
-            painter.fillRect(option.rect, QColor(colours[1] if dark else colours[0]))
-            stripe = option.rect.adjusted(0, 0, 0, 0)
-            stripe.setWidth(STRIPE_WIDTH)
-            painter.fillRect(stripe, QColor(STRIPES[status]))
-            painter.restore()
-        super().paint(painter, option, index)
+        if colours is None:
+            super().paint(painter, option, index)
+            return
+        dark = _is_dark(option.widget) if isinstance(option.widget, QWidget) else False
+        painter.save()
+        painter.fillRect(option.rect, QColor(colours[1] if dark else colours[0]))
+        painter.restore()
+        shifted = QStyleOptionViewItem(option)
+        shifted.rect = option.rect.adjusted(STRIPE_WIDTH, 0, 0, 0)  # the text clear of the stripe
+        super().paint(painter, shifted, index)
+        painter.save()  # the stripe on top: seen when the cell is selected too
+        stripe = option.rect.adjusted(0, 0, 0, 0)
+        stripe.setWidth(STRIPE_WIDTH)
+        painter.fillRect(stripe, QColor(STRIPES[status]))
+        painter.restore()
 
 
 class EvidenceTableView(QTableView):

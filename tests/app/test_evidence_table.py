@@ -29,7 +29,7 @@ from qt_helpers import run_until
 from haiku.rag.client import HaikuRAG
 from haiku_desk.services import create_services
 from haiku_desk.services.extraction import ColumnSpec
-from haiku_desk.views.evidence_table import DOCUMENT_ROLE
+from haiku_desk.views.evidence_table import DOCUMENT_ROLE, STRIPES
 from haiku_desk.views.main_window import DEFAULT_SIZE, MainWindow
 
 SLOW = 180
@@ -263,6 +263,12 @@ def test_a_scripted_model_fills_values_and_a_click_opens_the_cited_page(qtbot, q
     }
     assert backgrounds["plain"] is None
     assert backgrounds["low"].color() != backgrounds["missing"].color()
+    # and painted so on screen (the app's stylesheet would hide a plain item background)
+    for index, status in ((low, "low_confidence"), (missing, "not_found")):
+        pane.table.scrollTo(index)
+        rect = pane.table.visualRect(index)
+        image = pane.table.viewport().grab().toImage()
+        assert image.pixelColor(rect.left() + 1, rect.center().y()).name() == STRIPES[status]
     # the status filter keeps the rows with such a cell
     pane.status_filter.setCurrentIndex(pane.status_filter.findData("low_confidence"))
     assert pane.proxy.rowCount() == 1 and pane.proxy.index(0, 0).data(DOCUMENT_ROLE) == unsure
@@ -335,12 +341,19 @@ def test_a_value_edited_by_hand_is_kept_marked_edited_after_a_relaunch(qtbot, qa
 def test_quitting_mid_fill_keeps_the_cells_and_the_next_start_fills_the_rest(qtbot, qapp, qloop, built, library_dir):
     held = ExtractingModel(hold=3)  # the third cell's answer never comes: Quit arrives first
     window = open_window(qtbot, qapp, qloop, library_dir, built.root, held)
+    evidence = window.services.evidence
+    fills: list = []
+    evidence.fill_started.connect(fills.append)
     table = create(qloop, window)
     run_until(qloop, lambda: len(held.questions) == 3, SLOW)
-    evidence = window.services.evidence
     assert evidence.busy and evidence.current.filled == 2
     before = dict(evidence.current.cells)
+    outcome: list[str] = []
+    fills[0].cancelled.connect(lambda: outcome.append("cancelled"))
+    fills[0].failed.connect(lambda exc: outcome.append(f"failed: {exc}"))
     quit_window(qloop, window)
+    run_until(qloop, lambda: bool(outcome), SLOW)  # Quit stops the fill (its task ends after)
+    assert outcome == ["cancelled"] and fills[0].halted
     assert not evidence.busy
 
     model = ExtractingModel()
