@@ -655,13 +655,10 @@ class ExtractionService(QObject):
         columns: list[str] | None,
         recompute: bool,
     ) -> int:
-        from haiku.rag.extraction import CellFilled, CellStarted, FillStarted
-
-        # the package's `fill` is its submodule once that is loaded: the function from its module
-        from haiku.rag.extraction.fill import fill
+        from haiku.rag.extraction import CellFilled, CellStarted, FillStarted, fill
         from haiku.rag.operations import Progress, Stage
 
-        stage = getattr(Stage, "EXTRACTING", Stage.STORING)
+        stage = Stage.EXTRACTING
         await self.wait_writes()  # a change asked before the fill is in the table it fills
         options = self._fill_options(operation.mode)
         client = await self._client()
