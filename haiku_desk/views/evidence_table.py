@@ -759,6 +759,8 @@ class EvidenceTablePane(QWidget):
         service.mode_changed.connect(lambda _mode: self._update_controls())
         self._show_tables(service.tables)
         self._show_table(service.current)
+        if service.filling is not None:  # resumed at the start, before this pane was made
+            self._fill_started(service.filling)
 
     # --- showing ------------------------------------------------------------------------------
 
@@ -823,11 +825,9 @@ class EvidenceTablePane(QWidget):
 
     def _fill_started(self, fill: Fill) -> None:
         fill.cell_filled.connect(lambda _cell: self.model.set_answering(None))
-        started = getattr(fill, "cell_started", None)
-        if started is not None:
-            started.connect(self.model.set_answering)
+        fill.cell_started.connect(self.model.set_answering)
         fill.ended.connect(lambda: self.model.set_answering(None))
-        if fill.total:
+        if fill.total:  # a fill resumed before this pane existed has counted its cells
             self.progress.setRange(0, fill.total)
             self.progress.setValue(fill.done)
         else:  # until the fill has counted its cells

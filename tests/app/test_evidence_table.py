@@ -356,12 +356,18 @@ def test_quitting_mid_fill_keeps_the_cells_and_the_next_start_fills_the_rest(qtb
     assert outcome == ["cancelled"] and fills[0].halted
     assert not evidence.busy
 
-    model = ExtractingModel()
+    model = ExtractingModel(hold=1)  # held at its first cell: the window shows the fill going on
     again = open_window(qtbot, qapp, qloop, library_dir, built.root, model)
     evidence = again.services.evidence
     assert evidence.current is not None and evidence.current.id == table.id
     assert evidence.busy, "the fill stopped by Quit continues at the start"
+    run_until(qloop, lambda: len(model.questions) == 1, SLOW)
+    pane = again.evidence_pane
+    assert pane.progress.isVisibleTo(pane) and pane.progress.text() == "0 / 4 cells"
+    assert pane.stop_button.isEnabled() and not pane.fill_button.isEnabled()
+    model.gate.set()
     wait_filled(qloop, again)
+    assert not pane.progress.isVisibleTo(pane) and not pane.stop_button.isEnabled()
     current = evidence.current
     assert current.filled == current.total == 6
     assert len(model.questions) == 4, "only the cells not filled before the quit are answered"
