@@ -811,10 +811,13 @@ class EvidenceTablePane(QWidget):
         self.empty_hint.setVisible(not has_table)
         self.table.setVisible(has_table)
         self.legend.setVisible(has_table)
-        for widget in (self.table_menu_button, self.export_button):
-            widget.setEnabled(has_table)
-        for widget in (self.add_column_button, self.fill_button, self.stop_button, self.filter, self.status_filter):
-            widget.setVisible(has_table)  # nothing to act on before a table exists
+        self.table_menu_button.setEnabled(has_table)
+        self.export_button.setEnabled(has_table)
+        controls: tuple[QWidget, ...] = (
+            self.add_column_button, self.fill_button, self.stop_button, self.filter, self.status_filter,
+        )
+        for control in controls:
+            control.setVisible(has_table)  # nothing to act on before a table exists
         missing = has_table and table is not None and table.filled < table.total
         self.fill_button.setEnabled(has_table and not busy and bool(missing))
         self.stop_button.setEnabled(busy)
