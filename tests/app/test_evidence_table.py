@@ -377,3 +377,70 @@ def test_quitting_mid_fill_keeps_the_cells_and_the_next_start_fills_the_rest(qtb
         for column in current.columns:
             assert shown(again, document_id, column.id)
     quit_window(qloop, again)
+
+
+def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_then_exported(
+    qtbot, qapp, qloop, built, library_dir, tmp_path
+):
+    """Everything from the pane's own dialogs and menus, as a user does it."""
+    import csv
+
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    window = open_window(qtbot, qapp, qloop, library_dir, built.root)
+    pane = window.evidence_pane
+    evidence = window.services.evidence
+    ticked = [built.ids[built.papers[3].title], built.ids[built.papers[0].title]]
+    window.library_pane.tick(ticked)  # the fourth paper is in no collection
+
+    dialog = pane.new_table()
+    assert dialog.documents.use_collection.isChecked()  # a collection is offered first
+    dialog.documents.use_ticked.setChecked(True)
+    assert "(2)" in dialog.documents.use_ticked.text()
+    dialog.name.setText("Ticked")
+    dialog.columns.setPlainText("Sample size\n\nDataset\n")
+    dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok).click()
+    run_until(qloop, lambda: evidence.current is not None and evidence.current.name == "Ticked", SLOW)
+    wait_filled(qloop, window)
+    table = evidence.current
+    assert sorted(table.rows) == sorted(ticked) and [c.name for c in table.columns] == ["Sample size", "Dataset"]
+    assert table.filled == table.total == 4
+
+    # add a column (refused without categories, then accepted), edit its question, remove one
+    adding = pane.edit_column(None)
+    adding.name.setText("Design")
+    adding.type.setCurrentIndex(adding.type.findData("category"))
+    adding.categories.setText("cohort")
+    adding.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok).click()
+    assert adding.isVisible() and "two categories" in adding.error.text()
+    adding.categories.setText("cohort, randomised, survey")
+    adding.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok).click()
+    run_until(qloop, lambda: len(evidence.current.columns) == 3, SLOW)
+    qloop.run_until_complete(evidence.wait_writes())
+    wait_filled(qloop, window)
+    design = evidence.current.columns[2]
+    assert design.type == "category" and design.categories == ("cohort", "randomised", "survey")
+    assert evidence.current.filled == 6
+
+    editing = pane.edit_column(design)
+    assert editing.name.text() == "Design" and editing.categories.text() == "cohort, randomised, survey"
+    editing.question.setPlainText("Which study design was used?")
+    editing.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok).click()
+    run_until(qloop, lambda: evidence.current.column(design.id).question == "Which study design was used?", SLOW)
+    qloop.run_until_complete(evidence.wait_writes())
+    wait_filled(qloop, window)  # its cells were asked again
+    assert evidence.current.filled == evidence.current.total == 6
+
+    dataset = evidence.current.columns[1]
+    qloop.run_until_complete(evidence.remove_column(dataset.id))
+    assert [c.name for c in evidence.current.columns] == ["Sample size", "Design"]
+    assert pane.model.columnCount() == 3
+
+    target = tmp_path / "ticked.csv"
+    assert qloop.run_until_complete(pane.export_to("csv", str(target))) == target
+    with target.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    header = rows[0]
+    assert "Sample size" in header and "Sample size — quote" in header and "Dataset" not in header
+    assert len(rows) == 3
+    quit_window(qloop, window)
