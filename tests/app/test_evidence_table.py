@@ -144,8 +144,9 @@ def open_window(qtbot, qapp, qloop, db_path: Path, root: Path, model: Extracting
     services.library.opened.connect(lambda: opened.append(True))
     services.library.start()
     run_until(qloop, lambda: bool(opened), SLOW)
-    assert services.evidence is not None
+    assert services.evidence is not None and services.collections is not None
     qloop.run_until_complete(services.evidence.wait_started())
+    run_until(qloop, lambda: services.collections.listed, SLOW)  # the New table dialog offers them
     window = MainWindow(services)
     qtbot.addWidget(window)
     window.quit_flow.manage_shutdown = True  # as the app does
