@@ -81,6 +81,9 @@ class ExtractionLibrary(Protocol):
     @property
     def library_changed(self) -> SignalInstance: ...
 
+    @property
+    def entry_removed(self) -> SignalInstance: ...  # (entry key) a document left the library
+
 
 class TableModels(AnswerModels, Protocol):
     """The chat's model (the cells are answered with it), and when it changes."""
@@ -287,9 +290,11 @@ class ExtractionService(QObject):
         self._active: Fill | None = None  # the fill running (None from its ``ended`` on)
         self._writes: asyncio.Future[Any] | None = None  # the last write: the next waits for it
         self._opening: asyncio.Future[Any] | None = None  # the start's listing and resume
+        self._reloading: asyncio.Future[Any] | None = None  # the open table read again
         library.opened.connect(self._library_opened)
         models.model_changed.connect(lambda _config: self.mode_changed.emit(self.answer_mode()))
         library.library_changed.connect(self._library_changed)
+        library.entry_removed.connect(self._document_removed)
 
     # --- what the app keeps (evidence.json) ---------------------------------------------------
 
@@ -396,6 +401,34 @@ class ExtractionService(QObject):
     def _show(self, table: Any) -> None:
         self.current = _table(table)
         self.table_changed.emit(self.current)
+
+    def _document_removed(self, _key: str) -> None:
+        """A document left the library: the open table is read again (the library drops the
+        rows of deleted documents); a burst of deletes reads it once."""
+        if self.current is not None and self._reloading is None:
+            self._reloading = asyncio.ensure_future(self._reload_current())
+
+    async def _reload_current(self) -> None:
+        from haiku.rag.extraction import load_table
+
+        try:
+            await asyncio.sleep(0)  # the other removals of the same burst first
+            table = self.current
+            if table is None:
+                return
+            loaded = await load_table(await self._client(), table.id)
+            if self.current is not None and self.current.id == loaded.id:
+                self._show(loaded)
+                await self.refresh()  # its row count in the list
+        except Exception as exc:
+            self._refused("Reading the evidence table again", exc)
+        finally:
+            self._reloading = None
+
+    async def wait_reloaded(self) -> None:
+        """Until the open table has been read again after a document left (tests)."""
+        while self._reloading is not None and not self._reloading.done():
+            await asyncio.wait({self._reloading})
 
     def document_title(self, document_id: str) -> str:
         entry = self.library.entry_for_document(document_id)

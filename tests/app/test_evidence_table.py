@@ -220,7 +220,20 @@ def test_a_table_over_a_collection_fills_every_cell_and_shows_it(qtbot, qapp, ql
     assert pane.proxy.index(0, 0).data() == window.services.evidence.document_title(built.collection[1])
     pane.filter.clear()
     assert pane.proxy.rowCount() == 3
+
+    # a document deleted from the library leaves the table
+    gone = built.collection[1]
+    entry = window.services.library.entry_for_document(gone)
+    window.services.library.delete([entry.key])
+    run_until(qloop, lambda: window.services.library.entry_for_document(gone) is None, SLOW)
+    run_until(qloop, lambda: gone not in evidence_rows(window), SLOW)
+    assert pane.model.rowCount() == 2 and gone not in [pane.model.document_at(r) for r in range(2)]
     quit_window(qloop, window)
+
+
+def evidence_rows(window: MainWindow) -> list[str]:
+    current = window.services.evidence.current
+    return list(current.rows) if current is not None else []
 
 
 def test_a_scripted_model_fills_values_and_a_click_opens_the_cited_page(qtbot, qapp, qloop, built, library_dir):
