@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from haiku_desk.services.bibliography import BibliographyService
     from haiku_desk.services.chat import ChatService
     from haiku_desk.services.collections import CollectionsService
+    from haiku_desk.services.extraction import ExtractionService
     from haiku_desk.services.library import LibraryService
     from haiku_desk.services.models import ModelsService
     from haiku_desk.services.notifications import Notifications
@@ -34,6 +35,7 @@ class AppServices:
     chat: ChatService  # conversations, agent runs, streaming, toggles, persistence
     collections: CollectionsService | None = None  # the library's named sets of documents
     bibliography: BibliographyService | None = None  # author–year citations, BibTeX, edits
+    evidence: ExtractionService | None = None  # evidence tables: questions × documents, cited
 
 
 def create_services(db_path: str | os.PathLike[str] | None = None, config: AppConfig | None = None) -> AppServices:
@@ -57,7 +59,10 @@ def create_services(db_path: str | os.PathLike[str] | None = None, config: AppCo
     collections = CollectionsService(library, notifications)
     chat.attach_collections(collections)
     bibliography = BibliographyService(library, notifications)
+    from haiku_desk.services.extraction import ExtractionService
+
+    evidence = ExtractionService(library, models, notifications, collections=collections)
     return AppServices(
         config, notifications, library, pages, models, chat,
-        collections=collections, bibliography=bibliography,
+        collections=collections, bibliography=bibliography, evidence=evidence,
     )

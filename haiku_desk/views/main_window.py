@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QPlainTextEdit,
     QSplitter,
+    QTabWidget,
     QTextEdit,
     QVBoxLayout,
     QWidget,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from haiku_desk.citations import Citation
     from haiku_desk.services import AppServices
     from haiku_desk.services.conversations import Turn
+    from haiku_desk.views.evidence_table import EvidenceTablePane
 
 SETTINGS_GROUP = "main_window"
 DEFAULT_SIZE = (1440, 900)
@@ -87,7 +89,7 @@ class MainWindow(QMainWindow):
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setAccessibleName("Panes")
         self.splitter.addWidget(self.library_pane)
-        self.splitter.addWidget(self.chat_pane)
+        self.splitter.addWidget(self._centre(services))  # the chat, and the evidence table beside it
         self.splitter.addWidget(self.citation_panel)
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 4)
@@ -120,6 +122,8 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self.citation_panel.reader_mode_requested.connect(self.set_reader_mode)
         self.quit_flow = QuitFlow(services, self)  # closing the window is Quit: asks once if work is pending
+        if services.evidence is not None:  # a fill stopped by Quit continues at the next start
+            self.quit_flow.closing.connect(services.evidence.halt)
         # File › New/Open/Recent library, Help › Open log folder
         self.library_menu = LibraryMenu(
             self, self.menuBar(), services.library, services.notifications.info, log_folder(services.config)
@@ -165,6 +169,32 @@ class MainWindow(QMainWindow):
         if app is not None:
             app.installEventFilter(self)  # drops on any child widget, even ones that take text drops
 
+    def _centre(self, services: AppServices) -> QWidget:
+        """The chat, and the evidence table in a tab beside it (issue 35)."""
+        self.centre = QTabWidget()
+        self.centre.setDocumentMode(True)
+        self.centre.setAccessibleName("Chat and evidence table")
+        self.centre.addTab(self.chat_pane, "Chat")
+        self.evidence_pane: EvidenceTablePane | None = None
+        if services.evidence is not None:
+            from haiku_desk.views.evidence_table import EvidenceTablePane
+
+            self.evidence_pane = EvidenceTablePane(services.evidence, ticked=self.library_pane.scope)
+            self.evidence_pane.citation_activated.connect(self.show_citation)
+            self.centre.addTab(self.evidence_pane, "Evidence table")
+        return self.centre
+
+    def show_evidence_table(self) -> None:
+        """View › Evidence table (Ctrl+Shift+E): its tab, the table focused; again: the chat."""
+        if self.evidence_pane is None:
+            return
+        if self.centre.currentWidget() is self.evidence_pane:
+            self.centre.setCurrentWidget(self.chat_pane)
+            self.chat_pane.input.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        else:
+            self.centre.setCurrentWidget(self.evidence_pane)
+            self.evidence_pane.table.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
     def _show_scope(self) -> None:
         """The library's boxes show the conversation's scope (its collection ticked, if any)."""
         self.library_pane.set_scope(self.services.chat.scope())
@@ -197,6 +227,7 @@ class MainWindow(QMainWindow):
         self.rescan_action = action("Rescan watched folders", lambda: self.services.library.watch.rescan(), None, "rescan")
         self.zotero_action = action("Import Zotero library…", self.choose_zotero_library, None, "import_zotero")
         self.focus_search_action = action("Focus search", self.focus_search, "Ctrl+K", "focus_search")
+        self.evidence_action = action("Evidence table", self.show_evidence_table, "Ctrl+Shift+E", "evidence_table")
         self.models_action = action("Models…", self.open_model_settings, None, "models")
         self.models_action.setShortcuts(preferences_shortcuts())
         self.models_action.setToolTip(f"Models… ({self.models_action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)})")
@@ -232,6 +263,7 @@ class MainWindow(QMainWindow):
         view_menu.addAction(self.reader_action)
         view_menu.addAction(self.find_action)
         view_menu.addSeparator()
+        view_menu.addAction(self.evidence_action)
         view_menu.addAction(self.focus_search_action)
         view_menu.addAction(self.next_pane_action)
         view_menu.addAction(self.previous_pane_action)
