@@ -793,6 +793,7 @@ class TurnWidget(QFrame):
     def reset_text(self) -> None:
         self.text = ""
         self._render_timer.start()
+        self._show_pending()  # the model went on: back to saying so, not an empty box
 
     def _render_steps(self) -> None:
         labels = [html.escape(s.label) for s in self.turn.steps]

@@ -332,3 +332,14 @@ def test_the_same_problem_posted_twice_at_once_shows_one_banner(qtbot):
     assert [w.notice.message for w in area.visible_notices] == ["The model failed again", "Disk full"]
     notifications.withdraw("chat-model-failed")
     assert [w.notice.message for w in area.visible_notices] == ["Disk full"]
+
+
+def test_text_the_model_took_back_leaves_the_waiting_line_not_an_empty_box(qtbot):
+    widget = TurnWidget(Turn(question=QUESTION, answer=""))
+    qtbot.addWidget(widget)
+    widget.show()
+    widget.append("Let me search first")  # streamed, then reset: it was not the answer
+    qtbot.waitUntil(widget.answer.isVisible)
+    widget.reset_text()
+    qtbot.waitUntil(lambda: not widget.answer.isVisible())
+    assert widget.pending.isVisible() and widget.pending.text() == "Thinking…"
