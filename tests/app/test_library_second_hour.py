@@ -432,3 +432,17 @@ def test_a_start_lists_the_last_sessions_rows_before_the_store_opens_then_correc
         assert [e.key for e in again.entries] == [uri_for(kept)]  # the store's listing corrects them
     finally:
         qloop.run_until_complete(again.aclose())
+
+
+def test_the_collections_box_grows_to_show_the_collections_that_arrive(qloop, qtbot, library, notifications):
+    from haiku_desk.services.collections import CollectionsService
+
+    collections = CollectionsService(library, notifications)
+    collections.refresh()
+    pane = _pane(qtbot, library, width=420, height=600, collections=collections)
+    box = pane.collections_box
+    for name in ("Thesis", "Reading list", "Methods"):
+        qloop.run_until_complete(collections.create(name, []))
+    qtbot.waitUntil(lambda: box.list.count() == 3)
+    qtbot.waitUntil(lambda: box.height() >= box.sizeHint().height())
+    assert box.list.height() >= 3 * box.list.sizeHintForRow(0)  # all three rows, no scrolling
