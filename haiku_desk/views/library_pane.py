@@ -296,6 +296,7 @@ class LibraryPane(QWidget):
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.installEventFilter(self)
+        self.table.viewport().installEventFilter(self)
         self.rename_action = QAction("Rename…", self)
         self.rename_action.setObjectName("rename_document")
         self.rename_action.setShortcut(QKeySequence(Qt.Key.Key_F2))
@@ -532,6 +533,15 @@ class LibraryPane(QWidget):
     def eventFilter(self, watched, event) -> bool:  # noqa: N802
         if watched is self.table and event.type() == QEvent.Type.Resize:
             self._fit_columns()
+        if (
+            watched is self.table.viewport()
+            and event.type() == QEvent.Type.ContextMenu
+            and event.reason() == event.Reason.Keyboard
+        ):  # the Menu key (or Shift+F10): the current row's menu, by that row
+            index = self.table.currentIndex()
+            if index.isValid():
+                self._context_menu(self.table.visualRect(index).center(), index)
+            return True
         return super().eventFilter(watched, event)
 
     def _fit_columns(self) -> None:
@@ -579,12 +589,12 @@ class LibraryPane(QWidget):
 
     # --- renaming ---------------------------------------------------------------------------
 
-    def _context_menu(self, pos) -> None:
-        if not self.table.indexAt(pos).isValid():
+    def _context_menu(self, pos, index=None) -> None:
+        index = self.table.indexAt(pos) if index is None else index
+        if not index.isValid():
             return
         menu = QMenu(self.table)
         menu.setAccessibleName("Document actions")
-        index = self.table.indexAt(pos)
         entry = self.proxy.data(index, ENTRY_ROLE)
         if entry is not None and entry.document_id and entry.page_count > 0:
             menu.addAction("Open", lambda: self._activated(index))

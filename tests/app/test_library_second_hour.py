@@ -446,3 +446,27 @@ def test_the_collections_box_grows_to_show_the_collections_that_arrive(qloop, qt
     qtbot.waitUntil(lambda: box.list.count() == 3)
     qtbot.waitUntil(lambda: box.height() >= box.sizeHint().height())
     assert box.list.height() >= 3 * box.list.sizeHintForRow(0)  # all three rows, no scrolling
+
+
+def test_the_menu_key_opens_the_current_rows_menu(qloop, qtbot, library):
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QContextMenuEvent
+    from PySide6.QtWidgets import QApplication
+
+    from haiku_desk.services.entries import DocumentState, LibraryEntry
+
+    pane = _pane(qtbot, library, width=420, height=500)
+    for i in range(2):
+        library.rows.set(LibraryEntry(key=f"file:///none/{i}.pdf", name=f"Row {i}", state=DocumentState.CANCELLED))
+    qtbot.waitUntil(lambda: pane.proxy.rowCount() == 2)
+    pane.table.setFocus()
+    pane.table.setCurrentIndex(pane.proxy.index(1, NAME))
+    viewport = pane.table.viewport()
+    below_the_rows = QPoint(10, viewport.height() - 5)  # where Qt may put a keyboard menu
+    assert not pane.table.indexAt(below_the_rows).isValid()
+    event = QContextMenuEvent(QContextMenuEvent.Reason.Keyboard, below_the_rows, viewport.mapToGlobal(below_the_rows))
+    QApplication.sendEvent(viewport, event)
+    menu = pane.context_menu
+    qtbot.waitUntil(menu.isVisible)
+    assert "Delete" in [a.text() for a in menu.actions()]
+    menu.close()
