@@ -27,10 +27,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--debug", action="store_true", help="log everything, to stderr and the log file")
     # For start-up benchmarks: print "shown" once the window is painted, then quit.
     parser.add_argument("--quit-after-shown", action="store_true", help=argparse.SUPPRESS)
+    # ... and "listed {timings}" once the library's documents are listed (tests/bench/bench_app.py)
+    parser.add_argument("--quit-after-listed", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    import time
+
+    began = time.perf_counter()
+    marks: dict[str, float] = {"main": began}  # start-up steps (--quit-after-listed prints them)
     args = _parse(argv)
     if args.self_test:
         from haiku_desk.self_test import run_self_test
@@ -57,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"haiku-desk: {exc}", file=sys.stderr)
         return 1
     configure_logging("haiku-desk", config.storage.data_dir, debug=args.debug)
+    marks["config"] = time.perf_counter()
 
     import asyncio
     import logging
@@ -96,11 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     apply_theme(app)  # the scheme chosen in View › Appearance, else the system's
     loop = install_event_loop(app)
 
+    marks["qt"] = time.perf_counter()
     from haiku_desk.services import create_services
     from haiku_desk.views.main_window import MainWindow
 
+    marks["imports"] = time.perf_counter()
     services = create_services(db_path, config)
+    marks["services"] = time.perf_counter()
     window = MainWindow(services)
+    marks["window"] = time.perf_counter()
     window.quit_flow.manage_shutdown = True
     server.paths_received.connect(services.library.add_paths)
     server.folders_received.connect(lambda folders: _confirm_folders(window, services, folders))
@@ -121,10 +132,22 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
 
     def after_first_paint() -> None:
+        marks["shown"] = time.perf_counter()
         if args.quit_after_shown:
             print("shown", flush=True)
             app.quit()
             return
+        if args.quit_after_listed:
+            print("shown", flush=True)
+
+            def listed() -> None:
+                import json
+
+                steps = {**marks, **services.library.startup_times}
+                print("listed " + json.dumps({k: round(v - began, 4) for k, v in steps.items()}), flush=True)
+                app.quit()
+
+            services.library.opened.connect(listed)
         services.library.start()
         if args.paths:
             services.library.add_paths(args.paths)

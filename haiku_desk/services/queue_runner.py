@@ -276,6 +276,7 @@ class QueueRunner(QObject):
                 pending = self._embeddable()
                 if not pending:
                     break
+                self.emit_overall()  # the bar shows the embeddings to come (those resumed at a start too)
                 await self._run_embedding(pending[0])
                 self.emit_overall()
         except asyncio.CancelledError:

@@ -21,6 +21,7 @@ from haiku_desk.services.entries import DocumentState, LibraryEntry, path_from_u
 from haiku_desk.services.failures import FailedFile, FailedFiles
 from haiku_desk.services.notifications import Notifications
 from haiku_desk.services.row_order import RowOrder
+from haiku_desk.services.row_snapshot import RowSnapshot
 
 if TYPE_CHECKING:
     from haiku.rag.operations import Progress
@@ -54,12 +55,14 @@ class DocumentRows(QObject):
         self._closed = False
         self._failed = FailedFiles(None, notifications.error)
         self._order = RowOrder(None, notifications.error)
+        self._snapshot = RowSnapshot(None, notifications.error)
 
     def attach(self, app_folder: Path) -> None:
         """Start over for the library whose app folder is ``app_folder`` (no rows yet)."""
         self._entries = {}
         self._failed = FailedFiles(app_folder, self._notifications.error)
         self._order = RowOrder(app_folder, self._notifications.error)
+        self._snapshot = RowSnapshot(app_folder, self._notifications.error)
         self._order_known = False  # True once the rows are listed in their saved order
         self._closed = False
 
@@ -124,8 +127,8 @@ class DocumentRows(QObject):
             self.set(self.from_document(document, current))
 
     def set(self, entry: LibraryEntry) -> None:
-        if entry.key not in self._entries and self._order_known:
-            self._order_timer.start()
+        if self._order_known and (entry.key not in self._entries or not entry.busy):
+            self._order_timer.start()  # the order, and the rows' snapshot, a moment later
         self._entries[entry.key] = entry
         if entry.category is not None and (
             entry.state is DocumentState.FAILED or (entry.state is DocumentState.CANCELLED and entry.document_id is None)
@@ -214,6 +217,19 @@ class DocumentRows(QObject):
         self._order_timer.stop()
         if self._order_known:
             self._order.save(self._entries)
+            self._snapshot.save(self._entries.values())
+
+    def show_snapshot(self) -> int:
+        """List the stored rows the last session left (rows.json) before the store is open:
+        the window shows them at once; :meth:`show_stored` then corrects them."""
+        count = 0
+        for entry in self._snapshot.load():
+            if entry.key not in self._entries:
+                entry = replace(entry, watched_folder=entry.watched_folder or self._folder_of(entry.key))
+                self._entries[entry.key] = entry
+                self.entry_changed.emit(entry)
+                count += 1
+        return count
 
     def close(self) -> None:
         """Write the order now; rows removed from now on (a library switch) are not a change."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from PySide6.QtCore import QEvent, QRect, QSize, QSortFilterProxyModel, Qt, Signal
+from PySide6.QtCore import QEvent, QRect, QSize, QSortFilterProxyModel, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -296,6 +296,7 @@ class LibraryPane(QWidget):
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._context_menu)
         self.table.installEventFilter(self)
+        self.table.viewport().installEventFilter(self)
         self.rename_action = QAction("Rename…", self)
         self.rename_action.setObjectName("rename_document")
         self.rename_action.setShortcut(QKeySequence(Qt.Key.Key_F2))
@@ -399,8 +400,11 @@ class LibraryPane(QWidget):
         self.sections.setCollapsible(table_index, False)
         for i in range(self.sections.count()):
             self.sections.setStretchFactor(i, 1 if i == table_index else 0)
+        self._sections_sized_by_user = False  # True once dragged (or restored from a drag)
         self._restore_sections()
         self.sections.splitterMoved.connect(lambda *_: self._save_sections())
+        if collections is not None:  # the box grows to show the collections that arrive
+            collections.collections_changed.connect(lambda *_: QTimer.singleShot(0, self, self._fit_sections))
         layout.addWidget(self.sections, 1)
         layout.addWidget(self.reason)
         layout.addWidget(self.next_steps_box)
@@ -529,6 +533,15 @@ class LibraryPane(QWidget):
     def eventFilter(self, watched, event) -> bool:  # noqa: N802
         if watched is self.table and event.type() == QEvent.Type.Resize:
             self._fit_columns()
+        if (
+            watched is self.table.viewport()
+            and event.type() == QEvent.Type.ContextMenu
+            and event.reason() == event.Reason.Keyboard
+        ):  # the Menu key (or Shift+F10): the current row's menu, by that row
+            index = self.table.currentIndex()
+            if index.isValid():
+                self._context_menu(self.table.visualRect(index).center(), index)
+            return True
         return super().eventFilter(watched, event)
 
     def _fit_columns(self) -> None:
@@ -552,21 +565,36 @@ class LibraryPane(QWidget):
 
         state = QSettings().value(SECTIONS_SETTING)
         if isinstance(state, QByteArray) and not state.isEmpty():
-            self.sections.restoreState(state)
+            self._sections_sized_by_user = self.sections.restoreState(state)
 
     def _save_sections(self) -> None:
         from PySide6.QtCore import QSettings
 
+        self._sections_sized_by_user = True
         QSettings().setValue(SECTIONS_SETTING, self.sections.saveState())
+
+    def _fit_sections(self) -> None:
+        """Until the user drags a handle, the collections box is as tall as its list wants
+        (up to its few rows), taken from the table."""
+        box = self.collections_box
+        if box is None or self._sections_sized_by_user:
+            return
+        sizes = self.sections.sizes()
+        index, table = self.sections.indexOf(box), self.sections.indexOf(self.table_area)
+        missing = box.sizeHint().height() - sizes[index]
+        if missing > 0 and sizes[table] - missing > self.table.minimumSizeHint().height():
+            sizes[index] += missing
+            sizes[table] -= missing
+            self.sections.setSizes(sizes)
 
     # --- renaming ---------------------------------------------------------------------------
 
-    def _context_menu(self, pos) -> None:
-        if not self.table.indexAt(pos).isValid():
+    def _context_menu(self, pos, index=None) -> None:
+        index = self.table.indexAt(pos) if index is None else index
+        if not index.isValid():
             return
         menu = QMenu(self.table)
         menu.setAccessibleName("Document actions")
-        index = self.table.indexAt(pos)
         entry = self.proxy.data(index, ENTRY_ROLE)
         if entry is not None and entry.document_id and entry.page_count > 0:
             menu.addAction("Open", lambda: self._activated(index))

@@ -400,3 +400,73 @@ def test_zotero_rows_are_told_apart_show_their_files_and_a_missing_file_warns_wi
     (warning,) = [n for n in notifications.history if n.level is Level.WARNING]
     assert "otters.pdf" in warning.message and "Find Available PDF" in warning.message
     assert notifications.is_live(warning.key)
+
+
+def test_a_start_lists_the_last_sessions_rows_before_the_store_opens_then_corrects_them(
+    qloop, library, tmp_path, db_path, config, notifications
+):
+    from haiku_desk.services.library import LibraryService
+
+    kept = _titled_pdf(tmp_path / "kept.pdf", "Lichen on Basalt", "Lichens grow slowly.")
+    gone = _titled_pdf(tmp_path / "gone.pdf", "Moss on Granite", "Mosses hold water.")
+    _ingest(qloop, library, [kept, gone])
+    run_until(qloop, lambda: not library.busy, SLOW)
+    qloop.run_until_complete(library.aclose())  # the rows are written at close
+    # meanwhile another program (the command line) deletes one of them
+    from haiku.rag.client import HaikuRAG
+
+    gone_id = library.entry(uri_for(gone)).document_id
+    other = HaikuRAG(db_path, config)
+    qloop.run_until_complete(other.delete_document(gone_id))
+    other.close()
+
+    again = LibraryService(db_path, config, notifications)
+    opened = []
+    again.opened.connect(lambda: opened.append(True))
+    again.start()  # no event-loop turn yet: the store cannot be open
+    try:
+        assert not again.is_open and again.is_opening
+        assert [e.name for e in again.entries] == ["Lichen on Basalt", "Moss on Granite"]  # rows first
+        assert again.entry(uri_for(kept)).searchable and again.entry(uri_for(kept)).page_count == 1
+        run_until(qloop, lambda: bool(opened), SLOW)
+        assert [e.key for e in again.entries] == [uri_for(kept)]  # the store's listing corrects them
+    finally:
+        qloop.run_until_complete(again.aclose())
+
+
+def test_the_collections_box_grows_to_show_the_collections_that_arrive(qloop, qtbot, library, notifications):
+    from haiku_desk.services.collections import CollectionsService
+
+    collections = CollectionsService(library, notifications)
+    collections.refresh()
+    pane = _pane(qtbot, library, width=420, height=600, collections=collections)
+    box = pane.collections_box
+    for name in ("Thesis", "Reading list", "Methods"):
+        qloop.run_until_complete(collections.create(name, []))
+    qtbot.waitUntil(lambda: box.list.count() == 3)
+    qtbot.waitUntil(lambda: box.height() >= box.sizeHint().height())
+    assert box.list.height() >= 3 * box.list.sizeHintForRow(0)  # all three rows, no scrolling
+
+
+def test_the_menu_key_opens_the_current_rows_menu(qloop, qtbot, library):
+    from PySide6.QtCore import QPoint
+    from PySide6.QtGui import QContextMenuEvent
+    from PySide6.QtWidgets import QApplication
+
+    from haiku_desk.services.entries import DocumentState, LibraryEntry
+
+    pane = _pane(qtbot, library, width=420, height=500)
+    for i in range(2):
+        library.rows.set(LibraryEntry(key=f"file:///none/{i}.pdf", name=f"Row {i}", state=DocumentState.CANCELLED))
+    qtbot.waitUntil(lambda: pane.proxy.rowCount() == 2)
+    pane.table.setFocus()
+    pane.table.setCurrentIndex(pane.proxy.index(1, NAME))
+    viewport = pane.table.viewport()
+    below_the_rows = QPoint(10, viewport.height() - 5)  # where Qt may put a keyboard menu
+    assert not pane.table.indexAt(below_the_rows).isValid()
+    event = QContextMenuEvent(QContextMenuEvent.Reason.Keyboard, below_the_rows, viewport.mapToGlobal(below_the_rows))
+    QApplication.sendEvent(viewport, event)
+    menu = pane.context_menu
+    qtbot.waitUntil(menu.isVisible)
+    assert "Delete" in [a.text() for a in menu.actions()]
+    menu.close()

@@ -51,7 +51,8 @@ def test_the_window_has_the_library_and_log_entries(qtbot, qloop, library):
     menus = {a.text().replace("&", ""): a.menu() for a in window.menuBar().actions() if a.menu()}
     file_items = [a.text() for a in menus["File"].actions()]
     assert file_items[:3] == ["New library…", "Open library…", "Recent libraries"]
-    assert [a.text() for a in menus["Help"].actions()][-1] == "Open log folder"
+    help_items = [a.text() for a in menus["Help"].actions() if not a.isSeparator()]
+    assert help_items[-2:] == ["Open log folder", "&About haiku-desk"]  # About last, as is usual
     services.pages.close()
 
 

@@ -1,12 +1,18 @@
 """Desktop app figures: cold start, idle memory, GUI stalls while ingesting, citation → page.
 
     .venv/bin/python tests/bench/bench_app.py [FOLDER] [--starts 5] [--max-files N] [--clicks 40] [--json]
+    .venv/bin/python tests/bench/bench_app.py [FOLDER] --listed-only [--listed-starts 3] [--library PATH]
 
 FOLDER defaults to ../shared/data/pdfs_realworld/files (skipped cleanly when absent: the start
 and memory figures are still measured).
 
 - **cold start**: ``python -m haiku_desk.app --quit-after-shown`` in a subprocess, from spawn
   to the line the app prints once its window has been shown and painted (offscreen), repeated.
+- **start-up to a listed library**: the same, on a library holding FOLDER's documents (40
+  real-world PDFs, built once with ``haiku-rag add-src``, or ``--library PATH``), from spawn to
+  the line the app prints once the documents are listed (``--quit-after-listed``), with where
+  the time goes: the app's own steps (config, Qt, imports, services, window, first paint) and
+  the library's (store open, documents read, rows shown, opened), p50 of ``--listed-starts``.
 - **idle RSS**: this process with the real window shown and the library opened, after 2 s idle;
   and again after the ingestion below: the moment the queue is idle, and once the library's
   idle release has run and 2 s passed (``idle_rss_after_ingest_mb``).
@@ -75,6 +81,69 @@ def cold_starts(runs: int, db: Path) -> list[float]:
                 break
         proc.wait(timeout=60)
     return times
+
+
+LISTED_STEPS = (
+    "main", "config", "qt", "imports", "services", "window", "shown",
+    "start", "snapshot_shown", "store_open", "documents_read", "rows_shown", "prepared",
+)
+
+
+def build_listed_library(folder: Path, db: Path) -> int:
+    """A library of FOLDER's documents, parsed and embedded by the command line."""
+    subprocess.run(
+        [sys.executable, "-m", "haiku.rag.cli", "--db", str(db), "add-src", str(folder)],
+        check=True, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "haiku.rag.cli", "--db", str(db), "list"],
+        check=True, cwd=REPO, capture_output=True, text=True,
+    )
+    return len([line for line in out.stdout.splitlines() if line.strip()])
+
+
+def listed_starts(runs: int, db: Path) -> dict:
+    """Spawn -> window shown -> documents listed, and the steps in between (p50 of ``runs``)."""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    samples: list[dict[str, float]] = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "haiku_desk.app", "--db", str(db), "--quit-after-listed"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO, env=env,
+        )
+        assert proc.stdout is not None
+        sample: dict[str, float] = {}
+        for line in proc.stdout:
+            line = line.strip()
+            if line == "shown":
+                sample["spawn_to_shown"] = time.perf_counter() - start
+            elif line.startswith("listed "):
+                sample["spawn_to_listed"] = time.perf_counter() - start
+                sample.update({f"at_{k}": v for k, v in json.loads(line[len("listed "):]).items()})
+                break
+        proc.wait(timeout=120)
+        samples.append(sample)
+    keys = ["spawn_to_shown", "spawn_to_listed"] + [f"at_{k}" for k in LISTED_STEPS]
+    result: dict = {"runs": len(samples)}
+    for key in keys:
+        values = [s[key] for s in samples if key in s]
+        if values:
+            result[key] = {"p50": round(statistics.median(values), 3), "all": [round(v, 3) for v in values]}
+    # where the time goes: each step's duration (p50 over runs), in seconds
+    steps: dict[str, float] = {}
+    previous = "main"
+    for name in LISTED_STEPS[1:]:
+        durations = [s[f"at_{name}"] - s[f"at_{previous}"] for s in samples if f"at_{name}" in s and f"at_{previous}" in s]
+        if durations:
+            steps[f"{previous}->{name}"] = round(statistics.median(durations), 3)
+        previous = name
+    before_main = [s["spawn_to_listed"] - s.get("at_prepared", 0.0) for s in samples if "spawn_to_listed" in s]
+    steps["spawn->main (interpreter, haiku_desk import) + listed print"] = round(
+        statistics.median(before_main) - (result.get("at_prepared", {}).get("p50", 0.0) * 0), 3
+    ) if before_main else float("nan")
+    result["steps_p50_s"] = steps
+    return result
 
 
 def rss_mb() -> float:
@@ -209,6 +278,9 @@ def main() -> int:
     parser.add_argument("--max-files", type=int, default=None)
     parser.add_argument("--clicks", type=int, default=40)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--listed-starts", type=int, default=3, help="starts to a listed library (0: skip)")
+    parser.add_argument("--library", type=Path, default=None, help="a library already holding FOLDER's documents")
+    parser.add_argument("--listed-only", action="store_true", help="only the start-up to a listed library")
     args = parser.parse_args()
     folder = args.folder if args.folder.is_dir() else None
     if folder is None:
@@ -216,14 +288,23 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-app-") as tmp:
         work = Path(tmp)
+        results: dict = {}
+        if args.listed_starts and (args.library is not None or folder is not None):
+            library = args.library
+            if library is None:
+                assert folder is not None
+                library = work / "listed.lancedb"
+                results["listed_library_documents"] = build_listed_library(folder, library)
+            results["start_to_listed_s"] = listed_starts(args.listed_starts, library)
+        if args.listed_only:
+            print(json.dumps(results, indent=2))
+            return 0
         starts = cold_starts(args.starts, work / "start.lancedb")
-        results = {
-            "cold_start_s": {
-                "runs": len(starts),
-                "p50": round(statistics.median(starts), 2),
-                "min": round(min(starts), 2),
-                "max": round(max(starts), 2),
-            }
+        results["cold_start_s"] = {
+            "runs": len(starts),
+            "p50": round(statistics.median(starts), 2),
+            "min": round(min(starts), 2),
+            "max": round(max(starts), 2),
         }
         results.update(in_process(folder, args.max_files, args.clicks, work))
     if args.json:
