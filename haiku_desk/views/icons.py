@@ -34,7 +34,7 @@ NAMES = (
     "delete",
     "rename",
 )
-SIZES = (16, 20, 24, 32, 48)
+SIZES = (16, 18, 24, 36)  # the sizes drawn (18: buttons and the toolbar; 36: the same at 2x); others scale
 
 
 class _HasIcon(Protocol):
