@@ -76,6 +76,26 @@ def test_a_kept_table_continues_and_adds_columns(
         assert kept.cells[key] == cell  # the first column was not answered again
 
 
+def test_a_bare_type_and_question_belong_to_the_column_before_them(
+    library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    row = library.document_ids[3]
+    code = main([
+        "--db", str(library.db_path), "extract", "--documents", row, "--mode", "search", "--json",
+        "--column", "Sample size", "--type", "number:participants",
+        "--question", "How many participants were enrolled?",
+        "--column", "Method", "--question", "What study design was used?",
+    ])  # fmt: skip
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    size, method = data["columns"]
+    assert (size["type"], size["unit"], size["question"]) == ("number", "participants", "How many participants were enrolled?")
+    assert (method["type"], method["question"]) == ("text", "What study design was used?")
+    cells = data["rows"][0]["cells"]
+    assert cells["c1"]["number"] == library.paper(row).sample_size
+    assert library.paper(row).method in cells["c2"]["value"]
+
+
 def test_xlsx_to_a_file(library: Library, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "table.xlsx"
     code = main([
@@ -97,6 +117,7 @@ def test_xlsx_to_a_file(library: Library, tmp_path: Path, capsys: pytest.Capture
         (["--column", "Method", "--type", "Size=number"], "naming a --column ('Method')"),
         (["--column", "Kind", "--type", "Kind=category:one"], "at least two categories"),
         ([], "at least one --column"),
+        (["--type", "number", "--column", "Size"], "names no column: put it after its --column"),
         (["--column", "Method", "--recompute"], "name it with --table"),
     ],
 )

@@ -166,6 +166,17 @@ def _collections_parser(sub: Any) -> None:
     a.add_argument("name")
 
 
+class _InOrder(argparse.Action):
+    """Appends like ``action="append"`` and also records ``(option, value)`` in the order given
+    (``args.column_specs``), so a bare ``--type``/``--question`` belongs to the ``--column``
+    before it."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+        specs = getattr(namespace, "column_specs", None) or []
+        namespace.column_specs = [*specs, (self.dest, values)]
+
+
 def _extract_parser(sub: Any) -> None:
     p = sub.add_parser(
         "extract",
@@ -175,14 +186,18 @@ def _extract_parser(sub: Any) -> None:
     rows.add_argument("--collection", "-c", metavar="NAME", help="one row per document of this collection")
     rows.add_argument("--documents", nargs="+", metavar="DOCUMENT", help="one row per document (id, title or URI)")
     p.add_argument(
-        "--column", action="append", default=[], metavar="NAME",
+        "--column", action=_InOrder, default=[], metavar="NAME",
         help="a column: its name is the question unless --question says otherwise; repeat for several",
     )  # fmt: skip
     p.add_argument(
-        "--type", action="append", default=[], metavar="COLUMN=TYPE",
-        help="a column's type: text (default), number, number:UNIT, yes-no, category:A,B,C",
+        "--type", action=_InOrder, default=[], metavar="[COLUMN=]TYPE",
+        help="a column's type: text (default), number, number:UNIT, yes-no, category:A,B,C; without "
+        "COLUMN=, the --column just before it",
     )  # fmt: skip
-    p.add_argument("--question", action="append", default=[], metavar="COLUMN=QUESTION", help="the question a column asks")
+    p.add_argument(
+        "--question", action=_InOrder, default=[], metavar="[COLUMN=]QUESTION",
+        help="the question a column asks; without COLUMN=, the --column just before it",
+    )  # fmt: skip
     p.add_argument(
         "--mode", choices=["auto", "tools", "fallback", "search"], default="auto",
         help="tools: a tool-calling model; fallback: a model without tools; search: no model, the best "
@@ -742,18 +757,27 @@ def _extract_columns(args: argparse.Namespace) -> list[dict[str, Any]]:
         if key in columns:
             raise HaikuRAGError(f"--column {name!r} is given twice")
         columns[key] = {"name": name}
+    known = ", ".join(repr(c["name"]) for c in columns.values())
 
-    def target(option: str, pair: str) -> tuple[dict[str, Any], str]:
-        name, sep, value = pair.partition("=")
-        column = columns.get(" ".join(name.split()).casefold())
-        if not sep or column is None:
-            known = ", ".join(repr(c["name"]) for c in columns.values())
-            raise HaikuRAGError(f"{option} expects COLUMN=VALUE naming a --column ({known}), got {pair!r}")
-        return column, value.strip()
-
-    for pair in args.type:
-        column, kind = target("--type", pair)
-        base, _, detail = kind.partition(":")
+    last: dict[str, Any] | None = None
+    for option, value in getattr(args, "column_specs", []):
+        if option == "column":
+            last = columns[" ".join(value.split()).casefold()]
+            continue
+        name, sep, rest = value.partition("=")
+        named = columns.get(" ".join(name.split()).casefold()) if sep else None
+        if named is not None:
+            column, given = named, rest.strip()
+        elif option == "type" and sep:
+            raise HaikuRAGError(f"--type expects [COLUMN=]TYPE naming a --column ({known}), got {value!r}")
+        elif last is None:
+            raise HaikuRAGError(f"--{option} {value!r} names no column: put it after its --column or write COLUMN=…")
+        else:
+            column, given = last, value.strip()
+        if option == "question":
+            column["question"] = given
+            continue
+        base, _, detail = given.partition(":")
         if base == "number":
             column.update(type="number", unit=detail.strip() or None)
         elif base == "category":
@@ -762,11 +786,8 @@ def _extract_columns(args: argparse.Namespace) -> list[dict[str, Any]]:
             column["type"] = base
         else:
             raise HaikuRAGError(
-                f"--type {pair!r}: the type is text, number, number:UNIT, yes-no or category:A,B,C"
+                f"--type {value!r}: the type is text, number, number:UNIT, yes-no or category:A,B,C"
             )
-    for pair in args.question:
-        column, question = target("--question", pair)
-        column["question"] = question
     return list(columns.values())
 
 
