@@ -458,3 +458,29 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     assert "Sample size" in header and "Sample size — quote" in header and "Dataset" not in header
     assert len(rows) == 3
     quit_window(qloop, window)
+
+
+def test_stop_keeps_the_cells_filled_and_fill_answers_only_the_rest(qtbot, qapp, qloop, built, library_dir):
+    from PySide6.QtCore import Qt
+
+    held = ExtractingModel(hold=2)
+    window = open_window(qtbot, qapp, qloop, library_dir, built.root, held)
+    pane = window.evidence_pane
+    evidence = window.services.evidence
+    create(qloop, window)
+    run_until(qloop, lambda: len(held.questions) == 2, SLOW)
+    assert evidence.current.filled == 1 and pane.stop_button.isEnabled()
+    qtbot.mouseClick(pane.stop_button, Qt.MouseButton.LeftButton)
+    run_until(qloop, lambda: not evidence.busy, SLOW)
+    assert evidence.current.filled == 1
+    assert evidence.filling_to_resume() == [], "a fill the user stopped does not restart by itself"
+    assert pane.fill_button.isEnabled() and not pane.stop_button.isEnabled()
+
+    held.hold = None
+    qtbot.mouseClick(pane.fill_button, Qt.MouseButton.LeftButton)
+    assert evidence.busy
+    wait_filled(qloop, window)
+    assert evidence.current.filled == evidence.current.total == 6
+    assert len(held.questions) == 2 + 5, "the cell filled before Stop is not asked again"
+    assert not pane.fill_button.isEnabled()
+    quit_window(qloop, window)
