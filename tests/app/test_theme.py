@@ -326,3 +326,19 @@ def test_dialog_messages_take_the_schemes_error_and_warning_colours(qtbot, theme
     qtbot.waitExposed(holder)
     assert error.palette().color(QPalette.ColorRole.WindowText).name() == tokens.danger
     assert warning.palette().color(QPalette.ColorRole.WindowText).name() == tokens.working_fg
+
+
+def test_buttons_keep_their_whole_text_at_1024x640_under_the_stylesheet(qtbot, services, themed):
+    """The stylesheet's padding is wider than the style's own: the library's button row was cut
+    to "Cance", "Re-inges" at 1024×640 until compact buttons took their width from it. The
+    theme is applied before the window is made, as app.main does."""
+    theme.apply_theme(themed, "light")
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.resize(1024, 640)
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.library_pane
+    buttons = (pane.cancel_button, pane.reingest_button, pane.delete_button, pane.unlock_button)
+    cut = {b.text(): (b.width(), b.sizeHint().width()) for b in buttons if b.width() < b.sizeHint().width()}
+    assert not cut, cut
