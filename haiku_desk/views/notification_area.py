@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
@@ -36,7 +37,9 @@ class NoticeWidget(QFrame):
             Level.WARNING: "rgba(230, 160, 0, 0.18)",
             Level.INFO: "rgba(90, 140, 220, 0.14)",
         }
-        self.setStyleSheet(f"#notice-{notice.level.value} {{ background: {colours[notice.level]}; border-radius: 4px; }}")
+        app = QApplication.instance()
+        if not (isinstance(app, QApplication) and app.styleSheet()):  # else the theme draws it
+            self.setStyleSheet(f"#notice-{notice.level.value} {{ background: {colours[notice.level]}; border-radius: 4px; }}")
         self.label = QLabel(breakable(notice.message))
         self.label.setWordWrap(True)
         # its width comes from the window, never from a long error: it wraps, even inside a

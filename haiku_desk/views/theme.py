@@ -165,6 +165,8 @@ def text_pairs(tokens: Tokens) -> list[tuple[str, str, str]]:
     pairs.append(("a progress bar's text on its filled part", t.text, t.progress))
     for badge in ("ready", "working", "failed", "ocr", "muted"):
         pairs.append((f"the {badge} badge", getattr(t, f"{badge}_fg"), getattr(t, f"{badge}_bg")))
+    for banner in ("failed_bg", "working_bg", "accent_soft"):  # the notification banners
+        pairs.append((f"a notice's text on {banner}", t.text, getattr(t, banner)))
     return pairs
 
 

@@ -342,3 +342,21 @@ def test_buttons_keep_their_whole_text_at_1024x640_under_the_stylesheet(qtbot, s
     buttons = (pane.cancel_button, pane.reingest_button, pane.delete_button, pane.unlock_button)
     cut = {b.text(): (b.width(), b.sizeHint().width()) for b in buttons if b.width() < b.sizeHint().width()}
     assert not cut, cut
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_notices_are_drawn_in_the_schemes_colours(qtbot, themed, scheme):
+    """A banner's fill was a fixed translucent red/amber/blue; under the theme it is the
+    scheme's own, with its text at AA contrast (text_pairs holds text on each fill)."""
+    from haiku_desk.services.notifications import Level, Notice
+    from haiku_desk.views.notification_area import NoticeWidget
+
+    tokens = theme.apply_theme(themed, scheme)
+    for level, fill in ((Level.ERROR, tokens.failed_bg), (Level.WARNING, tokens.working_bg), (Level.INFO, tokens.accent_soft)):
+        widget = NoticeWidget(Notice(level, "The model server did not answer"))
+        qtbot.addWidget(widget)
+        widget.resize(400, 40)
+        widget.show()
+        qtbot.waitExposed(widget)
+        assert pixel(widget, 4, widget.height() // 2) == fill, level
+        assert widget.close_button.accessibleName() == "Dismiss"
