@@ -4,8 +4,8 @@
 a 16-wide embedding, a SentencePiece-style vocabulary of byte tokens (so any text tokenizes)
 and a chat template. Its answers are noise; what it proves is the plumbing: discovery, the
 header, the child process, streaming, stop, unload. ``tiny_bert`` writes a BERT encoder with
-mean pooling and a WordPiece vocabulary (single characters and their ``##`` continuations, so
-any ASCII text tokenizes) that llama.cpp serves on ``/v1/embeddings``. Made with the ``gguf`` package (test
+mean pooling and a WordPiece vocabulary (single characters, at a word's start and within one,
+so any ASCII text tokenizes) that llama.cpp serves on ``/v1/embeddings``. Made with the ``gguf`` package (test
 extra), so no weights are ever downloaded.
 """
 
@@ -123,9 +123,11 @@ def tiny_bert(
 
     rng = np.random.default_rng(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # llama.cpp's WordPiece marks a word's start with "\u2581" (the converters turn "x" into
+    # "\u2581x" and "##x" into "x"): single characters both ways, so any ASCII text tokenizes
     letters = [chr(c) for c in range(33, 127)]
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + letters + ["##" + c for c in letters]
-    tokens += ["the", "page", "cell", "energy", "model"]
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + ["\u2581" + c for c in letters] + letters
+    tokens += ["\u2581" + w for w in ("the", "page", "cell", "energy", "model")]
     types = [3, 2, 3, 3, 3] + [1] * (len(tokens) - 5)  # control, unknown, then normal
     vocab = len(tokens)
 

@@ -84,6 +84,23 @@ def test_a_model_file_embeds_texts_normalised_deterministic_and_sized_from_its_h
     assert gone(second_pid) and not runtime.running
 
 
+def test_long_texts_are_embedded_whole_up_to_the_context_and_cut_beyond_it(embed_file: Path) -> None:
+    embedder = create_embedder("model-file", str(embed_file))
+    assert embedder.runtime.settings.context == 2048  # type: ignore[attr-defined]
+    long = "ab cd " * 375  # 1,500 tokens ("\u2581a", "b", ...): more than llama.cpp's default batch
+    too_long = "ab cd " * 600  # 2,400 tokens: more than the context
+
+    vectors = embedder.embed_documents([TEXTS[0], long, too_long, too_long + "ef gh " * 50])
+
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    # the short text in a batch that had to be cut is embedded as it is alone
+    np.testing.assert_allclose(vectors[0], embedder.embed_documents([TEXTS[0]])[0], atol=1e-5)
+    np.testing.assert_allclose(vectors[1], embedder.embed_documents([long])[0], atol=1e-5)
+    # beyond the context only the first tokens count: what follows them changes nothing
+    np.testing.assert_allclose(vectors[2], vectors[3], atol=1e-5)
+    assert np.abs(vectors[1] - vectors[2]).max() > 1e-4
+
+
 def test_a_chat_model_or_a_wrong_size_is_refused_before_any_process(tmp_path: Path, embed_file: Path) -> None:
     chat = tiny_llama(tmp_path / "chat.gguf", name="Tiny Chat")
     with pytest.raises(EmbeddingError, match=r"Tiny Chat \(chat.gguf\) is a llama chat model, not an embedding model"):

@@ -9,12 +9,14 @@ the dimension and sanity checks and the request deadline are the same as for any
 
 The vector size comes from the file's header (``<arch>.embedding_length``), so the store's
 vector column is sized before any request, and a file that is not an embedding model is refused
-at once with why. The store records ``model-file`` and the path as given: the library remembers
+at once with why. A text longer than the model's context (2,048 tokens at most here) is cut to
+it rather than refused. The store records ``model-file`` and the path as given: the library remembers
 which file it was embedded with, and a library opened with another file says so.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
     from haiku.rag.local_models.runtime import ModelRuntime
 
 PROVIDER = "model-file"
+_TOO_LONG = "too large to process"  # llama.cpp's answer to an input longer than its batch
+
+log = logging.getLogger("haiku.rag")
 
 
 class ModelFileEmbedder(OpenAICompatibleEmbedder):
@@ -94,7 +99,14 @@ class ModelFileEmbedder(OpenAICompatibleEmbedder):
             raise EmbeddingError(str(exc)) from exc
         runtime.request_started()
         try:
-            body = self._post(f"{address}/v1/embeddings", {"model": self.model, "input": texts, "encoding_format": "float"})
+            try:
+                body = self._embed(address, texts)
+            except EmbeddingError as exc:
+                if _TOO_LONG not in str(exc):
+                    raise
+                # a text longer than the model's context: its first tokens are embedded (as
+                # Ollama's truncate does), the rest of the batch as it is
+                body = self._embed(address, self._truncated(address, texts))
         except EmbeddingError as exc:
             died = runtime.wait_died(1.0)
             if died is not None:  # a crash, or killed for memory: the next request restarts it
@@ -110,6 +122,27 @@ class ModelFileEmbedder(OpenAICompatibleEmbedder):
             return [entry["embedding"] for entry in ordered]
         except (KeyError, TypeError) as exc:
             raise self._malformed("each 'data' entry needs 'index' and 'embedding'") from exc
+
+    def _embed(self, address: str, inputs: list[Any]) -> Any:
+        return self._post(f"{address}/v1/embeddings", {"model": self.model, "input": inputs, "encoding_format": "float"})
+
+    def _truncated(self, address: str, texts: list[str]) -> list[Any]:
+        """Each text as the model's tokens (its special ones included), cut to the context:
+        the first tokens and the closing one ([SEP], end of text) are kept."""
+        limit = self.runtime.settings.context
+        inputs: list[Any] = []
+        cut = 0
+        for text in texts:
+            body = self._post(f"{address}/tokenize", {"content": text, "add_special": True})
+            tokens = body.get("tokens") if isinstance(body, dict) else None
+            if not isinstance(tokens, list) or not tokens:
+                raise self._malformed("the tokenizer returned no tokens")
+            if len(tokens) > limit:
+                tokens = tokens[: limit - 1] + tokens[-1:]
+                cut += 1
+            inputs.append(tokens)
+        log.info("%s: %d of %d texts cut to the model's %d-token context", Path(self.model).name, cut, len(texts), limit)
+        return inputs
 
     def close(self) -> None:
         """Stop the model's process (it also stops after its idle time and at exit)."""
