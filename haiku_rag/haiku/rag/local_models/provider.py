@@ -11,6 +11,10 @@ the session key, counts requests in flight (the idle unload waits for them) and 
 connection lost because the child died into ``ModelProcessDied``; the next request starts a
 new child. No retries: a model that died of memory would die again.
 
+An embedding model file (``embedding_runtime_for``; the ``model-file`` embedder) gets a runtime
+of its own, kept per file apart from the chat model's, started with ``embedding=True``;
+``stop_all`` (the app's quit) stops both kinds.
+
 ``tools_support`` probes a model once (a tiny request offering one tool): a model that does not
 call it correctly answers through the retrieve-then-write path. Verdicts are kept per file
 (path, size, modification time) in memory and, when given, in a JSON file.
