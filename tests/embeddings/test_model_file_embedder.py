@@ -174,3 +174,19 @@ def test_stop_all_ends_the_embedding_process_with_the_chat_model(embed_file: Pat
     assert pid is not None and not gone(pid)
     provider.stop_all()  # the app's quit
     assert gone(pid) and provider._embedding == {}
+
+
+def test_a_killed_embedding_process_is_replaced_by_the_next_request(embed_file: Path) -> None:
+    import signal
+
+    embedder = create_embedder("model-file", str(embed_file))
+    first = embedder.embed_query("energy cell model")
+    runtime = embedder.runtime  # type: ignore[attr-defined]
+    pid = runtime.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)  # as the system does when memory runs out
+    runtime.wait_died(30)
+
+    again = embedder.embed_documents(["energy cell model"])[0]  # not the query cache: a request
+    np.testing.assert_allclose(again, first, atol=1e-5)
+    assert runtime.starts == 2 and runtime.pid not in (None, pid)
