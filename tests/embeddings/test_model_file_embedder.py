@@ -190,3 +190,19 @@ def test_a_killed_embedding_process_is_replaced_by_the_next_request(embed_file: 
     again = embedder.embed_documents(["energy cell model"])[0]  # not the query cache: a request
     np.testing.assert_allclose(again, first, atol=1e-5)
     assert runtime.starts == 2 and runtime.pid not in (None, pid)
+
+
+def test_a_decoder_made_to_embed_is_served_too_and_long_texts_are_cut_to_its_context(tmp_path: Path) -> None:
+    """A llama-architecture file whose header declares last-token pooling (as Qwen3-Embedding's
+    does): an embedder, its vector size from the header; a text past its context (a decoder's
+    server refuses it with another message than an encoder's) is cut, not refused."""
+    path = tiny_llama(tmp_path / "decoder-embed.gguf", name="Decoder Embed", pooling=3, context=2048)
+    embedder = create_embedder("model-file", str(path))
+    assert embedder.identity.vector_dim == 16
+
+    too_long = "x " * 1500  # 6,000 byte tokens
+    vectors = embedder.embed_documents([TEXTS[1], too_long, too_long + "y " * 100])
+
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(vectors[1], vectors[2], atol=1e-5)  # only the first tokens count
+    np.testing.assert_allclose(vectors[0], embedder.embed_documents([TEXTS[1]])[0], atol=1e-5)

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from haiku.rag.local_models.runtime import ModelRuntime
 
 PROVIDER = "model-file"
-_TOO_LONG = "too large to process"  # llama.cpp's answer to an input longer than its batch
+# llama.cpp's answers to an input longer than its batch (an encoder) or its context (a decoder)
+_TOO_LONG = ("too large to process", "exceeds the available context size")
 
 log = logging.getLogger("haiku.rag")
 
@@ -102,7 +103,7 @@ class ModelFileEmbedder(OpenAICompatibleEmbedder):
             try:
                 body = self._embed(address, texts)
             except EmbeddingError as exc:
-                if _TOO_LONG not in str(exc):
+                if not any(reason in str(exc) for reason in _TOO_LONG):
                     raise
                 # a text longer than the model's context: its first tokens are embedded (as
                 # Ollama's truncate does), the rest of the batch as it is
@@ -129,7 +130,7 @@ class ModelFileEmbedder(OpenAICompatibleEmbedder):
     def _truncated(self, address: str, texts: list[str]) -> list[Any]:
         """Each text as the model's tokens (its special ones included), cut to the context:
         the first tokens and the closing one ([SEP], end of text) are kept."""
-        limit = self.runtime.settings.context
+        limit = self.runtime.settings.context - 1  # a decoder's server wants fewer than its context
         inputs: list[Any] = []
         cut = 0
         for text in texts:
