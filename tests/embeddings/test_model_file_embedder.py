@@ -206,3 +206,46 @@ def test_a_decoder_made_to_embed_is_served_too_and_long_texts_are_cut_to_its_con
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
     np.testing.assert_allclose(vectors[1], vectors[2], atol=1e-5)  # only the first tokens count
     np.testing.assert_allclose(vectors[0], embedder.embed_documents([TEXTS[1]])[0], atol=1e-5)
+
+
+def test_the_command_line_rebuilds_a_library_with_a_model_file_and_searches_with_it(
+    tmp_path: Path, db_path: Path, config, embed_file: Path
+) -> None:
+    """`haiku-rag rebuild` with the model file configured: the store, built with another
+    embedder, is re-embedded (it used to refuse, naming the mismatch and itself as the fix)."""
+    import subprocess
+    import sys
+
+    make_report_pdf(tmp_path / "report.pdf")
+    config.processing.parse_isolation = "none"
+    client = HaikuRAG(db_path, config, create=True)
+    try:
+        asyncio.run(client.ingest_file(tmp_path / "report.pdf"))  # embedded offline (MiniLM)
+        chunks = len(D_chunks(client))
+        assert client.store.embedder_identity["provider"] == "local"
+    finally:
+        client.close()
+    env = {
+        **os.environ,
+        "HAIKU_RAG_STORAGE__DATA_DIR": str(tmp_path / "data"),
+        "HAIKU_RAG_EMBEDDINGS__PROVIDER": "model-file",
+        "HAIKU_RAG_EMBEDDINGS__MODEL": str(embed_file),
+    }
+    cli = [sys.executable, "-m", "haiku.rag.cli", "--db", str(db_path)]
+
+    done = subprocess.run([*cli, "rebuild"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"re-embedded {chunks} chunks" in done.stdout
+    found = subprocess.run([*cli, "search", "Results"], capture_output=True, text=True, env=env, timeout=300)
+    assert found.returncode == 0 and "Quarterly Report on Zephyrine Logistics" in found.stdout, found.stderr
+    client = HaikuRAG(db_path, config, skip_validation=True)
+    try:
+        assert client.store.embedder_identity == {"provider": "model-file", "model": str(embed_file), "vector_dim": 24}
+    finally:
+        client.close()
+
+
+def D_chunks(client: HaikuRAG) -> list[object]:  # noqa: N802
+    from haiku.rag.store import documents as D
+
+    return list(D.chunks_missing_vectors(client.store, D.list_documents(client.store), include_embedded=True))
