@@ -193,15 +193,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def stop_model_runtime() -> None:
-    """Stop the built-in model's child process, if a model was loaded this session. The
-    provider is imported only if something already did (a start-up that never used the
-    built-in model imports nothing here)."""
+    """Stop the built-in models' child processes (the chat model and any embedding model file),
+    if one was loaded this session. The provider is imported only if something already did
+    (a start-up that never used the built-in runtime imports nothing here)."""
     if "haiku.rag.local_models.provider" not in sys.modules:
         return
-    from haiku.rag.local_models.provider import unload
+    from haiku.rag.local_models.provider import stop_all
 
     try:
-        unload()
+        stop_all()
     except Exception:  # quitting goes on; the child also exits when its parent dies
         import logging
 

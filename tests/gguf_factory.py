@@ -3,7 +3,9 @@
 ``tiny_llama`` writes a llama-architecture model llama.cpp can load and run: a few layers,
 a 16-wide embedding, a SentencePiece-style vocabulary of byte tokens (so any text tokenizes)
 and a chat template. Its answers are noise; what it proves is the plumbing: discovery, the
-header, the child process, streaming, stop, unload. Made with the ``gguf`` package (test
+header, the child process, streaming, stop, unload. ``tiny_bert`` writes a BERT encoder with
+mean pooling and a WordPiece vocabulary (single characters, at a word's start and within one,
+so any ASCII text tokenizes) that llama.cpp serves on ``/v1/embeddings``. Made with the ``gguf`` package (test
 extra), so no weights are ever downloaded.
 """
 
@@ -34,6 +36,7 @@ def tiny_llama(
     context: int = 2048,
     chat_template: str | None = CHAT_TEMPLATE,
     seed: int = 0,
+    pooling: int | None = None,  # set: a decoder made to embed (as Qwen3-Embedding is)
 ) -> Path:
     import gguf
 
@@ -65,6 +68,8 @@ def tiny_llama(
     writer.add_unk_token_id(0)
     if chat_template is not None:
         writer.add_chat_template(chat_template)
+    if pooling is not None:
+        writer.add_pooling_type(gguf.PoolingType(pooling))
 
     def tensor(name: str, *shape: int) -> None:
         writer.add_tensor(name, (rng.standard_normal(shape) * 0.02).astype(np.float32))
@@ -96,3 +101,84 @@ def parameter_count(layers: int = 2, embd: int = 16, heads: int = 2, kv_heads: i
     kv = kv_heads * (embd // heads)
     per_layer = embd + embd * embd + 2 * kv * embd + embd * embd + embd + 3 * ff * embd
     return 2 * vocab * embd + layers * per_layer + embd
+
+
+def tiny_bert(
+    path: Path,
+    *,
+    name: str = "Tiny Bert Embed",
+    layers: int = 2,
+    embd: int = 16,
+    heads: int = 2,
+    ff: int = 32,
+    context: int = 512,
+    pooling: int = 1,  # mean
+    architecture: str = "bert",
+    seed: int = 0,
+) -> Path:
+    """An embedding model: what llama.cpp's bert loader needs (found by trying): a ``bert``
+    (WordPiece) tokenizer with [CLS] as bos and [SEP] as eos/sep, token-type and position
+    embeddings, biases on every projection, and the pooling type in the header."""
+    import gguf
+
+    rng = np.random.default_rng(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # llama.cpp's WordPiece marks a word's start with "\u2581" (the converters turn "x" into
+    # "\u2581x" and "##x" into "x"): single characters both ways, so any ASCII text tokenizes
+    letters = [chr(c) for c in range(33, 127)]
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + ["\u2581" + c for c in letters] + letters
+    tokens += ["\u2581" + w for w in ("the", "page", "cell", "energy", "model")]
+    types = [3, 2, 3, 3, 3] + [1] * (len(tokens) - 5)  # control, unknown, then normal
+    vocab = len(tokens)
+
+    writer = gguf.GGUFWriter(str(path), architecture)
+    writer.add_name(name)
+    writer.add_context_length(context)
+    writer.add_embedding_length(embd)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    writer.add_layer_norm_eps(1e-12)
+    writer.add_causal_attention(False)
+    writer.add_pooling_type(gguf.PoolingType(pooling))
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_tokenizer_model("bert")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_type_count(2)
+    writer.add_bos_token_id(2)
+    writer.add_eos_token_id(3)
+    writer.add_sep_token_id(3)
+    writer.add_unk_token_id(1)
+    writer.add_pad_token_id(0)
+    writer.add_mask_token_id(4)
+
+    def tensor(name: str, *shape: int, scale: float = 0.02) -> None:
+        writer.add_tensor(name, (rng.standard_normal(shape) * scale).astype(np.float32))
+
+    def filled(name: str, n: int, value: float) -> None:
+        writer.add_tensor(name, np.full(n, value, dtype=np.float32))
+
+    tensor("token_embd.weight", vocab, embd, scale=1.0)  # distinct texts, distinct vectors
+    tensor("token_types.weight", 2, embd)
+    tensor("position_embd.weight", context, embd)
+    filled("token_embd_norm.weight", embd, 1.0)
+    filled("token_embd_norm.bias", embd, 0.0)
+    for i in range(layers):
+        for proj in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            tensor(f"blk.{i}.{proj}.weight", embd, embd)
+            filled(f"blk.{i}.{proj}.bias", embd, 0.0)
+        filled(f"blk.{i}.attn_output_norm.weight", embd, 1.0)
+        filled(f"blk.{i}.attn_output_norm.bias", embd, 0.0)
+        tensor(f"blk.{i}.ffn_up.weight", ff, embd)
+        filled(f"blk.{i}.ffn_up.bias", ff, 0.0)
+        tensor(f"blk.{i}.ffn_down.weight", embd, ff)
+        filled(f"blk.{i}.ffn_down.bias", embd, 0.0)
+        filled(f"blk.{i}.layer_output_norm.weight", embd, 1.0)
+        filled(f"blk.{i}.layer_output_norm.bias", embd, 0.0)
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -26,6 +26,7 @@ __all__ = [
     "SETTINGS_DIR_NAME",
     "SETTINGS_FILE_NAME",
     "SETTINGS_VERSION",
+    "SERVERLESS_EMBEDDERS",
     "ChatModelChoice",
     "ConnectionReport",
     "DesktopSettings",
@@ -79,12 +80,16 @@ class ChatModelChoice(BaseModel):
     vision: bool = False
 
 
-EmbedderProvider = Literal["local", "ollama", "openai-compatible"]
+EmbedderProvider = Literal["local", "ollama", "openai-compatible", "model-file"]
 EMBEDDER_LABELS: dict[str, str] = {
     "local": "Built-in, offline",
     "ollama": "Ollama",
     "openai-compatible": "OpenAI-compatible endpoint (LM Studio, llama.cpp, vLLM)",
+    # a GGUF embedding model on this computer, run by the built-in llama.cpp (no server)
+    "model-file": "Model file on this computer (built in)",
 }
+# embedders with no server (no URL to ask for)
+SERVERLESS_EMBEDDERS = ("local", "model-file")
 
 
 class EmbedderChoice(BaseModel):

@@ -80,6 +80,14 @@ def _safe_url(url: str) -> str:
     return url.split("?", 1)[0]
 
 
+def embedding_model_files(roots: Any = None) -> list[tuple[str, str]]:
+    """(one-line description, path) of each GGUF embedding model on this computer (headers
+    only: a few milliseconds a file), for the embedder choice."""
+    from haiku.rag.local_models import embedding_models
+
+    return [(model.summary(), str(model.path)) for model in embedding_models(roots)]
+
+
 async def model_file_report(name: str | None, roots: Any = None, probe_cache: Any = None) -> ConnectionReport:
     """"Find models" / "Test" for a model file: the chat models found on this computer; with
     ``name``, that file's description and fit, then a load and the tool probe (seconds)."""

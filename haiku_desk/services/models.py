@@ -28,6 +28,7 @@ from haiku_desk.services.model_choices import (
     HOSTED,
     NO_KEYCHAIN,
     PROVIDER_LABELS,
+    SERVERLESS_EMBEDDERS,
     SETTINGS_DIR_NAME,
     SETTINGS_FILE_NAME,
     SETTINGS_VERSION,
@@ -43,6 +44,7 @@ from haiku_desk.services.model_choices import (
 )
 from haiku_desk.services.model_discovery import (
     check_provider,
+    embedding_model_files,
     list_models,
     model_file_report,
     ollama_tools,
@@ -69,6 +71,7 @@ __all__ = [
     "SETTINGS_DIR_NAME",
     "SETTINGS_FILE_NAME",
     "SETTINGS_VERSION",
+    "SERVERLESS_EMBEDDERS",
     "ChatModelChoice",
     "ConnectionReport",
     "DesktopSettings",
@@ -247,6 +250,10 @@ class ModelsService(QObject):
 
         return installed_embedders()
 
+    def embedding_model_files(self) -> list[tuple[str, str]]:
+        """(description, path) of the embedding model files on this computer."""
+        return embedding_model_files(self.model_file_roots)
+
     def embedder_choice(self) -> EmbedderChoice:
         """The embedder the open library's vectors come from (as configured)."""
         cfg = self.config.embeddings
@@ -272,7 +279,7 @@ class ModelsService(QObject):
             raise RuntimeError("the library's vectors are already being rebuilt")
         if choice.provider != "local" and not (choice.model or "").strip():
             raise ValueError(f"choose the {EMBEDDER_LABELS[choice.provider]} model to embed with")
-        if choice.provider != "local" and not (choice.base_url or "").strip():
+        if choice.provider not in SERVERLESS_EMBEDDERS and not (choice.base_url or "").strip():
             raise ValueError("the embedding server's URL is missing")
         library = self.library
         embeddings = choice.to_config(self.config.embeddings)

@@ -37,6 +37,7 @@ from haiku_desk.services.models import (
     EMBEDDER_LABELS,
     HOSTED,
     PROVIDER_LABELS,
+    SERVERLESS_EMBEDDERS,
     ChatModelChoice,
     ConnectionReport,
     EmbedderChoice,
@@ -335,6 +336,9 @@ class SearchSettings(QWidget):
         for provider, model, dim in models.installed_embedders():
             # item data "provider/model" for installed models, "provider" for servers
             self.embedder.addItem(f"{model} ({EMBEDDER_LABELS[provider].lower()}, {dim}-d)", f"{provider}/{model}")
+        for description, path in models.embedding_model_files():
+            # GGUF embedding models on this computer, run by the built-in llama.cpp
+            self.embedder.addItem(f"{description} ({EMBEDDER_LABELS['model-file'].lower()})", f"model-file/{path}")
         for provider in ("ollama", "openai-compatible"):
             self.embedder.addItem(EMBEDDER_LABELS[provider], provider)
         self.embedder_url = QLineEdit(self)
@@ -393,13 +397,17 @@ class SearchSettings(QWidget):
 
     def _load(self) -> None:
         current = self.models.embedder_choice()
+        if current.provider == "model-file" and self.embedder.findData(f"model-file/{current.model}") < 0:
+            # the library's file, not among those found (picked elsewhere, or moved)
+            label = f"{current.model} ({EMBEDDER_LABELS['model-file'].lower()})"
+            self.embedder.insertItem(0, label, f"model-file/{current.model}")
         for i in range(self.embedder.count()):
             provider, _, model = self.embedder.itemData(i).partition("/")
             if provider == current.provider and (not model or model == (current.model or model)):
                 self.embedder.setCurrentIndex(i)
                 break
         self._embedder_changed()
-        if current.provider != "local":
+        if current.provider not in SERVERLESS_EMBEDDERS:
             self.embedder_url.setText(current.base_url or "")
             self.embedder_model.setText(current.model or "")
         rerank = self.models.rerank_choice()
@@ -419,7 +427,7 @@ class SearchSettings(QWidget):
 
     def _embedder_changed(self) -> None:
         provider, _ = self._selected_embedder()
-        remote = provider != "local"
+        remote = provider not in SERVERLESS_EMBEDDERS
         self.embedder_url.setEnabled(remote)
         self.embedder_model.setEnabled(remote)
         if remote and not self.embedder_url.text():
@@ -435,8 +443,8 @@ class SearchSettings(QWidget):
 
     def embedder_choice(self) -> EmbedderChoice:
         provider, model = self._selected_embedder()
-        if provider == "local":
-            return EmbedderChoice(provider="local", model=model)
+        if provider in SERVERLESS_EMBEDDERS:  # the model is the item's: MiniLM, a file's path
+            return EmbedderChoice(provider=cast(EmbedderProvider, provider), model=model)
         return EmbedderChoice(
             provider=cast(EmbedderProvider, provider),  # one of the combo box's (checked again by pydantic)
             model=self.embedder_model.text().strip() or None,

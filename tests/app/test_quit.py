@@ -367,8 +367,11 @@ def test_quitting_stops_a_loaded_built_in_model(monkeypatch) -> None:
 
     runtime = _FakeRuntime()
     monkeypatch.setattr(provider, "_current", runtime)
+    embedding = _FakeRuntime()  # an embedding model file (issue 36 item 5)
+    monkeypatch.setattr(provider, "_embedding", {Path("/models/nomic-embed.gguf"): embedding})
     stop_model_runtime()
     assert runtime.closed and provider._current is None
+    assert embedding.closed and provider._embedding == {}
 
 
 def test_quitting_without_the_built_in_model_imports_nothing_for_it() -> None:

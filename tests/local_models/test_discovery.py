@@ -188,3 +188,33 @@ def test_threads_default_leaves_a_core() -> None:
 def test_describe_a_file_that_vanished(tmp_path: Path) -> None:
     model = describe(tmp_path / "gone.gguf")
     assert model.info is None and model.error
+
+
+def test_embedding_models_are_told_from_chat_models_by_architecture_or_pooling(tmp_path: Path, model_file: Path) -> None:
+    from gguf_factory import tiny_bert
+
+    from haiku.rag.local_models import embedding_models
+
+    home = tmp_path / "home"
+    ollama_store(home / ".ollama" / "models", tiny_bert(tmp_path / "bert.gguf", name="Tiny Nomic"), "nomic-embed-text", "latest")
+    ollama_store(home / ".ollama" / "models", model_file, "tiny", "q4")
+    lms = home / ".lmstudio" / "models" / "someone" / "Embed-GGUF"
+    tiny_llama(lms / "qwen3-embed.gguf", name="Decoder Embed", pooling=3, seed=5)  # last-token pooling
+    tiny_llama(lms / "reranker.gguf", name="Ranker", pooling=4, seed=6)  # rank: scores, no vectors
+    tiny_llama(lms / "plain.gguf", name="Plain", pooling=0, seed=7)
+    roots = Roots.default(home=home, env={})
+
+    kinds = {m.label: m.kind for m in discover(roots)}
+    assert kinds == {
+        "nomic-embed-text:latest": "embedding",
+        "tiny:q4": "chat",
+        "someone/Embed-GGUF/qwen3-embed.gguf": "embedding",
+        "someone/Embed-GGUF/reranker.gguf": "chat",
+        "someone/Embed-GGUF/plain.gguf": "chat",
+    }
+    listed = embedding_models(roots)
+    assert [m.label for m in listed] == ["nomic-embed-text:latest", "someone/Embed-GGUF/qwen3-embed.gguf"]
+    bert = listed[0]
+    assert bert.info is not None and bert.info.architecture == "bert" and bert.info.embedding_length == 16
+    assert bert.info.pooling_type == 1
+    assert "embedding" in bert.summary()

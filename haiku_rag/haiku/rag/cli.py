@@ -323,7 +323,8 @@ async def _run(args: argparse.Namespace) -> int:
         return 0
     if args.read_only and writes:
         raise HaikuRAGError(f"`{args.command}` writes to the store; drop --read-only")
-    skip_validation = args.command in {"list", "get", "delete", "info", "visualize", "doctor", "collections", "cite"}
+    # rebuild: the configured embedder is the new one; the store's is what it replaces
+    skip_validation = args.command in {"list", "get", "delete", "info", "visualize", "doctor", "collections", "cite", "rebuild"}
     async with HaikuRAG(
         args.db, config, create=writes, read_only=args.read_only or not writes, skip_validation=skip_validation
     ) as client:

@@ -81,8 +81,8 @@ class LanceDBConfig(_Section):
 
 
 class EmbeddingsConfig(_Section):
-    provider: Literal["local", "ollama", "openai-compatible", "openai"] = "local"
-    # None: the provider's default (local: all-MiniLM-L6-v2)
+    provider: Literal["local", "ollama", "openai-compatible", "openai", "model-file"] = "local"
+    # None: the provider's default (local: all-MiniLM-L6-v2); model-file: a GGUF file's path
     model: str | None = None
     base_url: str | None = None
     # None: detected from the provider on first use

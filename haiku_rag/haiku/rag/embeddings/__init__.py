@@ -1,4 +1,5 @@
-"""Embedders: the offline default (MiniLM on onnxruntime) and HTTP providers."""
+"""Embedders: the offline default (MiniLM on onnxruntime), HTTP providers, and a GGUF embedding
+model file run by the built-in llama.cpp runtime (``model-file``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 
 from haiku.rag.embeddings.base import Embedder, EmbedderIdentity
 
-PROVIDERS = ("local", "ollama", "openai-compatible", "openai")
+PROVIDERS = ("local", "ollama", "openai-compatible", "openai", "model-file")
 DEFAULT_OPENAI_MODEL = "text-embedding-3-small"
 
 __all__ = ["PROVIDERS", "Embedder", "EmbedderIdentity", "create_embedder"]
@@ -31,6 +32,8 @@ def create_embedder(
     threads; all cores by default). ``request_deadline`` bounds each HTTP request in total
 (seconds; 300 by default). ``provider="openai"`` is the OpenAI-compatible embedder
     pointed at OpenAI, with the key taken from ``OPENAI_API_KEY`` when ``api_key`` is not given.
+    ``provider="model-file"`` takes the path of a GGUF embedding model as ``model``: its header
+    (read here) gives the vector size; the built-in runtime loads it on the first request.
     """
     if provider == "local":
         from haiku.rag.embeddings.local import (
@@ -58,6 +61,14 @@ def create_embedder(
     if request_deadline is None:
         request_deadline = http.DEFAULT_REQUEST_DEADLINE_SECONDS
 
+    if provider == "model-file":
+        from haiku.rag.embeddings.model_file import ModelFileEmbedder
+
+        if not model:
+            raise ValueError("the 'model-file' embedder needs the path of a GGUF embedding model file")
+        return ModelFileEmbedder(
+            model, vector_dim=vector_dim, batch_size=batch_size, request_deadline=request_deadline
+        )
     if provider == "ollama":
         return http.OllamaEmbedder(
             _required_model(provider, model),

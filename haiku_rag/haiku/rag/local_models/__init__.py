@@ -11,7 +11,7 @@
 Standard library only at import; xllamacpp is imported in the child process alone.
 """
 
-from haiku.rag.local_models.discovery import LocalModel, Roots, describe, discover
+from haiku.rag.local_models.discovery import LocalModel, Roots, describe, discover, embedding_models
 from haiku.rag.local_models.fit import Fit, plan
 from haiku.rag.local_models.header import GGUFError, GGUFInfo, read_header
 
@@ -23,6 +23,7 @@ __all__ = [
     "Roots",
     "describe",
     "discover",
+    "embedding_models",
     "plan",
     "read_header",
 ]

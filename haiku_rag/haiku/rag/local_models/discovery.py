@@ -142,6 +142,12 @@ def discover(roots: Roots | None = None) -> list[LocalModel]:
     return found
 
 
+def embedding_models(roots: Roots | None = None) -> list[LocalModel]:
+    """The embedding models among ``discover(roots)`` (encoder architectures such as bert and
+    nomic-bert, or a header declaring a pooling type): what an embedder choice lists."""
+    return [model for model in discover(roots) if model.kind == "embedding"]
+
+
 def describe(path: str | Path, source: str = "folder", label: str | None = None) -> LocalModel:
     """One file as a ``LocalModel`` (its header read; an unreadable one carries the error)."""
     path = Path(path)

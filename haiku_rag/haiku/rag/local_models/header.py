@@ -55,6 +55,9 @@ EMBEDDING_ARCHITECTURES = frozenset(
         "t5encoder",
     }
 )
+# pooling types that make a model an embedder (1 mean, 2 cls, 3 last); 0 none, 4 rank (a
+# reranker scores pairs: no vectors), -1 unspecified
+EMBEDDING_POOLING = frozenset({1, 2, 3})
 PROJECTOR_ARCHITECTURES = frozenset({"clip", "mllama_vision"})
 _TOOLS = re.compile(r"\btools\b")
 
@@ -100,6 +103,9 @@ class GGUFInfo:
     vocab_size: int | None
     chat_template: str | None
     split_count: int = 1  # a model split over several files (this is the first)
+    # ``<arch>.pooling_type`` (llama.cpp's enum: 1 mean, 2 cls, 3 last, 4 rank): set by
+    # converters on models made to embed, whatever their architecture (Qwen3-Embedding: qwen3)
+    pooling_type: int | None = None
 
     @property
     def kind(self) -> str:
@@ -107,6 +113,8 @@ class GGUFInfo:
         if self.architecture in PROJECTOR_ARCHITECTURES:
             return "projector"
         if self.architecture in EMBEDDING_ARCHITECTURES:
+            return "embedding"
+        if self.pooling_type in EMBEDDING_POOLING:
             return "embedding"
         return "chat"
 
@@ -210,6 +218,7 @@ def _read(f: IO[bytes], path: Path, size: int) -> GGUFInfo:
         vocab_size=vocab.length if isinstance(vocab, _Skipped) else None,
         chat_template=template if isinstance(template, str) else None,
         split_count=int(split) if isinstance(split, int) and split > 1 else 1,
+        pooling_type=num("pooling_type"),
     )
 
 

@@ -11,6 +11,10 @@ the session key, counts requests in flight (the idle unload waits for them) and 
 connection lost because the child died into ``ModelProcessDied``; the next request starts a
 new child. No retries: a model that died of memory would die again.
 
+An embedding model file (``embedding_runtime_for``; the ``model-file`` embedder) gets a runtime
+of its own, kept per file apart from the chat model's, started with ``embedding=True``;
+``stop_all`` (the app's quit) stops both kinds.
+
 ``tools_support`` probes a model once (a tiny request offering one tool): a model that does not
 call it correctly answers through the retrieve-then-write path. Verdicts are kept per file
 (path, size, modification time) in memory and, when given, in a JSON file.
@@ -28,7 +32,7 @@ from typing import Any
 from haiku.rag.config import ModelConfig
 from haiku.rag.errors import ChatModelError
 from haiku.rag.local_models.fit import plan
-from haiku.rag.local_models.header import GGUFError, read_header
+from haiku.rag.local_models.header import GGUFError, GGUFInfo, read_header
 from haiku.rag.local_models.runtime import (
     INSTALL_HINT,
     ModelLoadError,
@@ -58,6 +62,10 @@ PROBE_TIMEOUT_SECONDS = 600.0
 
 _lock = threading.Lock()
 _current: ModelRuntime | None = None
+_embedding: dict[Path, ModelRuntime] = {}
+# an embedding model's context: chunks are a few hundred tokens; an encoder's working memory
+# grows with the square of this (one micro-batch holds a whole input)
+EMBEDDING_CONTEXT = 2048
 _verdicts: dict[tuple[str, int, int], bool] = {}
 
 
@@ -97,6 +105,70 @@ def runtime_for(
         _current = ModelRuntime(settings, **kwargs)
         log.info("model file %s: %s, %d context, %d threads", path.name, fit.message, fit.context, fit.threads)
         return _current
+
+
+def embedding_runtime_for(path: str | Path, *, idle_seconds: float | None = None) -> ModelRuntime:
+    """The runtime serving the embedding model ``path`` on ``/v1/embeddings`` (made if needed;
+    nothing starts until its first request). Kept apart from the chat model's: a library can
+    embed with one file while answering with another. Raises ``RuntimeMissingError`` without
+    xllamacpp, ``ModelLoadError`` for a file that is not an embedding model or does not fit."""
+    if not runtime_available():
+        raise RuntimeMissingError(INSTALL_HINT)
+    path = Path(path).expanduser()
+    info = embedding_header(path)
+    with _lock:
+        running = _embedding.get(path)
+        if running is not None:
+            return running
+    context = min(info.context_length or EMBEDDING_CONTEXT, EMBEDDING_CONTEXT)
+    fit = plan(info, context=context, file_size=_size_with_parts(path, info.split_count))
+    if fit.needs_bytes > fit.available_bytes:
+        raise ModelLoadError(f"{info.name} {fit.message}")
+    settings = RuntimeSettings(path=path, context=context, threads=fit.threads, embedding=True)
+    kwargs: dict[str, Any] = {} if idle_seconds is None else {"idle_seconds": idle_seconds}
+    with _lock:
+        running = _embedding.get(path)
+        if running is None:
+            running = _embedding[path] = ModelRuntime(settings, **kwargs)
+            log.info("embedding model file %s: %s, %d context", path.name, fit.message, context)
+        return running
+
+
+def embedding_header(path: str | Path) -> GGUFInfo:
+    """``path``'s header, refused (``ModelLoadError``, saying why) unless it is an embedding
+    model: what the store's vector column is sized from, before any request."""
+    path = Path(path).expanduser()
+    try:
+        info = read_header(path)
+    except GGUFError as exc:
+        raise ModelLoadError(str(exc)) from exc
+    if info.kind != "embedding":
+        what = "a vision projector" if info.kind == "projector" else f"a {info.architecture} chat model"
+        raise ModelLoadError(
+            f"{info.name} ({path.name}) is {what}, not an embedding model: choose an embedding "
+            "model file (such as nomic-embed-text or bge-m3)"
+        )
+    if not info.embedding_length:
+        raise ModelLoadError(f"{path.name}: the header does not say the vector size ({info.architecture}.embedding_length)")
+    return info
+
+
+def stop_embedding(path: str | Path) -> None:
+    """Stop the embedding model serving ``path``, if any (its embedder closed)."""
+    with _lock:
+        runtime = _embedding.pop(Path(path).expanduser(), None)
+    if runtime is not None:
+        runtime.close()
+
+
+def stop_all() -> None:
+    """Stop every built-in model, chat and embedding (the app's quit)."""
+    unload()
+    with _lock:
+        runtimes = list(_embedding.values())
+        _embedding.clear()
+    for runtime in runtimes:
+        runtime.close()
 
 
 def current_runtime() -> ModelRuntime | None:

@@ -121,6 +121,10 @@ def _worker_main() -> None:
         params.warmup = False
         if settings.embedding:
             params.embedding = True
+            # an encoder sees a whole input in one micro-batch: as large as the context, so
+            # an input up to the context is embedded rather than refused
+            params.n_batch = settings.context
+            params.n_ubatch = settings.context
         server = xllamacpp.Server(params)
     except Exception as exc:  # xllamacpp raises RuntimeError("failed to load model") and kin
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
