@@ -188,11 +188,16 @@ class CitationPanel(QWidget):
         # and the page's context menu.
         title_row = QHBoxLayout()
         title_row.addWidget(self.title, 1)
-        source_row = QHBoxLayout()
-        source_row.addWidget(self.headings, 1)
-        source_row.addWidget(self.copy_button)
-        source_row.addWidget(self.open_button)
-        source_row.addWidget(self.reader_button)
+        # the heading path has a line of its own (beside the buttons it was squeezed to "N…")
+        source_row = QVBoxLayout()
+        source_row.setSpacing(2)
+        source_row.addWidget(self.headings)
+        buttons_row = QHBoxLayout()
+        buttons_row.addWidget(self.copy_button)
+        buttons_row.addWidget(self.open_button)
+        buttons_row.addStretch(1)
+        buttons_row.addWidget(self.reader_button)
+        source_row.addLayout(buttons_row)
         self.nav = QWidget()
         nav = QHBoxLayout(self.nav)
         nav.setContentsMargins(0, 0, 0, 0)
@@ -250,7 +255,7 @@ class CitationPanel(QWidget):
         for action in (self.find_action, zoom_in, zoom_out, fit):
             self.reader.addAction(action)
         self.text_reader.extra_actions.append(self.find_action)
-        self._update_controls()
+        self.clear()  # the hint
 
     # --- compatibility with the one-page panel's callers -------------------------------------------
 
@@ -319,7 +324,11 @@ class CitationPanel(QWidget):
         self.title.setFont(self.font())
         self.title.set_full_text(HINT)
         self.headings.set_full_text(READ_HINT)
-        self.headings.show()
+        # the hint is read in full, wrapped, in the reader's place (one-line labels clipped it)
+        self.title.hide()
+        self.headings.hide()
+        self.message.setHtml(f"<p>{html.escape(HINT)}</p><p>{html.escape(READ_HINT)}</p>")
+        self.stack.setCurrentWidget(self.message)
         self.notice_row.hide()
         self._close_find_quietly()
         self.snippet.setText("")
@@ -358,6 +367,7 @@ class CitationPanel(QWidget):
         self.current_render = None
         self.current_image = None
         self.notice_row.hide()
+        self.title.show()
         self._close_find_quietly()
         bold = self.title.font()  # plain while the panel only shows its hint
         bold.setBold(True)
@@ -365,7 +375,7 @@ class CitationPanel(QWidget):
         self._name_source()
         if self.reading:
             self.headings.set_full_text("")
-            self.headings.setVisible(True)  # holds the row of Open original
+            self.headings.setVisible(False)
             self.snippet.setText("")
             self.snippet.hide()
         else:
@@ -468,7 +478,7 @@ class CitationPanel(QWidget):
         pages = "" if text_source else ", ".join(map(str, matched_pages(citation)))
         self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}" if pages else "")
         self.headings.set_full_text(" › ".join(headings))
-        self.headings.setVisible(True)  # holds the row of Copy citation and Open original
+        self.headings.setVisible(bool(headings))
 
     def _records_changed(self, document_ids: list[str]) -> None:
         if self.citation is not None and self.citation.document_id in document_ids:

@@ -5,6 +5,8 @@ real LanceDB in a temporary folder."""
 
 from __future__ import annotations
 
+import asyncio
+
 import office_factory
 import pdf_factory
 import pytest
@@ -374,3 +376,25 @@ def test_widening_the_reader_keeps_the_passage_where_it_was(qloop, library, pane
     run_until(qloop, lambda: panel.current_image.width() > 600)
     assert abs(_highlight_in_viewport(panel, cited).top() - before) <= 2
     _assert_in_view(panel, cited)
+
+
+def test_the_hint_wraps_and_the_heading_path_has_its_own_line(qloop, library, panel, tmp_path):
+    from haiku_desk.views.citation_panel import HINT, READ_HINT
+
+    panel.resize(260, 600)  # a narrow panel: one-line labels used to clip the hint
+    qloop.run_until_complete(asyncio.sleep(0))
+    assert panel.message.isVisible() and HINT in panel.message_text() and READ_HINT in panel.message_text()
+    assert not panel.title.isVisible()
+
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    citation = _citation(entry, [Box(2, *report.block("p_discussion").rect)])
+    citation = citation.model_copy(update={"headings": ["3 Discussion", "3.1 Night convoys and the kerosene shortage"]})
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(shown))
+    inner = panel.width() - 12
+    assert panel.title.isVisible() and panel.headings.isVisible()
+    assert panel.headings.width() >= inner - 2  # the whole width, not squeezed beside the buttons
+    assert panel.headings.geometry().bottom() <= panel.copy_button.geometry().top()
