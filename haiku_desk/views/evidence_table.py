@@ -785,6 +785,10 @@ class EvidenceTablePane(QWidget):
             self.fit_columns()
         self._update_controls()
 
+    def focus_target(self) -> QWidget:
+        """Where the keyboard goes when this pane is reached (F6): the table, else New table."""
+        return self.table if self.table.isVisibleTo(self) else self.new_button
+
     def fit_columns(self) -> None:
         """Every column in view when they fit at a readable width (the documents' a little
         wider), else readable widths and the table scrolls sideways."""

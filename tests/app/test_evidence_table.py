@@ -221,6 +221,16 @@ def test_a_table_over_a_collection_fills_every_cell_and_shows_it(qtbot, qapp, ql
     pane.filter.clear()
     assert pane.proxy.rowCount() == 3
 
+    # F6 reaches the table (its tab is shown in the chat's place)
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    window.activateWindow()
+    qtbot.waitUntil(lambda: window.isActiveWindow())
+    window.library_pane.table.setFocus()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is pane.table)
+
     # a document deleted from the library leaves the table
     gone = built.collection[1]
     entry = window.services.library.entry_for_document(gone)
