@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (
@@ -28,6 +29,7 @@ from PySide6.QtCore import (
     QEvent,
     QModelIndex,
     QPersistentModelIndex,
+    QSettings,
     QSortFilterProxyModel,
     Qt,
     Signal,
@@ -119,6 +121,7 @@ MODE_LABELS = {
     ),
 }
 DIALOG_WIDTH = 480
+EXPORT_FOLDER_KEY = "evidence/export_folder"  # QSettings: the folder of the last export
 DOCUMENT_COLUMN_WIDTH = 220
 DOCUMENT_SHARE = 0.22  # of the table's width, for the documents' titles
 ROW_LINES = 2  # a cell shows two lines of its value, wrapped at words
@@ -1054,14 +1057,26 @@ class EvidenceTablePane(QWidget):
             return
         label, suffix = EXPORT_FORMATS[fmt]
         name = re.sub(r"[^\w\- ]+", "", table.name).strip() or "evidence-table"
-        path, _ = QFileDialog.getSaveFileName(self, f"Export as {label}", name + suffix, f"{label} (*{suffix})")
+        folder = export_folder()
+        path, _ = QFileDialog.getSaveFileName(
+            self, f"Export as {label}", str(Path(folder) / (name + suffix)), f"{label} (*{suffix})"
+        )
         if path:
             if not path.endswith(suffix):
                 path += suffix
+            QSettings().setValue(EXPORT_FOLDER_KEY, str(Path(path).parent))
             self.export_to(fmt, path)
 
     def export_to(self, fmt: str, path: str) -> Any:
         return self.service.export(fmt, path)
+
+
+def export_folder() -> str:
+    """Where the export dialog opens: the folder of the last export, else the home folder."""
+    saved = QSettings().value(EXPORT_FOLDER_KEY)
+    if isinstance(saved, str) and saved and Path(saved).is_dir():
+        return saved
+    return str(Path.home())
 
 
 def _column_value(column: ColumnSpec, key: str) -> Any:

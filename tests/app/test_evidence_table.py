@@ -404,7 +404,7 @@ def test_quitting_mid_fill_keeps_the_cells_and_the_next_start_fills_the_rest(qtb
 
 
 def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_then_exported(
-    qtbot, qapp, qloop, built, library_dir, tmp_path
+    qtbot, qapp, qloop, built, library_dir, tmp_path, monkeypatch
 ):
     """Everything from the pane's own dialogs and menus, as a user does it."""
     import csv
@@ -460,8 +460,30 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     assert [c.name for c in evidence.current.columns] == ["Sample size", "Design"]
     assert pane.model.columnCount() == 3
 
-    target = tmp_path / "ticked.csv"
-    assert qloop.run_until_complete(pane.export_to("csv", str(target))) == target
+    # Export › CSV…: the save dialog (the platform's, answered here) opens in the home folder,
+    # then where the last export went
+    from haiku_desk.views import evidence_table
+
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    target = exports / "ticked.csv"
+    offered: list[str] = []
+
+    def save_as(parent, caption, suggested, filter):  # noqa: A002 - Qt's argument names
+        offered.append(suggested)
+        return str(exports / "ticked"), filter  # the suffix is added
+
+    monkeypatch.setattr(evidence_table.QFileDialog, "getSaveFileName", save_as)
+    exported: list[object] = []
+    evidence.notifications.posted.connect(exported.append)
+    pane.export_actions["csv"].trigger()
+    run_until(qloop, lambda: target.is_file() and bool(exported), SLOW)
+    assert offered == [str(tmp_path / "home" / "Ticked.csv")]
+    pane.export_actions["markdown"].trigger()
+    assert offered[1] == str(exports / "Ticked.md")
+    run_until(qloop, lambda: (exports / "ticked.md").is_file(), SLOW)
     with target.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     header = rows[0]
