@@ -497,10 +497,17 @@ class ColumnDialog(QDialog):
 
 
 class DocumentsChooser(QWidget):
-    """Where a table's rows come from: the documents ticked in the library, or a collection."""
+    """Where a table's rows come from: the documents ticked in the library, or a collection.
+    The ticked documents are chosen first when the user ticked some (``prefer_ticked``), a
+    collection when everything is ticked and the library has one."""
 
     def __init__(
-        self, ticked: Callable[[], list[str]], collections: Callable[[], list[tuple[str, int]]], parent: QWidget | None = None
+        self,
+        ticked: Callable[[], list[str]],
+        collections: Callable[[], list[tuple[str, int]]],
+        parent: QWidget | None = None,
+        *,
+        prefer_ticked: bool = False,
     ) -> None:
         super().__init__(parent)
         self._ticked = ticked
@@ -511,12 +518,14 @@ class DocumentsChooser(QWidget):
         self.collection.setAccessibleName("Collection")
         for name, size in collections():
             self.collection.addItem(f"{name} ({size})", name)
-        if self.collection.count():
-            self.use_collection.setChecked(True)
-        else:
+        if not self.collection.count():
             self.use_collection.setEnabled(False)
             self.collection.setEnabled(False)
             self.use_ticked.setChecked(True)
+        elif prefer_ticked and count:
+            self.use_ticked.setChecked(True)
+        else:
+            self.use_collection.setChecked(True)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.use_collection)
@@ -544,6 +553,7 @@ class NewTableDialog(QDialog):
         parent: QWidget | None = None,
         *,
         name: str = "",
+        prefer_ticked: bool = False,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("New evidence table")
@@ -551,7 +561,7 @@ class NewTableDialog(QDialog):
         self.setMinimumWidth(DIALOG_WIDTH)
         self.name = QLineEdit(name)
         self.name.setAccessibleName("Table name")
-        self.documents = DocumentsChooser(ticked, collections)
+        self.documents = DocumentsChooser(ticked, collections, prefer_ticked=prefer_ticked)
         self.columns = QPlainTextEdit()
         self.columns.setAccessibleName("Columns")
         self.columns.setTabChangesFocus(True)
@@ -930,9 +940,15 @@ class EvidenceTablePane(QWidget):
         allowed = set(searchable)
         return [d for d in ticked if d in allowed]
 
+    def _some_ticked(self) -> bool:
+        """The user ticked some documents in the library (not all of them)."""
+        return self._ticked() is not None
+
     def new_table(self) -> NewTableDialog:
         """Ask for a new table's name, documents and columns; it fills once created."""
-        dialog = NewTableDialog(self._ticked_ids, self._collections, self, name=self._free_name())
+        dialog = NewTableDialog(
+            self._ticked_ids, self._collections, self, name=self._free_name(), prefer_ticked=self._some_ticked()
+        )
 
         def done(result: int) -> None:
             if result == QDialog.DialogCode.Accepted:
@@ -978,7 +994,7 @@ class EvidenceTablePane(QWidget):
         dialog = QDialog(self)
         dialog.setWindowTitle("Choose the table's documents")
         dialog.setAccessibleName(dialog.windowTitle())
-        chooser = DocumentsChooser(self._ticked_ids, self._collections)
+        chooser = DocumentsChooser(self._ticked_ids, self._collections, prefer_ticked=self._some_ticked())
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(dialog.accept)
         buttons.rejected.connect(dialog.reject)

@@ -417,10 +417,13 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     ticked = [built.ids[built.papers[3].title], built.ids[built.papers[0].title]]
     window.library_pane.tick(ticked)  # the fourth paper is in no collection
 
+    window.library_pane.tick(None)  # everything ticked: a collection is offered first
     dialog = pane.new_table()
-    assert dialog.documents.use_collection.isChecked()  # a collection is offered first
-    dialog.documents.use_ticked.setChecked(True)
-    assert "(2)" in dialog.documents.use_ticked.text()
+    assert dialog.documents.use_collection.isChecked() and "Trials (3)" in dialog.documents.collection.currentText()
+    dialog.reject()
+    window.library_pane.tick(ticked)  # some ticked: those are
+    dialog = pane.new_table()
+    assert dialog.documents.use_ticked.isChecked() and "(2)" in dialog.documents.use_ticked.text()
     dialog.name.setText("Ticked")
     dialog.columns.setPlainText("Sample size\n\nDataset\n")
     dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok).click()
