@@ -409,6 +409,7 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     """Everything from the pane's own dialogs and menus, as a user does it."""
     import csv
 
+    from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QDialogButtonBox
 
     window = open_window(qtbot, qapp, qloop, library_dir, built.root)
@@ -417,13 +418,19 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     ticked = [built.ids[built.papers[3].title], built.ids[built.papers[0].title]]
     window.library_pane.tick(ticked)  # the fourth paper is in no collection
 
-    window.library_pane.tick(None)  # everything ticked: a collection is offered first
-    dialog = pane.new_table()
-    assert dialog.documents.use_collection.isChecked() and "Trials (3)" in dialog.documents.collection.currentText()
+    dialog = pane.new_table()  # some ticked in the library: the table's list starts from them
+    assert dialog.documents.use_ticked.isChecked() and "(2 chosen)" in dialog.documents.use_ticked.text()
     dialog.reject()
-    window.library_pane.tick(ticked)  # some ticked: those are
+    window.library_pane.tick(None)  # everything ticked (what the chat searches): a collection first
     dialog = pane.new_table()
-    assert dialog.documents.use_ticked.isChecked() and "(2)" in dialog.documents.use_ticked.text()
+    chooser = dialog.documents
+    assert chooser.use_collection.isChecked() and "Trials (3)" in chooser.collection.currentText()
+    # the table's documents chosen in its own list: the library's ticks (the chat's scope) stay
+    for i in range(chooser.documents.count()):
+        item = chooser.documents.item(i)
+        wanted = item.data(Qt.ItemDataRole.UserRole) in ticked
+        item.setCheckState(Qt.CheckState.Checked if wanted else Qt.CheckState.Unchecked)
+    assert chooser.use_ticked.isChecked() and "(2 chosen)" in chooser.use_ticked.text()
     dialog.name.setText("Ticked")
     dialog.columns.setPlainText("Sample size\n\nDataset\n")
     dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok).click()
@@ -431,6 +438,7 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     wait_filled(qloop, window)
     table = evidence.current
     assert sorted(table.rows) == sorted(ticked) and [c.name for c in table.columns] == ["Sample size", "Dataset"]
+    assert window.library_pane.scope() is None and window.services.chat.scope() is None
     assert table.filled == table.total == 4
 
     # add a column (refused without categories, then accepted), edit its question, remove one
