@@ -520,11 +520,14 @@ class DocumentsChooser(QWidget):
         self.documents.setAccessibleName("Documents of the table")
         for document_id, title in documents():
             item = QListWidgetItem(title)
+            item.setToolTip(title)
             item.setData(Qt.ItemDataRole.UserRole, document_id)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(Qt.CheckState.Checked if document_id in chosen else Qt.CheckState.Unchecked)
             self.documents.addItem(item)
         self.documents.setFixedHeight(self.fontMetrics().lineSpacing() * 7)
+        self.documents.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.documents.setTextElideMode(Qt.TextElideMode.ElideRight)  # the whole title in its tooltip
         self.documents.itemChanged.connect(self._documents_changed)
         self._documents_changed()
         count = len(self.chosen_documents())
