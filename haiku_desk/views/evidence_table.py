@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import (
@@ -28,6 +29,7 @@ from PySide6.QtCore import (
     QEvent,
     QModelIndex,
     QPersistentModelIndex,
+    QSettings,
     QSortFilterProxyModel,
     Qt,
     Signal,
@@ -44,6 +46,8 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QMenu,
     QPlainTextEdit,
     QProgressBar,
@@ -119,6 +123,7 @@ MODE_LABELS = {
     ),
 }
 DIALOG_WIDTH = 480
+EXPORT_FOLDER_KEY = "evidence/export_folder"  # QSettings: the folder of the last export
 DOCUMENT_COLUMN_WIDTH = 220
 DOCUMENT_SHARE = 0.22  # of the table's width, for the documents' titles
 ROW_LINES = 2  # a cell shows two lines of its value, wrapped at words
@@ -494,26 +499,51 @@ class ColumnDialog(QDialog):
 
 
 class DocumentsChooser(QWidget):
-    """Where a table's rows come from: the documents ticked in the library, or a collection."""
+    """Where a table's rows come from: documents chosen in its own list (the library's ticks to
+    begin with), or a collection. Choosing here never changes the library's ticks, which are
+    what the open chat searches. The list is chosen first when the user ticked some documents
+    (``prefer_ticked``), a collection when everything is ticked and the library has one."""
 
     def __init__(
-        self, ticked: Callable[[], list[str]], collections: Callable[[], list[tuple[str, int]]], parent: QWidget | None = None
+        self,
+        ticked: Callable[[], list[str]],
+        collections: Callable[[], list[tuple[str, int]]],
+        parent: QWidget | None = None,
+        *,
+        prefer_ticked: bool = False,
+        documents: Callable[[], list[tuple[str, str]]] = list,
     ) -> None:
         super().__init__(parent)
-        self._ticked = ticked
-        count = len(ticked())
-        self.use_ticked = QRadioButton(f"The documents ticked in the library ({count})")
+        chosen = set(ticked())
+        self.use_ticked = QRadioButton()
+        self.documents = QListWidget()
+        self.documents.setAccessibleName("Documents of the table")
+        for document_id, title in documents():
+            item = QListWidgetItem(title)
+            item.setToolTip(title)
+            item.setData(Qt.ItemDataRole.UserRole, document_id)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if document_id in chosen else Qt.CheckState.Unchecked)
+            self.documents.addItem(item)
+        self.documents.setFixedHeight(self.fontMetrics().lineSpacing() * 7)
+        self.documents.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.documents.setTextElideMode(Qt.TextElideMode.ElideRight)  # the whole title in its tooltip
+        self.documents.itemChanged.connect(self._documents_changed)
+        self._documents_changed()
+        count = len(self.chosen_documents())
         self.use_collection = QRadioButton("The collection:")
         self.collection = QComboBox()
         self.collection.setAccessibleName("Collection")
         for name, size in collections():
             self.collection.addItem(f"{name} ({size})", name)
-        if self.collection.count():
-            self.use_collection.setChecked(True)
-        else:
+        if not self.collection.count():
             self.use_collection.setEnabled(False)
             self.collection.setEnabled(False)
             self.use_ticked.setChecked(True)
+        elif prefer_ticked and count:
+            self.use_ticked.setChecked(True)
+        else:
+            self.use_collection.setChecked(True)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.use_collection)
@@ -521,14 +551,29 @@ class DocumentsChooser(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.use_ticked)
+        layout.addWidget(self.documents)
         layout.addLayout(row)
         self.collection.activated.connect(lambda _i: self.use_collection.setChecked(True))
 
+    def chosen_documents(self) -> list[str]:
+        items = (self.documents.item(i) for i in range(self.documents.count()))
+        return [
+            str(item.data(Qt.ItemDataRole.UserRole))
+            for item in items
+            if item is not None and item.checkState() == Qt.CheckState.Checked
+        ]
+
+    def _documents_changed(self, *_: object) -> None:
+        self.use_ticked.setText(f"These documents ({len(self.chosen_documents())} chosen):")
+        if _:  # a box ticked by the user: the list is the choice
+            self.use_ticked.setChecked(True)
+
     def choice(self) -> tuple[list[str] | None, str | None]:
-        """(document ids, None) for the ticked documents, (None, name) for a collection."""
+        """(document ids, None) for the documents chosen in the list, (None, name) for a
+        collection."""
         if self.use_collection.isChecked() and self.collection.currentData():
             return None, str(self.collection.currentData())
-        return self._ticked(), None
+        return self.chosen_documents(), None
 
 
 class NewTableDialog(QDialog):
@@ -541,6 +586,8 @@ class NewTableDialog(QDialog):
         parent: QWidget | None = None,
         *,
         name: str = "",
+        prefer_ticked: bool = False,
+        documents: Callable[[], list[tuple[str, str]]] = list,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("New evidence table")
@@ -548,7 +595,7 @@ class NewTableDialog(QDialog):
         self.setMinimumWidth(DIALOG_WIDTH)
         self.name = QLineEdit(name)
         self.name.setAccessibleName("Table name")
-        self.documents = DocumentsChooser(ticked, collections)
+        self.documents = DocumentsChooser(ticked, collections, prefer_ticked=prefer_ticked, documents=documents)
         self.columns = QPlainTextEdit()
         self.columns.setAccessibleName("Columns")
         self.columns.setTabChangesFocus(True)
@@ -581,7 +628,7 @@ class NewTableDialog(QDialog):
         if not " ".join(self.name.text().split()):
             problem = "Give the table a name."
         elif collection is None and not ids:
-            problem = "Tick documents in the library, or choose a collection."
+            problem = "Choose the table's documents in the list, or a collection."
         elif not self.column_names():
             problem = "Write at least one column (a question), one per line."
         if problem:
@@ -698,8 +745,8 @@ class EvidenceTablePane(QWidget):
 
         self.empty_hint = QLabel(
             "An evidence table asks the same questions of many documents, one row per document, "
-            "every answer cited to its page. Tick documents in the library (or make a collection), "
-            "then choose New table…"
+            "every answer cited to its page. Choose New table…, then its documents (or a collection) "
+            "and its questions."
         )
         self.empty_hint.setWordWrap(True)
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
@@ -784,6 +831,10 @@ class EvidenceTablePane(QWidget):
                 self.tables.setCurrentIndex(index)
             self.fit_columns()
         self._update_controls()
+
+    def focus_target(self) -> QWidget:
+        """Where the keyboard goes when this pane is reached (F6): the table, else New table."""
+        return self.table if self.table.isVisibleTo(self) else self.new_button
 
     def fit_columns(self) -> None:
         """Every column in view when they fit at a readable width (the documents' a little
@@ -923,9 +974,20 @@ class EvidenceTablePane(QWidget):
         allowed = set(searchable)
         return [d for d in ticked if d in allowed]
 
+    def _documents(self) -> list[tuple[str, str]]:
+        """The library's searchable documents, (id, title), for a table's own list."""
+        return [(d, self.service.document_title(d)) for d in self.service.searchable_documents()]
+
+    def _some_ticked(self) -> bool:
+        """The user ticked some documents in the library (not all of them)."""
+        return self._ticked() is not None
+
     def new_table(self) -> NewTableDialog:
         """Ask for a new table's name, documents and columns; it fills once created."""
-        dialog = NewTableDialog(self._ticked_ids, self._collections, self, name=self._free_name())
+        dialog = NewTableDialog(
+            self._ticked_ids, self._collections, self, name=self._free_name(), prefer_ticked=self._some_ticked(),
+            documents=self._documents,
+        )
 
         def done(result: int) -> None:
             if result == QDialog.DialogCode.Accepted:
@@ -971,7 +1033,11 @@ class EvidenceTablePane(QWidget):
         dialog = QDialog(self)
         dialog.setWindowTitle("Choose the table's documents")
         dialog.setAccessibleName(dialog.windowTitle())
-        chooser = DocumentsChooser(self._ticked_ids, self._collections)
+        table = self.service.current
+        rows = list(table.rows) if table is not None else []
+        chooser = DocumentsChooser(  # the list starts from the table's rows
+            lambda: rows, self._collections, prefer_ticked=True, documents=self._documents
+        )
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(dialog.accept)
         buttons.rejected.connect(dialog.reject)
@@ -1050,14 +1116,26 @@ class EvidenceTablePane(QWidget):
             return
         label, suffix = EXPORT_FORMATS[fmt]
         name = re.sub(r"[^\w\- ]+", "", table.name).strip() or "evidence-table"
-        path, _ = QFileDialog.getSaveFileName(self, f"Export as {label}", name + suffix, f"{label} (*{suffix})")
+        folder = export_folder()
+        path, _ = QFileDialog.getSaveFileName(
+            self, f"Export as {label}", str(Path(folder) / (name + suffix)), f"{label} (*{suffix})"
+        )
         if path:
             if not path.endswith(suffix):
                 path += suffix
+            QSettings().setValue(EXPORT_FOLDER_KEY, str(Path(path).parent))
             self.export_to(fmt, path)
 
     def export_to(self, fmt: str, path: str) -> Any:
         return self.service.export(fmt, path)
+
+
+def export_folder() -> str:
+    """Where the export dialog opens: the folder of the last export, else the home folder."""
+    saved = QSettings().value(EXPORT_FOLDER_KEY)
+    if isinstance(saved, str) and saved and Path(saved).is_dir():
+        return saved
+    return str(Path.home())
 
 
 def _column_value(column: ColumnSpec, key: str) -> Any:

@@ -395,9 +395,13 @@ class MainWindow(QMainWindow):
         stops: list[tuple[QWidget, QWidget]] = []
         if self.pane_visible("library"):
             stops.append((self.library_pane, self.library_pane.table))
-        if self.pane_visible("conversations"):
-            stops.append((self._chat_side(0), self.chat_pane.conversation_list))
-        stops.append((self._chat_side(1), self.chat_pane.input))
+        evidence = self.evidence_pane
+        if evidence is not None and self.centre.currentWidget() is evidence:
+            stops.append((evidence, evidence.focus_target()))  # its tab is shown, not the chat's
+        else:
+            if self.pane_visible("conversations"):
+                stops.append((self._chat_side(0), self.chat_pane.conversation_list))
+            stops.append((self._chat_side(1), self.chat_pane.input))
         if self.pane_visible("citations"):
             stops.append((self.citation_panel, getattr(self.citation_panel, "scroll", self.citation_panel)))
         return stops

@@ -221,6 +221,16 @@ def test_a_table_over_a_collection_fills_every_cell_and_shows_it(qtbot, qapp, ql
     pane.filter.clear()
     assert pane.proxy.rowCount() == 3
 
+    # F6 reaches the table (its tab is shown in the chat's place)
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    window.activateWindow()
+    qtbot.waitUntil(lambda: window.isActiveWindow())
+    window.library_pane.table.setFocus()
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6)
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is pane.table)
+
     # a document deleted from the library leaves the table
     gone = built.collection[1]
     entry = window.services.library.entry_for_document(gone)
@@ -394,11 +404,12 @@ def test_quitting_mid_fill_keeps_the_cells_and_the_next_start_fills_the_rest(qtb
 
 
 def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_then_exported(
-    qtbot, qapp, qloop, built, library_dir, tmp_path
+    qtbot, qapp, qloop, built, library_dir, tmp_path, monkeypatch
 ):
     """Everything from the pane's own dialogs and menus, as a user does it."""
     import csv
 
+    from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QDialogButtonBox
 
     window = open_window(qtbot, qapp, qloop, library_dir, built.root)
@@ -407,10 +418,19 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     ticked = [built.ids[built.papers[3].title], built.ids[built.papers[0].title]]
     window.library_pane.tick(ticked)  # the fourth paper is in no collection
 
+    dialog = pane.new_table()  # some ticked in the library: the table's list starts from them
+    assert dialog.documents.use_ticked.isChecked() and "(2 chosen)" in dialog.documents.use_ticked.text()
+    dialog.reject()
+    window.library_pane.tick(None)  # everything ticked (what the chat searches): a collection first
     dialog = pane.new_table()
-    assert dialog.documents.use_collection.isChecked()  # a collection is offered first
-    dialog.documents.use_ticked.setChecked(True)
-    assert "(2)" in dialog.documents.use_ticked.text()
+    chooser = dialog.documents
+    assert chooser.use_collection.isChecked() and "Trials (3)" in chooser.collection.currentText()
+    # the table's documents chosen in its own list: the library's ticks (the chat's scope) stay
+    for i in range(chooser.documents.count()):
+        item = chooser.documents.item(i)
+        wanted = item.data(Qt.ItemDataRole.UserRole) in ticked
+        item.setCheckState(Qt.CheckState.Checked if wanted else Qt.CheckState.Unchecked)
+    assert chooser.use_ticked.isChecked() and "(2 chosen)" in chooser.use_ticked.text()
     dialog.name.setText("Ticked")
     dialog.columns.setPlainText("Sample size\n\nDataset\n")
     dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok).click()
@@ -418,6 +438,7 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     wait_filled(qloop, window)
     table = evidence.current
     assert sorted(table.rows) == sorted(ticked) and [c.name for c in table.columns] == ["Sample size", "Dataset"]
+    assert window.library_pane.scope() is None and window.services.chat.scope() is None
     assert table.filled == table.total == 4
 
     # add a column (refused without categories, then accepted), edit its question, remove one
@@ -450,8 +471,30 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     assert [c.name for c in evidence.current.columns] == ["Sample size", "Design"]
     assert pane.model.columnCount() == 3
 
-    target = tmp_path / "ticked.csv"
-    assert qloop.run_until_complete(pane.export_to("csv", str(target))) == target
+    # Export › CSV…: the save dialog (the platform's, answered here) opens in the home folder,
+    # then where the last export went
+    from haiku_desk.views import evidence_table
+
+    monkeypatch.setattr(Path, "home", classmethod(lambda cls: tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    target = exports / "ticked.csv"
+    offered: list[str] = []
+
+    def save_as(parent, caption, suggested, filter):  # noqa: A002 - Qt's argument names
+        offered.append(suggested)
+        return str(exports / "ticked"), filter  # the suffix is added
+
+    monkeypatch.setattr(evidence_table.QFileDialog, "getSaveFileName", save_as)
+    exported: list[object] = []
+    evidence.notifications.posted.connect(exported.append)
+    pane.export_actions["csv"].trigger()
+    run_until(qloop, lambda: target.is_file() and bool(exported), SLOW)
+    assert offered == [str(tmp_path / "home" / "Ticked.csv")]
+    pane.export_actions["markdown"].trigger()
+    assert offered[1] == str(exports / "Ticked.md")
+    run_until(qloop, lambda: (exports / "ticked.md").is_file(), SLOW)
     with target.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     header = rows[0]
