@@ -70,6 +70,8 @@ if TYPE_CHECKING:
 
 CONVERSATIONS_WIDTH = 165  # the list's default width: titles end in "…", the chat gets the room
 CONVERSATIONS_MIN_WIDTH = 150
+INPUT_MAX_HEIGHT = 110  # the question box's height on a desktop window
+INPUT_HEIGHT_SHARE = 7  # at most 1/7 of the pane's height (3 lines at 1024×640)
 TOOLBAR_SLACK = 8  # a little room beyond the toggle row's own hint, against rounding
 # What an answer rests on (Turn.basis): badge text, colour, tooltip. None: no badge.
 BADGES: dict[str, tuple[str, str, str] | None] = {
@@ -1205,7 +1207,7 @@ class ChatPane(QWidget):
         self.input = QPlainTextEdit(main)
         self.input.setAccessibleName("Question")
         self.input.setPlaceholderText("Ask your library… (Ctrl+Enter to send)")
-        self.input.setMaximumHeight(110)
+        self.input.setMaximumHeight(INPUT_MAX_HEIGHT)  # less in a short window (_fit_input)
         self.input.setTabChangesFocus(True)  # Tab leaves the box; a question needs no tabs
         self.input.installEventFilter(_InputKeys(self))
         send_row = QHBoxLayout()
@@ -1251,6 +1253,18 @@ class ChatPane(QWidget):
         self.new_chat_action.setShortcut(QKeySequence.StandardKey.New)
         self.new_chat_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         self.addActions([self.send_action, self.stop_action, self.new_chat_action])
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit_input()
+
+    def _fit_input(self) -> None:
+        """The question box takes at most a seventh of the pane's height, never less than
+        three lines: in a 1024×640 window the conversation keeps the room (issue 34)."""
+        box = self.input
+        frame = box.height() - box.viewport().height() if box.isVisible() else 20
+        floor = 3 * box.fontMetrics().lineSpacing() + max(frame, 12) + 8
+        box.setMaximumHeight(max(floor, min(INPUT_MAX_HEIGHT, self.height() // INPUT_HEIGHT_SHARE)))
 
     def default_width(self) -> int:
         """The width that shows the conversation list at its default width and every toggle

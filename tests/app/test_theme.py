@@ -360,3 +360,22 @@ def test_notices_are_drawn_in_the_schemes_colours(qtbot, themed, scheme):
         qtbot.waitExposed(widget)
         assert pixel(widget, 4, widget.height() // 2) == fill, level
         assert widget.close_button.accessibleName() == "Dismiss"
+
+
+def test_the_conversation_keeps_most_of_the_chat_column_at_1024x640(qtbot, services, themed):
+    """A tester's DEFECT: at 1024×640 the transcript was ~210 px of a ~550 px column (three rows
+    of toggles, a 110 px question box). The question box now takes at most a seventh of the
+    pane and the toggles fit two rows: the conversation gets well over half the column."""
+    theme.apply_theme(themed, "light")
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.resize(1024, 640)
+    window.show()
+    qtbot.waitExposed(window)
+    qtbot.wait(50)
+    pane = window.chat_pane
+    column = pane.splitter.widget(1)
+    # 261 of 516 px (0.51) before, 326 (0.63) after, on an empty conversation
+    assert pane.scroll.height() > 0.58 * column.height(), (pane.scroll.height(), column.height(), pane.input.height())
+    lines = pane.input.fontMetrics().lineSpacing()
+    assert pane.input.height() >= 3 * lines  # still three lines to write in
