@@ -470,3 +470,30 @@ def test_the_menu_key_opens_the_current_rows_menu(qloop, qtbot, library):
     qtbot.waitUntil(menu.isVisible)
     assert "Delete" in [a.text() for a in menu.actions()]
     menu.close()
+
+
+def test_the_page_renderer_and_the_cjk_font_load_only_once_the_library_is_open(
+    qloop, qtbot, library, tmp_path, db_path, config
+):
+    from haiku_desk.services import create_services
+    from haiku_desk.views.main_window import MainWindow
+
+    _ingest(qloop, library, [_titled_pdf(tmp_path / "a.pdf", "Lichen on Basalt", "Lichens grow slowly.")])
+    run_until(qloop, lambda: not library.busy, SLOW)
+    qloop.run_until_complete(library.aclose())  # its rows are kept: the next start lists them first
+
+    services = create_services(db_path, config)
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    opened = []
+    services.library.opened.connect(lambda: opened.append(True))
+    services.library.start()  # rows first: a searchable row shows before the store is open
+    assert services.library.is_opening and any(e.searchable for e in services.library.entries)
+    window._warm_up_renderer_when_useful()  # what the first paint's timers call
+    window._install_fallback_font()
+    assert services.pages._warm is None and not hasattr(window, "_font_task")  # LanceDB's import goes first
+    run_until(qloop, lambda: bool(opened), SLOW)
+    assert services.pages._warm is not None and hasattr(window, "_font_task")
+    qloop.run_until_complete(window._font_task)
+    qloop.run_until_complete(services.library.aclose())
+    services.pages.close()
