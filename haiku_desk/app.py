@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 steps = {**marks, **services.library.startup_times}
                 print("listed " + json.dumps({k: round(v - began, 4) for k, v in steps.items()}), flush=True)
-                app.quit()
+                QTimer.singleShot(0, window.quit_flow.force_quit)  # as at SIGTERM: work kept, nothing asked
 
             services.library.opened.connect(listed)
         services.library.start()

@@ -63,9 +63,10 @@ OPENING_HINT = "Opening the library…"
 ALL_DOCUMENTS = "All documents"
 # The State column's width comes from this text (not from what the rows show now), so a state
 # or a progress that changes never resizes it; longer texts end in "…" (tooltip: all of it).
-STATE_WIDTH_TEXT = "searchable (hybrid)"
+# (the state shows as badges since the calm look: "ready", "embedding 41%", "parsing 10/14 p.")
+STATE_WIDTH_TEXT = "embedding 100%"
 STATE_MIN_TEXT = "embedding…"
-NAME_SHARE = 0.55  # the Document column keeps at least this share of a narrow table
+NAME_SHARE = 0.62  # the Document column keeps at least this share of a narrow table
 CELL_PADDING = 16
 SECTIONS_SETTING = "library_pane/sections"  # the collections | table | watched folders splitter
 
@@ -552,9 +553,13 @@ class LibraryPane(QWidget):
         table = self.table
         scrollbar = table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, table.verticalScrollBar())
         width = table.contentsRect().width() - scrollbar
-        metrics = table.fontMetrics()
-        state = metrics.horizontalAdvance(STATE_WIDTH_TEXT) + CELL_PADDING
-        state_min = metrics.horizontalAdvance(STATE_MIN_TEXT) + CELL_PADDING
+        from PySide6.QtGui import QFontMetrics
+
+        from haiku_desk.views.badges import PADDING_X, badge_font
+
+        metrics = QFontMetrics(badge_font(table.font()))  # the state is drawn as a badge
+        state = metrics.horizontalAdvance(STATE_WIDTH_TEXT) + 2 * PADDING_X + CELL_PADDING // 2
+        state_min = metrics.horizontalAdvance("ready") + 2 * PADDING_X + CELL_PADDING // 2
         state = max(state_min, min(state, int(width * (1 - NAME_SHARE))))
         table.horizontalHeader().resizeSection(NAME, max(0, width - state))
 
@@ -643,7 +648,8 @@ class LibraryPane(QWidget):
             return
         self.overall.setRange(0, total)
         self.overall.setValue(done)
-        busy = sum(1 for e in self.library.entries if e.busy)
+        files_to_go = getattr(self.library, "files_to_go", None)
+        busy = files_to_go() if files_to_go is not None else sum(1 for e in self.library.entries if e.busy)
         files = f" · {busy} file{'s' if busy != 1 else ''} to go" if busy else ""
         self.overall.setFormat(f"{100 * done // total} %{files}")
         self.overall.setAccessibleDescription(f"{100 * done // total} percent of the work done{files}")

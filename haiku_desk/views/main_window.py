@@ -530,6 +530,14 @@ class MainWindow(QMainWindow):
         """Load the page renderer (PyMuPDF, ~35 MB resident) once the library holds a document
         a citation could show, not before: an empty library stays light while it waits."""
         library = self.services.library
+        if library.is_opening:  # the store opens first (LanceDB's import); the rows already show
+
+            def after_open() -> None:
+                library.opened.disconnect(after_open)
+                self._warm_up_renderer_when_useful()
+
+            library.opened.connect(after_open)
+            return
         if any(entry.searchable for entry in library.entries):
             self.services.pages.warm_up()
             return
@@ -542,8 +550,20 @@ class MainWindow(QMainWindow):
         library.entry_changed.connect(on_entry)
 
     def _install_fallback_font(self) -> None:
-        """CJK titles and passages draw as text, not boxes (see views/fonts.py)."""
+        """CJK titles and passages draw as text, not boxes (see views/fonts.py); once the
+        library is open (PyMuPDF's import would slow LanceDB's, and the new font lays out
+        every widget again)."""
         import asyncio
+
+        library = self.services.library
+        if library.is_opening:
+
+            def after_open() -> None:
+                library.opened.disconnect(after_open)
+                self._install_fallback_font()
+
+            library.opened.connect(after_open)
+            return
 
         from haiku_desk.views.fonts import install_fallback_font_later
 

@@ -258,9 +258,13 @@ def test_the_overall_bar_follows_pages_parsed_and_chunks_embedded(qloop, qtbot, 
     library.overall_progress.connect(lambda done, total: overall.append((done, total)))
     at_report: dict[str, list[tuple[int, int]]] = {"parsing": [], "embedding": []}
 
+    to_go_while_the_book_embeds: set[tuple[int, str]] = set()
+
     def seen(key: str, progress) -> None:  # after the runner took the report in
         if key == uri_for(book) and progress.stage in (Stage.PARSING, Stage.EMBEDDING) and progress.total > 1:
             at_report[progress.stage.value].append((progress.done, overall[-1][0]))
+        if key == uri_for(book) and progress.stage is Stage.EMBEDDING and progress.done < progress.total:
+            to_go_while_the_book_embeds.add((library.files_to_go(), pane.overall.format()))
 
     library.queue.progressed.connect(seen)
     library.add_paths([book, note])
@@ -284,6 +288,9 @@ def test_the_overall_bar_follows_pages_parsed_and_chunks_embedded(qloop, qtbot, 
     parsed = max(bar for _, bar in at_report["parsing"])
     assert parsed / busy[-1][1] < 0.3
     assert "%" in pane.overall.format() or not pane.overall.isVisible()
+    # the note, parsed but not embedded yet, is still a file to go (its row reads "text only")
+    assert {count for count, _ in to_go_while_the_book_embeds} == {2}
+    assert all(text.endswith("2 files to go") for _, text in to_go_while_the_book_embeds)
 
 
 def test_f6_frames_the_pane_that_has_the_focus(qloop, qtbot, services):
@@ -390,7 +397,8 @@ def test_zotero_rows_are_told_apart_show_their_files_and_a_missing_file_warns_wi
     main, main_index = row("a_main")
     supplement, supplement_index = row("a_supplement")
     assert main.name == zf.PAPER_A["title"]
-    assert supplement.name == f"{zf.PAPER_A['title']} (supplement: supplement.pdf)"  # not a second identical row
+    # not a second identical row, even where a narrow list cuts titles short
+    assert supplement.name == f"Supplement to “{zf.PAPER_A['title']}” (supplement.pdf)"
     assert supplement_index.data(FILE_NAME_ROLE).startswith("supplement.pdf")  # the file, not ATTA0002
     assert main_index.data(FILE_NAME_ROLE).startswith("kowalczyk2017.pdf")
     pane.search.setText("kowalczyk2017")  # and the filter finds it by that name
@@ -470,3 +478,43 @@ def test_the_menu_key_opens_the_current_rows_menu(qloop, qtbot, library):
     qtbot.waitUntil(menu.isVisible)
     assert "Delete" in [a.text() for a in menu.actions()]
     menu.close()
+
+
+def test_the_page_renderer_and_the_cjk_font_load_only_once_the_library_is_open(
+    qloop, qtbot, library, tmp_path, db_path, config
+):
+    from haiku_desk.services import create_services
+    from haiku_desk.views.main_window import MainWindow
+
+    _ingest(qloop, library, [_titled_pdf(tmp_path / "a.pdf", "Lichen on Basalt", "Lichens grow slowly.")])
+    run_until(qloop, lambda: not library.busy, SLOW)
+    qloop.run_until_complete(library.aclose())  # its rows are kept: the next start lists them first
+
+    services = create_services(db_path, config)
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    opened = []
+    services.library.opened.connect(lambda: opened.append(True))
+    services.library.start()  # rows first: a searchable row shows before the store is open
+    assert services.library.is_opening and any(e.searchable for e in services.library.entries)
+    window._warm_up_renderer_when_useful()  # what the first paint's timers call
+    window._install_fallback_font()
+    assert services.pages._warm is None and not hasattr(window, "_font_task")  # LanceDB's import goes first
+    run_until(qloop, lambda: bool(opened), SLOW)
+    assert services.pages._warm is not None and hasattr(window, "_font_task")
+    qloop.run_until_complete(window._font_task)
+    qloop.run_until_complete(services.library.aclose())
+    services.pages.close()
+
+
+def test_a_narrow_library_pane_gives_the_titles_most_of_its_width(qloop, qtbot, library):
+    from haiku_desk.services.entries import DocumentState, LibraryEntry
+
+    pane = _pane(qtbot, library, width=320, height=400)
+    library.rows.set(LibraryEntry(key="file:///none/a.pdf", name="Sparse Walrus Attention", state=DocumentState.HYBRID))
+    qtbot.waitUntil(lambda: pane.proxy.rowCount() == 1)
+    header = pane.table.horizontalHeader()
+    from PySide6.QtWidgets import QStyle
+
+    scrollbar = pane.table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+    assert header.sectionSize(NAME) >= 0.6 * (pane.table.contentsRect().width() - scrollbar)

@@ -470,8 +470,9 @@ def attachment_file_name(raw_path: str | None) -> str:
 
 def _name_supplements(attachments: list[ZoteroAttachment]) -> None:
     """An item with several PDFs (a paper and its supplement) would list them under one title:
-    the first attached keeps the item's title, each other one is titled "<item title>
-    (supplement: <file name>)" (cut to the title bound). Its bibliographic record stays the
+    the first attached keeps the item's title, each other one is titled "Supplement to “<item
+    title>” (<file name>)", so the difference shows where a narrow list cuts a title (cut to
+    the title bound, the item's title shortened first). Its bibliographic record stays the
     item's: it is the same work for citations."""
     by_parent: dict[tuple[str, str], list[ZoteroAttachment]] = defaultdict(list)
     for attachment in attachments:
@@ -479,9 +480,10 @@ def _name_supplements(attachments: list[ZoteroAttachment]) -> None:
             by_parent[(attachment.library_uri, attachment.parent_key)].append(attachment)
     for siblings in by_parent.values():
         for attachment in siblings[1:]:  # in the order they were attached (item ids)
-            suffix = f" (supplement: {attachment_file_name(attachment.raw_path) or attachment.key})"
-            room = max(0, MAX_TITLE_CHARS - len(suffix))
-            attachment.title = (attachment.title[:room] + suffix)[:MAX_TITLE_CHARS]
+            suffix = f"” ({attachment_file_name(attachment.raw_path) or attachment.key})"
+            prefix = "Supplement to “"
+            room = max(0, MAX_TITLE_CHARS - len(prefix) - len(suffix))
+            attachment.title = (prefix + attachment.title[:room] + suffix)[:MAX_TITLE_CHARS]
 
 
 def _cut(text: str | None, limit: int) -> str | None:
