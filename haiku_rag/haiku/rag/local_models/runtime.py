@@ -53,6 +53,7 @@ STARTUP_TIMEOUT_SECONDS = 300.0  # a large model from a slow disk on a busy mach
 IDLE_SECONDS = 600.0
 WATCH_INTERVAL_SECONDS = 15.0
 STOP_GRACE_SECONDS = 5.0
+FAILED_EXIT_SECONDS = 60.0  # a child whose load failed ends by itself; bounded all the same
 INSTALL_HINT = (
     "the built-in model runtime (xllamacpp) is not installed: "
     "pip install 'xllamacpp==2026.10.11549' (prebuilt for Linux x86-64), "
@@ -227,6 +228,12 @@ class ModelRuntime:
             self._address = detail
             log.info("model %s loaded (pid %s) at %s", self.settings.path.name, process.pid, detail)
             return
+        if kind == "failed":
+            # llama.cpp logs from a thread of its own, flushed when the process exits: the
+            # reason ("unknown model architecture") may not be in the file yet when the child
+            # says it failed, so let it end first (it does at once after a failed load)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(FAILED_EXIT_SECONDS)
         tail = self._log_tail()
         self._discard()
         name = self.settings.path.name
