@@ -147,6 +147,8 @@ class _Runner:
         self.step("search", lambda: self.loop.run_until_complete(self.search()))
         self.step("ocr scanned page", lambda: self.loop.run_until_complete(self.ocr_scan()))
         self.step("ocr runtime", self.ocr_runtime)
+        self.step("pdf layout model", lambda: self.loop.run_until_complete(self.layout_model()))
+        self.step("llama.cpp runtime", self.model_runtime)
         self.step("render highlight", lambda: self.loop.run_until_complete(self.render()))
         self.step("answer with citations", lambda: self.loop.run_until_complete(self.answer()))
         self.step("word file cited", lambda: self.loop.run_until_complete(self.docx_cited()))
@@ -298,6 +300,40 @@ class _Runner:
                 f"OpenVINO is bundled but the OCR models loaded on {loaded} (see the log)"
             )
         return f"{loaded}, detector and recogniser"
+
+    async def layout_model(self) -> str:
+        """``processing.pdf_layout: layout``: PyMuPDF's ONNX layout analyser (the bundle keeps
+        only the models it loads by default) reads the generated PDF without falling back to
+        the fast heuristics."""
+        from haiku.rag.client import HaikuRAG
+
+        assert self.tmp is not None
+        config = self.config.model_copy(deep=True)
+        config.processing.pdf_layout = "layout"
+        async with HaikuRAG(self.tmp / "layout.lancedb", config, create=True) as client:
+            outcome = await client.ingest_file(self.pdf, embed=False)
+        if outcome.status != "ingested" or outcome.document is None:
+            raise StepFailed(f"the PDF was not ingested: {outcome.status} ({outcome.reason})")
+        warnings = (outcome.document.metadata or {}).get("warnings") or []
+        failed = [w for w in warnings if "layout model" in w]
+        if failed:
+            raise StepFailed(f"the layout model did not run: {failed[0]}")
+        return f"{outcome.document.title!r} read with the layout model"
+
+    def model_runtime(self) -> str:
+        """The built-in llama.cpp runtime (``xllamacpp``, where the platform has its wheel)
+        loads and lists its CPU backend; no model is loaded."""
+        import importlib.util
+
+        if importlib.util.find_spec("xllamacpp") is None:
+            return "not installed on this platform (the provider says so in the app)"
+        import xllamacpp
+
+        devices = xllamacpp.get_device_info()
+        if not devices:
+            raise StepFailed("llama.cpp found no device, not even the CPU")
+        names = ", ".join(str(d.get("name", d)) if isinstance(d, dict) else str(d) for d in devices)
+        return f"xllamacpp {xllamacpp.__version__}: {names[:60]}"
 
     async def ocr_scan(self) -> str:
         """A page that is only an image of text (a scan) is recognised by the bundled OCR
