@@ -47,6 +47,7 @@ _ALIASES = {
     "pyside6": "PySide6",
     "shiboken6": "PySide6",
     "lib-dynload": "python",
+    "python3.11": "python",
     "base_library.zip": "python",
 }
 

@@ -4,9 +4,12 @@
 
 1. Symbol tables: every ELF shared object under ``_internal/`` is stripped of what the dynamic
    linker never reads (``strip --strip-unneeded`` to a copy), and the copy replaces it only when
-   that saves at least 256 kB. Most wheels ship stripped already; xllamacpp (105 -> 25 MB),
-   libpython (23 -> 5 MB), pyarrow and tokenizers do not. The executable is never touched (its
-   Python archive is appended after the ELF image), nor are files that are not ELF.
+   that saves at least 256 kB and its loadable segments stay page-aligned (``strip`` can break
+   that on files patchelf edited: numpy's OpenBLAS then fails to load). Libraries auditwheel
+   vendored (``X.libs/``) are left alone. Most wheels ship stripped already; xllamacpp (105 ->
+   25 MB), libpython (23 -> 5 MB), pyarrow and tokenizers do not. The executable is never
+   touched (its Python archive is appended after the ELF image), nor are files that are not
+   ELF.
 2. Duplicates: PyInstaller copies a library's versioned names (``libarrow_python.so``,
    ``.so.2600``, ``.so.2600.1.0``) as separate files; identical files in one folder become
    relative symbolic links to one of them.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -32,6 +36,27 @@ def is_elf(path: Path) -> bool:
         return handle.read(4) == b"\x7fELF"
 
 
+def loadable_layout(path: Path) -> bool:
+    """Whether every PT_LOAD segment keeps offset and address congruent modulo the page size.
+
+    ``strip`` rewrites a file; on a library that patchelf edited (auditwheel's vendored
+    libraries, e.g. numpy's OpenBLAS) the result can break that rule, and the dynamic linker
+    then refuses it ("ELF load command address/offset not page-aligned")."""
+    data = path.read_bytes()
+    if data[:4] != b"\x7fELF" or data[4] != 2:  # 64-bit only
+        return False
+    endian = "<" if data[5] == 1 else ">"
+    phoff, = struct.unpack_from(endian + "Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from(endian + "HH", data, 0x36)
+    for i in range(phnum):
+        p_type, _flags, p_offset, p_vaddr, _paddr, _filesz, _memsz, p_align = struct.unpack_from(
+            endian + "IIQQQQQQ", data, phoff + i * phentsize
+        )
+        if p_type == 1 and p_align > 1 and (p_offset - p_vaddr) % min(p_align, 4096) != 0:
+            return False
+    return True
+
+
 def strip_all(internal: Path) -> tuple[int, int]:
     strip = shutil.which("strip")
     if strip is None:
@@ -43,13 +68,15 @@ def strip_all(internal: Path) -> tuple[int, int]:
         for path in sorted(internal.rglob("*.so*")):
             if path.is_symlink() or not path.is_file() or not is_elf(path):
                 continue
+            if any(part.endswith(".libs") for part in path.relative_to(internal).parts):
+                continue  # auditwheel's vendored libraries: patched by patchelf, shipped stripped
             done = subprocess.run(
                 [strip, "--strip-unneeded", "-o", str(out), str(path)], capture_output=True
             )
             if done.returncode != 0 or not out.is_file():
                 continue
             before, after = path.stat().st_size, out.stat().st_size
-            if before - after >= MIN_SAVING:
+            if before - after >= MIN_SAVING and loadable_layout(out):
                 shutil.copymode(path, out)
                 os.replace(out, path)
                 saved += before - after
