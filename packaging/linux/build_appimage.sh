@@ -41,7 +41,9 @@ grep -q '^MimeType=.*application/pdf' "$app/haiku-desk.desktop" \
     || { echo "the desktop entry does not register application/pdf" >&2; exit 1; }
 
 image="$work/image.squashfs"
-mksquashfs "$app" "$image" -root-owned -noappend -comp zstd -quiet -no-progress >&2
+# zstd level 8 rather than the default 15: the default took 12 min on two loaded cores (sizes in
+# docs/benchmarks.md, "Release size")
+mksquashfs "$app" "$image" -root-owned -noappend -comp zstd -Xcompression-level 8 -quiet -no-progress >&2
 mkdir -p "$out"
 appimage="$out/haiku-desk-$version-$arch.AppImage"
 cat "$runtime" "$image" > "$appimage"
