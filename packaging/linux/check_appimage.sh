@@ -45,7 +45,8 @@ run /tmp/haiku-desk.AppImage --version || fail "--version on the bare system"
 run /tmp/haiku-desk.AppImage --haiku-rag --version || fail "--haiku-rag --version on the bare system"
 run sh -c 'cd /tmp && ./haiku-desk.AppImage --appimage-extract >/dev/null' || fail "--appimage-extract"
 echo "   libraries the bundle's Qt misses on the bare system (the desktop step installs them):"
-missing="$(run sh -c 'for f in /tmp/squashfs-root/usr/lib/haiku-desk/_internal/PySide6/Qt/lib/libQt6Gui.so.6 /tmp/squashfs-root/usr/lib/haiku-desk/_internal/PySide6/Qt/plugins/platforms/*.so; do ldd "$f"; done' 2>/dev/null | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')"
+# (with the bundle's own folders on the library path, as its bootloader sets them)
+missing="$(run sh -c 'b=/tmp/squashfs-root/usr/lib/haiku-desk/_internal; for f in $b/PySide6/Qt/lib/libQt6Gui.so.6 $b/PySide6/Qt/plugins/platforms/*.so; do LD_LIBRARY_PATH=$b:$b/PySide6/Qt/lib ldd "$f"; done' 2>/dev/null | awk '/not found/ {print $1}' | sort -u | tr '\n' ' ')"
 echo "   ${missing:-none}"
 rm -rf "$R/tmp/squashfs-root"
 
