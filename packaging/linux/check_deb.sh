@@ -12,7 +12,7 @@ if dpkg -s haiku-desk >/dev/null 2>&1; then
     echo "haiku-desk is already installed here; remove it first" >&2
     exit 2
 fi
-paths=(/opt/haiku-desk /usr/bin/haiku-desk /usr/share/applications/haiku-desk.desktop
+paths=(/opt/haiku-desk /usr/bin/haiku-desk /usr/bin/haiku-rag /usr/share/applications/haiku-desk.desktop
        /usr/share/icons/hicolor/48x48/apps/haiku-desk.png /usr/share/icons/hicolor/scalable/apps/haiku-desk.svg
        /usr/share/doc/haiku-desk)
 
@@ -27,6 +27,7 @@ apt-get install -y --no-install-recommends "$deb" >/tmp/haiku-desk-deb-install.l
 echo "installed in $((SECONDS - started)) s"
 for path in "${paths[@]}"; do [[ -e "$path" ]] || { echo "missing after install: $path" >&2; exit 1; }; done
 grep -q '^Exec=haiku-desk' /usr/share/applications/haiku-desk.desktop
+grep -q '^MimeType=.*application/pdf' /usr/share/applications/haiku-desk.desktop  # "Open with" for PDFs
 
 echo "== system libraries the bundle loads"
 command -v objdump >/dev/null || { echo "objdump is needed (Debian package binutils)" >&2; exit 1; }
@@ -58,6 +59,9 @@ echo "system packages the bundle links against: $packages"
 echo "== haiku-desk --self-test (installed, from /usr/bin, empty HOME)"
 home="$(mktemp -d)"
 (cd / && env -i PATH=/usr/bin:/bin HOME="$home" QT_QPA_PLATFORM=offscreen haiku-desk --self-test)
+
+echo "== haiku-rag --version (the library's command line from the bundle)"
+(cd / && env -i PATH=/usr/bin:/bin HOME="$home" haiku-rag --version)
 rm -rf "$home"
 
 echo "== apt-get remove haiku-desk"

@@ -39,8 +39,8 @@ t1=$SECONDS
 chroot "$R" bash /tmp/check_deb.sh "/tmp/$(basename "$deb")" || { echo "check_deb.sh failed in the chroot" >&2; exit 1; }
 echo "== check_deb.sh in the chroot: $((SECONDS - t1)) s"
 chroot "$R" apt-get install -y --no-install-recommends "/tmp/$(basename "$deb")" >/dev/null 2>&1
-# Every xcb plugin in the bundle: PySide6's, and opencv-python's own copy under cv2/qt (it needs
-# libSM/libICE, which a fresh system lacks unless Depends names libsm6 and libice6).
+# Every xcb plugin in the bundle (PySide6's; opencv-python's own copy under cv2/qt, which needed
+# libSM/libICE, is gone with the headless OpenCV), and no cv2 Qt left.
 for plugin in $(chroot "$R" find /opt/haiku-desk -name libqxcb.so); do
   if chroot "$R" ldd "$plugin" | grep -i "not found"; then echo "$plugin misses libraries" >&2; exit 1; fi
   echo "== $plugin: every library it needs resolves"

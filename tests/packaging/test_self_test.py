@@ -19,8 +19,13 @@ STEPS = (
     "search",
     "ocr scanned page",
     "ocr runtime",
+    "pdf layout model",
+    "llama.cpp runtime",
     "render highlight",
     "answer with citations",
+    "word file cited",
+    "epub file cited",
+    "mcp server",
     "main window",
 )
 
@@ -59,7 +64,7 @@ def test_self_test_passes_every_step_from_the_source_install(tmp_path):
     assert lines[0].startswith(f"haiku-desk {__version__} self-test")
     for step in STEPS:
         assert any(line.split()[:1] == ["ok"] and step in line for line in lines), step
-    assert "self-test passed: 10 steps" in result.stdout
+    assert "self-test passed: 15 steps" in result.stdout
     # Its temporary library is removed afterwards.
     assert not list(tmp_path.glob("haiku-desk-self-test-*"))
 
