@@ -165,7 +165,8 @@ class DocumentsModel(QAbstractTableModel):
         if role == ENTRY_ROLE:
             return entry
         if role == FILE_NAME_ROLE:
-            pages = f" · {entry.page_count} p." if entry.page_count and not entry.busy else ""
+            # the pages once known (kept while the vectors are computed, a re-ingest queued…)
+            pages = f" · {entry.page_count} p." if entry.page_count and entry.state is not DocumentState.PARSING else ""
             return file_name(entry) + pages
         if role == PROGRESS_TEXT_ROLE:
             return _progress_text(entry)

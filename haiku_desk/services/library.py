@@ -87,6 +87,7 @@ class LibraryService(QObject):
         self.rows.entry_changed.connect(self.entry_changed)
         self.rows.entry_removed.connect(self.entry_removed)
         self.queue = QueueRunner(self.rows, notifications, self.ensure_open, self._include, self._folder_of, self)
+        self.rows.paused_embeddings = lambda: self.queue.embedding_paused  # kept in rows.json
         self.watch = WatchFolders(self.rows, self.queue, self.ensure_open, notifications, self)
         self.watch.changed.connect(self.watched_folders_changed)
         self.watch.rescanned.connect(self.rescanned)
@@ -152,6 +153,7 @@ class LibraryService(QObject):
         # Rows first: the documents the last session listed, shown now; the store's listing
         # corrects them once it is open (seconds on a loaded machine).
         self.rows.show_snapshot()
+        self.queue.pause_embedding(self.rows.snapshot_paused())  # a Cancel stays a Cancel
         self.startup_times["snapshot_shown"] = time.perf_counter()
         # Read now, before paths given on the command line are queued behind them.
         self.queue.load()
@@ -266,6 +268,7 @@ class LibraryService(QObject):
         self.library_changed.emit(str(self.db_path))
         self.is_opening = True
         self.rows.show_snapshot()  # rows first, as at a start
+        self.queue.pause_embedding(self.rows.snapshot_paused())
         self.queue.load()
         await self._start()
         return True

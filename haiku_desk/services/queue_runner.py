@@ -123,6 +123,15 @@ class QueueRunner(QObject):
     def busy(self) -> bool:
         return self._worker is not None and not self._worker.done()
 
+    @property
+    def embedding_paused(self) -> frozenset[str]:
+        """Rows whose embedding the user cancelled (kept across starts in rows.json)."""
+        return frozenset(self._embed_paused)
+
+    def pause_embedding(self, keys: set[str] | frozenset[str]) -> None:
+        """Embeddings the user cancelled in an earlier session: not resumed (Re-ingest does)."""
+        self._embed_paused |= set(keys)
+
     def load(self) -> None:
         """Read the jobs the last session did not finish (queued again by :meth:`resume`)."""
         self._resumable = self._queue.load()

@@ -33,6 +33,7 @@ class RowSnapshot:
         self._path = folder / SNAPSHOT_FILE if folder is not None else None
         self._on_error = on_error
         self._saved: list[dict[str, Any]] | None = None
+        self.paused: set[str] = set()  # rows whose embedding the user cancelled, as loaded
 
     def load(self) -> list[LibraryEntry]:
         """The stored rows of the last session, in their order (none when there is no file,
@@ -55,18 +56,24 @@ class RowSnapshot:
                 entries.append(LibraryEntry(state=state, **values))
             except TypeError:
                 continue
+            if row.get("embedding_paused") and state is DocumentState.TEXT:
+                self.paused.add(row["key"])
         self._saved = rows
         return entries
 
-    def save(self, entries: Iterable[LibraryEntry]) -> None:
+    def save(self, entries: Iterable[LibraryEntry], paused: Iterable[str] = ()) -> None:
+        """Write the stored rows (``paused``: those whose embedding the user cancelled)."""
         if self._path is None:
             return
+        paused = set(paused)
         rows = []
         for entry in entries:
             if entry.document_id is None:
                 continue
             row = {k: v for k, v in asdict(entry).items() if k in _KEPT}
             row["hybrid"] = entry.state is DocumentState.HYBRID
+            if entry.key in paused and entry.state is not DocumentState.HYBRID:
+                row["embedding_paused"] = True
             rows.append(row)
         if rows == self._saved:
             return

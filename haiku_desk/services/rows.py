@@ -53,6 +53,7 @@ class DocumentRows(QObject):
         self._order_timer.timeout.connect(self.save_order)
         self._order_known = False
         self._closed = False
+        self.paused_embeddings: Callable[[], frozenset[str]] = frozenset  # set by the service (the queue's)
         self._failed = FailedFiles(None, notifications.error)
         self._order = RowOrder(None, notifications.error)
         self._snapshot = RowSnapshot(None, notifications.error)
@@ -217,7 +218,11 @@ class DocumentRows(QObject):
         self._order_timer.stop()
         if self._order_known:
             self._order.save(self._entries)
-            self._snapshot.save(self._entries.values())
+            self._snapshot.save(self._entries.values(), self.paused_embeddings())
+
+    def snapshot_paused(self) -> set[str]:
+        """The rows whose embedding the user cancelled, as the last session left them."""
+        return set(self._snapshot.paused)
 
     def show_snapshot(self) -> int:
         """List the stored rows the last session left (rows.json) before the store is open:

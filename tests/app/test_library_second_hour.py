@@ -518,3 +518,33 @@ def test_a_narrow_library_pane_gives_the_titles_most_of_its_width(qloop, qtbot, 
 
     scrollbar = pane.table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
     assert header.sectionSize(NAME) >= 0.6 * (pane.table.contentsRect().width() - scrollbar)
+
+
+def test_a_cancelled_embedding_stays_cancelled_at_the_next_start(qloop, qtbot, library, tmp_path, db_path, config, notifications):
+    from haiku_desk.models.documents import FILE_NAME_ROLE
+    from haiku_desk.services.entries import DocumentState
+    from haiku_desk.services.library import LibraryService
+
+    book = _long_pdf(tmp_path / "book.pdf", 30)
+    key = uri_for(book)
+    library.add_paths([book])
+    run_until(qloop, lambda: (e := library.entry(key)) is not None and e.state is DocumentState.EMBEDDING, SLOW)
+    pane = _pane(qtbot, library)
+    index = pane.proxy.index(0, NAME)
+    assert index.data(FILE_NAME_ROLE) == "book.pdf · 30 p."  # the pages stay shown while it embeds
+    library.cancel([key])
+    run_until(qloop, lambda: not library.busy and library.entry(key).state is DocumentState.TEXT, SLOW)
+    qloop.run_until_complete(library.aclose())
+
+    again = LibraryService(db_path, config, notifications)
+    opened = []
+    again.opened.connect(lambda: opened.append(True))
+    again.start()
+    try:
+        run_until(qloop, lambda: bool(opened), SLOW)
+        run_until(qloop, lambda: not again.busy, SLOW)
+        assert again.entry(key).state is DocumentState.TEXT  # not embedded again without asking
+        again.reingest([key])  # the user's way to complete it
+        run_until(qloop, lambda: again.entry(key).state is DocumentState.HYBRID, SLOW)
+    finally:
+        qloop.run_until_complete(again.aclose())

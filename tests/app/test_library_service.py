@@ -123,6 +123,7 @@ def test_a_reopened_library_lists_its_documents(qloop, library, tmp_path, make_p
     run_until(qloop, lambda: _state(library, a) is DocumentState.TEXT or _state(library, a) is DocumentState.HYBRID, SLOW)
     library.cancel([uri_for(a)])
     run_until(qloop, lambda: not library.busy, SLOW)
+    paused = _state(library, a) is DocumentState.TEXT  # its embedding was cancelled
     library.close()
 
     again = LibraryService(db_path, config, notifications)
@@ -132,7 +133,10 @@ def test_a_reopened_library_lists_its_documents(qloop, library, tmp_path, make_p
     run_until(qloop, lambda: bool(opened), SLOW)
     try:
         assert again.entry(uri_for(a)) is not None and again.entry(uri_for(a)).searchable
-        # a document left text-only is embedded when the library opens again
+        # the user's Cancel is remembered (tests/app/test_library_second_hour.py); Re-ingest
+        # completes the vectors
+        if paused:
+            again.reingest([uri_for(a)])
         run_until(qloop, lambda: _state(again, a) is DocumentState.HYBRID, SLOW)
     finally:
         again.close()
