@@ -68,7 +68,8 @@ STATE_WIDTH_TEXT = "embedding 100%"
 STATE_MIN_TEXT = "embedding…"
 NAME_SHARE = 0.62  # the Document column keeps at least this share of a narrow table
 CELL_PADDING = 16
-SECTIONS_SETTING = "library_pane/sections"  # the collections | table | watched folders splitter
+SECTIONS_SETTING = "library_pane/sections"
+WATCHED_FOLDED_SETTING = "library_pane/watched_folded"  # the watched folders' list folded away  # the collections | table | watched folders splitter
 
 
 def describe_scope(scope: Scope, titles: dict[str, str] | None = None) -> str:
@@ -354,13 +355,29 @@ class LibraryPane(QWidget):
         self.watched_box = QWidget()
         wl = QVBoxLayout(self.watched_box)
         wl.setContentsMargins(0, 0, 0, 0)
-        wl.addWidget(QLabel("Watched folders"))
+        wl.setSpacing(2)
+        # one header line: the title (a toggle that folds the list away, remembered) and the
+        # buttons, so one watched folder costs two lines of the table, not four
+        self.watched_toggle = QToolButton()
+        self.watched_toggle.setText("Watched folders")
+        self.watched_toggle.setAccessibleName("Show the watched folders")
+        self.watched_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.watched_toggle.setArrowType(Qt.ArrowType.DownArrow)
+        self.watched_toggle.setCheckable(True)
+        self.watched_toggle.setAutoRaise(True)
+        self.watched_toggle.toggled.connect(self._fold_watched)
+        whead = QHBoxLayout()
+        whead.setContentsMargins(0, 0, 0, 0)
+        whead.addWidget(self.watched_toggle, 1)
+        whead.addWidget(compact_button(self.rescan_button))
+        whead.addWidget(compact_button(self.unwatch_button))
+        wl.addLayout(whead)
         wl.addWidget(self.watched)
-        wrow = QHBoxLayout()
-        wrow.addWidget(self.rescan_button)
-        wrow.addWidget(self.unwatch_button)
-        wl.addLayout(wrow)
         self.watched_box.hide()
+        from PySide6.QtCore import QSettings
+
+        self.watched_toggle.setChecked(not QSettings().value(WATCHED_FOLDED_SETTING, False, type=bool))
+        self._fold_watched(self.watched_toggle.isChecked())
 
         adds = QHBoxLayout()
         adds.setSpacing(4)
@@ -565,6 +582,32 @@ class LibraryPane(QWidget):
 
     # --- the sections' splitter ------------------------------------------------------------
 
+    def _fold_watched(self, shown: bool) -> None:
+        from PySide6.QtCore import QSettings
+
+        self.watched.setVisible(shown)
+        self.watched_toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        self.watched_toggle.setAccessibleName("Hide the watched folders" if shown else "Show the watched folders")
+        QSettings().setValue(WATCHED_FOLDED_SETTING, not shown)
+        if hasattr(self, "sections"):
+            QTimer.singleShot(0, self, self._fit_watched)
+
+    def _fit_watched(self) -> None:
+        """The watched folders' section as tall as it now needs; the table takes the rest."""
+        box = self.watched_box
+        if box.isHidden():
+            return
+        layout = box.layout()
+        if layout is not None:
+            layout.activate()
+        sizes = self.sections.sizes()
+        index, table = self.sections.indexOf(box), self.sections.indexOf(self.table_area)
+        extra = sizes[index] - box.sizeHint().height()
+        if extra > 0 or (extra < 0 and sizes[table] + extra > self.table.minimumSizeHint().height()):
+            sizes[index] -= extra
+            sizes[table] += extra
+            self.sections.setSizes(sizes)
+
     def _restore_sections(self) -> None:
         from PySide6.QtCore import QByteArray, QSettings
 
@@ -684,6 +727,9 @@ class LibraryPane(QWidget):
     def _watched_changed(self, folders: list[str]) -> None:
         self.watched.clear()
         self.watched.addItems(folders)
+        rows = max(1, min(3, len(folders)))  # as tall as its folders, up to three, then it scrolls
+        row = self.watched.sizeHintForRow(0) if folders else self.fontMetrics().height() + 4
+        self.watched.setMaximumHeight(rows * row + 2 * self.watched.frameWidth())
         self.watched_box.setVisible(bool(folders))
 
     def _unwatch_selected(self) -> None:

@@ -548,3 +548,22 @@ def test_a_cancelled_embedding_stays_cancelled_at_the_next_start(qloop, qtbot, l
         run_until(qloop, lambda: again.entry(key).state is DocumentState.HYBRID, SLOW)
     finally:
         qloop.run_until_complete(again.aclose())
+
+
+def test_one_watched_folder_takes_two_lines_and_folds_away(qloop, qtbot, library, tmp_path):
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    library.watch.add(str(watched))
+    run_until(qloop, lambda: bool(library.watch.folders), SLOW)
+    pane = _pane(qtbot, library, width=420, height=600)
+    qtbot.waitUntil(pane.watched_box.isVisible)
+    line = pane.fontMetrics().height()
+    assert pane.watched_box.sizeHint().height() <= 2 * line + 3 * 12  # header with its buttons + one row
+    assert pane.watched.height() < 2 * pane.watched.sizeHintForRow(0)  # one row, not a box of empty lines
+    table = pane.table.height()
+    pane.watched_toggle.click()  # folded: only its header line stays
+    qtbot.waitUntil(lambda: not pane.watched.isVisible())
+    qtbot.waitUntil(lambda: pane.table.height() > table)
+    again = _pane(qtbot, library, width=420, height=600)  # remembered at the next start
+    qtbot.waitUntil(again.watched_box.isVisible)
+    assert not again.watched.isVisible() and not again.watched_toggle.isChecked()
