@@ -349,6 +349,7 @@ class FlowLabel(QLabel):
 
     def sizeHint(self) -> QSize:  # noqa: N802
         """The text on one line (a wrapping QLabel would hint a narrower, taller shape)."""
+        self.ensurePolished()  # the stylesheet's font and padding (a badge's pill) count
         document = QTextDocument()
         document.setDefaultFont(self.font())
         document.setDocumentMargin(0)

@@ -309,7 +309,11 @@ def apply_theme(app: QApplication, scheme: str | None = None) -> Tokens:
     """Fusion, the palette and the stylesheet of ``scheme`` (default: the stored choice),
     kept in step with the system's scheme while the choice is "system". Returns the tokens
     applied."""
-    app.setStyle("Fusion")
+    if not app.property("haiku_fusion"):
+        # once: setStyle again would reset the widgets' fonts to the platform's (on X11 the UI
+        # changed its font face and lost its bold headings at each switch of scheme)
+        app.setStyle("Fusion")
+        app.setProperty("haiku_fusion", True)
     chosen = scheme or stored_scheme()
     tokens = resolve(app, chosen)
     app.setProperty("haiku_scheme_choice", chosen)

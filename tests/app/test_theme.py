@@ -379,3 +379,61 @@ def test_the_conversation_keeps_most_of_the_chat_column_at_1024x640(qtbot, servi
     assert pane.scroll.height() > 0.58 * column.height(), (pane.scroll.height(), column.height(), pane.input.height())
     lines = pane.input.fontMetrics().lineSpacing()
     assert pane.input.height() >= 3 * lines  # still three lines to write in
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_secondary_and_placeholder_text_is_not_faded(qtbot, themed, scheme):
+    """A tester's DEFECT: sources' snippets (drawn in the placeholder role) and the library's
+    file names read at 2.3:1 (light) and 3.1:1 (dark): a stylesheet "color" made Qt derive the
+    placeholder colour from it at half alpha."""
+    from PySide6.QtWidgets import QLabel
+
+    tokens = theme.apply_theme(themed, scheme)
+    snippet = QLabel("…three seasons, night irrigation lost 9.8 %")
+    snippet.setProperty("textRole", "secondary")
+    snippet.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+    table = QTableView()
+    for widget in (snippet, table):
+        qtbot.addWidget(widget)
+        widget.show()
+        qtbot.waitExposed(widget)
+        placeholder = widget.palette().color(QPalette.ColorRole.PlaceholderText)
+        assert (placeholder.name(), placeholder.alpha()) == (tokens.text_muted, 255)
+        assert contrast(placeholder, tokens.surface) >= AA
+
+
+def test_switching_scheme_keeps_the_style_and_the_fonts(qtbot, themed, monkeypatch):
+    """A tester's DEFECT: on X11 each switch of scheme changed the font face and dropped the
+    headings' bold: apply_theme set the style again, which resets the widgets' fonts to the
+    platform's."""
+    theme.apply_theme(themed, "light")
+    font = themed.font().toString()
+    styles_set: list[object] = []
+    monkeypatch.setattr(themed, "setStyle", lambda *args: styles_set.append(args))
+    theme.apply_theme(themed, "dark")
+    theme.apply_theme(themed, "light")
+    assert styles_set == []
+    assert themed.font().toString() == font
+
+
+def test_radio_buttons_show_which_is_chosen_in_dark(qtbot, themed):
+    """A tester's DEFECT: in dark, radio buttons' rings were near black and the dot dim grey."""
+    from PySide6.QtWidgets import QRadioButton, QVBoxLayout, QWidget
+
+    tokens = theme.apply_theme(themed, "dark")
+    holder = QWidget()
+    qtbot.addWidget(holder)
+    layout = QVBoxLayout(holder)
+    chosen, other = QRadioButton("Cited rows"), QRadioButton("All rows")
+    layout.addWidget(chosen)
+    layout.addWidget(other)
+    chosen.setChecked(True)
+    holder.show()
+    qtbot.waitExposed(holder)
+
+    def colours(button):
+        image = button.grab().toImage()
+        return {image.pixelColor(x, y).name() for x in range(min(24, image.width())) for y in range(image.height())}
+
+    assert tokens.accent in colours(chosen)  # the chosen one's ring is the accent
+    assert tokens.border_strong in colours(other) and tokens.accent not in colours(other)
