@@ -149,3 +149,6 @@ class ConnectionReport:
     message: str
     models: list[str] = field(default_factory=list)
     supports_tools: bool | None = None  # when the server says (Ollama /api/show)
+    # how each of ``models`` is shown, when its name is not for reading (a model file's path:
+    # "smollm2:135m · 135M · Q4_1 · 92 MB · 8k context", the path kept as the item's value)
+    labels: list[str] = field(default_factory=list)

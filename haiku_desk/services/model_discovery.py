@@ -97,21 +97,22 @@ async def model_file_report(name: str | None, roots: Any = None, probe_cache: An
     from haiku.rag.local_models import describe, discover, plan
     from haiku.rag.local_models.provider import runtime_for, tools_verdict
 
-    found = await asyncio.to_thread(discover, roots)
-    names = [str(m.path) for m in found if m.kind == "chat"]
+    found = [m for m in await asyncio.to_thread(discover, roots) if m.kind == "chat"]
+    names = [str(m.path) for m in found]
+    labels = [f"{m.summary()} ({m.source})" for m in found]
     if not name:
         count = f"{len(names)} model file{'s' if len(names) != 1 else ''} found on this computer"
-        return ConnectionReport(True, count, names)
+        return ConnectionReport(True, count, names, labels=labels)
     model = describe(name)
     if model.info is None:
-        return ConnectionReport(False, f"cannot use {name}: {model.error}", names)
+        return ConnectionReport(False, f"cannot use {name}: {model.error}", names, labels=labels)
     fit = plan(model.info, file_size=model.size)
     try:
         runtime = runtime_for(name)
         tools = await asyncio.to_thread(tools_verdict, runtime, probe_cache)
     except HaikuRAGError as exc:
-        return ConnectionReport(False, str(exc), names)
+        return ConnectionReport(False, str(exc), names, labels=labels)
     message = f"Loaded {model.summary()}: {fit.message}"
     if not tools:
         message += "; it cannot call tools, so answers will come from passages (no-tool mode)"
-    return ConnectionReport(True, message, names, tools)
+    return ConnectionReport(True, message, names, tools, labels=labels)

@@ -163,7 +163,7 @@ class ModelSettingsDialog(QDialog):
 
     def _fields(self, provider: str) -> ChatModelChoice | None:
         """What the form holds for ``provider`` (None without a model name)."""
-        name = self.model_name.currentText().strip()
+        name = self.chosen_model_name()
         if provider == NO_MODEL or not name:
             return None
         url = self.base_url.text().strip() or None
@@ -265,11 +265,25 @@ class ModelSettingsDialog(QDialog):
         self.last_report = report
         self.status.setText(report.message)
         if report.ok:
-            typed = self.model_name.currentText()
+            typed = self.chosen_model_name()
             self.model_name.clear()
-            self.model_name.addItems(report.models)
+            labels = report.labels if len(report.labels) == len(report.models) else report.models
+            for label, name in zip(labels, report.models, strict=True):
+                self.model_name.addItem(label, name)  # shown as read, kept as named
+                self.model_name.setItemData(self.model_name.count() - 1, name, Qt.ItemDataRole.ToolTipRole)
             if typed in report.models:
-                self.model_name.setCurrentText(typed)
+                self.model_name.setCurrentIndex(report.models.index(typed))
+
+    def chosen_model_name(self) -> str:
+        """The model the form names: a listed item's name (a model file's path, under its
+        description), or what was typed."""
+        text = self.model_name.currentText().strip()
+        index = self.model_name.currentIndex()
+        if index >= 0 and self.model_name.itemText(index) == self.model_name.currentText():
+            data = self.model_name.itemData(index)
+            if isinstance(data, str) and data:
+                return data
+        return text
 
     def test_connection(self) -> Operation | None:
         provider = self.provider_key
@@ -278,7 +292,7 @@ class ModelSettingsDialog(QDialog):
         report = self.models.test_connection(
             provider,
             self.base_url.text().strip() or None,
-            self.model_name.currentText().strip() or None,
+            self.chosen_model_name() or None,
             self.key.text().strip() or None,
         )
         return self._run("Testing the connection", report, self._show_test)

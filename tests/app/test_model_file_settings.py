@@ -36,10 +36,16 @@ def test_a_model_file_is_found_tested_and_chosen(qloop, qtbot, config, model_pat
 
     operation = dialog.find_models()
     run_until(qloop, lambda: not operation.running)
-    assert [dialog.model_name.itemText(i) for i in range(dialog.model_name.count())] == [str(model_path)]
+    # listed as a person reads it (name, size, context, where from), the path kept as its value
+    assert dialog.model_name.count() == 1
+    shown = dialog.model_name.itemText(0)
+    assert str(tmp_path) not in shown and "tiny.gguf" in shown and "context" in shown, shown
+    assert shown.endswith("(lm-studio)")
+    assert dialog.model_name.itemData(0) == str(model_path)
     assert dialog.status.text() == "1 model file found on this computer"
 
-    dialog.model_name.setCurrentText(str(model_path))
+    dialog.model_name.setCurrentIndex(0)
+    assert dialog.chosen_model_name() == str(model_path)
     operation = dialog.test_connection()
     run_until(qloop, lambda: not operation.running)
     status = dialog.status.text()
