@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
     QInputDialog,
-    QLabel,
     QListWidget,
     QListWidgetItem,
     QMenu,
@@ -32,6 +31,7 @@ from haiku_desk.views.widgets import confirm_delete
 
 NAME_ROLE = Qt.ItemDataRole.UserRole + 1
 VISIBLE_ROWS = 3  # the list grows to this many rows, then scrolls
+FOLDED_SETTING = "library_pane/collections_folded"
 
 
 def collection_label(name: str, count: int) -> str:
@@ -42,6 +42,7 @@ class CollectionsBox(QWidget):
     # The collection the user ticked as the chat's scope (its name), or None when they
     # unticked it (back to all documents). Never emitted by show_chosen().
     collectionChosen = Signal(object)  # noqa: N815 - Qt's naming, like LibraryPane.scopeChanged
+    folded_changed = Signal(bool)  # the list folded away (True) or shown
 
     def __init__(
         self, collections: Any, selected_document_ids: Callable[[], list[str]], parent: QWidget | None = None
@@ -53,7 +54,15 @@ class CollectionsBox(QWidget):
         self._chosen: str | None = None
         self._showing = False  # set while the list is rebuilt: item changes are not the user's
 
-        self.title = QLabel("Collections")
+        # the title folds the list away (remembered), for a short window's table
+        self.title = QToolButton()
+        self.title.setText("Collections")
+        self.title.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.title.setCheckable(True)
+        self.title.setAutoRaise(True)
+        self.title.setArrowType(Qt.ArrowType.DownArrow)
+        self.title.setAccessibleName("Hide the collections")
+        self._folded = False
         self.menu_button = QToolButton()
         self.menu_button.setText("Manage")
         self.menu_button.setAccessibleName("Collection actions")
@@ -93,6 +102,22 @@ class CollectionsBox(QWidget):
 
         collections.collections_changed.connect(self._show)
         self._show(collections.collections)
+        from PySide6.QtCore import QSettings
+
+        self.title.setChecked(not QSettings().value(FOLDED_SETTING, False, type=bool))
+        self.title.toggled.connect(self.fold)
+        self.fold(self.title.isChecked())
+
+    def fold(self, shown: bool) -> None:
+        """Show or fold away the list (the header stays); remembered across starts."""
+        from PySide6.QtCore import QSettings
+
+        self._folded = not shown
+        self.list.setVisible(shown and self.list.count() > 0)
+        self.title.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        self.title.setAccessibleName("Hide the collections" if shown else "Show the collections")
+        QSettings().setValue(FOLDED_SETTING, not shown)
+        self.folded_changed.emit(not shown)
 
     # --- what is listed ---------------------------------------------------------------------
 
@@ -128,7 +153,7 @@ class CollectionsBox(QWidget):
                     self.list.setCurrentItem(item)
         finally:
             self._showing = False
-        self.list.setVisible(bool(found))
+        self.list.setVisible(bool(found) and not self._folded)
         rows = max(1, min(VISIBLE_ROWS, len(found)))
         row_height = self.list.sizeHintForRow(0) if found else self.fontMetrics().height() + 4
         # At most this high; the library pane's splitter may make it smaller, or collapse the box.

@@ -421,8 +421,9 @@ class LibraryPane(QWidget):
         self._sections_sized_by_user = False  # True once dragged (or restored from a drag)
         self._restore_sections()
         self.sections.splitterMoved.connect(lambda *_: self._save_sections())
-        if collections is not None:  # the box grows to show the collections that arrive
+        if collections is not None and self.collections_box is not None:  # the box fits its collections
             collections.collections_changed.connect(lambda *_: QTimer.singleShot(0, self, self._fit_sections))
+            self.collections_box.folded_changed.connect(lambda *_: QTimer.singleShot(0, self, self._fold_sections))
         layout.addWidget(self.sections, 1)
         layout.addWidget(self.reason)
         layout.addWidget(self.next_steps_box)
@@ -620,6 +621,22 @@ class LibraryPane(QWidget):
 
         self._sections_sized_by_user = True
         QSettings().setValue(SECTIONS_SETTING, self.sections.saveState())
+
+    def _fold_sections(self) -> None:
+        """The collections folded or shown: their section as tall as it now needs."""
+        box = self.collections_box
+        if box is None:
+            return
+        layout = box.layout()
+        if layout is not None:
+            layout.activate()
+        sizes = self.sections.sizes()
+        index, table = self.sections.indexOf(box), self.sections.indexOf(self.table_area)
+        extra = sizes[index] - box.sizeHint().height()
+        if extra > 0 or (extra < 0 and sizes[table] + extra > self.table.minimumSizeHint().height()):
+            sizes[index] -= extra
+            sizes[table] += extra
+            self.sections.setSizes(sizes)
 
     def _fit_sections(self) -> None:
         """Until the user drags a handle, the collections box is as tall as its list wants

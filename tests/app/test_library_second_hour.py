@@ -567,3 +567,22 @@ def test_one_watched_folder_takes_two_lines_and_folds_away(qloop, qtbot, library
     again = _pane(qtbot, library, width=420, height=600)  # remembered at the next start
     qtbot.waitUntil(again.watched_box.isVisible)
     assert not again.watched.isVisible() and not again.watched_toggle.isChecked()
+
+
+def test_the_collections_fold_away_and_the_table_takes_their_room(qloop, qtbot, library, notifications):
+    from haiku_desk.services.collections import CollectionsService
+
+    collections = CollectionsService(library, notifications)
+    collections.refresh()
+    pane = _pane(qtbot, library, width=420, height=600, collections=collections)
+    box = pane.collections_box
+    for name in ("Thesis", "Reading list"):
+        qloop.run_until_complete(collections.create(name, []))
+    qtbot.waitUntil(lambda: box.list.count() == 2 and box.list.isVisible())
+    table = pane.table.height()
+    box.title.click()  # folded: the header stays, the list goes, the table grows
+    qtbot.waitUntil(lambda: not box.list.isVisible())
+    qtbot.waitUntil(lambda: pane.table.height() > table)
+    again = _pane(qtbot, library, width=420, height=600, collections=collections)  # the next start
+    qtbot.waitUntil(lambda: again.collections_box.list.count() == 2)
+    assert not again.collections_box.list.isVisible() and not again.collections_box.title.isChecked()
