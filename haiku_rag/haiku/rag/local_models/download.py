@@ -6,7 +6,7 @@ keeps its ``.part``; the next call resumes it with an HTTP ``Range`` request, an
 cleanly when the server ignores the range (``200`` instead of ``206``). Free disk space is
 checked against the bytes still to come plus a margin before any byte is written. Progress is
 reported as ``Stage.DOWNLOADING`` with bytes done/total; a ``CancelToken`` stops it between
-chunks. httpx is imported on first use.
+chunks. httpx is imported on first use. ``download_entry`` fetches an entry of ``catalog``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from haiku.rag.operations import (
 
 if TYPE_CHECKING:
     import httpx
+
+    from haiku.rag.local_models.catalog import CatalogEntry
 
 PART_SUFFIX = ".part"
 # kept free beyond the file itself (other programs, the store's own writes)
@@ -336,3 +338,10 @@ def _fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def download_entry(item: CatalogEntry, folder: str | Path, **options: Any) -> Path:
+    """Download a catalog entry into ``folder`` (its size checked against the disk before the
+    request, its hash and length against the entry's); ``options`` as for ``download``."""
+    item.validate()
+    return download(item.url, folder, item.file_name, sha256=item.sha256, size=item.size, **options)
