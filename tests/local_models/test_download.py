@@ -91,6 +91,25 @@ def test_a_server_ignoring_range_makes_it_start_over_cleanly(model_bytes: bytes,
     assert not part_path(tmp_path, NAME).exists()
 
 
+def test_a_complete_part_is_checked_and_put_in_place_without_fetching_it_again(
+    model_bytes: bytes, tmp_path: Path
+) -> None:
+    with file_server(model_bytes) as server:
+        # size known: no request at all
+        part_path(tmp_path / "a", NAME).parent.mkdir()
+        part_path(tmp_path / "a", NAME).write_bytes(model_bytes)
+        path = download(server.url, tmp_path / "a", NAME, sha256=sha(model_bytes), size=len(model_bytes),
+                        disk_usage=plenty)  # fmt: skip
+        assert path.read_bytes() == model_bytes and server.ranges == []
+        # size unknown: the server's 416 names the length the .part already has
+        part_path(tmp_path / "b", NAME).parent.mkdir()
+        part_path(tmp_path / "b", NAME).write_bytes(model_bytes)
+        path = download(server.url, tmp_path / "b", NAME, sha256=sha(model_bytes), disk_usage=plenty)
+        assert path.read_bytes() == model_bytes
+    assert server.ranges == [f"bytes={len(model_bytes)}-"]
+    assert not part_path(tmp_path / "b", NAME).exists()
+
+
 def test_a_file_whose_hash_differs_is_refused_and_nothing_is_left(model_bytes: bytes, tmp_path: Path) -> None:
     wrong = "0" * 64
     with file_server(model_bytes) as server, pytest.raises(HashMismatch) as info:

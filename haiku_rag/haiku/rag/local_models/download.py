@@ -137,6 +137,9 @@ def download(
     if size is not None and offset > size:
         part.unlink()  # longer than the file: not a prefix of it
         offset = 0
+    if size is not None and offset == size:
+        # every byte already arrived (stopped before the check and rename): nothing to fetch
+        return _finish(part, final, name, expected, _hash_file(part, cancel))
     if size is not None:
         _check_space(folder, name, size - offset, disk_usage, margin)
     check_cancelled(cancel)
@@ -179,6 +182,10 @@ def _fetch(
         headers["Range"] = f"bytes={offset}-"
     try:
         with http.stream("GET", url, headers=headers) as response:
+            if offset and response.status_code == 416 and _unsatisfied_length(response) == offset:
+                # the .part already holds the whole file: check it and put it in place
+                response.close()
+                return _finish(part, final, name, expected, _hash_file(part, cancel))
             if offset and (
                 response.status_code == 416
                 or (response.status_code == 206 and not _resumes_at(response, offset))
@@ -305,6 +312,12 @@ def _total(response: httpx.Response, offset: int) -> int | None:
         return offset + int(length) if length and length.isdigit() else None
     length = response.headers.get("Content-Length")
     return int(length) if length and length.isdigit() else None
+
+
+def _unsatisfied_length(response: httpx.Response) -> int | None:
+    """The file's length a 416 answer names (``Content-Range: bytes */N``)."""
+    match = re.fullmatch(r"bytes \*/(\d+)", response.headers.get("Content-Range", "").strip())
+    return int(match.group(1)) if match else None
 
 
 def _resumes_at(response: httpx.Response, offset: int) -> bool:
