@@ -25,6 +25,8 @@ class Stage(StrEnum):
     EMBEDDING = "embedding"
     # filling an evidence table (haiku.rag.extraction): done/total count cells
     EXTRACTING = "extracting"
+    # fetching a model file (haiku.rag.local_models.download): done/total count bytes
+    DOWNLOADING = "downloading"
     DONE = "done"
 
 

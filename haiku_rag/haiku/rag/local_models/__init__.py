@@ -6,7 +6,10 @@
 - ``runtime``: llama.cpp's OpenAI-compatible server (xllamacpp) in a child process on
   127.0.0.1 with a per-session key, started on first use, stopped when idle or on close;
 - ``provider``: the chat model (the OpenAI-compatible path of ``haiku.rag.models``) and the
-  once-per-model tool-calling probe.
+  once-per-model tool-calling probe;
+- ``catalog`` / ``download``: a short curated list of model files (size, licence, URL, SHA-256)
+  and the download the user starts: ``.part`` resumed with Range, disk space checked first,
+  hash and GGUF header checked before the file is put in place.
 
 Standard library only at import; xllamacpp is imported in the child process alone.
 """

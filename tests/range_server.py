@@ -1,0 +1,74 @@
+"""A file server on 127.0.0.1 for download tests: it honours HTTP Range requests (206 with
+Content-Range), and can cut the connection after some bytes or ignore Range (200 with the whole
+file); it records the Range header of every request it saw."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+NAME = "tiny.gguf"
+
+
+@dataclass
+class FileServer:
+    """What the server sends and what it saw: ``drop_after`` bytes then the connection is cut
+    (once), ``ignore_range`` answers 200 with the whole file to a Range request."""
+
+    data: bytes
+    drop_after: int | None = None
+    ignore_range: bool = False
+    ranges: list[str | None] = field(default_factory=list)
+    url: str = ""
+
+
+@contextmanager
+def file_server(data: bytes) -> Iterator[FileServer]:
+    state = FileServer(data)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            asked = self.headers.get("Range")
+            state.ranges.append(asked)
+            body, start = state.data, 0
+            if asked and not state.ignore_range:
+                start = int(asked.removeprefix("bytes=").split("-")[0])
+                if start >= len(body):
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(body)}")
+                    self.end_headers()
+                    return
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            else:
+                self.send_response(200)
+            payload = body[start:]
+            self.send_header("Content-Length", str(len(payload)))
+            self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
+            try:
+                if state.drop_after is not None:
+                    cut, state.drop_after = state.drop_after, None
+                    self.wfile.write(payload[:cut])
+                    self.close_connection = True
+                    return
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):  # the client cancelled
+                pass
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/models/{NAME}"
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
