@@ -10,6 +10,7 @@ configuration. API keys are never written there, nor logged: they live only in t
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from pathlib import Path
@@ -171,9 +172,10 @@ class ModelsService(QObject):
         model = self.model_config()
         if not (model.provider and model.name):
             return "No chat model (search only)"
-        return (
-            f"{model.name} ({PROVIDER_LABELS.get(model.provider, model.provider).split(' (')[0]})"
-        )
+        name = model.name
+        if model.provider == "model-file":
+            name = model_file_name(name)
+        return f"{name} ({PROVIDER_LABELS.get(model.provider, model.provider).split(' (')[0]})"
 
     def choose(self, choice: ChatModelChoice | None, *, also: list[ChatModelChoice] | None = None) -> None:
         """Remember ``choice`` (``None``: no model, search only) and announce it. Each
@@ -446,3 +448,18 @@ class ModelsService(QObject):
         from haiku.rag.models import resolve_api_key
 
         return resolve_api_key(provider, explicit)
+
+
+
+@functools.lru_cache(maxsize=32)
+def model_file_name(path: str) -> str:
+    """How a model file is named in the window: the name its header gives ("SmolLM2 135M
+    Instruct"), else its file name; never a whole path or an Ollama blob's digest. (A header
+    read is a few kilobytes; cached, as the window asks on every model change.)"""
+    from haiku.rag.local_models.header import GGUFError, read_header
+
+    try:
+        name = read_header(Path(path)).name.strip()
+    except (GGUFError, OSError):
+        name = ""
+    return name or Path(path).name

@@ -56,6 +56,8 @@ def test_a_model_file_is_found_tested_and_chosen(qloop, qtbot, config, model_pat
     choice = models.choice
     assert choice is not None and (choice.provider, choice.name) == ("model-file", str(model_path))
     assert choice.supports_tools is False and not models.supports_tools()
+    # the chat's header names the model as its file does, not by its path
+    assert models.describe() == "Tiny Chat (Model file on this computer)"
     assert models.probe_cache.exists()  # the verdict outlives the session
 
 
