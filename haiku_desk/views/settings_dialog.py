@@ -271,6 +271,8 @@ class ModelSettingsDialog(QDialog):
             for label, name in zip(labels, report.models, strict=True):
                 self.model_name.addItem(label, name)  # shown as read, kept as named
                 self.model_name.setItemData(self.model_name.count() - 1, name, Qt.ItemDataRole.ToolTipRole)
+            view = self.model_name.view()  # the list as wide as its longest description
+            view.setMinimumWidth(view.sizeHintForColumn(0) + 2 * view.frameWidth() + 8)
             if typed in report.models:
                 self.model_name.setCurrentIndex(report.models.index(typed))
 
