@@ -55,6 +55,7 @@ from PySide6.QtWidgets import (
 from haiku_desk.citations import citation_location, citation_place, citation_title, snippet_source
 from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
+from haiku_desk.views.emphasis import balanced_emphasis, plain_emphasis
 from haiku_desk.views.icons import icon_only, set_icon
 from haiku_desk.views.markdown_tables import tidy_tables, with_table_breaks
 from haiku_desk.views.notification_area import breakable
@@ -218,16 +219,16 @@ def passages_markdown(turn: Turn) -> str:
     for citation in turn.citations:
         pages = matched_pages(citation)
         where = " — ".join(p for p in (citation_title(citation), _pages(pages)) if p)
-        parts.append(f"**{_inert_markers(where)}** [{citation.index}]")
+        parts.append(f"**{_inert_markers(plain_emphasis(where))}** [{citation.index}]")
         source = snippet_source(citation)
         blocks = passage_blocks(source)
         table = next((b for b in blocks if not isinstance(b, str)), None)
         if table is None:
-            parts.append(_inert_markers(excerpt(source, turn.question, 400)))
+            parts.append(balanced_emphasis(_inert_markers(excerpt(source, turn.question, 400))))
             continue
         caption = next((b.strip() for b in blocks if isinstance(b, str) and b.strip()), "")
         if caption:
-            parts.append(_inert_markers(excerpt(caption, turn.question, 200)))
+            parts.append(balanced_emphasis(_inert_markers(excerpt(caption, turn.question, 200))))
         parts.append(_table_markdown(table.header, table.rows))
     paragraphs = [p for p in turn.answer.split("\n\n") if p.strip()]
     tail = paragraphs[-1] if len(paragraphs) > 1 else ""
@@ -252,7 +253,7 @@ def _inert_markers(text: str) -> str:
 
 def _table_markdown(header: list[str], rows: list[list[str]]) -> str:
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(_inert_markers(c).replace("|", "\\|") or " " for c in cells) + " |"
+        return "| " + " | ".join(balanced_emphasis(_inert_markers(c)).replace("|", "\\|") or " " for c in cells) + " |"
 
     lines = [line(header), "|" + "|".join("-" for _ in header) + "|"]
     lines += [line(row) for row in rows[:PASSAGE_TABLE_ROWS]]
@@ -394,6 +395,81 @@ class ScopeLabel(HeaderLabel):
         return QSize(min(width, self.KEPT_WIDTH), super().minimumSizeHint().height())
 
 
+_HEADING_MARK = "\ue000"  # around a heading line while the snippet is cut (never in text)
+_HEADING_WORDS = 8  # a line this short, ending without punctuation, reads as a heading
+_SENTENCE_END = (".", ":", ";", "?", "!", ",", ")", "]")
+
+
+def card_snippet(citation: Citation, query: str, excerpt: Any, limit: int = 220) -> str:
+    """A source card's snippet: the part of the cited text that matched ``query``, cut by
+    ``excerpt`` (whitespace collapsed), without the headings the card's heading path already
+    shows at its start, and with each heading inside the passage on a line of its own (they
+    ran into the text: "Field study of loop compilation Method We measured…")."""
+    known = {_normal(h) for h in (*citation.headings, citation_title(citation)) if h.strip()}
+
+    def is_heading(line: str) -> bool:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("|"):
+            return False
+        if stripped.startswith("#") or _normal(stripped) in known:
+            return True
+        return (  # a short line that starts and ends like a title, not a wrapped sentence
+            len(stripped.split()) <= _HEADING_WORDS
+            and (stripped[0].isupper() or stripped[0].isdigit())
+            and not stripped.endswith(_SENTENCE_END)
+        )
+
+    lines = snippet_source(citation).split("\n")
+    while lines and (not lines[0].strip() or (is_heading(lines[0]) and _normal(lines[0]) in known)):
+        lines.pop(0)  # the heading path says these
+    text_lines = [line for line in lines if line.strip()]
+    marked = "\n".join(
+        f"{_HEADING_MARK} {line.strip().lstrip('#').strip()} {_HEADING_MARK}"
+        if is_heading(line) and i < len(text_lines) - 1 else line
+        for i, line in enumerate(text_lines)
+    )
+    cut = excerpt(marked, query, limit)
+    cut = re.sub(rf"\s*{_HEADING_MARK}\s*(.*?)\s*{_HEADING_MARK}\s*", r"\n\1\n", cut)
+    return cut.replace(_HEADING_MARK, "").strip()
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.strip().lstrip("#").split()).casefold()
+
+
+class CitationChip(QToolButton):
+    """An answer's ``[n]`` chip: a Tab stop (the stylesheet's ``citationChip`` focus ring) that
+    opens its citation on a click, Return, Enter or Space, and says so to a screen reader
+    ("Citation 1: Okafor et al., 2021, p. 2")."""
+
+    focused = Signal(object)  # self, when the focus comes in (the pane scrolls it into view)
+
+    def __init__(self, citation: Citation, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.citation = citation
+        self.setProperty("citationChip", True)
+        self.setText(str(citation.index))
+        self.setAutoRaise(False)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.set_name(citation_place(citation))
+
+    def set_name(self, name: str, tip: str | None = None) -> None:
+        """What the chip is called (a tooltip, and the screen reader's name)."""
+        self.setToolTip(tip or name)
+        self.setAccessibleName(f"Citation {self.citation.index}: {name}")
+
+    def keyPressEvent(self, event: Any) -> None:  # noqa: N802
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not event.isAutoRepeat():
+            self.click()  # Space clicks a button already; Return and Enter do the same here
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def focusInEvent(self, event: Any) -> None:  # noqa: N802
+        super().focusInEvent(event)
+        self.focused.emit(self)
+
+
 class SourceCard(QFrame):
     """One source under an answer, as a compact card: its number, the document's title (one
     line, elided; whole in the tooltip), the heading path and pages, the cited snippet, and a
@@ -407,6 +483,7 @@ class SourceCard(QFrame):
     """
 
     activated = Signal(object)  # Citation
+    focused = Signal(object)  # self, when the focus comes in (the pane scrolls it into view)
 
     def __init__(
         self,
@@ -418,7 +495,7 @@ class SourceCard(QFrame):
     ) -> None:
         super().__init__(parent)
         self.citation = citation
-        self.snippet = snippet
+        self.snippet = plain_emphasis(snippet)  # a PDF's stray "**" is no text to read
         self.title = citation_title(citation)
         self.document_title = self.title  # the place line's title when the card is author–year
         self.author_year = False
@@ -468,6 +545,7 @@ class SourceCard(QFrame):
         layout.setSpacing(1)
         layout.addLayout(top)
         layout.addWidget(self.place)
+        layout.addSpacing(3)  # the heading path, then the snippet on a line of its own
         layout.addWidget(self.snippet_label)
         self._render()
 
@@ -494,6 +572,7 @@ class SourceCard(QFrame):
 
             location = " — ".join(p for p in (self.document_title, " › ".join(heading_path(self.citation))) if p)
         self.title_label.set_full_text(self.title)
+        location = plain_emphasis(location)
         self.place.setText(location)
         self.place.setVisible(bool(location))
         self.snippet_label.setText(self.snippet)
@@ -529,6 +608,7 @@ class SourceCard(QFrame):
     def focusInEvent(self, event: Any) -> None:  # noqa: N802
         super().focusInEvent(event)
         self.update()
+        self.focused.emit(self)
 
     def focusOutEvent(self, event: Any) -> None:  # noqa: N802
         super().focusOutEvent(event)
@@ -628,6 +708,7 @@ class TurnWidget(QFrame):
     ask_again_requested = Signal(str)  # the question
     passages_requested = Signal(str)  # the question: answer it with the best passages instead
     copied = Signal(str)  # text put on the clipboard by Copy citation / BibTeX / CSL-JSON
+    part_focused = Signal(object)  # a chip or source card the keyboard focus came to
 
     def __init__(
         self, turn: Turn, parent: QWidget | None = None, *, bibliography: BibliographyService | None = None
@@ -639,7 +720,7 @@ class TurnWidget(QFrame):
         if bibliography is not None:
             bibliography.records_changed.connect(self._records_changed)
         self.text = turn.answer
-        self.chips: list[QToolButton] = []
+        self.chips: list[CitationChip] = []
         self.source_cards: list[SourceCard] = []
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setObjectName("turn")
@@ -810,9 +891,9 @@ class TurnWidget(QFrame):
         if self.turn.mode == "search-only" and self.turn.citations and self.turn.answer:
             self.answer.setMarkdown(linked_passage_markers(passages_markdown(self.turn), known))
         elif self.turn.mode == "search-only":
-            self.answer.setMarkdown(linked_passage_markers(self.text, known))
-        else:
-            self.answer.setMarkdown(linked_markers(self.text, known))
+            self.answer.setMarkdown(linked_passage_markers(balanced_emphasis(self.text), known))
+        else:  # document text the model quoted may carry a stray "**": never raw, never bold on
+            self.answer.setMarkdown(linked_markers(balanced_emphasis(self.text), known))
         has_text = bool(self.text.strip())
         self.answer.setVisible(has_text)  # never an empty box
         if has_text:
@@ -873,13 +954,9 @@ class TurnWidget(QFrame):
         if self.bibliography is not None and turn.citations:
             self.bibliography.load(c.document_id for c in turn.citations)
         for position, citation in enumerate(turn.citations):
-            chip = QToolButton(self.chip_bar)
-            chip.setProperty("citationChip", True)
-            chip.setText(str(citation.index))
-            chip.setAutoRaise(False)
-            chip.setToolTip(citation_place(citation))
-            chip.setAccessibleName(f"Citation {citation.index}: {citation_place(citation)}")
+            chip = CitationChip(citation, self.chip_bar)
             chip.clicked.connect(lambda _=False, c=citation: self.citation_activated.emit(c))
+            chip.focused.connect(self.part_focused)
             self.chip_row.insert(position, chip)
             self.chips.append(chip)
         for old in self.source_cards:
@@ -904,9 +981,15 @@ class TurnWidget(QFrame):
             title = self.bibliography.title(citation.document_id)
             name = self.bibliography.label(citation)
             card.set_label(name, author_year=has_authors(record), document_title=title)
+            place = citation_place(citation)
+            if has_authors(record):  # "Source 1: Okafor et al., 2021, p. 2" to a screen reader
+                card.setAccessibleName(f"Source {citation.index}: {name}")
             for chip in self.chips:
-                if chip.text() == str(citation.index):
-                    chip.setToolTip(f"{name} — {citation_place(citation)}" if has_authors(record) else citation_place(citation))
+                if chip.citation.index == citation.index:
+                    if has_authors(record):
+                        chip.set_name(name, f"{name} — {place}")
+                    else:
+                        chip.set_name(place)
 
     def _records_changed(self, document_ids: list[str]) -> None:
         self._name_sources(set(document_ids))
@@ -919,11 +1002,12 @@ class TurnWidget(QFrame):
         query = citing_text(turn.answer, citation.index) or f"{turn.question} {turn.answer}"
         card = SourceCard(
             citation,
-            excerpt(snippet_source(citation), query, 220),
+            card_snippet(citation, query, excerpt),
             self,
             support=source_support(turn, citation.index),
         )
         card.activated.connect(self.citation_activated)
+        card.focused.connect(self.part_focused)
         card.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         card.customContextMenuRequested.connect(
             lambda pos, c=card: self._source_menu(c, c.mapToGlobal(pos))
@@ -933,6 +1017,21 @@ class TurnWidget(QFrame):
 
     def citation(self, index: int) -> Citation | None:
         return next((c for c in self.turn.citations if c.index == index), None)
+
+    def keyboard_stops(self) -> list[QWidget]:
+        """What Tab stops at in this turn, in reading order: the answer (Tab walks its
+        citation links), a failure's buttons, the chips, Ask again, the source cards."""
+        return [
+            self.answer, self.passages_button, self.retry_button, *self.chips,
+            self.ask_again_button, *self.source_cards,
+        ]
+
+    def set_tab_stops(self, on: bool) -> None:
+        """The latest answer's chips, cards and text are Tab stops; an earlier answer's are
+        reached with the mouse (or by scrolling), so Tab never wanders through old answers."""
+        policy = Qt.FocusPolicy.StrongFocus if on else Qt.FocusPolicy.ClickFocus
+        for part in (self.answer, *self.chips, *self.source_cards):
+            part.setFocusPolicy(policy)
 
     def context_menu(self) -> QMenu:
         """The answer's context menu: export and copy this answer."""
@@ -1396,6 +1495,7 @@ class ChatPane(QWidget):
         self._update_empty()
         self.refresh_conversations()
         self._update_exports()
+        self._order_tabs()
 
     def _show_toggles(self, toggles: Any) -> None:
         for box, on in (
@@ -1427,6 +1527,7 @@ class ChatPane(QWidget):
                 self.turn_widgets.remove(turn)
                 turn.hide()
                 turn.deleteLater()
+                self._order_tabs()
 
     def _question_started(self, question: Question) -> None:
         if self.chat.current is None or self.chat.current.id != question.conversation_id:
@@ -1464,6 +1565,7 @@ class ChatPane(QWidget):
             widget.finish(turn)  # type: ignore[union-attr]
             self._live = None
             self.follow_to_sources(widget)  # type: ignore[arg-type]
+            self._order_tabs()  # its new chips and cards
         self._update_exports()
 
     def _not_answered(self, question: Question, exc: BaseException) -> None:
@@ -1472,11 +1574,13 @@ class ChatPane(QWidget):
             widget.fail(self.chat.describe_failure(exc))  # type: ignore[union-attr]
             self._live = None
             self.follow_to_sources(widget)  # type: ignore[arg-type]  # why, and what to do
+            self._order_tabs()
 
     def _stopped(self, question: Question) -> None:
         if self._is_live(question):
             self._live.finish(question.turn)  # type: ignore[union-attr]
             self._live = None
+            self._order_tabs()
         self._update_exports()
 
     def _add_turn_widget(self, turn: Turn) -> TurnWidget:
@@ -1488,12 +1592,36 @@ class ChatPane(QWidget):
         widget.passages_requested.connect(
             lambda q, w=widget: self.ask_again(q, search_only=True, turn=w)
         )
+        widget.part_focused.connect(self._show_focused)
         self.transcript_layout.insertWidget(self.transcript_layout.count() - 1, widget)  # above the stretch
         self.turn_widgets.append(widget)
         # laid out and shown now: the first frame shows the whole question, not a clipped one
         widget.show()
         self.transcript_layout.activate()
+        self._order_tabs()
         return widget
+
+    def _order_tabs(self) -> None:
+        """Tab goes toggles → Export → the transcript → the latest answer (its text, chips,
+        source cards) → the question box → Send; Shift+Tab from the question box reaches the
+        last source card first. Earlier answers are no Tab stops (their parts stay clickable)."""
+        latest = self.turn_widgets[-1] if self.turn_widgets else None
+        for widget in self.turn_widgets:
+            widget.set_tab_stops(widget is latest)
+        chain: list[QWidget] = [self.scroll]
+        if latest is not None:
+            chain += latest.keyboard_stops()
+        chain.append(self.input)
+        for first, second in zip(chain, chain[1:], strict=False):
+            QWidget.setTabOrder(first, second)
+
+    def _show_focused(self, part: QWidget) -> None:
+        """A chip or source card the keyboard reached is scrolled into view (and the answer
+        no longer followed: the reader is moving on their own)."""
+        self._follow_target = None
+        self._following = True  # our own move, not the user's scrolling
+        self.scroll.ensureWidgetVisible(part, 8, 8)
+        self._following = False
 
     def _set_busy(self, busy: bool) -> None:
         self.send_button.setEnabled(not busy)

@@ -145,6 +145,9 @@ def test_sources_are_cited_author_year_page_and_copy_citation_copies_the_quoted_
         assert notes[0].title == "Lantern Otters" and "et al." not in notes[0].text()
         chip = next(c for c in widget.chips if c.text() == str(pups.citation.index))
         assert chip.toolTip().startswith(f"Sørensen et al., 2021, p. {pups_page} — ")
+        # a screen reader hears the same name (the chip and the card are Tab stops)
+        assert chip.accessibleName() == f"Citation {pups.citation.index}: Sørensen et al., 2021, p. {pups_page}"
+        assert pups.accessibleName() == f"Source {pups.citation.index}: Sørensen et al., 2021, p. {pups_page}"
 
         # Copy citation from the source's context menu
         menu = widget.source_menu(pups)
