@@ -325,10 +325,11 @@ def search_candidates(
 
     A unit fits when it names the question's telling words (a table row: in its label, the
     row's first cell); for a number column it must also state a figure. The one naming most of
-    the question's words comes first, then a unit of the highlighted chunk before one of the
-    context around it, then the better ranked citation."""
+    the telling words comes first, then a unit of the highlighted chunk before one of the
+    context around it, then the one naming most of all the question's words, then the better
+    ranked citation."""
     words, telling = column_words(question)
-    scored: list[tuple[tuple[int, int, int, int], str, int, bool]] = []
+    scored: list[tuple[tuple[int, int, int, int, int], str, int, bool]] = []
     seen: set[str] = set()
     for index, citation in enumerate(citations):
         matched = search_units(citation)
@@ -341,7 +342,8 @@ def search_candidates(
             if not (named & telling) or (number and not figures(unit)):
                 continue
             own = unit in matched
-            scored.append(((len(named & words), int(not row or number), int(own), -index), unit, index, own))
+            score = (len(named & telling), int(own), len(named & words), int(not row or number), -index)
+            scored.append((score, unit, index, own))
     scored.sort(key=lambda s: s[0], reverse=True)
     return [(_cut(unit), index, own) for _, unit, index, own in scored]
 
