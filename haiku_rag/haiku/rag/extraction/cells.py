@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from haiku.rag.extraction.models import Cell, Column
 from haiku.rag.extraction.values import (
     best_quote,
-    best_sentence,
     own_citations,
     plain_text,
     quote_in,
@@ -26,6 +25,8 @@ from haiku.rag.extraction.values import (
     read_number,
     read_yes_no,
     says_not_found,
+    search_candidates,
+    search_value,
     short_value,
     the_only_number,
     words_found,
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 # search-only: how many passages are looked at; the first (best ranked) is the cell
 SEARCH_PASSAGES = 3
+# search-only: how many candidate sentences or rows are tried before the cell is not found
+SEARCH_TRIES = 8
 # below this share of the value's words found in its cited text, a text value is low confidence
 MIN_WORDS_FOUND = 0.5
 
@@ -53,6 +56,7 @@ NO_NUMBER = "the answer holds no number"
 NO_YES_NO = "the answer is not yes, no or unclear"
 NO_CATEGORY = "the answer is not one of the categories"
 BEST_PASSAGE = "best passage by search (no model read it)"
+NO_FITTING_PASSAGE = "no sentence or table row of the passages found answers it"
 
 
 @dataclass(frozen=True)
@@ -90,8 +94,18 @@ async def answer_cell(
         model_settings=options.model_settings,
         supports_tools=options.supports_tools,
     )
-    cell = cell_from_answer(answered, document_id, column)
-    return await pin_quote(client, cell)
+    if answered.mode != "search-only":
+        return await pin_quote(client, cell_from_answer(answered, document_id, column))
+    # search-only: the first candidate whose citation can highlight it (a unit of the chunk
+    # the citation highlights, or one of the context the quote's item is then pinned to)
+    own, _ = own_citations(answered.citations, document_id)
+    number = column.type == "number"
+    for unit, index, in_chunk in search_candidates(own, column.asked, number=number)[:SEARCH_TRIES]:
+        cell = cell_from_answer(answered, document_id, column, search=(unit, index))
+        pinned = await pin_quote(client, cell)
+        if in_chunk or pinned.citations[0].boxes != cell.citations[0].boxes:
+            return pinned
+    return cell_from_answer(answered, document_id, column, search=("", -1))
 
 
 async def pin_quote(client: HaikuRAG, cell: Cell) -> Cell:
@@ -131,8 +145,12 @@ async def pin_quote(client: HaikuRAG, cell: Cell) -> Cell:
     return cell
 
 
-def cell_from_answer(answered: Answered, document_id: str, column: Column) -> Cell:
-    """The cell an answer makes for ``document_id`` and ``column`` (see the module's rules)."""
+def cell_from_answer(
+    answered: Answered, document_id: str, column: Column, *, search: tuple[str, int] | None = None
+) -> Cell:
+    """The cell an answer makes for ``document_id`` and ``column`` (see the module's rules).
+    ``search``: a search-only cell's value and its citation's index among the row's own
+    citations (default: the best of ``search_candidates``; index -1: not found)."""
     from haiku.rag.answering.support import check_answer, citation_name, covered_text
     from haiku.rag.store.documents import now_iso
 
@@ -146,8 +164,13 @@ def cell_from_answer(answered: Answered, document_id: str, column: Column) -> Ce
     if answered.mode == "search-only":
         if not own:
             return Cell(**base, status="not_found", reasons=[NOT_IN_DOCUMENT, *reasons])
-        quote, index = best_sentence(own, column.asked, column.asked, passages=True)
-        best = own[max(index, 0)]
+        # the value is a sentence or table row of the chunk its citation highlights, one that
+        # names the column's words (and, for a number, states a figure): never a heading, the
+        # title, a caption, a reference or boilerplate; none fits: not found, not a wrong value
+        quote, index = search or search_value(own, column.asked, number=column.type == "number")
+        if index < 0:
+            return Cell(**base, status="not_found", reasons=[NO_FITTING_PASSAGE, *reasons])
+        best = own[index]
         # no model read it: a figure only when the sentence holds just one
         number, unit = the_only_number(quote) if column.type == "number" else (None, None)
         return Cell(

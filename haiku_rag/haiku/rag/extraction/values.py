@@ -188,3 +188,167 @@ def quote_in(quote: str, text: str) -> bool:
     pieces = [p.strip(" .,;:") for p in _folded(quote).split("…")]
     piece = max(pieces, key=len, default="")
     return bool(piece) and piece in _folded(text)
+
+
+# --- search-only: the value is a sentence or table row of the cited chunk -------------------
+
+# words a column's name shares with too much of any document to tell a fact by alone
+_GENERIC = {
+    "total", "net", "gross", "number", "amount", "value", "annual", "company", "pay", "pays",
+    "per", "many", "much", "how", "did", "its", "used", "use",
+}  # fmt: skip
+# form and legal boilerplate: cover-page check boxes, signature blocks, safe-harbour notices
+_BOILERPLATE = re.compile(
+    r"[☐☒☑□■]|\bcheck mark\b|\bcheck the appropriate box\b|\bregistrant\b"
+    r"|\bpursuant to the requirements\b|\bforward-looking statements?\b"
+    r"|\bbased on my knowledge\b|\buntrue statement\b"
+    r"|\bfrom\s*_*\s*to\s*_*\s*[.;]?\s*$",  # a form's blank left unfilled: "… from to ."
+    re.IGNORECASE,
+)
+# a reference-list entry, as its line starts: "[12] …", "12. Surname, A.", "Surname, A., and …"
+_REFERENCE_LINE = re.compile(
+    r"^\s*(?:\[\d{1,3}\]|\d{1,3}\.\s+[A-Z][\w'-]+,\s+[A-Z]\.)"
+    r"|^\s*[A-Z][\w'-]+,\s+(?:[A-Z]\.\s*){1,3}(?:,|and\b|&|et al\.)"
+)
+# what only a reference says: a DOI, an arXiv id, proceedings, page ranges
+_REFERENCE = re.compile(r"\bdoi:|\bdoi\.org/|\barXiv:\d|\bIn Proceedings\b|\bpp\.\s*\d")
+_CAPTION = re.compile(r"^\s*(?:Table|Figure|Fig\.|Exhibit|Chart)\s+[\dIVXA-Z]+[.:\s]", re.IGNORECASE)
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+# a number that names something rather than measures it: a year, a day of a month, "Note 10"
+# (and "000" as in "shares in 000's", a unit)
+_NAMING = re.compile(
+    r"^(?:1[89]\d\d|20\d\d)$"
+)
+_NAMED_BEFORE = re.compile(
+    rf"(?:\b{_MONTH}|\b(?:Note|Item|Section|Rule|Form|Part|Page|Article|Schedule|Exhibit|Table|Figure|No\.?)|#)\s*$",
+    re.IGNORECASE,
+)
+SEARCH_WORDS_MIN = 3  # a sentence (not a table row) has at least this many words
+
+
+def _key(word: str) -> str:
+    """A word's key for matching a column's words: "revenues" and "revenue" meet."""
+    stem = _stem(word)
+    return stem.rstrip("e") if len(stem) > 5 else stem
+
+
+def column_words(question: str) -> tuple[set[str], set[str]]:
+    """(the question's content-word keys, those of them that tell its fact: not generic)."""
+    words = {_key(w) for w in re.findall(r"[a-z0-9]+", question.casefold()) if len(w) > 2 and w not in _STOP}
+    telling = {w for w in words if w not in {_key(g) for g in _GENERIC}}
+    return words, telling or words
+
+
+def _keys(text: str) -> set[str]:
+    return {_key(w) for w in re.findall(r"[a-z0-9]+", text.casefold()) if len(w) > 2}
+
+
+def figures(text: str) -> list[str]:
+    """The figures ``text`` states (amounts, counts, shares), not the numbers that name a year,
+    a day, a note or an item."""
+    found = []
+    for match in _NUMBER.finditer(text):
+        raw = match.group("num")
+        if _NAMING.match(raw) or re.fullmatch(r"0{2,}", raw) or _NAMED_BEFORE.search(text[: match.start()]):
+            continue
+        found.append(raw)
+    return found
+
+
+def _is_heading_like(unit: str, titles: set[str]) -> bool:
+    """A title, a heading or a label: the document's title or a heading of the chunk, a
+    Markdown heading, or a short line that neither ends a sentence nor states a figure, or
+    whose words are capitalised as a title's are."""
+    text = unit.strip()
+    if text.startswith("#") or " ".join(text.casefold().split()).strip(" .:") in titles:
+        return True
+    if text.endswith((".", "!", "?", ";")) and len(text.split()) >= SEARCH_WORDS_MIN:
+        return False
+    words = re.findall(r"[A-Za-z][\w'’-]*", text)
+    small = {"of", "and", "the", "for", "in", "on", "to", "a", "an", "per", "or", "by", "at", "with"}
+    capitalised = [w for w in words if w.casefold() not in small]
+    if capitalised and all(w[0].isupper() for w in capitalised):
+        return True  # Title Case (or ALL CAPS) without a full stop: a heading or a title
+    return not re.search(r"\d", text) and len(words) < 12  # a date line ("For the year ended
+    # December 31, 2019") is a statement, a bare label is not
+
+
+_REFERENCES_HEADING = re.compile(
+    r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(?:references|bibliography|works cited|literature cited)\W*$",
+    re.IGNORECASE,
+)
+
+
+def search_units(citation: Citation, *, passage: bool = False) -> list[str]:
+    """The sentences and table rows of the chunk a citation highlights (``passage``: of the
+    whole passage around it) that may be a cell's value: never a title, a heading, a caption
+    alone, a lead-in, a reference-list entry or form boilerplate."""
+    titles = {" ".join(h.casefold().split()).strip(" .:") for h in citation.headings}
+    if citation.document_title:
+        titles.add(" ".join(citation.document_title.casefold().split()).strip(" .:"))
+    in_references = any(_REFERENCES_HEADING.match(h) for h in citation.headings[-1:])
+    units = []
+    text = tables_as_text(citation.content) if passage else cited_text(citation)
+    for line in text.split("\n"):
+        if _REFERENCES_HEADING.match(line):
+            in_references = True
+            continue
+        if in_references and line.strip() and _is_heading_like(line.strip(), titles):
+            in_references = False  # the next section
+            continue
+        if in_references or _REFERENCE_LINE.match(line):
+            continue  # a reference entry: none of its sentences (its title neither)
+        units.extend(_fitting_units(line, titles))
+    return units
+
+
+def _fitting_units(text: str, titles: set[str]) -> list[str]:
+    units = []
+    for start, end in split_sentences(text):
+        unit = " ".join(text[start:end].split())
+        if not unit or _BOILERPLATE.search(unit) or _CAPTION.match(unit) or _REFERENCE.search(unit):
+            continue
+        if unit.endswith(":") and not unit.startswith("• "):
+            continue  # a lead-in ("The following table shows …:"): it announces, states nothing
+        if unit.startswith("• "):  # a table row: its label and figures
+            units.append(unit)
+        elif not _is_heading_like(unit, titles):
+            units.append(unit)
+    return units
+
+
+def search_candidates(
+    citations: Sequence[Citation], question: str, *, number: bool
+) -> list[tuple[str, int, bool]]:
+    """The sentences and table rows that may be a search-only cell's value, best first:
+    ``(unit, index of its citation, whether it is in the chunk the citation highlights)``.
+
+    A unit fits when it names the question's telling words (a table row: in its label, the
+    row's first cell); for a number column it must also state a figure. The one naming most of
+    the telling words comes first, then a unit of the highlighted chunk before one of the
+    context around it, then the one naming most of all the question's words, then the better
+    ranked citation."""
+    words, telling = column_words(question)
+    scored: list[tuple[tuple[int, int, int, int, int], str, int, bool]] = []
+    seen: set[str] = set()
+    for index, citation in enumerate(citations):
+        matched = search_units(citation)
+        for unit in [*matched, *search_units(citation, passage=True)]:
+            if unit in seen:
+                continue
+            seen.add(unit)
+            row = unit.startswith("• ")
+            named = _keys(unit.split(";", 1)[0] if row else unit)
+            if not (named & telling) or (number and not figures(unit)):
+                continue
+            own = unit in matched
+            score = (len(named & telling), int(own), len(named & words), int(not row or number), -index)
+            scored.append((score, unit, index, own))
+    scored.sort(key=lambda s: s[0], reverse=True)
+    return [(_cut(unit), index, own) for _, unit, index, own in scored]
+
+
+def search_value(citations: Sequence[Citation], question: str, *, number: bool) -> tuple[str, int]:
+    """The best of ``search_candidates`` and its citation's index ("", -1: none fits)."""
+    found = search_candidates(citations, question, number=number)
+    return (found[0][0], found[0][1]) if found else ("", -1)
