@@ -58,7 +58,7 @@ LIBRARY_SHARE = 0.5
 # of the width beside the library: the citation panel's share on a first start (the chat keeps
 # at least what its toolbar needs)
 READER_SHARE = 0.4
-LIBRARY_WIDE_SHARE = 0.2  # of the window for the library, when its controls need less
+LIBRARY_WIDE_SHARE = 0.22  # of the window for the library, when its controls need less
 # A citation opened in a panel narrower than this (a fitted page's body text under ~9 px) takes
 # reader mode's room by itself; ⤢ (or a wider window) gives it back.
 READABLE_WIDTH = 360
