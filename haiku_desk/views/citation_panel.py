@@ -58,6 +58,8 @@ HINT = "Click a citation to see the cited page."
 READ_HINT = "Or double-click a document in the library to read it."
 COPY_CITATION_SHORTCUT = "Ctrl+Shift+C"
 FIND_SHORTCUT = "Ctrl+F"
+# the page label's words ("p. 4/12 · cited") give way to "4/12" below this panel width
+COMPACT_PAGE_LABEL_WIDTH = 300
 
 
 def no_viewer_message(path: str) -> str:
@@ -142,6 +144,15 @@ class CitationPanel(QWidget):
             "Copy the cited passage with its author–year–page citation",
             COPY_CITATION_SHORTCUT,
         )
+        # In a narrow panel the two show their icons only (names and tooltips kept), rather
+        # than words elided to "Cop…ion" (see _fit_header)
+        from haiku_desk.views.icons import set_icon
+
+        for b, icon_name in ((self.copy_button, "copy"), (self.open_button, "open-external")):
+            set_icon(b, icon_name)
+            b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.compact = False  # True while the header's buttons show icons only
+        self._short_page_label = False  # "4/12 •" rather than "p. 4/12 · cited"
 
         self.reader = PageReader(pages)
         self.text_reader = TextReader()
@@ -192,7 +203,7 @@ class CitationPanel(QWidget):
         source_row = QVBoxLayout()
         source_row.setSpacing(2)
         source_row.addWidget(self.headings)
-        buttons_row = QHBoxLayout()
+        buttons_row = self.buttons_row = QHBoxLayout()
         buttons_row.addWidget(self.copy_button)
         buttons_row.addWidget(self.open_button)
         buttons_row.addStretch(1)
@@ -256,6 +267,41 @@ class CitationPanel(QWidget):
             self.reader.addAction(action)
         self.text_reader.extra_actions.append(self.find_action)
         self.clear()  # the hint
+
+    # --- fitting the header to the width -----------------------------------------------------------
+
+    def _full_header_width(self) -> int:
+        """The width the buttons' row needs with their words shown."""
+        spacing = max(0, self.buttons_row.spacing())
+        needed = 0
+        for b in (self.copy_button, self.open_button, self.reader_button):
+            if b.isHidden():
+                continue
+            style = b.toolButtonStyle()
+            if b is not self.reader_button:
+                b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            needed += b.sizeHint().width() + spacing
+            b.setToolButtonStyle(style)
+        return needed
+
+    def _fit_header(self) -> None:
+        """Icons only (tooltips and accessible names kept) when the words do not fit whole."""
+        margins = self.layout().contentsMargins()
+        inner = self.width() - margins.left() - margins.right()
+        compact = inner < self._full_header_width()
+        style = Qt.ToolButtonStyle.ToolButtonIconOnly if compact else Qt.ToolButtonStyle.ToolButtonTextBesideIcon
+        for b in (self.copy_button, self.open_button):
+            if b.toolButtonStyle() != style:
+                b.setToolButtonStyle(style)
+        self.compact = compact
+        short = self.width() < COMPACT_PAGE_LABEL_WIDTH
+        if short != self._short_page_label:
+            self._short_page_label = short
+            self._update_controls()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_header()
 
     # --- compatibility with the one-page panel's callers -------------------------------------------
 
@@ -585,6 +631,8 @@ class CitationPanel(QWidget):
         self.reader_button.setVisible(has)
         self.open_button.setVisible(has and not removed)
         self.copy_button.setVisible(has and not self.reading)
+        if has:
+            self._fit_header()  # a button shown or hidden: the words may fit now, or not
         self.find_action.setEnabled(has and not removed)
         for b in (self.zoom_in_button, self.zoom_out_button, self.fit_button):
             b.setEnabled(pages)
@@ -594,7 +642,11 @@ class CitationPanel(QWidget):
         self.next_button.setEnabled(pages and self.page < self.page_count)
         if pages:
             cited = " · cited" if self.page in self.cited else ""
-            self.page_label.setText(f"p. {self.page}/{self.page_count}{cited}")
+            if self._short_page_label:  # the words give way to the numbers
+                self.page_label.setText(f"{self.page}/{self.page_count}{' •' if cited else ''}")
+            else:
+                self.page_label.setText(f"p. {self.page}/{self.page_count}{cited}")
+            self.page_label.setToolTip(f"Page {self.page} of {self.page_count}" + (", cited" if cited else ""))
             self.page_label.setAccessibleDescription(
                 f"page {self.page} of {self.page_count}" + (", cited" if cited else "")
             )

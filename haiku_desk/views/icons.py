@@ -33,6 +33,8 @@ NAMES = (
     "settings",
     "delete",
     "rename",
+    "copy",
+    "open-external",
 )
 SIZES = (16, 18, 24, 36)  # the sizes drawn (18: buttons and the toolbar; 36: the same at 2x); others scale
 

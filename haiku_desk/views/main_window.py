@@ -55,6 +55,13 @@ FRAME_ALLOWANCE = (16, 48)
 # gets what its conversation list and toolbar need and the others share the rest (LIBRARY_SHARE).
 DEFAULT_PANE_WIDTHS = (345, 690, 393)
 LIBRARY_SHARE = 0.5
+# of the width beside the library: the citation panel's share on a first start (the chat keeps
+# at least what its toolbar needs)
+READER_SHARE = 0.4
+LIBRARY_WIDE_SHARE = 0.22  # of the window for the library, when its controls need less
+# A citation opened in a panel narrower than this (a fitted page's body text under ~9 px) takes
+# reader mode's room by itself; ⤢ (or a wider window) gives it back.
+READABLE_WIDTH = 360
 PANE_MIN_WIDTH = 200
 # View menu: the panes a user can hide, by the QSettings key that remembers it.
 HIDEABLE_PANES = ("library", "conversations", "citations")
@@ -153,6 +160,11 @@ class MainWindow(QMainWindow):
         services.chat.answer_ready.connect(self._prefetch_sources)
         self._warmed = False
         self._panes_restored = False  # True when QSettings held the user's pane widths
+        # the first start's layout follows the window (maximised after the first show) until
+        # the user drags a splitter
+        self._default_panes = True
+        self.splitter.splitterMoved.connect(self._panes_dragged)
+        self._auto_reader = False  # reader mode taken by a citation in a narrow panel
         self._chat_splitter_state: QByteArray | None = None
         services.library.entry_changed.connect(self._update_status)
         services.library.entry_removed.connect(self._update_status)
@@ -373,6 +385,7 @@ class MainWindow(QMainWindow):
     def set_reader_mode(self, on: bool) -> None:
         """The citation panel with the room of the library and the conversation list (on), or
         the panes as they were (off); see views/reader_mode.py."""
+        self._auto_reader = False  # the user's own choice from here (see _make_room_to_read)
         if on:
             self._reveal_citation_panel()
         self.reader_mode.set_active(on)
@@ -483,7 +496,39 @@ class MainWindow(QMainWindow):
 
     def show_citation(self, citation: Citation) -> None:
         self._reveal_citation_panel()
+        self._make_room_to_read()
         self.citation_panel.show_citation(citation)
+
+    def _make_room_to_read(self) -> None:
+        """A panel too narrow to read a page in (a 1024×640 window) takes reader mode's room
+        (the library's and the conversation list's); ⤢ gives it back, and so does a window
+        widened enough for the usual layout."""
+        if self.reader_mode.active or not self.isVisible():
+            return
+        if self.citation_panel.width() < READABLE_WIDTH:
+            self.set_reader_mode(True)
+            self._auto_reader = True
+
+    def _panes_dragged(self, _pos: int, _index: int) -> None:
+        self._default_panes = False
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if not getattr(self, "_warmed", False):
+            return
+        if self.reader_mode.active:
+            if self._auto_reader and self._usual_reader_width() >= READABLE_WIDTH:
+                self.set_reader_mode(False)  # room enough now in the usual layout
+            return
+        if self._default_panes and not self._panes_restored:
+            self.apply_default_layout()
+
+    def _usual_reader_width(self) -> int:
+        """The citation panel's width if reader mode gave the panes back now."""
+        sizes = self.reader_mode._sizes
+        if not sizes or sum(sizes) <= 0:
+            return 0
+        return int(sizes[2] * sum(self.splitter.sizes()) / sum(sizes))
 
     def _reveal_citation_panel(self) -> None:
         if not self.pane_visible("citations"):
@@ -497,6 +542,7 @@ class MainWindow(QMainWindow):
     def show_document(self, document_id: str, title: str) -> None:
         """A library document opened for reading, from its first page, in the citation panel."""
         self._reveal_citation_panel()
+        self._make_room_to_read()
         self.citation_panel.show_document(document_id, title)
 
     def _prefetch_sources(self, _conversation_id: str, turn: Turn) -> None:
@@ -570,13 +616,26 @@ class MainWindow(QMainWindow):
         self._font_task = asyncio.ensure_future(install_fallback_font_later())
 
     def apply_default_layout(self) -> None:
-        """Pane widths for a first start: the chat as wide as its conversation list and toolbar
-        need (so no toggle hides behind "››"), the library and the citation panel share the
-        rest. In a window too narrow for that, the library and the citation panel get their
-        minimum width and the chat the rest, when that is more than its proportional share."""
+        """Pane widths for a first start (and, until the user drags a splitter, for every new
+        window size: a window maximised after its first show is laid out for its new width, not
+        stretched by the stretch factors, which gave the chat ~1160 px of 1920 and the reader
+        ~500). The library gets what its controls need (or LIBRARY_WIDE_SHARE of the
+        window when that is more), the citation panel READER_SHARE of the rest, the chat the remainder but never
+        less than its conversation list and toolbar need (so no toggle hides behind "››").
+        In a window too narrow for that, the old rule: the chat its need, the library and the
+        citation panel share the rest, else each its minimum width."""
         handle = self.splitter.handleWidth()
         total = self.splitter.width() - 2 * handle
         chat = self.chat_pane.default_width()
+        library_need = max(PANE_MIN_WIDTH, self.library_pane.minimumSizeHint().width())
+        library = max(library_need, int(total * LIBRARY_WIDE_SHARE))
+        beside = total - library
+        reader = int(beside * READER_SHARE)
+        if beside - reader < chat:
+            reader = beside - chat
+        if reader >= READABLE_WIDTH:
+            self.splitter.setSizes([library, beside - reader, reader])
+            return
         rest = total - chat
         # the library's button row fits whole when the citation panel can spare it
         library_need = self.library_pane.minimumSizeHint().width()

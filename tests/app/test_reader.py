@@ -398,3 +398,124 @@ def test_the_hint_wraps_and_the_heading_path_has_its_own_line(qloop, library, pa
     assert panel.title.isVisible() and panel.headings.isVisible()
     assert panel.headings.width() >= inner - 2  # the whole width, not squeezed beside the buttons
     assert panel.headings.geometry().bottom() <= panel.copy_button.geometry().top()
+
+
+def _settle(qloop, rounds: int = 3) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    for _ in range(rounds):
+        QApplication.processEvents()
+        qloop.run_until_complete(asyncio.sleep(0))
+
+
+def test_fit_follows_the_viewport_when_the_reader_narrows(qloop, library, panel, tmp_path):
+    """With Fit on, a narrower window fits the page to the new width: no page cut off at its
+    old width behind a horizontal scroll bar."""
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    panel.resize(900, 700)
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_citation(entry, [Box(2, *report.block("p_discussion").rect)]))
+    run_until(qloop, lambda: bool(shown) and panel.current_image.width() > 700)
+    reader = panel.reader
+    for width in (700, 520, 380):
+        panel.resize(width, 700)
+        _settle(qloop)
+        assert panel.fit_button.isChecked()
+        viewport = reader.viewport().width()
+        assert reader.page_rect(2).width() <= viewport - 2, (width, reader.page_rect(2), viewport)
+        assert reader.page_rect(2).width() >= viewport - 60
+        assert reader.horizontalScrollBar().maximum() == 0
+        # and drawn at that width, not the old image stretched
+        run_until(qloop, lambda v=viewport: panel.current_image.width() / panel.devicePixelRatioF() <= v)
+        assert reader.page_rect(2).width() - 2 <= panel.current_image.width() / panel.devicePixelRatioF()
+
+
+
+def _window(qtbot, services, width: int, height: int):
+    from haiku_desk.views.main_window import MainWindow
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.citation_panel.open_in_system_viewer = False
+    window.resize(width, height)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
+def test_a_citation_in_a_small_window_gets_room_to_read_and_gives_it_back(qloop, qtbot, services, tmp_path):
+    """At 1024×640 the panel was ~190 px: "Cop…ion", "p. 4/" and a page ~150 px wide."""
+    from haiku_desk.views.main_window import READABLE_WIDTH
+
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, services.library, report.path)
+    window = _window(qtbot, services, 1024, 640)
+    panel = window.citation_panel
+    before = window.splitter.sizes()
+    assert before[2] < READABLE_WIDTH  # the usual layout leaves the reader too little
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    window.show_citation(_citation(entry, [Box(2, *report.block("p_discussion").rect)]))
+    run_until(qloop, lambda: bool(shown))
+    _settle(qloop)
+    assert panel.width() >= READABLE_WIDTH
+    assert window.reader_mode.active and panel.reader_button.isChecked()  # says so, one click undoes it
+    assert window.chat_pane.isVisible()  # the chat stays beside the reader
+    assert panel.reader.page_rect(2).width() >= READABLE_WIDTH - 60
+    for widget in (panel.copy_button, panel.open_button, panel.reader_button, panel.page_label):
+        assert widget.width() >= widget.sizeHint().width(), f"{widget.accessibleName()} is squeezed"
+    assert panel.page_label.width() >= panel.page_label.fontMetrics().horizontalAdvance(panel.page_label.text())
+    assert panel.page_label.text().startswith("p. 2/")
+    panel.reader_button.click()  # given back: the panes as they were
+    assert not window.reader_mode.active
+    assert all(abs(a - b) <= 4 for a, b in zip(window.splitter.sizes(), before, strict=True))  # a handle's pixels
+    # a citation in a window wide enough leaves the panes alone
+    window.resize(1600, 900)
+    _settle(qloop)
+    sizes = window.splitter.sizes()
+    window.show_citation(_citation(entry, [Box(1, *report.block("p_intro").rect)], index=2))
+    assert not window.reader_mode.active and window.splitter.sizes() == sizes
+
+
+def test_a_narrow_panel_shows_its_buttons_as_icons_with_names(qloop, library, panel, tmp_path):
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_citation(entry, [Box(2, *report.block("p_discussion").rect)]))
+    run_until(qloop, lambda: bool(shown))
+    _settle(qloop)
+    words = Qt.ToolButtonStyle.ToolButtonTextBesideIcon
+    assert panel.copy_button.toolButtonStyle() == words and panel.open_button.toolButtonStyle() == words
+    panel.resize(200, 700)
+    _settle(qloop)
+    for button, name in ((panel.copy_button, "Copy citation"), (panel.open_button, "Open original")):
+        assert button.toolButtonStyle() == Qt.ToolButtonStyle.ToolButtonIconOnly, name
+        assert not button.icon().isNull() and button.accessibleName() == name and name.split()[0] in button.toolTip()
+        assert button.width() >= button.sizeHint().width()  # whole, not elided
+    assert panel.page_label.text() == "2/3 •" and "cited" in panel.page_label.toolTip()
+    assert panel.page_label.width() >= panel.page_label.fontMetrics().horizontalAdvance(panel.page_label.text())
+    panel.resize(520, 700)  # room again: the words come back
+    _settle(qloop)
+    assert panel.copy_button.toolButtonStyle() == words and panel.page_label.text().startswith("p. 2/")
+
+
+def test_the_first_start_gives_the_reader_a_share_beside_the_chat_when_maximised(qloop, qtbot, services):
+    """Maximised after the first show (no saved pane widths), the stretch factors gave the
+    reader ~500 px of 1920 and the chat ~1160."""
+    window = _window(qtbot, services, 1280, 800)
+    window.resize(1920, 1080)  # what maximising does once the window is shown
+    _settle(qloop)
+    library, chat, reader = window.splitter.sizes()
+    assert reader >= 0.38 * (chat + reader), (library, chat, reader)
+    assert chat >= window.chat_pane.default_width()
+    # a splitter the user drags is theirs: a later resize keeps the proportions, not the defaults
+    window.splitter.splitterMoved.emit(300, 1)
+    window.splitter.setSizes([library, chat + 200, reader - 200])
+    dragged = window.splitter.sizes()
+    window.resize(1700, 1000)
+    _settle(qloop)
+    assert window.splitter.sizes()[2] < 0.38 * sum(window.splitter.sizes()[1:])
+    assert dragged
