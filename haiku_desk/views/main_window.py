@@ -520,7 +520,8 @@ class MainWindow(QMainWindow):
             if self._auto_reader and self._usual_reader_width() >= READABLE_WIDTH:
                 self.set_reader_mode(False)  # room enough now in the usual layout
             return
-        if self._default_panes and not self._panes_restored:
+        panes = (self.library_pane, self.citation_panel)
+        if self._default_panes and not self._panes_restored and not any(p.isHidden() for p in panes):
             self.apply_default_layout()
 
     def _usual_reader_width(self) -> int:

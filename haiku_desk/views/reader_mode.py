@@ -6,6 +6,11 @@ click the next citation) rather than a separate window: nothing to find behind t
 and the chat's citations stay one click away. The reader's share of the width is the user's: a
 dragged splitter is remembered in QSettings, and leaving reader mode puts every pane back as it
 was. The panes hidden here are not remembered as hidden (that is the View menu's job).
+
+A citation opened in a panel too narrow to read a page in (under main_window.READABLE_WIDTH,
+a 1024×640 window) turns reader mode on by itself; the ⤢ button shows it checked, one click
+gives the panes back, and so does widening the window until the usual layout would give the
+panel that width again.
 """
 
 from __future__ import annotations

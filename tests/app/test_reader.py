@@ -430,6 +430,13 @@ def test_fit_follows_the_viewport_when_the_reader_narrows(qloop, library, panel,
         # and drawn at that width, not the old image stretched
         run_until(qloop, lambda v=viewport: panel.current_image.width() / panel.devicePixelRatioF() <= v)
         assert reader.page_rect(2).width() - 2 <= panel.current_image.width() / panel.devicePixelRatioF()
+    # the viewport narrowed with the reader's own size unchanged (a scroll bar or margin
+    # appearing): the fitted page follows it too
+    reader.setViewportMargins(0, 0, 120, 0)
+    _settle(qloop)
+    viewport = reader.viewport().width()
+    assert reader.page_rect(2).width() <= viewport - 2, (reader.page_rect(2), viewport)
+    assert reader.horizontalScrollBar().maximum() == 0
 
 
 
