@@ -212,6 +212,8 @@ _REFERENCE_LINE = re.compile(
 )
 # what only a reference says: a DOI, an arXiv id, proceedings, page ranges
 _REFERENCE = re.compile(r"\bdoi:|\bdoi\.org/|\barXiv:\d|\bIn Proceedings\b|\bpp\.\s*\d")
+# a sentence announcing what follows it ("The following table shows …:", "… as follows:")
+_LEAD_IN = re.compile(r"\b(?:following|follows|below|summari[sz]\w*|set forth)\b", re.IGNORECASE)
 _CAPTION = re.compile(r"^\s*(?:Table|Figure|Fig\.|Exhibit|Chart)\s+[\dIVXA-Z]+[.:\s]", re.IGNORECASE)
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
 # a number that names something rather than measures it: a year, a day of a month, "Note 10"
@@ -308,7 +310,7 @@ def _fitting_units(text: str, titles: set[str]) -> list[str]:
         unit = " ".join(text[start:end].split())
         if not unit or _BOILERPLATE.search(unit) or _CAPTION.match(unit) or _REFERENCE.search(unit):
             continue
-        if unit.endswith(":") and not unit.startswith("• "):
+        if unit.endswith(":") and _LEAD_IN.search(unit) and not unit.startswith("• "):
             continue  # a lead-in ("The following table shows …:"): it announces, states nothing
         if unit.startswith("• "):  # a table row: its label and figures
             units.append(unit)
