@@ -220,9 +220,9 @@ class DocumentRows(QObject):
             self._order.save(self._entries)
             self._snapshot.save(self._entries.values(), self.paused_embeddings())
 
-    def snapshot_paused(self) -> set[str]:
+    def snapshot_paused(self) -> frozenset[str]:
         """The rows whose embedding the user cancelled, as the last session left them."""
-        return set(self._snapshot.paused)
+        return frozenset(self._snapshot.paused)
 
     def show_snapshot(self) -> int:
         """List the stored rows the last session left (rows.json) before the store is open:

@@ -286,8 +286,9 @@ class CitationPanel(QWidget):
 
     def _fit_header(self) -> None:
         """Icons only (tooltips and accessible names kept) when the words do not fit whole."""
-        margins = self.layout().contentsMargins()
-        inner = self.width() - margins.left() - margins.right()
+        layout = self.layout()
+        margins = layout.contentsMargins() if layout is not None else None
+        inner = self.width() - (margins.left() + margins.right() if margins is not None else 0)
         compact = inner < self._full_header_width()
         style = Qt.ToolButtonStyle.ToolButtonIconOnly if compact else Qt.ToolButtonStyle.ToolButtonTextBesideIcon
         for b in (self.copy_button, self.open_button):
