@@ -595,9 +595,12 @@ class LibraryPane(QWidget):
 
     def _fit_watched(self) -> None:
         """The watched folders' section as tall as it now needs; the table takes the rest."""
-        box = self.watched_box
-        if box.isHidden():
-            return
+        if not self.watched_box.isHidden():
+            self._fit_section(self.watched_box)
+
+    def _fit_section(self, box: QWidget) -> None:
+        """``box``'s section as tall as it now needs (folded, or its list grown or shrunk),
+        the difference given to or taken from the table while the table keeps its minimum."""
         layout = box.layout()
         if layout is not None:
             layout.activate()
@@ -624,19 +627,8 @@ class LibraryPane(QWidget):
 
     def _fold_sections(self) -> None:
         """The collections folded or shown: their section as tall as it now needs."""
-        box = self.collections_box
-        if box is None:
-            return
-        layout = box.layout()
-        if layout is not None:
-            layout.activate()
-        sizes = self.sections.sizes()
-        index, table = self.sections.indexOf(box), self.sections.indexOf(self.table_area)
-        extra = sizes[index] - box.sizeHint().height()
-        if extra > 0 or (extra < 0 and sizes[table] + extra > self.table.minimumSizeHint().height()):
-            sizes[index] -= extra
-            sizes[table] += extra
-            self.sections.setSizes(sizes)
+        if self.collections_box is not None:
+            self._fit_section(self.collections_box)
 
     def _fit_sections(self) -> None:
         """Until the user drags a handle, the collections box is as tall as its list wants
