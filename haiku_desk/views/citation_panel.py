@@ -576,7 +576,9 @@ class CitationPanel(QWidget):
     def render_zoom(self) -> float:
         """The zoom the next citation's page will be rendered at (fitted: pixels per point,
         device pixel ratio included), for rendering it ahead."""
-        return self.reader.fit_scale(self._last_page_width) * self.devicePixelRatioF()
+        shown = self.stack.currentWidget() is self.reader
+        outer = None if shown else self.stack.contentsRect().width()  # its width once shown
+        return self.reader.fit_scale(self._last_page_width, outer) * self.devicePixelRatioF()
 
     def _scale_changed(self) -> None:
         self.fit_button.blockSignals(True)

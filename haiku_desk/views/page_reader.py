@@ -145,12 +145,14 @@ class PageReader(QScrollArea):
 
     # --- geometry ------------------------------------------------------------------------------
 
-    def available_width(self) -> int:
+    def available_width(self, outer_width: int | None = None) -> int:
         """The width a fitted page gets: the viewport's, less the vertical scroll bar (shown or
-        about to be: a fitted page is taller than wide) and the margins."""
+        about to be: a fitted page is taller than wide) and the margins. ``outer_width``: the
+        reader's width once shown (a hidden page of a stack keeps a stale viewport size)."""
         bar = self.verticalScrollBar()
         reserve = 0 if bar.isVisible() else self.style().pixelMetric(self.style().PixelMetric.PM_ScrollBarExtent)
-        return self.viewport().width() - reserve - 2 * MARGIN
+        viewport = self.viewport().width() if outer_width is None else outer_width - 2 * self.frameWidth()
+        return viewport - reserve - 2 * MARGIN
 
     def scale_for(self, page: int) -> float:
         """Pixels per point of ``page`` (1-based) at the current zoom or fit."""
@@ -160,9 +162,10 @@ class PageReader(QScrollArea):
                 return max(MIN_ZOOM, min(MAX_ZOOM, width / self.sizes[page - 1][0]))
         return self.zoom
 
-    def fit_scale(self, page_width: float = 595.0) -> float:
-        """The fit-width zoom a page ``page_width`` points wide would get now."""
-        width = self.available_width()
+    def fit_scale(self, page_width: float = 595.0, outer_width: int | None = None) -> float:
+        """The fit-width zoom a page ``page_width`` points wide would get now (or at
+        ``outer_width``, see ``available_width``)."""
+        width = self.available_width(outer_width)
         return max(MIN_ZOOM, min(MAX_ZOOM, width / page_width)) if width > 50 else DEFAULT_ZOOM
 
     def key_for(self, page: int) -> float:

@@ -16,11 +16,12 @@ import textwrap
 
 import pdf_factory
 import pytest
+from PySide6.QtWidgets import QApplication
 from qt_helpers import run_until
 
 from haiku_desk.services import create_services
 from haiku_desk.services.library import uri_for
-from haiku_desk.views.main_window import MainWindow
+from haiku_desk.views.main_window import READABLE_WIDTH, MainWindow
 
 HEAVY = (
     "lancedb",
@@ -178,6 +179,14 @@ def test_an_answers_cited_page_is_rendered_before_it_is_clicked(qloop, window, t
     library.add_paths([str(report.path)])
     run_until(qloop, lambda: (e := library.entry(uri_for(report.path))) is not None and e.searchable, SLOW)
 
+    # a readable panel: a narrower one turns reader mode on at the click (a new width, so a
+    # new zoom to render at), which is its own behaviour (tests/app/test_reader.py)
+    panel = window.citation_panel
+    window.resize(max(window.width(), 1400), window.height())
+    window.splitter.setSizes([330, 560, 420])
+    QApplication.processEvents()
+    assert panel.width() >= READABLE_WIDTH
+
     answers = []
     chat.answer_ready.connect(lambda _id, turn: answers.append(turn))
     assert chat.answer_mode() == "search-only"  # no model configured: real passages, real citations
@@ -185,7 +194,6 @@ def test_an_answers_cited_page_is_rendered_before_it_is_clicked(qloop, window, t
     run_until(qloop, lambda: bool(answers), SLOW)
     citation = answers[0].citations[0]
     page = min(b.page for b in citation.boxes)
-    panel = window.citation_panel
     run_until(qloop, lambda: pages.cached(citation.document_id, page, panel.render_zoom()) is not None, SLOW)
 
     shown = []
