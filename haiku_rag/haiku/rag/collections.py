@@ -138,12 +138,20 @@ def _write(store: Store, collection: Collection, *, replacing: str | None = None
 
 
 def _check_documents(store: Store, document_ids: Iterable[str]) -> list[str]:
+    return existing_document_ids(store, document_ids, DocumentNotFoundError, "the collection")
+
+
+def existing_document_ids(
+    store: Store, document_ids: Iterable[str], error: type[Exception], changed: str
+) -> list[str]:
+    """``document_ids`` without repeats, in order; ``error`` naming the first few that are not
+    in the library ("…; ``changed`` was not changed") if any is missing."""
     ids = list(dict.fromkeys(document_ids))
     live = store.current_generations()
     missing = [i for i in ids if i not in live]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise DocumentNotFoundError(f"no document with id {shown}; the collection was not changed")
+        raise error(f"no document with id {shown}; {changed} was not changed")
     return ids
 
 

@@ -138,13 +138,9 @@ def load_table(store: Store, table: str) -> ExtractionTable:
 
 
 def _check_documents(store: Store, document_ids: Iterable[str]) -> list[str]:
-    ids = list(dict.fromkeys(document_ids))
-    live = store.current_generations()
-    missing = [i for i in ids if i not in live]
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        raise ExtractionError(f"no document with id {shown}; the table was not changed")
-    return ids
+    from haiku.rag.collections import existing_document_ids
+
+    return existing_document_ids(store, document_ids, ExtractionError, "the table")
 
 
 def _check_unique_name(store: Store, name: str, except_id: str | None = None) -> None:
