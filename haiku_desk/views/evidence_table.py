@@ -418,7 +418,44 @@ class EvidenceTableView(QTableView):
         super().keyPressEvent(event)
 
 
-class ColumnDialog(QDialog):
+class _CheckedDialog(QDialog):
+    """A form whose OK first checks what was entered: a problem is shown above the buttons and
+    the dialog stays open."""
+
+    error: QLabel
+
+    def _lay_out(self, form: QFormLayout, *, ok_text: str = "", error_name: str = "") -> None:
+        """The form, the (hidden) problem and OK/Cancel, one under the other."""
+        self.error = QLabel()
+        self.error.setWordWrap(True)
+        if error_name:
+            self.error.setAccessibleName(error_name)
+        self.error.hide()
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
+        if ok_text and ok is not None:
+            ok.setText(ok_text)
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(buttons)
+
+    def problem(self) -> str:
+        """Why what was entered cannot be saved ("" when it can)."""
+        return ""
+
+    def _accept(self) -> None:
+        problem = self.problem()
+        if problem:
+            self.error.setText(problem)
+            self.error.show()
+            return
+        self.accept()
+
+
+class ColumnDialog(_CheckedDialog):
     """A column's header, its question and the kind of answer (add and edit)."""
 
     def __init__(self, parent: QWidget | None = None, column: ColumnSpec | None = None) -> None:
@@ -446,10 +483,6 @@ class ColumnDialog(QDialog):
         self.categories = QLineEdit(", ".join(column.categories) if column else "")
         self.categories.setPlaceholderText("e.g. RCT, cohort, case study")
         self.categories.setAccessibleName("Categories")
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.setAccessibleName("Why the column cannot be saved")
-        self.error.hide()
 
         form = QFormLayout()
         form.addRow("&Name:", self.name)
@@ -458,13 +491,7 @@ class ColumnDialog(QDialog):
         form.addRow("&Unit:", self.unit)
         form.addRow("&Categories:", self.categories)
         self._form = form
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self._accept)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.error)
-        layout.addWidget(buttons)
+        self._lay_out(form, error_name="Why the column cannot be saved")
         self.type.currentIndexChanged.connect(self._type_changed)
         self._type_changed()
 
@@ -484,18 +511,13 @@ class ColumnDialog(QDialog):
             "categories": categories if kind == "category" else [],
         }
 
-    def _accept(self) -> None:
+    def problem(self) -> str:
         values = self.values()
-        problem = ""
         if not values["name"]:
-            problem = "Give the column a name."
-        elif values["type"] == "category" and len(values["categories"]) < 2:
-            problem = "List at least two categories, separated by commas."
-        if problem:
-            self.error.setText(problem)
-            self.error.show()
-            return
-        self.accept()
+            return "Give the column a name."
+        if values["type"] == "category" and len(values["categories"]) < 2:
+            return "List at least two categories, separated by commas."
+        return ""
 
 
 class DocumentsChooser(QWidget):
@@ -576,7 +598,7 @@ class DocumentsChooser(QWidget):
         return self.chosen_documents(), None
 
 
-class NewTableDialog(QDialog):
+class NewTableDialog(_CheckedDialog):
     """A new table: its name, its documents and its first columns (one question per line)."""
 
     def __init__(
@@ -601,41 +623,24 @@ class NewTableDialog(QDialog):
         self.columns.setTabChangesFocus(True)
         self.columns.setPlaceholderText("One column per line, e.g.\nSample size\nMethod\nMain finding")
         self.columns.setFixedHeight(self.fontMetrics().lineSpacing() * 6)
-        self.error = QLabel()
-        self.error.setWordWrap(True)
-        self.error.hide()
         form = QFormLayout()
         form.addRow("&Name:", self.name)
         form.addRow("Rows:", self.documents)
         form.addRow("&Columns:", self.columns)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
-        if ok is not None:
-            ok.setText("Create and fill")
-        buttons.accepted.connect(self._accept)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(self.error)
-        layout.addWidget(buttons)
+        self._lay_out(form, ok_text="Create and fill")
 
     def column_names(self) -> list[str]:
         return [" ".join(line.split()) for line in self.columns.toPlainText().splitlines() if line.strip()]
 
-    def _accept(self) -> None:
+    def problem(self) -> str:
         ids, collection = self.documents.choice()
-        problem = ""
         if not " ".join(self.name.text().split()):
-            problem = "Give the table a name."
-        elif collection is None and not ids:
-            problem = "Choose the table's documents in the list, or a collection."
-        elif not self.column_names():
-            problem = "Write at least one column (a question), one per line."
-        if problem:
-            self.error.setText(problem)
-            self.error.show()
-            return
-        self.accept()
+            return "Give the table a name."
+        if collection is None and not ids:
+            return "Choose the table's documents in the list, or a collection."
+        if not self.column_names():
+            return "Write at least one column (a question), one per line."
+        return ""
 
 
 class EvidenceTablePane(QWidget):
@@ -989,17 +994,26 @@ class EvidenceTablePane(QWidget):
             documents=self._documents,
         )
 
+        def accepted() -> None:
+            ids, collection = dialog.documents.choice()
+            columns = [ColumnSpec(id="", name=name) for name in dialog.column_names()]
+            self.service.create_table(dialog.name.text(), columns, document_ids=ids, collection=collection)
+
+        self._open_dialog(dialog, accepted)
+        return dialog
+
+    def _open_dialog(self, dialog: QDialog, accepted: Callable[[], None]) -> None:
+        """Show ``dialog`` without blocking (kept as ``self.dialog``); ``accepted`` runs when
+        it is accepted, and the dialog is deleted once it closes either way."""
+
         def done(result: int) -> None:
             if result == QDialog.DialogCode.Accepted:
-                ids, collection = dialog.documents.choice()
-                columns = [ColumnSpec(id="", name=name) for name in dialog.column_names()]
-                self.service.create_table(dialog.name.text(), columns, document_ids=ids, collection=collection)
+                accepted()
             dialog.deleteLater()
 
         dialog.finished.connect(done)
         self.dialog = dialog
         dialog.open()
-        return dialog
 
     def _free_name(self) -> str:
         names = {t.name.casefold() for t in self.service.tables}
@@ -1012,20 +1026,16 @@ class EvidenceTablePane(QWidget):
         """Add a column (``column`` None) or change one."""
         dialog = ColumnDialog(self, column)
 
-        def done(result: int) -> None:
-            if result == QDialog.DialogCode.Accepted:
-                values = dialog.values()
-                if column is None:
-                    self.service.add_column(values)
-                else:
-                    changes = {k: v for k, v in values.items() if v != _column_value(column, k)}
-                    if changes:
-                        self.service.update_column(column.id, **changes)
-            dialog.deleteLater()
+        def accepted() -> None:
+            values = dialog.values()
+            if column is None:
+                self.service.add_column(values)
+            else:
+                changes = {k: v for k, v in values.items() if v != _column_value(column, k)}
+                if changes:
+                    self.service.update_column(column.id, **changes)
 
-        dialog.finished.connect(done)
-        self.dialog = dialog
-        dialog.open()
+        self._open_dialog(dialog, accepted)
         return dialog
 
     def choose_documents(self) -> QDialog:
@@ -1045,19 +1055,15 @@ class EvidenceTablePane(QWidget):
         layout.addWidget(chooser)
         layout.addWidget(buttons)
 
-        def done(result: int) -> None:
-            if result == QDialog.DialogCode.Accepted:
-                ids, collection = chooser.choice()
-                if collection is not None:
-                    ids = self._collection_ids(collection)
-                if ids is not None:
-                    self.service.set_rows(ids)
-            dialog.deleteLater()
+        def accepted() -> None:
+            ids, collection = chooser.choice()
+            if collection is not None:
+                ids = self._collection_ids(collection)
+            if ids is not None:
+                self.service.set_rows(ids)
 
-        dialog.finished.connect(done)
         dialog.chooser = chooser  # type: ignore[attr-defined]
-        self.dialog = dialog
-        dialog.open()
+        self._open_dialog(dialog, accepted)
         return dialog
 
     def _collection_ids(self, name: str) -> list[str] | None:
@@ -1074,14 +1080,11 @@ class EvidenceTablePane(QWidget):
         dialog.setLabelText("Name:")
         dialog.setTextValue(table.name)
 
-        def done(result: int) -> None:
-            if result == QDialog.DialogCode.Accepted and dialog.textValue().strip():
+        def accepted() -> None:
+            if dialog.textValue().strip():
                 self.service.rename_table(table.id, dialog.textValue())
-            dialog.deleteLater()
 
-        dialog.finished.connect(done)
-        self.dialog = dialog
-        dialog.open()
+        self._open_dialog(dialog, accepted)
 
     def delete_table(self) -> None:
         table = self.service.current

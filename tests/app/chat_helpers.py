@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pdf_factory
+import pytest
 from capabilities.scripting import SeenRequest, Step
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
@@ -73,6 +74,57 @@ def open_library(built: BuiltLibrary, loop: Any, notifications: Any = None) -> A
     service.start()
     run_until(loop, lambda: bool(opened), timeout=120)
     return service
+
+
+def chat_library_fixtures(folder: str) -> tuple[Any, Any, Any]:
+    """A chat test module's three fixtures, as
+    ``built, library, app_config = chat_library_fixtures("pane-library")``: the library built
+    once per module in a temp folder of that name, the app's ``LibraryService`` on it (once
+    per module too: the embedder loads once), and each test's copy of its config with a data
+    dir of its own (each test its own conversations; the library holds them)."""
+
+    @pytest.fixture(scope="module")
+    def built(tmp_path_factory: Any) -> BuiltLibrary:
+        return build_library(tmp_path_factory.mktemp(folder))
+
+    @pytest.fixture(scope="module")
+    def library(built: BuiltLibrary, qapp: Any) -> Iterator[Any]:
+        from haiku_desk.bridge import install_event_loop
+
+        service = open_library(built, install_event_loop(qapp))
+        yield service
+        service.close()
+
+    @pytest.fixture
+    def app_config(built: BuiltLibrary, tmp_path: Path) -> AppConfig:
+        config = built.config.model_copy(deep=True)
+        config.storage.data_dir = tmp_path / "app-data"
+        return config
+
+    return built, library, app_config
+
+
+def make_chat_pane(qtbot: Any, library: Any, config: AppConfig, *, size: tuple[int, int]) -> Any:
+    """The app's ``ChatPane`` over ``library``, shown at ``size``, with models, notifications
+    and a chat service of its own (conversations in ``config``'s data dir); its services are
+    ``pane.services``."""
+    from haiku_desk.services import AppServices
+    from haiku_desk.services.chat import ChatService
+    from haiku_desk.services.conversations import ConversationStore
+    from haiku_desk.services.models import ModelsService
+    from haiku_desk.services.notifications import Notifications
+    from haiku_desk.views.chat_pane import ChatPane
+
+    notifications = Notifications()
+    models = ModelsService(config, notifications)
+    store = ConversationStore.in_data_dir(config.storage.data_dir)
+    chat = ChatService(library, models, notifications, store=store)
+    services = AppServices(config, notifications, library, None, models, chat)  # type: ignore[arg-type]
+    pane = ChatPane(services)
+    qtbot.addWidget(pane)
+    pane.resize(*size)
+    pane.show()
+    return pane
 
 
 @dataclass

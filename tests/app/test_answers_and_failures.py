@@ -5,23 +5,17 @@ passages one click away, and one banner per problem, gone once it is solved."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
-import pytest
 from capabilities.scripting import answer, cite_top, search
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
 from qt_helpers import run_until
 
-from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_library
+from app.chat_helpers import StreamingScript, chat_library_fixtures, make_chat_pane
 from haiku.rag.citations import Citation
-from haiku_desk.bridge import install_event_loop
-from haiku_desk.services import AppServices
-from haiku_desk.services.chat import ChatService
-from haiku_desk.services.conversations import ConversationStore, Turn
-from haiku_desk.services.library import LibraryService
-from haiku_desk.services.models import ChatModelChoice, ModelsService
+from haiku_desk.services.conversations import Turn
+from haiku_desk.services.models import ChatModelChoice
 from haiku_desk.services.notifications import Notifications
 from haiku_desk.views.chat_pane import ChatPane, TurnWidget
 from haiku_desk.views.notification_area import NotificationArea
@@ -30,37 +24,13 @@ QUESTION = "Why were the night convoys delayed?"
 LONG_URL = "https://example.org/" + "/".join(["averyveryverylongpathsegment"] * 12)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> BuiltLibrary:
-    return build_library(tmp_path_factory.mktemp("answers-library"))
-
-
-@pytest.fixture(scope="module")
-def library(built, qapp) -> Iterator[LibraryService]:
-    service = open_library(built, install_event_loop(qapp))
-    yield service
-    service.close()
-
-
-@pytest.fixture
-def app_config(built, tmp_path):
-    config = built.config.model_copy(deep=True)
-    config.storage.data_dir = tmp_path / "app-data"
-    return config
+built, library, app_config = chat_library_fixtures("answers-library")
 
 
 def make_pane(qtbot: QtBot, library, app_config) -> tuple[ChatPane, NotificationArea]:
-    notifications = Notifications()
-    models = ModelsService(app_config, notifications)
-    store = ConversationStore.in_data_dir(app_config.storage.data_dir)
-    chat = ChatService(library, models, notifications, store=store)
-    services = AppServices(app_config, notifications, library, None, models, chat)  # type: ignore[arg-type]
-    pane = ChatPane(services)
-    area = NotificationArea(notifications)
-    qtbot.addWidget(pane)
+    pane = make_chat_pane(qtbot, library, app_config, size=(700, 700))
+    area = NotificationArea(pane.services.notifications)
     qtbot.addWidget(area)
-    pane.resize(700, 700)
-    pane.show()
     return pane, area
 
 

@@ -4,49 +4,23 @@ markers a PDF's text carries never show raw nor make the rest of an answer bold.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from app.chat_helpers import BuiltLibrary, build_library, open_library
+from app.chat_helpers import chat_library_fixtures, make_chat_pane
 from haiku.rag.citations import Citation
-from haiku_desk.bridge import install_event_loop
-from haiku_desk.services import AppServices
-from haiku_desk.services.chat import ChatService
-from haiku_desk.services.conversations import ConversationStore, Turn
-from haiku_desk.services.library import LibraryService
-from haiku_desk.services.models import ModelsService
-from haiku_desk.services.notifications import Notifications
+from haiku_desk.services.conversations import Turn
 from haiku_desk.views.chat_pane import ChatPane, TurnWidget
 
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> BuiltLibrary:
-    return build_library(tmp_path_factory.mktemp("keyboard-library"))
-
-
-@pytest.fixture(scope="module")
-def library(built, qapp) -> Iterator[LibraryService]:
-    service = open_library(built, install_event_loop(qapp))
-    yield service
-    service.close()
+built, library, app_config = chat_library_fixtures("keyboard-library")
 
 
 @pytest.fixture
-def pane(qtbot: QtBot, built, library, tmp_path) -> ChatPane:
-    config = built.config.model_copy(deep=True)
-    config.storage.data_dir = tmp_path / "app-data"
-    notifications = Notifications()
-    models = ModelsService(config, notifications)
-    chat = ChatService(library, models, notifications, store=ConversationStore.in_data_dir(config.storage.data_dir))
-    pane = ChatPane(AppServices(config, notifications, library, None, models, chat))  # type: ignore[arg-type]
-    qtbot.addWidget(pane)
-    pane.resize(700, 500)
-    pane.show()
+def pane(qtbot: QtBot, library, app_config) -> ChatPane:
+    pane = make_chat_pane(qtbot, library, app_config, size=(700, 500))
     qtbot.waitExposed(pane)
     return pane
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 
 import pytest
 from capabilities.scripting import answer, cite_top, search
@@ -14,17 +13,12 @@ from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 from qt_helpers import run_until
 
-from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_library
+from app.chat_helpers import StreamingScript, chat_library_fixtures, make_chat_pane
 from haiku.rag.capabilities.compaction import COMPACTION_CAPABILITY_ID
 from haiku.rag.capabilities.policy import POLICY_CAPABILITY_ID
 from haiku.rag.capabilities.rag import RAG_CAPABILITY_ID
 from haiku.rag.citations import Citation
-from haiku_desk.bridge import install_event_loop
-from haiku_desk.services import AppServices
-from haiku_desk.services.chat import ChatService
-from haiku_desk.services.conversations import ConversationStore, Turn
-from haiku_desk.services.library import LibraryService
-from haiku_desk.services.models import ModelsService
+from haiku_desk.services.conversations import Turn
 from haiku_desk.services.notifications import Notifications
 from haiku_desk.views.chat_pane import ChatPane, TurnWidget
 
@@ -32,37 +26,11 @@ QUESTION = "Why were the night convoys delayed?"
 ANSWER = "A kerosene shortage delayed the night convoys."
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> BuiltLibrary:
-    return build_library(tmp_path_factory.mktemp("pane-library"))
-
-
-@pytest.fixture(scope="module")
-def library(built, qapp) -> Iterator[LibraryService]:
-    service = open_library(built, install_event_loop(qapp))
-    yield service
-    service.close()
-
-
-@pytest.fixture
-def app_config(built, tmp_path):
-    config = built.config.model_copy(deep=True)
-    config.storage.data_dir = tmp_path / "app-data"
-    return config
+built, library, app_config = chat_library_fixtures("pane-library")
 
 
 def make_pane(qtbot: QtBot, library, app_config) -> ChatPane:
-    notifications = Notifications()
-    models = ModelsService(app_config, notifications)
-    # each test its own conversations (the module shares one library, which holds them)
-    store = ConversationStore.in_data_dir(app_config.storage.data_dir)
-    chat = ChatService(library, models, notifications, store=store)
-    services = AppServices(app_config, notifications, library, None, models, chat)  # type: ignore[arg-type]
-    pane = ChatPane(services)
-    qtbot.addWidget(pane)
-    pane.resize(900, 700)
-    pane.show()
-    return pane
+    return make_chat_pane(qtbot, library, app_config, size=(900, 700))
 
 
 def cited_script() -> StreamingScript:

@@ -500,6 +500,20 @@ def test_a_table_of_the_ticked_documents_with_columns_added_edited_and_removed_t
     header = rows[0]
     assert "Sample size" in header and "Sample size — quote" in header and "Dataset" not in header
     assert len(rows) == 3
+
+    # Table › Rename… and Table › Documents…, through their dialogs
+    pane.rename_action.trigger()
+    pane.dialog.setTextValue("Two trials")
+    pane.dialog.accept()
+    run_until(qloop, lambda: evidence.current.name == "Two trials", SLOW)
+    pane.documents_action.trigger()
+    chooser = pane.dialog.chooser  # the list starts from the table's rows
+    for i in range(chooser.documents.count()):
+        item = chooser.documents.item(i)
+        keep = item.data(Qt.ItemDataRole.UserRole) == ticked[0]
+        item.setCheckState(Qt.CheckState.Checked if keep else Qt.CheckState.Unchecked)
+    pane.dialog.accept()
+    run_until(qloop, lambda: list(evidence.current.rows) == [ticked[0]], SLOW)
     quit_window(qloop, window)
 
 

@@ -6,6 +6,7 @@ long must not cost much more than twice as much tokenising (it cost the square b
 """
 
 import os
+from collections import Counter
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # must precede docling-core/transformers imports
 
@@ -142,3 +143,45 @@ def test_chunking_a_table_twice_as_long_costs_about_twice_the_tokenising() -> No
         assert any(f"| State {rows - 1} |" in c.text for c in chunks)  # nothing lost at the end
         work[rows] = tokenizer.characters
     assert work[200] < 2.6 * work[100], work
+
+
+class WordLog:
+    """The default tokenizer (WordPiece, untruncated), noting every word it is asked to encode."""
+
+    truncation = None
+    padding = None
+
+    def __init__(self) -> None:
+        from haiku.rag.ingest.chunker import _untruncated
+
+        self.inner = _untruncated(default_tokenizer())
+        self.words: Counter[str] = Counter()
+
+    def to_str(self) -> str:
+        return self.inner.to_str()
+
+    def encode(self, text: str, add_special_tokens: bool = True):
+        self.words.update(text.split())
+        return self.inner.encode(text, add_special_tokens=add_special_tokens)
+
+    def encode_batch_fast(self, texts: list[str]):
+        for text in texts:
+            self.words.update(text.split())
+        return self.inner.encode_batch_fast(texts)
+
+
+def test_a_tables_rows_are_tokenised_once_and_chunked_as_when_each_text_is_encoded_whole() -> None:
+    """The rows are counted to cut the table into chunks, then the chunks' texts are counted:
+    each word of a row reaches the tokenizer once (it was twice), and the chunks are those
+    of encoding every text whole (the tokenizer without its WordPiece shortcut)."""
+    rows, cols = 120, 6
+    cells = [cell(f"Column{c}", 0, c, header=True) for c in range(cols)]
+    cells += [cell(f"r{r}c{c}", r, c) for r in range(1, rows) for c in range(cols)]
+    doc = document_with_table(cells, num_rows=rows, num_cols=cols)
+    log = WordLog()
+    chunks = chunk_document(doc, tokenizer=log)
+    assert len(chunks) > 3  # cut by rows
+    row_words = [f"r{r}c{c}" for r in range(1, rows) for c in range(cols)]
+    assert all(any(f"| {word} |" in c.text for c in chunks) for word in row_words[::37])
+    assert {log.words[word] for word in row_words} == {1}
+    assert chunks == chunk_document(doc, tokenizer=CountingTokenizer())

@@ -229,3 +229,25 @@ def test_running_text_in_columns_and_lists_is_not_a_table(tmp_path):
     ]
     paper = make_paper_pdf(tmp_path / "paper.pdf", title="A Field Study", authors=["A. Author"], paragraphs=paragraphs)
     assert convert_pdf(paper.path.read_bytes(), source="paper.pdf").document.tables == []
+
+
+def test_a_grid_that_gives_way_to_its_text_table_leaves_that_table_read_once(tmp_path, monkeypatch):
+    """Every column ruled but a rule only under every third row: the grid reads three printed
+    rows as one and gives way to the table read from the page's text. With no grid left, the
+    lines outside the grids are all the lines, whose tables were just read for the
+    comparison: the unruled-table finder reads them once, not twice (it is counted here, and
+    still runs)."""
+    import haiku.rag.ingest.pdf as pdf
+
+    read_on: list[int] = []
+    finder = pdf.text_tables
+
+    def counted(lines, geometry, *rules):
+        read_on.append(geometry.page_no)
+        return finder(lines, geometry, *rules)
+
+    monkeypatch.setattr(pdf, "text_tables", counted)
+    layout, table = make_table_pdf(tmp_path / "ruled_groups.pdf", "ruled_groups")
+    chunks, _ = _chunks(layout.path)
+    _check_rows(chunks, table, HEADINGS["ruled_groups"])
+    assert read_on == list(range(1, layout.page_count + 1))

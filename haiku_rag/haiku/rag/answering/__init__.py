@@ -14,8 +14,9 @@ command); each name loads its module, and Pydantic AI, on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from haiku.rag.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from haiku.rag.answering.agent import AGENT_PREAMBLE, BuiltAgent, build_agent, chat_model_error
@@ -63,14 +64,7 @@ _HOMES = {
     "answer_stream": "run",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(globals(), _HOMES)
 
 
 __all__ = [

@@ -15,8 +15,9 @@ Importing this package is cheap; each name loads its module on first use (see
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from haiku.rag.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from haiku.rag.extraction.cells import FillOptions, answer_cell, cell_from_answer
@@ -91,14 +92,7 @@ _HOMES = {
     "update_column": "tables",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(globals(), _HOMES)
 
 
 __all__ = [

@@ -11,7 +11,7 @@ The contract (what the store, search and the citation panel rely on):
   part of a long item keeps only the lines that part overlaps.
 
 How: one pass over the body items tracks the heading path; each item's text is tokenised once
-(for WordPiece, the document's distinct words in one call, ``_Words``; else one batch call for
+(for WordPiece, the document's distinct words, each once, ``_Words``; else one batch call for
 the whole document), and an item over the budget is cut on token offsets,
 preferring a line break (a table row), then a sentence end, then a word boundary. Consecutive
 pieces under the same headings are then packed greedily up to the budget (``merge_peers``),
@@ -175,18 +175,14 @@ def _table_units(
     caption = "\n".join(text for _, text in captions)
     header = "\n".join(parts.header)
     budget = _budget(headings, counter, max_tokens)
-    counts = [c - counter.specials for c in counter.count_many([caption + "\n" + header, *parts.rows])]
+    counts = counter.count_texts([caption + "\n" + header, *parts.rows])
     prefix_tokens, row_tokens = counts[0], counts[1:]
     if prefix_tokens > budget // 2 and caption:
         # a caption too long to repeat: later pieces carry its first sentence
         later_caption = _first_sentence(caption)
     else:
         later_caption = caption
-    later_tokens = (
-        prefix_tokens
-        if later_caption == caption
-        else counter.count(later_caption + "\n" + header) - counter.specials
-    )
+    later_tokens = prefix_tokens if later_caption == caption else counter.count_texts([later_caption + "\n" + header])[0]
     groups: list[list[int]] = []
     used = prefix_tokens
     for index, tokens in enumerate(row_tokens):
@@ -266,18 +262,38 @@ class _TokenCounter:
         self._words: _Words | None = None
 
     def count_all(self, units: list[_Unit]) -> None:
-        """Each unit's token count (special tokens excluded): for WordPiece, from the
-        document's distinct words tokenised once (``_Words``); else in one batch call."""
+        """Each unit's token count (special tokens excluded), by ``count_texts``."""
+        for unit, count in zip(units, self.count_texts([unit.text for unit in units]), strict=True):
+            unit.tokens = count
+
+    def count_texts(self, texts: list[str]) -> list[int]:
+        """Token counts of ``texts``, special tokens excluded: for WordPiece, from the
+        document's distinct words (``_Words``), each tokenised once whichever texts it comes
+        in (a table's rows, counted to cut the table into units, are not tokenised again
+        when the units are counted); else encoded whole, in one batch call."""
         if self.additive:
-            split = [_SPACES.split(unit.text) for unit in units]  # split once, used twice
-            self._words = _Words.from_words(self._tokenizer, split)
-            if self._words is not None:
-                for unit, words in zip(units, split, strict=True):
-                    unit.tokens = self._words.count_words(words)
-                return
-        counts = self.count_many([unit.text for unit in units])
-        for unit, count in zip(units, counts, strict=True):
-            unit.tokens = count - self.specials
+            split = [_SPACES.split(text) for text in texts]  # split once, used twice
+            known = self._learn(split)
+            if known is not None:
+                return [known.count_words(words) for words in split]
+        return [count - self.specials for count in self.count_many(texts)]
+
+    def _learn(self, texts: list[list[str]]) -> _Words | None:
+        """The document's words, knowing every word of ``texts`` (the new ones tokenised now,
+        in one call); None when a token of theirs is not inside one word (see
+        ``_Words.from_words``)."""
+        known = self._words
+        new = [word for word in dict.fromkeys(w for text in texts for w in text) if known is None or word not in known]
+        if not new:
+            return known
+        learned = _Words.from_words(self._tokenizer, [new])
+        if learned is None:
+            return None
+        if known is None:
+            self._words = learned
+            return learned
+        known.learn(learned)
+        return known
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
         """Each token's character span in ``text``, special tokens left out."""
@@ -375,6 +391,21 @@ class _Words:
             return None
         counts = np.bincount(owner, minlength=len(words)).tolist()
         return cls(words, starts, offsets, counts)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self._count
+
+    def learn(self, other: _Words) -> None:
+        """Know ``other``'s words too (tokenised apart from these: a word's offsets are kept
+        relative to where it starts in the text it was tokenised in)."""
+        base = len(self._offsets)
+        for word, i in other._index.items():
+            if word not in self._index:
+                self._index[word] = len(self._first)
+                self._first.append(base + other._first[i])
+                self._start.append(other._start[i])
+                self._count[word] = other._count[word]
+        self._offsets.extend(other._offsets)
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` (one of the texts given, or made of their words), no specials."""

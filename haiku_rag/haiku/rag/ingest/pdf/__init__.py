@@ -252,10 +252,13 @@ def _analyse_page(
             tables = outside_figures(tables, pictures)
     if blocks is None:
         horizontal, vertical = page_rules(raw.graphics, frame)
+        read = None  # the unruled tables among all the page's lines (read when it has grids)
         if tables:
-            tables = _narrower_than_text(tables, lines, geometry, (horizontal, vertical))
+            read = text_tables(lines, geometry, horizontal, vertical)
+            tables = _narrower_than_text(tables, read)
         flow = _outside(lines, tables)
-        unruled = text_tables(flow, geometry, horizontal, vertical)
+        # no grid left: the flow is all the lines, and their tables were just read
+        unruled = read if read is not None and not tables else text_tables(flow, geometry, horizontal, vertical)
         unruled = outside_figures(unruled, pictures)  # a chart's labels are not a table
         if unruled:
             tables = [*tables, *unruled]
@@ -497,14 +500,12 @@ def _analyse_ocr_page(
     )
 
 
-def _narrower_than_text(
-    ruled: list, lines: list[Line], geometry: PageGeometry, rules: tuple
-) -> list:
+def _narrower_than_text(ruled: list, read: list) -> list:
     """The ruled tables that are the whole table: a grid whose rules enclose only some of a
     table's columns (rules between column groups, the first and last column open; rows in
-    pairs between rules) gives way to the table read from its text, when that one reaches
-    beyond the grid on the same rows."""
-    read = text_tables(lines, geometry, *rules)
+    pairs between rules) gives way to the table read from its text (``read``: the unruled
+    tables among all the page's lines), when that one reaches beyond the grid on the same
+    rows."""
     if not read:
         return ruled
     kept = []
