@@ -39,6 +39,7 @@ from haiku_desk.citations import (
     snippet_source,
 )
 from haiku_desk.services.pages import REMOVED_MESSAGE, PagesService
+from haiku_desk.views.emphasis import plain_emphasis
 from haiku_desk.views.find_bar import FindBar
 from haiku_desk.views.markdown_tables import PassageView, shown_passage
 from haiku_desk.views.page_reader import DEFAULT_ZOOM, ZOOM_STEP, PageReader
@@ -485,7 +486,8 @@ class CitationPanel(QWidget):
         parts = [f"<p style='font-size: large;'><b>{html.escape(headline)}</b></p>"]
         if quote:
             parts.append("<p>The cited passage:</p>")
-            parts.append(f"<blockquote><i>“{html.escape(' '.join(quote.split()))}”</i></blockquote>")
+            quote = plain_emphasis(" ".join(quote.split()))  # a document's "**" is no text to read
+            parts.append(f"<blockquote><i>“{html.escape(quote)}”</i></blockquote>")
         if title:
             parts.append(f"<p style='color: gray;'>Cited as {html.escape(title)}</p>")
         self.message.setHtml("".join(parts))
@@ -510,7 +512,9 @@ class CitationPanel(QWidget):
 
         record = self.bibliography.record(citation.document_id) if self.bibliography else None
         title = (self.bibliography.title(citation.document_id) if self.bibliography else None) or citation_title(citation)
-        headings = heading_path(citation)
+        # the place is plain text: a document's "**" in its headings dropped, as on source cards
+        title = plain_emphasis(title)
+        headings = [h for h in map(plain_emphasis, heading_path(citation)) if h]
         if has_authors(record):
             assert self.bibliography is not None
             self.title.set_full_text(f"[{citation.index}] {self.bibliography.label(citation)}")

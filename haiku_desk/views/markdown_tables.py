@@ -27,6 +27,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
 from haiku_desk.citations import passage_blocks
+from haiku_desk.views.emphasis import plain_emphasis
 
 SHORT_CELL = 12  # characters: a cell this short (or of one word: "21,550") is never wrapped
 # a column of longer cells is this many line heights wide at most (or its longest word):
@@ -37,23 +38,24 @@ CELL_PADDING = 3
 
 def passage_html(text: str) -> str:
     """``text`` as rich text: its prose as written (lines kept), its Markdown tables as tables
-    with a header row."""
+    with a header row. Plain text, so a document's ``**`` / ``__`` are dropped (paired or not:
+    ``plain_emphasis``, as the chat's source cards do)."""
     parts: list[str] = []
     for block in passage_blocks(text):
         if isinstance(block, str):
             if block.strip():
                 parts.append(
-                    f"<p style='white-space: pre-wrap'>{html.escape(block.strip(chr(10)))}</p>"
+                    f"<p style='white-space: pre-wrap'>{html.escape(plain_emphasis(block.strip(chr(10))))}</p>"
                 )
             continue
         rows = []
         if any(block.header):
             rows.append(
-                "<tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in block.header) + "</tr>"
+                "<tr>" + "".join(f"<th>{html.escape(plain_emphasis(name))}</th>" for name in block.header) + "</tr>"
             )
         for row in block.rows:
             rows.append(
-                "<tr>" + "".join(f"<td>{html.escape(value)}</td>" for value in row) + "</tr>"
+                "<tr>" + "".join(f"<td>{html.escape(plain_emphasis(value))}</td>" for value in row) + "</tr>"
             )
         parts.append(
             f"<table border='1' cellspacing='0' cellpadding='{CELL_PADDING}' "

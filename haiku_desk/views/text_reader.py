@@ -14,6 +14,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QColor, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QFrame, QTextBrowser, QTextEdit, QWidget
 
+from haiku_desk.views.emphasis import balanced_emphasis
+
 PASSAGE_COLOUR = QColor(255, 222, 160)  # the page highlight's orange, blended on white
 FIND_COLOUR = QColor(200, 220, 255)
 FIND_CURRENT_COLOUR = QColor(120, 170, 250)
@@ -84,8 +86,10 @@ class TextReader(QTextBrowser):
         self.verticalScrollBar().valueChanged.connect(self._scrolled)
 
     def show_text(self, markdown: str, passage: str = "") -> bool:
-        """Show ``markdown`` with ``passage`` highlighted and scrolled to; whether it was found."""
-        self.setMarkdown(markdown)
+        """Show ``markdown`` with ``passage`` highlighted and scrolled to; whether it was found.
+        A ``**`` / ``__`` of the document's own that pairs with nothing is dropped (paired ones
+        stay emphasis), as in answers; the passage is found by its letters, so it still is."""
+        self.setMarkdown(balanced_emphasis(markdown))
         self.find_hits, self.find_index = [], -1
         self.passage = locate(self.toPlainText(), plain_markdown(passage)) if passage.strip() else None
         self._select()

@@ -526,3 +526,76 @@ def test_the_first_start_gives_the_reader_a_share_beside_the_chat_when_maximised
     _settle(qloop)
     assert window.splitter.sizes()[2] < 0.38 * sum(window.splitter.sizes()[1:])
     assert dragged
+
+
+_STRAY_EMPHASIS_MD = """# Field notes on irrigation
+
+## Method
+
+**Night irrigation** was compared with day irrigation over three seasons. **Yield per plot rose
+by 9.8 % under night irrigation while evaporation losses fell.
+
+| Plot | **Yield (t/ha) | Evaporation |
+|------|------|------|
+| A | **4.2 | 12 % |
+| B | 3.9 | 15 % |
+
+## Results
+
+The growers said night irrigation** saved water in every season.
+"""
+
+
+def test_a_text_source_never_shows_a_documents_stray_emphasis_markers(qloop, library, panel, tmp_path):
+    """A tester's DEFECT: a document's literal ``**`` (unpaired, from its own text) showed raw
+    in the reader ("**Yield per plot", "**4.2"), as answers and passages no longer do; paired
+    ones stay emphasis."""
+    path = tmp_path / "field-notes.md"
+    path.write_text(_STRAY_EMPHASIS_MD)
+    _ingest(qloop, library, path)
+    hits = qloop.run_until_complete(library.search_passages("yield per plot night irrigation", limit=1))
+    citation = Citation.from_result(1, hits[0].chunk_id, hits[0])
+    kinds: list[str] = []
+    panel.document_shown.connect(kinds.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(kinds))
+    text = panel.text_reader.toPlainText()
+    assert kinds == ["text"] and "Yield per plot" in text and "4.2" in text and "saved water" in text
+    assert "**" not in text, text
+    assert panel.text_reader.passage_text()  # the passage is still found and highlighted
+    # (the stored text keeps only the unpaired ones; a pair, were it kept, stays emphasis)
+    reader = panel.text_reader
+    assert reader.show_text("**Night irrigation** was compared. **Yield per plot rose.", "Yield per plot rose")
+    assert "**" not in reader.toPlainText()
+    assert reader.document().find("Night irrigation").charFormat().fontWeight() >= 600
+
+
+def test_the_cited_passage_and_its_place_never_show_stray_emphasis_markers(qloop, library, panel, tmp_path):
+    """The passage shown beneath a cited page (plain text, its tables as tables), the heading
+    line and a removed document's quote drop a document's ``**`` as the chat's source cards do."""
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    content = (
+        "**Night convoys ran short of kerosene in the second winter.\n\n"
+        "| Depot | **Litres |\n|-|-|\n| North | **4,200 |\n| South | 3,900 |"
+    )
+    citation = _citation(entry, [Box(2, *report.block("p_discussion").rect)], content=content)
+    citation = citation.model_copy(update={"headings": ["**3 Discussion", "3.1 Night convoys**"]})
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(shown))
+    passage = panel.snippet.toPlainText()
+    assert panel.snippet.isVisible() and "Night convoys ran short" in passage and "4,200" in passage
+    assert "**" not in passage, passage
+    assert "3 Discussion" in panel.headings.full_text and "**" not in panel.headings.full_text
+
+    library.delete([entry.key])
+    run_until(qloop, lambda: library.entry(entry.key) is None, SLOW)
+    kinds: list[str] = []
+    panel.document_shown.connect(kinds.append)
+    panel.show_citation(citation.model_copy(update={"index": 2}))
+    run_until(qloop, lambda: bool(kinds))
+    quote = panel.message_text()
+    assert kinds == ["removed"] and "Night convoys ran short" in quote
+    assert "**" not in quote, quote

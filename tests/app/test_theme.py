@@ -437,3 +437,46 @@ def test_radio_buttons_show_which_is_chosen_in_dark(qtbot, themed):
 
     assert tokens.accent in colours(chosen)  # the chosen one's ring is the accent
     assert tokens.border_strong in colours(other) and tokens.accent not in colours(other)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("items", [5, 10])
+def test_a_drop_down_list_shows_every_item_without_scrolling(qtbot, themed, scheme, items):
+    """A tester's DEFECT: every drop-down list was one row short (its last item behind a scroll
+    arrow). The stylesheet's padding is what Qt takes for a combo box's popup margins, 4 px
+    unfocused and 3 px focused: the popup was laid out for the one and sized for the other, 2 px
+    short, and the scroll arrow that then appeared covered the last row."""
+    from PySide6.QtWidgets import QComboBox, QLineEdit, QVBoxLayout, QWidget
+
+    theme.apply_theme(themed, scheme)
+    holder = QWidget()
+    qtbot.addWidget(holder)
+    layout = QVBoxLayout(holder)
+    layout.addWidget(QLineEdit())
+    combo = QComboBox()
+    combo.addItems([f"Search-only answers {n}" for n in range(items)])
+    layout.addWidget(combo)
+    layout.addStretch(1)
+    holder.resize(320, 200)
+    holder.show()
+    qtbot.waitExposed(holder)
+    holder.activateWindow()
+    combo.setFocus()  # as when it is clicked or reached with Tab
+    qtbot.waitUntil(combo.hasFocus)
+    combo.showPopup()
+    view = combo.view()
+    qtbot.waitUntil(view.isVisible)
+    try:
+        rows = [view.visualRect(combo.model().index(row, 0)) for row in range(items)]
+        assert sum(r.height() for r in rows) <= view.viewport().height()
+        assert view.verticalScrollBar().maximum() == 0  # nothing to scroll to
+        assert rows[-1].bottom() < view.viewport().height()  # the last row whole, in view
+        container = view.parentWidget()
+        arrows = [
+            child
+            for child in container.children()
+            if child.metaObject().className() == "QComboBoxPrivateScroller" and child.isVisible()
+        ]
+        assert not arrows  # no scroll arrow over the list
+    finally:
+        combo.hidePopup()
