@@ -16,6 +16,7 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +50,46 @@ def read_json(path: Path) -> Any:
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` to ``path`` atomically. Raises OSError."""
     write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=1))
+
+
+class AppFile:
+    """One JSON file of a library's app folder (``folder`` None: the library has none, and
+    nothing is kept), read and written whole. A failure is said through ``on_error`` as
+    "Cannot read <reading> (<path>): <why>" or "Cannot save <saving> (…)", never raised."""
+
+    def __init__(
+        self,
+        folder: Path | None,
+        name: str,
+        on_error: Callable[[str], object],
+        *,
+        reading: str,
+        saving: str = "",
+    ) -> None:
+        self.path = folder / name if folder is not None else None
+        self._on_error = on_error
+        self._reading = reading
+        self._saving = saving or reading
+
+    def read(self, *, quiet: bool = False) -> Any:
+        """What the file holds (``{}`` when there is no file yet); None without a folder or
+        when it cannot be read (said unless ``quiet``: a cache whose loss is no news)."""
+        if self.path is None:
+            return None
+        try:
+            return read_json(self.path) or {}
+        except (OSError, ValueError) as exc:
+            if not quiet:
+                self._on_error(f"Cannot read {self._reading} ({self.path}): {exc}")
+            return None
+
+    def write(self, data: Any) -> bool:
+        """Whether ``data`` was written (not without a folder, nor when it failed: said)."""
+        if self.path is None:
+            return False
+        try:
+            write_json(self.path, data)
+        except OSError as exc:
+            self._on_error(f"Cannot save {self._saving} ({self.path}): {exc}")
+            return False
+        return True

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from haiku.rag.errors import IngestCategory, StoreLockedError, categorize
-from haiku_desk.services.app_folder import read_json, write_json
+from haiku_desk.services.app_folder import AppFile
 
 log = logging.getLogger("haiku_desk.library")
 
@@ -130,17 +130,12 @@ class FailedFiles:
     """The failed rows of a library, kept in its app folder."""
 
     def __init__(self, folder: Path | None, on_error: Callable[[str], object]) -> None:
-        self._path = folder / FAILED_FILE if folder is not None else None
-        self._on_error = on_error
+        self._file = AppFile(folder, FAILED_FILE, on_error, reading="the list of files that failed")
         self._files: dict[str, FailedFile] = {}
 
     def load(self) -> list[FailedFile]:
-        if self._path is None:
-            return []
-        try:
-            data = read_json(self._path) or {}
-        except (OSError, ValueError) as exc:
-            self._on_error(f"Cannot read the list of files that failed ({self._path}): {exc}")
+        data = self._file.read()
+        if data is None:
             return []
         self._files = {}
         for item in data.get("files", []):
@@ -162,13 +157,10 @@ class FailedFiles:
             self._save()
 
     def _save(self) -> None:
-        if self._path is None:
+        if self._file.path is None:
             return
         files = [
             {"key": f.key, "name": f.name, "path": f.path, "category": f.category.value, "reason": f.reason}
             for f in self._files.values()
         ]
-        try:
-            write_json(self._path, {"version": VERSION, "files": files})
-        except OSError as exc:
-            self._on_error(f"Cannot save the list of files that failed ({self._path}): {exc}")
+        self._file.write({"version": VERSION, "files": files})

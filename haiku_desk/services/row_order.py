@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from haiku_desk.services.app_folder import read_json, write_json
+from haiku_desk.services.app_folder import AppFile
 
 ORDER_FILE = "order.json"
 VERSION = 1
@@ -24,17 +24,12 @@ T = TypeVar("T")
 
 class RowOrder:
     def __init__(self, folder: Path | None, on_error: Callable[[str], object]) -> None:
-        self._path = folder / ORDER_FILE if folder is not None else None
-        self._on_error = on_error
+        self._file = AppFile(folder, ORDER_FILE, on_error, reading="the library's row order")
         self._saved: list[str] = []
 
     def load(self) -> list[str]:
-        if self._path is None:
-            return []
-        try:
-            data = read_json(self._path) or {}
-        except (OSError, ValueError) as exc:
-            self._on_error(f"Cannot read the library's row order ({self._path}): {exc}")
+        data = self._file.read()
+        if data is None:
             return []
         keys = data.get("keys", []) if isinstance(data, dict) else []
         self._saved = [k for k in keys if isinstance(k, str)]
@@ -42,14 +37,8 @@ class RowOrder:
 
     def save(self, keys: Iterable[str]) -> None:
         keys = list(keys)
-        if self._path is None or keys == self._saved:
-            return
-        try:
-            write_json(self._path, {"version": VERSION, "keys": keys})
-        except OSError as exc:
-            self._on_error(f"Cannot save the library's row order ({self._path}): {exc}")
-            return
-        self._saved = keys
+        if keys != self._saved and self._file.write({"version": VERSION, "keys": keys}):
+            self._saved = keys
 
     def arrange(self, items: dict[str, T]) -> dict[str, T]:
         """``items`` (key -> row) in the saved order; keys it does not know keep their order

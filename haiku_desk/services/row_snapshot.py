@@ -15,7 +15,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from haiku_desk.services.app_folder import read_json, write_json
+from haiku_desk.services.app_folder import AppFile
 from haiku_desk.services.entries import DocumentState, LibraryEntry
 
 __all__ = ["SNAPSHOT_FILE", "RowSnapshot"]
@@ -30,20 +30,16 @@ _KEPT = (
 
 class RowSnapshot:
     def __init__(self, folder: Path | None, on_error: Callable[[str], object]) -> None:
-        self._path = folder / SNAPSHOT_FILE if folder is not None else None
-        self._on_error = on_error
+        self._file = AppFile(folder, SNAPSHOT_FILE, on_error, reading="the library's list of documents")
         self._saved: list[dict[str, Any]] | None = None
         self.paused: set[str] = set()  # rows whose embedding the user cancelled, as loaded
 
     def load(self) -> list[LibraryEntry]:
         """The stored rows of the last session, in their order (none when there is no file,
         or it cannot be read: the store's listing follows anyway)."""
-        if self._path is None:
+        data = self._file.read(quiet=True)  # a cache: the store's listing follows in a moment
+        if data is None:
             return []
-        try:
-            data = read_json(self._path) or {}
-        except (OSError, ValueError):
-            return []  # a cache: the store's listing follows in a moment
         rows = data.get("rows", []) if isinstance(data, dict) and data.get("version") == VERSION else []
         known = {f.name for f in fields(LibraryEntry)}
         entries = []
@@ -63,7 +59,7 @@ class RowSnapshot:
 
     def save(self, entries: Iterable[LibraryEntry], paused: Iterable[str] = ()) -> None:
         """Write the stored rows (``paused``: those whose embedding the user cancelled)."""
-        if self._path is None:
+        if self._file.path is None:
             return
         paused = set(paused)
         rows = []
@@ -77,9 +73,5 @@ class RowSnapshot:
             rows.append(row)
         if rows == self._saved:
             return
-        try:
-            write_json(self._path, {"version": VERSION, "rows": rows})
-        except OSError as exc:
-            self._on_error(f"Cannot save the library's list of documents ({self._path}): {exc}")
-            return
-        self._saved = rows
+        if self._file.write({"version": VERSION, "rows": rows}):
+            self._saved = rows

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from haiku_desk.services.app_folder import read_json, write_json
+from haiku_desk.services.app_folder import AppFile
 
 log = logging.getLogger("haiku_desk.library")
 
@@ -68,8 +68,10 @@ class WorkQueue:
     """Jobs waiting or running, in order, mirrored to ``<folder>/queue.json``."""
 
     def __init__(self, folder: Path | None, on_error: Callable[[str], object]) -> None:
-        self._path = folder / QUEUE_FILE if folder is not None else None
-        self._on_error = on_error
+        self._file = AppFile(
+            folder, QUEUE_FILE, on_error,
+            reading="the unfinished work of this library", saving="the library's work queue",
+        )
         self._jobs: deque[Job] = deque()
         self.current: Job | None = None
 
@@ -77,24 +79,17 @@ class WorkQueue:
 
     def load(self) -> list[Job]:
         """The jobs left by the last run (the one running then comes first)."""
-        if self._path is None:
-            return []
-        try:
-            data = read_json(self._path) or {}
-        except (OSError, ValueError) as exc:
-            self._on_error(f"Cannot read the unfinished work of this library ({self._path}): {exc}")
+        data = self._file.read()
+        if data is None:
             return []
         jobs = [_from_dict(item) for item in data.get("jobs", []) if isinstance(item, dict)]
         return [job for job in jobs if job is not None]
 
     def save(self) -> None:
-        if self._path is None:
+        if self._file.path is None:
             return
         jobs = ([self.current] if self.current is not None else []) + list(self._jobs)
-        try:
-            write_json(self._path, {"version": VERSION, "jobs": [_to_dict(j) for j in jobs]})
-        except OSError as exc:
-            self._on_error(f"Cannot save the library's work queue ({self._path}): {exc}")
+        self._file.write({"version": VERSION, "jobs": [_to_dict(j) for j in jobs]})
 
     # --- the queue -----------------------------------------------------------------------------
 

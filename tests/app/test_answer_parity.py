@@ -17,12 +17,11 @@ import pytest
 from capabilities.scripting import answer, cite_top, search
 from qt_helpers import run_until
 
-from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_library
+from app.chat_helpers import BuiltLibrary, StreamingScript, chat_library_fixtures
 from haiku.rag import answering, cli
 from haiku.rag.answering import AnswerOptions
 from haiku.rag.client import HaikuRAG
 from haiku_desk import self_test
-from haiku_desk.bridge import install_event_loop
 from haiku_desk.services.chat import ChatService
 from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
@@ -74,16 +73,7 @@ def shape(text: str, citations: Any, grounding: str) -> tuple[Any, ...]:
     )
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> BuiltLibrary:
-    return build_library(tmp_path_factory.mktemp("parity-library"))
-
-
-@pytest.fixture(scope="module")
-def library(built, qapp):
-    service = open_library(built, install_event_loop(qapp))
-    yield service
-    service.close()
+built, library, app_config = chat_library_fixtures("parity-library")
 
 
 def off_the_app_loop(coroutine_function: Any, *args: Any) -> Any:

@@ -5,52 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 
 import pytest
 from capabilities.scripting import answer, cite, cite_top, search
 from qt_helpers import run_until
 
-from app.chat_helpers import (
-    BuiltLibrary,
-    QuestionLog,
-    StreamingScript,
-    build_library,
-    open_library,
-)
+from app.chat_helpers import QuestionLog, StreamingScript, chat_library_fixtures
 from haiku.rag.capabilities.compaction import COMPACTION_CAPABILITY_ID
 from haiku.rag.capabilities.policy import POLICY_CAPABILITY_ID
 from haiku.rag.capabilities.rag import RAG_CAPABILITY_ID
-from haiku_desk.bridge import install_event_loop
 from haiku_desk.services.chat import HOW_TO_CONNECT_A_MODEL, ChatService
 from haiku_desk.services.conversations import ConversationStore
-from haiku_desk.services.library import LibraryService
 from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
 
 QUESTION = "Why were the night convoys delayed?"
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> BuiltLibrary:
-    return build_library(tmp_path_factory.mktemp("chat-library"))
-
-
-@pytest.fixture(scope="module")
-def library(built, qapp) -> Iterator[LibraryService]:
-    """The app's library service on the built store, shared by the module (the embedder loads
-    once); each test starts with nothing selected."""
-    loop = install_event_loop(qapp)
-    service = open_library(built, loop)
-    yield service
-    service.close()
-
-
-@pytest.fixture
-def app_config(built, tmp_path):
-    config = built.config.model_copy(deep=True)
-    config.storage.data_dir = tmp_path / "app-data"
-    return config
+built, library, app_config = chat_library_fixtures("chat-library")
 
 
 def make_chat(library, app_config) -> tuple[ChatService, ModelsService, Notifications]:

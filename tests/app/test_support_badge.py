@@ -14,14 +14,15 @@ import pytest
 from pydantic_ai.messages import ModelResponse, TextPart
 from qt_helpers import run_until
 
-from app.chat_helpers import BuiltLibrary, StreamingScript, build_library, open_library
+from app.chat_helpers import (
+    BuiltLibrary,
+    StreamingScript,
+    build_library,
+    make_chat_pane,
+    open_library,
+)
 from haiku.rag.client import HaikuRAG
 from haiku_desk.bridge import install_event_loop
-from haiku_desk.services import AppServices
-from haiku_desk.services.chat import ChatService
-from haiku_desk.services.conversations import ConversationStore
-from haiku_desk.services.models import ModelsService
-from haiku_desk.services.notifications import Notifications
 from haiku_desk.views.chat_pane import UNSUPPORTED_MARK, ChatPane
 
 FILING = (
@@ -57,15 +58,7 @@ def library(built, qapp) -> Iterator[object]:
 def make_pane(qtbot, library, built, tmp_path) -> ChatPane:
     config = built[0].config.model_copy(deep=True)
     config.storage.data_dir = tmp_path / "app-data"
-    notifications = Notifications()
-    models = ModelsService(config, notifications)
-    store = ConversationStore.in_data_dir(config.storage.data_dir)
-    chat = ChatService(library, models, notifications, store=store)
-    services = AppServices(config, notifications, library, None, models, chat)  # type: ignore[arg-type]
-    pane = ChatPane(services)
-    qtbot.addWidget(pane)
-    pane.resize(900, 700)
-    pane.show()
+    pane = make_chat_pane(qtbot, library, config, size=(900, 700))
     pane.chat.set_scope([built[1]])  # the filing alone: passage [1] is its text
     return pane
 

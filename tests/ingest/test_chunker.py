@@ -6,22 +6,17 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # must precede docling-core/transformers imp
 
 import pytest
 from docling_core.types.doc import (
-    BoundingBox,
-    CoordOrigin,
     DocItemLabel,
     DoclingDocument,
-    ProvenanceItem,
-    Size,
     TableCell,
     TableData,
-    TextItem,
 )
+from docling_factory import PAGE, add_paragraph, line_prov
 
 from haiku.rag.embeddings.local import default_tokenizer
 from haiku.rag.ingest.chunker import chunk_document
 from haiku.rag.ingest.records import Box, ChunkRecord
 
-PAGE = Size(width=612, height=792)
 LINE_HEIGHT = 14
 # 40 distinct sentences of ~16 tokens, one per line: too long for one 256-token chunk
 LONG_LINES = [
@@ -30,23 +25,6 @@ LONG_LINES = [
 ]
 # the long paragraph starts at the bottom of page 1 and goes on at the top of page 2
 LONG_LINES_ON_PAGE_1 = 10
-
-
-def line_prov(page: int, top: float, span: tuple[int, int]) -> ProvenanceItem:
-    bbox = BoundingBox(l=72, t=top, r=540, b=top + 12, coord_origin=CoordOrigin.TOPLEFT)
-    return ProvenanceItem(page_no=page, bbox=bbox, charspan=span)
-
-
-def add_paragraph(doc: DoclingDocument, lines: list[tuple[int, float, str]]) -> TextItem:
-    """A text item with one provenance entry per (page, top, line text), as converters write."""
-    text = " ".join(line for _, _, line in lines)
-    provs, start = [], 0
-    for page, top, line in lines:
-        provs.append(line_prov(page, top, (start, start + len(line))))
-        start += len(line) + 1
-    item = doc.add_text(label=DocItemLabel.TEXT, text=text, prov=provs[0])
-    item.prov.extend(provs[1:])
-    return item
 
 
 def long_line_position(index: int) -> tuple[int, float]:

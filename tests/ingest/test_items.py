@@ -11,31 +11,13 @@ from docling_core.types.doc import (
     DocItemLabel,
     DoclingDocument,
     ProvenanceItem,
-    Size,
     TableCell,
     TableData,
 )
+from docling_factory import PAGE, add_paragraph, line_prov
 
 from haiku.rag.ingest.items import extract_items
 from haiku.rag.ingest.records import Box
-
-PAGE = Size(width=612, height=792)
-
-
-def line_prov(page: int, top: float, span: tuple[int, int]) -> ProvenanceItem:
-    bbox = BoundingBox(l=72, t=top, r=540, b=top + 12, coord_origin=CoordOrigin.TOPLEFT)
-    return ProvenanceItem(page_no=page, bbox=bbox, charspan=span)
-
-
-def add_paragraph(doc: DoclingDocument, lines: list[tuple[int, float, str]]) -> None:
-    """A text item with one provenance entry per (page, top, line text), as converters write."""
-    text = " ".join(line for _, _, line in lines)
-    provs, start = [], 0
-    for page, top, line in lines:
-        provs.append(line_prov(page, top, (start, start + len(line))))
-        start += len(line) + 1
-    item = doc.add_text(label=DocItemLabel.TEXT, text=text, prov=provs[0])
-    item.prov.extend(provs[1:])
 
 
 def table_data(rows: list[list[str]]) -> TableData:

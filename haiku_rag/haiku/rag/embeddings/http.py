@@ -287,7 +287,10 @@ class OpenAICompatibleEmbedder(HttpEmbedder):
         payload: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self._requested_dimensions is not None:
             payload["dimensions"] = self._requested_dimensions
-        body = self._post(f"{self.base_url}/embeddings", payload)
+        return self._vectors(self._post(f"{self.base_url}/embeddings", payload))
+
+    def _vectors(self, body: Any) -> Any:
+        """The vectors of an OpenAI-style embeddings response, in the order of the inputs."""
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
             raise self._malformed("no 'data' list")

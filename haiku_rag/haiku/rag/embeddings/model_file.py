@@ -115,14 +115,7 @@ class ModelFileEmbedder(OpenAICompatibleEmbedder):
             raise
         finally:
             runtime.request_ended()
-        data = body.get("data") if isinstance(body, dict) else None
-        if not isinstance(data, list):
-            raise self._malformed("no 'data' list")
-        try:
-            ordered = sorted(data, key=lambda entry: entry["index"])
-            return [entry["embedding"] for entry in ordered]
-        except (KeyError, TypeError) as exc:
-            raise self._malformed("each 'data' entry needs 'index' and 'embedding'") from exc
+        return self._vectors(body)
 
     def _embed(self, address: str, inputs: list[Any]) -> Any:
         return self._post(f"{address}/v1/embeddings", {"model": self.model, "input": inputs, "encoding_format": "float"})
