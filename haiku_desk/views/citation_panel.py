@@ -560,10 +560,17 @@ class CitationPanel(QWidget):
 
         if self.citation is None or self.reading:
             return ""
+        # the passage as the panel shows it: a document's "**" / "__" dropped
+        quoted = self.citation.model_copy(
+            update={
+                "content": plain_emphasis(self.citation.content),
+                "matched_text": plain_emphasis(self.citation.matched_text) if self.citation.matched_text else None,
+            }
+        )
         if self.bibliography is not None:
-            text = self.bibliography.citation_text(self.citation)
+            text = self.bibliography.citation_text(quoted)
         else:
-            text = quoted_citation(self.citation, None)
+            text = quoted_citation(quoted, None)
         QApplication.clipboard().setText(text)
         self.copied.emit(text)
         return text

@@ -668,3 +668,23 @@ def test_the_text_the_reader_colours_itself_meets_wcag_aa_in_light_and_dark(
         colour = cited_as_colour()
         assert _contrast(colour, tokens.window) >= 4.5, (scheme, colour.name())
         assert colour.name() == tokens.text_secondary
+
+
+def test_copy_citation_quotes_the_passage_without_stray_emphasis_markers(qloop, library, panel, tmp_path):
+    """Copy citation puts the passage on the clipboard as the panel shows it: a document's
+    ``**`` dropped (it copied "**Night convoys … **4,200")."""
+    from PySide6.QtWidgets import QApplication
+
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    content = "**Night convoys ran short of kerosene.\n\n| Depot | **Litres |\n|-|-|\n| North | **4,200 |"
+    citation = _citation(entry, [Box(2, *report.block("p_discussion").rect)], content=content)
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(shown))
+    copied = panel.copy_citation()
+    assert "Night convoys ran short of kerosene" in copied and "4,200" in copied
+    assert "**" not in copied, copied
+    assert QApplication.clipboard().text() == copied
+    assert panel.citation.content == content  # the citation itself is kept as the library gave it
