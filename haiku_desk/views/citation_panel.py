@@ -19,7 +19,7 @@ import html
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtCore import QEvent, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QImage, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -44,6 +44,7 @@ from haiku_desk.views.find_bar import FindBar
 from haiku_desk.views.markdown_tables import PassageView, shown_passage
 from haiku_desk.views.page_reader import DEFAULT_ZOOM, ZOOM_STEP, PageReader
 from haiku_desk.views.text_reader import TextReader
+from haiku_desk.views.theme import current_tokens
 from haiku_desk.views.widgets import ElidedLabel
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class CitationPanel(QWidget):
         self._announce: int | None = None  # the page whose drawing page_shown reports
         self._scaling = False
         self._last_page_width = 595.0
+        self._message: tuple[str, str, str] | None = None  # what the message shows (headline, quote, title)
         self.open_in_system_viewer = True  # tests turn this off
         # how a file is opened in the system's viewer (False: no application for it)
         self.open_url: Callable[[QUrl], bool] = open_url or QDesktopServices.openUrl
@@ -375,6 +377,7 @@ class CitationPanel(QWidget):
         # the hint is read in full, wrapped, in the reader's place (one-line labels clipped it)
         self.title.hide()
         self.headings.hide()
+        self._message = None
         self.message.setHtml(f"<p>{html.escape(HINT)}</p><p>{html.escape(READ_HINT)}</p>")
         self.stack.setCurrentWidget(self.message)
         self.notice_row.hide()
@@ -483,17 +486,31 @@ class CitationPanel(QWidget):
         self._announce_if_drawn()
 
     def _show_message(self, headline: str, quote: str = "", title: str = "") -> None:
+        self._message = (headline, quote, title)
+        self._draw_message()
+        self.stack.setCurrentWidget(self.message)
+        self.snippet.hide()  # the quote is in the message
+        self._update_controls()
+
+    def _draw_message(self) -> None:
+        """The message in the scheme's colours (drawn again when the scheme changes)."""
+        if self._message is None:
+            return
+        headline, quote, title = self._message
         parts = [f"<p style='font-size: large;'><b>{html.escape(headline)}</b></p>"]
         if quote:
             parts.append("<p>The cited passage:</p>")
             quote = plain_emphasis(" ".join(quote.split()))  # a document's "**" is no text to read
             parts.append(f"<blockquote><i>“{html.escape(quote)}”</i></blockquote>")
-        if title:
-            parts.append(f"<p style='color: gray;'>Cited as {html.escape(title)}</p>")
+        if title:  # secondary, in the scheme's AA colour (grey was 3.6:1 on the light window)
+            secondary = current_tokens().text_secondary
+            parts.append(f"<p style='color: {secondary};'>Cited as {html.escape(title)}</p>")
         self.message.setHtml("".join(parts))
-        self.stack.setCurrentWidget(self.message)
-        self.snippet.hide()  # the quote is in the message
-        self._update_controls()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self.stack.currentWidget() is self.message:
+            self._draw_message()  # View › Appearance: the message's colours follow
 
     def message_text(self) -> str:
         return self.message.toPlainText() if self.stack.currentWidget() is self.message else ""
@@ -543,10 +560,17 @@ class CitationPanel(QWidget):
 
         if self.citation is None or self.reading:
             return ""
+        # the passage as the panel shows it: a document's "**" / "__" dropped
+        quoted = self.citation.model_copy(
+            update={
+                "content": plain_emphasis(self.citation.content),
+                "matched_text": plain_emphasis(self.citation.matched_text) if self.citation.matched_text else None,
+            }
+        )
         if self.bibliography is not None:
-            text = self.bibliography.citation_text(self.citation)
+            text = self.bibliography.citation_text(quoted)
         else:
-            text = quoted_citation(self.citation, None)
+            text = quoted_citation(quoted, None)
         QApplication.clipboard().setText(text)
         self.copied.emit(text)
         return text

@@ -599,3 +599,92 @@ def test_the_cited_passage_and_its_place_never_show_stray_emphasis_markers(qloop
     quote = panel.message_text()
     assert kinds == ["removed"] and "Night convoys ran short" in quote
     assert "**" not in quote, quote
+
+
+def _contrast(a, b) -> float:
+    from PySide6.QtGui import QColor
+
+    def luminance(colour) -> float:
+        c = QColor(colour)
+        channels = []
+        for value in (c.red(), c.green(), c.blue()):
+            s = value / 255
+            channels.append(s / 12.92 if s <= 0.04045 else ((s + 0.055) / 1.055) ** 2.4)
+        return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.fixture
+def themed_app(qapp):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtGui import QPalette
+
+    from haiku_desk.views import theme
+
+    palette, sheet = QPalette(qapp.palette()), qapp.styleSheet()
+    yield qapp
+    qapp.setStyleSheet(sheet)
+    qapp.setPalette(palette)
+    qapp.setProperty("haiku_scheme", None)
+    qapp.setProperty("haiku_scheme_choice", None)
+    QSettings().remove(theme.SETTINGS_KEY)
+
+
+def test_the_text_the_reader_colours_itself_meets_wcag_aa_in_light_and_dark(
+    qloop, library, panel, tmp_path, themed_app
+):
+    """A removed document's "Cited as …" line was grey (#808080): 3.55:1 on the light window
+    (4.54:1 in dark, just over). The reader's own colours, outside the stylesheet's tokens: that
+    line in the scheme's secondary colour (and following a switch of scheme), the text source's
+    passage and find highlights with their black text."""
+    from PySide6.QtGui import QColor
+
+    from haiku_desk.views import theme
+    from haiku_desk.views.text_reader import FIND_COLOUR, FIND_CURRENT_COLOUR
+
+    for background in (PASSAGE_COLOUR, FIND_COLOUR, FIND_CURRENT_COLOUR):
+        assert _contrast(QColor("black"), background) >= 4.5
+
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    citation = _citation(entry, [Box(2, *report.block("p_discussion").rect)], content="Night convoys ran short.")
+    library.delete([entry.key])
+    run_until(qloop, lambda: library.entry(entry.key) is None, SLOW)
+    tokens = theme.apply_theme(themed_app, "light")
+    kinds: list[str] = []
+    panel.document_shown.connect(kinds.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(kinds))
+
+    def cited_as_colour() -> QColor:
+        cursor = panel.message.document().find("Cited as")
+        assert not cursor.isNull(), panel.message_text()
+        return cursor.charFormat().foreground().color()
+
+    for scheme in ("light", "dark"):
+        tokens = theme.apply_theme(themed_app, scheme)
+        colour = cited_as_colour()
+        assert _contrast(colour, tokens.window) >= 4.5, (scheme, colour.name())
+        assert colour.name() == tokens.text_secondary
+
+
+def test_copy_citation_quotes_the_passage_without_stray_emphasis_markers(qloop, library, panel, tmp_path):
+    """Copy citation puts the passage on the clipboard as the panel shows it: a document's
+    ``**`` dropped (it copied "**Night convoys … **4,200")."""
+    from PySide6.QtWidgets import QApplication
+
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, library, report.path)
+    content = "**Night convoys ran short of kerosene.\n\n| Depot | **Litres |\n|-|-|\n| North | **4,200 |"
+    citation = _citation(entry, [Box(2, *report.block("p_discussion").rect)], content=content)
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(shown))
+    copied = panel.copy_citation()
+    assert "Night convoys ran short of kerosene" in copied and "4,200" in copied
+    assert "**" not in copied, copied
+    assert QApplication.clipboard().text() == copied
+    assert panel.citation.content == content  # the citation itself is kept as the library gave it
