@@ -306,6 +306,9 @@ class ModelSettingsDialog(QDialog):
                 self.model_name.setCurrentIndex(report.models.index(wanted))
             elif typed in report.models:
                 self.model_name.setCurrentIndex(report.models.index(typed))
+            line = self.model_name.lineEdit()
+            if line is not None:
+                line.setCursorPosition(0)  # a long description shows its start (the name)
 
     def open_catalog(self) -> QDialog:
         """The catalog of recommended model files and their downloads (a dialog of its own)."""

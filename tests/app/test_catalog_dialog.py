@@ -141,7 +141,12 @@ def test_a_download_completes_is_checked_and_can_be_chosen(
     assert dialog.use_button.isEnabled()
     dialog.use_button.click()
     assert not dialog.isVisible()
-    run_until(qloop, lambda: settings.chosen_model_name() == str(path))
+    # chosen at once, then shown under its description once the model files are listed again
+    assert settings.chosen_model_name() == str(path)
+    run_until(qloop, lambda: settings.operation is not None and not settings.operation.running)
+    assert settings.model_name.currentIndex() == settings.model_name.findData(str(path))
+    assert settings.chosen_model_name() == str(path)
+    assert settings.model_name.lineEdit().cursorPosition() == 0  # the description's start shows
     settings.buttons.button(settings.buttons.StandardButton.Save).click()
     assert models.choice is not None and (models.choice.provider, models.choice.name) == ("model-file", str(path))
 
