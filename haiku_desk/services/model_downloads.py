@@ -361,11 +361,18 @@ class ModelDownloads(QObject):
                 can_retry=True,
             )
         if isinstance(exc, DownloadInterrupted):
-            kept = f" {format_size(exc.done)} were kept;" if exc.done else ""
+            cause = exc.__cause__
+            why = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+            if exc.done:
+                return DownloadFailure(
+                    "network",
+                    f"The connection was lost after {format_size(exc.done)}, which are kept{why}. "
+                    "Check the network, then Retry: the download continues from there.",
+                    can_retry=True,
+                )
             return DownloadFailure(
                 "network",
-                f"The connection was lost.{kept} check the network, then Retry to continue "
-                f"from there. ({exc})",
+                f"The server could not be reached{why}. Check the network, then Retry.",
                 can_retry=True,
             )
         if isinstance(exc, NotAModelFile):

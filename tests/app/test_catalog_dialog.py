@@ -241,7 +241,9 @@ def test_a_lost_connection_keeps_the_part_and_retry_resumes(
     _, dialog = open_catalog(qtbot, models)
     dialog.download_button.click()
     run_until(qloop, lambda: models.downloads.running(FILE) is None and cell(dialog, 0, "Status") != "Downloading")
-    assert "The connection was lost." in dialog.status.text() and "Retry" in dialog.status.text()
+    message = dialog.status.text()
+    assert message.startswith(f"The connection was lost after {cut / 1000:.1f} KB, which are kept")
+    assert message.endswith("Check the network, then Retry: the download continues from there.")
     assert dialog.download_button.text() == "&Retry"
     dialog.download_button.click()
     run_until(qloop, lambda: cell(dialog, 0, "Status") == "Downloaded")
@@ -258,3 +260,53 @@ def test_a_bad_catalog_file_is_said_in_the_dialog(qtbot, config, tmp_path: Path,
     qtbot.addWidget(dialog)
     assert dialog.table.rowCount() == 0
     assert "could not be read" in dialog.intro.text() and "missing file_name" in dialog.intro.text()
+
+
+def test_an_unreachable_server_is_said_and_retry_is_offered(
+    qloop, qtbot, config, tmp_path: Path, model_bytes: bytes, monkeypatch
+) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/models/tiny.gguf"
+    monkeypatch.setenv(CATALOG_ENV, str(write_catalog(tmp_path / "c.json", url, model_bytes)))
+    models = ModelsService(config, Notifications())
+    models.downloads.disk_usage = free(50 * GB)
+    _, dialog = open_catalog(qtbot, models)
+    dialog.download_button.click()
+    run_until(qloop, lambda: cell(dialog, 0, "Status") == "Failed")
+    message = dialog.status.text()
+    assert message.startswith("The server could not be reached (ConnectError: ")
+    assert message.endswith("Check the network, then Retry.")
+    assert dialog.download_button.text() == "&Retry" and dialog.download_button.isEnabled()
+
+
+def test_a_downloaded_embedding_model_is_offered_as_the_embedder(qloop, qtbot, config, tmp_path: Path, monkeypatch) -> None:
+    from gguf_factory import tiny_bert
+
+    from haiku.rag.local_models import Roots
+
+    data = tiny_bert(tmp_path / "src" / "e.gguf").read_bytes()
+    with file_server(data) as server:
+        catalog = write_catalog(tmp_path / "c.json", server.url, data)
+        entry = json.loads(catalog.read_text())[0]
+        entry.update(name="Tiny Embed", file_name="tiny-embed.gguf", kind="embedding")
+        catalog.write_text(json.dumps([entry]))
+        monkeypatch.setenv(CATALOG_ENV, str(catalog))
+        models = ModelsService(config, Notifications())
+        models.model_file_roots = Roots()  # nothing of this computer's: only the downloads folder
+        models.downloads.disk_usage = free(50 * GB)
+        settings, dialog = open_catalog(qtbot, models)
+        dialog.download_button.click()
+        run_until(qloop, lambda: cell(dialog, 0, "Status") == "Downloaded")
+    path = models.downloads.folder / "tiny-embed.gguf"
+    assert "Settings › Search › Embedder" in dialog.status.text()
+    # listed among this computer's embedding model files from now on
+    assert str(path) in [p for _, p in models.embedding_model_files()]
+    dialog.use_button.click()
+    assert settings.tabs.currentWidget() is settings.search_tab
+    assert settings.search_tab.embedder.currentData() == f"model-file/{path}"
+    choice = settings.search_tab.embedder_choice()
+    assert (choice.provider, choice.model) == ("model-file", str(path))
