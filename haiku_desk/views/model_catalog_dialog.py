@@ -173,7 +173,9 @@ class ModelCatalogDialog(QDialog):
         if row.state == "downloading" and row.file_name in self._progress:
             return f"Downloading {self._progress[row.file_name].percent}%"
         if row.state == "partial":
-            return f"Paused at {format_size(row.done)}"
+            # a part kept by Pause, or by a lost connection (which says so below the table)
+            stopped = "Interrupted" if row.file_name in self._failures else "Paused"
+            return f"{stopped} at {format_size(row.done)}"
         if row.state == "available" and row.file_name in self._failures:
             return "Failed"
         return STATE_WORDS[row.state]

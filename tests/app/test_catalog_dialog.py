@@ -241,6 +241,7 @@ def test_a_lost_connection_keeps_the_part_and_retry_resumes(
     _, dialog = open_catalog(qtbot, models)
     dialog.download_button.click()
     run_until(qloop, lambda: models.downloads.running(FILE) is None and cell(dialog, 0, "Status") != "Downloading")
+    assert cell(dialog, 0, "Status") == f"Interrupted at {cut / 1000:.1f} KB"  # not "Paused"
     message = dialog.status.text()
     assert message.startswith(f"The connection was lost after {cut / 1000:.1f} KB, which are kept")
     assert message.endswith("Check the network, then Retry: the download continues from there.")
