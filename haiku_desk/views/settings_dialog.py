@@ -322,8 +322,11 @@ class ModelSettingsDialog(QDialog):
         return dialog
 
     def _model_downloaded(self, file_name: str, path: str) -> None:
-        """A catalog download finished: list the model files again (it is among them)."""
-        if self.provider_key == "model-file":
+        """A catalog download finished: a chat file is among the model files listed again, an
+        embedding file among the Search tab's embedders (not chosen until asked)."""
+        if self.models.downloads.row(file_name).kind != "chat":
+            self.search_tab.offer_model_file(path, choose=False)
+        elif self.provider_key == "model-file":
             self.find_models()
 
     def _model_chosen(self, path: str, kind: str) -> None:
@@ -516,13 +519,15 @@ class SearchSettings(QWidget):
             self.embedder_url.clear()
             self.embedder_model.clear()
 
-    def offer_model_file(self, path: str) -> None:
-        """Choose an embedding model file just downloaded (listed first if it was not yet)."""
+    def offer_model_file(self, path: str, *, choose: bool = True) -> None:
+        """List an embedding model file just downloaded (first, if it was not listed yet) and,
+        with ``choose``, select it."""
         data = f"model-file/{path}"
         if self.embedder.findData(data) < 0:
             name = PurePath(path).name
             self.embedder.insertItem(0, f"{name} ({EMBEDDER_LABELS['model-file'].lower()})", data)
-        self.embedder.setCurrentIndex(self.embedder.findData(data))
+        if choose:
+            self.embedder.setCurrentIndex(self.embedder.findData(data))
 
     def _reranker_changed(self) -> None:
         on = self.reranker.currentData() == "http"

@@ -304,6 +304,9 @@ def test_a_downloaded_embedding_model_is_offered_as_the_embedder(qloop, qtbot, c
         run_until(qloop, lambda: cell(dialog, 0, "Status") == "Downloaded")
     path = models.downloads.folder / "tiny-embed.gguf"
     assert "Settings › Search › Embedder" in dialog.status.text()
+    embedders = settings.search_tab.embedder
+    before = embedders.currentData()
+    assert embedders.findData(f"model-file/{path}") >= 0 and before != f"model-file/{path}"  # listed, not chosen
     # listed among this computer's embedding model files from now on
     assert str(path) in [p for _, p in models.embedding_model_files()]
     dialog.use_button.click()
