@@ -25,6 +25,7 @@ class FileServer:
     drop_after: int | None = None
     ignore_range: bool = False
     hold_after: int | None = None  # bytes of the file sent before waiting for ``release`` (once)
+    cut_on_release: bool = False  # after ``release``, close the connection instead of sending the rest
     held: threading.Event = field(default_factory=threading.Event)
     release: threading.Event = field(default_factory=threading.Event)
     ranges: list[str | None] = field(default_factory=list)
@@ -68,6 +69,9 @@ def file_server(data: bytes) -> Iterator[FileServer]:
                     self.wfile.flush()
                     state.held.set()
                     state.release.wait()
+                    if state.cut_on_release:
+                        self.close_connection = True
+                        return
                     payload = payload[len(first) :]
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):  # the client cancelled

@@ -248,14 +248,17 @@ class ModelDownloads(QObject):
 
         def work(token: Any, report: Any) -> Path:  # in a worker thread: holds no Qt object
             from haiku.rag.errors import OperationCancelled
-            from haiku.rag.local_models.download import part_path
+            from haiku.rag.local_models.download import DownloadInterrupted, part_path
 
             try:
                 return download_entry(entry, folder, progress=report, cancel=token, disk_usage=disk_usage)
-            except OperationCancelled:
+            except (OperationCancelled, DownloadInterrupted) as exc:
+                if isinstance(exc, DownloadInterrupted) and not token.cancelled:
+                    raise  # the connection was lost: said as such, the .part kept for Retry
+                # paused or cancelled (also when the connection ended while it was stopping)
                 if job.discard:
                     part_path(folder, entry.file_name).unlink(missing_ok=True)
-                raise
+                raise OperationCancelled("download stopped") from exc
 
         async def body(token: Any, report: Any) -> Path:
             future = asyncio.get_running_loop().run_in_executor(None, work, token, report)

@@ -314,3 +314,19 @@ def test_a_downloaded_embedding_model_is_offered_as_the_embedder(qloop, qtbot, c
     assert settings.search_tab.embedder.currentData() == f"model-file/{path}"
     choice = settings.search_tab.embedder_choice()
     assert (choice.provider, choice.model) == ("model-file", str(path))
+
+
+def test_a_connection_ending_while_pausing_is_a_pause_not_a_failure(
+    qloop, qtbot, models: ModelsService, server: FileServer, model_bytes: bytes
+) -> None:
+    half = len(model_bytes) // 2
+    server.hold_after, server.cut_on_release = half, True
+    _, dialog = open_catalog(qtbot, models)
+    dialog.download_button.click()
+    run_until(qloop, lambda: (models.downloads.running(FILE).last_progress or SimpleNamespace(done=0)).done == half)
+    dialog.pause_button.click()
+    server.release.set()  # the server closes the connection while the download is stopping
+    run_until(qloop, lambda: models.downloads.running(FILE) is None)
+    assert cell(dialog, 0, "Status") == f"Paused at {half / 1000:.1f} KB"
+    assert dialog.status.text().startswith("Paused: ") and dialog.download_button.text() == "&Resume"
+    assert (models.downloads.folder / (FILE + ".part")).read_bytes() == model_bytes[:half]
