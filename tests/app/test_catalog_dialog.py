@@ -330,3 +330,20 @@ def test_a_connection_ending_while_pausing_is_a_pause_not_a_failure(
     assert cell(dialog, 0, "Status") == f"Paused at {half / 1000:.1f} KB"
     assert dialog.status.text().startswith("Paused: ") and dialog.download_button.text() == "&Resume"
     assert (models.downloads.folder / (FILE + ".part")).read_bytes() == model_bytes[:half]
+
+
+def test_a_download_goes_on_when_the_dialog_closes_and_a_new_one_follows_it(
+    qloop, qtbot, models: ModelsService, server: FileServer, model_bytes: bytes
+) -> None:
+    half = len(model_bytes) // 2
+    server.hold_after = half
+    settings, dialog = open_catalog(qtbot, models)
+    dialog.download_button.click()
+    run_until(qloop, lambda: (models.downloads.running(FILE).last_progress or SimpleNamespace(done=0)).done == half)
+    dialog.close()
+    again = settings.open_catalog()
+    assert again is not dialog and cell(again, 0, "Status") == "Downloading"
+    assert again.pause_button.isEnabled() and not again.download_button.isEnabled()
+    server.release.set()
+    run_until(qloop, lambda: cell(again, 0, "Status") == "Downloaded")
+    assert (models.downloads.folder / FILE).read_bytes() == model_bytes and server.ranges == [None]
