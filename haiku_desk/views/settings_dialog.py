@@ -326,8 +326,8 @@ class ModelSettingsDialog(QDialog):
         embedding file among the Search tab's embedders (not chosen until asked)."""
         if self.models.downloads.row(file_name).kind != "chat":
             self.search_tab.offer_model_file(path, choose=False)
-        elif self.provider_key == "model-file":
-            self.find_models()
+        elif self.provider_key == "model-file" and not (self.operation is not None and self.operation.running):
+            self.find_models()  # (never in the middle of a Test, which may be loading a model)
 
     def _model_chosen(self, path: str, kind: str) -> None:
         """"Use this model" in the catalog: a chat file becomes this dialog's model (saved
