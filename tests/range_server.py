@@ -1,6 +1,8 @@
 """A file server on 127.0.0.1 for download tests: it honours HTTP Range requests (206 with
 Content-Range), and can cut the connection after some bytes or ignore Range (200 with the whole
-file); it records the Range header of every request it saw."""
+file), or hold after some bytes until the test releases it (``hold_after``: ``held`` is set
+once those bytes are sent, the rest follows ``release.set()``); it records the Range header of
+every request it saw."""
 
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ class FileServer:
     data: bytes
     drop_after: int | None = None
     ignore_range: bool = False
+    hold_after: int | None = None  # bytes of the file sent before waiting for ``release`` (once)
+    cut_on_release: bool = False  # after ``release``, close the connection instead of sending the rest
+    held: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
     ranges: list[str | None] = field(default_factory=list)
     url: str = ""
 
@@ -56,6 +62,17 @@ def file_server(data: bytes) -> Iterator[FileServer]:
                     self.wfile.write(payload[:cut])
                     self.close_connection = True
                     return
+                if state.hold_after is not None and start < state.hold_after:
+                    first = payload[: state.hold_after - start]
+                    state.hold_after = None
+                    self.wfile.write(first)
+                    self.wfile.flush()
+                    state.held.set()
+                    state.release.wait()
+                    if state.cut_on_release:
+                        self.close_connection = True
+                        return
+                    payload = payload[len(first) :]
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):  # the client cancelled
                 pass
@@ -70,5 +87,6 @@ def file_server(data: bytes) -> Iterator[FileServer]:
     try:
         yield state
     finally:
+        state.release.set()  # a handler still holding lets go
         httpd.shutdown()
         httpd.server_close()

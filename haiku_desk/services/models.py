@@ -109,6 +109,11 @@ class ModelsService(QObject):
         self._instance_supports_tools = True
         self.library = library
         self.rebuild_operation: Operation | None = None
+        # the catalog's downloads (Settings › "Download a recommended model…"), kept here so
+        # a download goes on when the dialogs close; its folder is searched for model files
+        from haiku_desk.services.model_downloads import MODELS_FOLDER_NAME, ModelDownloads
+
+        self.downloads = ModelDownloads(self.settings_path.parent / MODELS_FOLDER_NAME, self)
         if self.settings.rerank is not None:
             self._apply_rerank(self.settings.rerank)
         # The embedder of a library the app never rebuilt (haiku.rag's configuration), kept to
@@ -254,7 +259,7 @@ class ModelsService(QObject):
 
     def embedding_model_files(self) -> list[tuple[str, str]]:
         """(description, path) of the embedding model files on this computer."""
-        return embedding_model_files(self.model_file_roots)
+        return embedding_model_files(self.model_file_search_roots())
 
     def embedder_choice(self) -> EmbedderChoice:
         """The embedder the open library's vectors come from (as configured)."""
@@ -411,7 +416,7 @@ class ModelsService(QObject):
     ) -> ConnectionReport:
         """Reach the provider and list its models; never raises for an unreachable server."""
         if provider == "model-file":
-            return await model_file_report(name, self.model_file_roots, self.probe_cache)
+            return await model_file_report(name, self.model_file_search_roots(), self.probe_cache)
         try:
             names = await self.discover(provider, base_url, api_key)
         except ConnectionError as exc:
@@ -433,6 +438,13 @@ class ModelsService(QObject):
 
     # where "Find models" looks for model files (None: Ollama, LM Studio, GPT4All, HF cache)
     model_file_roots: Any = None
+
+    def model_file_search_roots(self) -> Any:
+        """``model_file_roots`` (default: this computer's usual places) and the folder the
+        catalog downloads to."""
+        from haiku.rag.local_models import Roots
+
+        return (self.model_file_roots or Roots.default()).with_folders(self.downloads.folder)
 
     @property
     def probe_cache(self) -> Path:

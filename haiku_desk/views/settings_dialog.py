@@ -1,6 +1,11 @@
 """Settings: the chat model (provider, server URL, model discovered from the server, key, tool
 support) and, on the Search tab, the embedder and the reranker.
 
+A model file (the built-in llama.cpp) has no server and no key: for it those rows are hidden,
+the model row becomes the model file's choice (the files found on this computer), and
+"Download a recommended model…" opens the catalog (``views/model_catalog_dialog``); a finished
+download is listed with the others.
+
 Changing the embedder re-embeds the library (``ModelsService.rebuild_vectors``): the tab shows
 its progress and a Cancel button; the library stays searchable meanwhile and a cancel keeps
 the old vectors. The reranker is off or a /rerank endpoint, saved with the dialog.
@@ -12,6 +17,7 @@ run on the event loop, never blocking the window.
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any, cast
 
 from PySide6.QtCore import Qt
@@ -93,6 +99,10 @@ class ModelSettingsDialog(QDialog):
         self.key_status = QLabel(self)
         self.key_status.setAccessibleName("Key status")
         self.key_status.setWordWrap(True)
+        self.catalog_button = QPushButton("Download a recommended model…", self)
+        self.catalog_button.setAccessibleName("Download a recommended model")
+        self.catalog_dialog: QDialog | None = None
+        self._select_after_find: str | None = None  # a model file to choose once listed
         self.no_tools = QCheckBox("This model cannot call tools: answer from passages", self)
         self.no_tools.setAccessibleName("Answer without tools")
         self.hint = QLabel(self)
@@ -104,13 +114,20 @@ class ModelSettingsDialog(QDialog):
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
+        self.model_label = QLabel("Model", self)
+        catalog_row = QHBoxLayout()
+        catalog_row.addWidget(self.catalog_button)
+        catalog_row.addStretch(1)
         form = QFormLayout()
         form.addRow("Provider", self.provider)
         form.addRow("Server URL", self.base_url)
-        form.addRow("Model", model_row)
+        form.addRow(self.model_label, model_row)
+        form.addRow("", catalog_row)
         form.addRow("API key", self.key)
         form.addRow("", self.key_status)
         form.addRow("", self.no_tools)
+        self.form = form
+        self._catalog_row = catalog_row
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel, self
         )
@@ -137,6 +154,8 @@ class ModelSettingsDialog(QDialog):
         self._shown_provider: str | None = None
         self.provider.currentIndexChanged.connect(self._provider_changed)
         self.find_button.clicked.connect(self.find_models)
+        self.catalog_button.clicked.connect(self.open_catalog)
+        models.downloads.finished.connect(self._model_downloaded)
         self.test_button.clicked.connect(self.test_connection)
         self.buttons.accepted.connect(self.save)
         self.buttons.rejected.connect(self.reject)
@@ -200,6 +219,15 @@ class ModelSettingsDialog(QDialog):
             widget.setEnabled(chosen)
         self.key.setEnabled(chosen and provider not in ("ollama", "model-file"))
         self.base_url.setEnabled(chosen and provider != "model-file")  # no server
+        # a model file has no server and no key: its rows give way to the file's choice
+        file = provider == "model-file"
+        for row in (self.base_url, self.key, self.key_status):
+            self.form.setRowVisible(row, not file)
+        self.form.setRowVisible(self._catalog_row, file)
+        self.model_label.setText("Model file" if file else "Model")
+        self.model_name.setAccessibleName("Model file" if file else "Model")
+        self.find_button.setText("Find model files" if file else "Find models")
+        self.find_button.setAccessibleName("Find model files on this computer" if file else "Find models on the server")
         # this provider's own URL and model: as edited in this dialog, else as last chosen
         kept = self._edited.get(provider) or self.models.remembered(provider)
         if chosen:
@@ -273,8 +301,47 @@ class ModelSettingsDialog(QDialog):
                 self.model_name.setItemData(self.model_name.count() - 1, name, Qt.ItemDataRole.ToolTipRole)
             view = self.model_name.view()  # the list as wide as its longest description
             view.setMinimumWidth(view.sizeHintForColumn(0) + 2 * view.frameWidth() + 8)
-            if typed in report.models:
+            wanted, self._select_after_find = self._select_after_find, None
+            if wanted in report.models:
+                self.model_name.setCurrentIndex(report.models.index(wanted))
+            elif typed in report.models:
                 self.model_name.setCurrentIndex(report.models.index(typed))
+            line = self.model_name.lineEdit()
+            if line is not None:
+                line.setCursorPosition(0)  # a long description shows its start (the name)
+
+    def open_catalog(self) -> QDialog:
+        """The catalog of recommended model files and their downloads (a dialog of its own)."""
+        from haiku_desk.views.model_catalog_dialog import ModelCatalogDialog
+
+        dialog = ModelCatalogDialog(self.models.downloads, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.model_chosen.connect(self._model_chosen)
+        dialog.open()
+        self.catalog_dialog = dialog
+        return dialog
+
+    def _model_downloaded(self, file_name: str, path: str) -> None:
+        """A catalog download finished: a chat file is among the model files listed again, an
+        embedding file among the Search tab's embedders (not chosen until asked)."""
+        if self.models.downloads.row(file_name).kind != "chat":
+            self.search_tab.offer_model_file(path, choose=False)
+        elif self.provider_key == "model-file" and not (self.operation is not None and self.operation.running):
+            self.find_models()  # (never in the middle of a Test, which may be loading a model)
+
+    def _model_chosen(self, path: str, kind: str) -> None:
+        """"Use this model" in the catalog: a chat file becomes this dialog's model (saved
+        with Save); an embedding file is offered on the Search tab."""
+        if kind != "chat":
+            self.search_tab.offer_model_file(path)
+            self.tabs.setCurrentWidget(self.search_tab)
+            return
+        index = self.provider.findData("model-file")
+        if self.provider.currentIndex() != index:
+            self.provider.setCurrentIndex(index)
+        self.model_name.setEditText(path)
+        self._select_after_find = path
+        self.find_models()
 
     def chosen_model_name(self) -> str:
         """The model the form names: a listed item's name (a model file's path, under its
@@ -451,6 +518,16 @@ class SearchSettings(QWidget):
         if not remote:
             self.embedder_url.clear()
             self.embedder_model.clear()
+
+    def offer_model_file(self, path: str, *, choose: bool = True) -> None:
+        """List an embedding model file just downloaded (first, if it was not listed yet) and,
+        with ``choose``, select it."""
+        data = f"model-file/{path}"
+        if self.embedder.findData(data) < 0:
+            name = PurePath(path).name
+            self.embedder.insertItem(0, f"{name} ({EMBEDDER_LABELS['model-file'].lower()})", data)
+        if choose:
+            self.embedder.setCurrentIndex(self.embedder.findData(data))
 
     def _reranker_changed(self) -> None:
         on = self.reranker.currentData() == "http"

@@ -58,3 +58,38 @@ def test_an_entry_downloads_with_its_size_and_hash_checked(tmp_path: Path) -> No
         assert not part_path(tmp_path / "m", local.file_name).exists()
         path = download_entry(local, tmp_path / "m", disk_usage=lambda _: plenty)
     assert path == tmp_path / "m" / "tiny-embed.gguf" and path.read_bytes() == data
+
+
+def test_a_catalog_file_replaces_the_list_and_a_bad_one_says_what_is_wrong(tmp_path: Path) -> None:
+    import json
+
+    from haiku.rag.local_models.catalog import load_catalog
+
+    item = {
+        "name": "Tiny", "file_name": "tiny.gguf", "kind": "chat", "size": 10, "licence": "MIT",
+        "url": "http://127.0.0.1:8000/tiny.gguf", "sha256": "a" * 64, "context_length": 512,
+        "verified_from": "made by the test", "parameters": "9K",
+    }  # fmt: skip
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps([item]), encoding="utf-8")
+    (loaded,) = load_catalog(path)
+    assert loaded == CatalogEntry(**item)
+
+    def refused(content: str) -> str:
+        path.write_text(content, encoding="utf-8")
+        with pytest.raises(CatalogError) as info:
+            load_catalog(path)
+        assert str(path) in str(info.value)
+        return str(info.value)
+
+    assert "not JSON" in refused("[{")
+    assert "JSON list" in refused(json.dumps(item))
+    assert "missing sha256" in refused(json.dumps([{k: v for k, v in item.items() if k != "sha256"}]))
+    assert "unknown mirror" in refused(json.dumps([{**item, "mirror": "x"}]))
+    assert "wrong type for size" in refused(json.dumps([{**item, "size": "10"}]))
+    assert "https" in refused(json.dumps([{**item, "url": "http://example.org/tiny.gguf"}]))
+    assert "'Tiny' twice" in refused(json.dumps([item, {**item, "file_name": "other.gguf"}]))
+    with pytest.raises(CatalogError, match="cannot read"):
+        load_catalog(tmp_path / "missing.json")
+    # the built-in entries state their parameters (the catalog dialog shows them)
+    assert all(i.parameters for i in CATALOG)

@@ -6,12 +6,17 @@ and hash were read from a public record are listed, and ``verified_from`` says w
 here was downloaded or hashed by us (the machine this list was written on reaches no model
 host). Both are served by Ollama's public registry, which addresses a file by its SHA-256, so
 the URL and the hash cannot drift apart; a changed file would be another URL.
+
+``load_catalog`` reads another list from a JSON file (a list of objects with the fields of
+``CatalogEntry``), each entry validated as these are: how the app's tests and a person trying
+the download against a server on this computer replace the list (plain http only to loopback).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Literal
 
@@ -37,6 +42,7 @@ class CatalogEntry:
     sha256: str
     context_length: int  # tokens, as the file's header declares it
     verified_from: str  # where size and hash were read (public records)
+    parameters: str = ""  # as the model card states it ("0.49B"); "" when not known
 
     def validate(self) -> None:
         """Raise ``CatalogError`` unless every field is usable as data for a download."""
@@ -73,11 +79,12 @@ CATALOG: tuple[CatalogEntry, ...] = (
         ),
         sha256="c5396e06af294bd101b30dce59131a76d2b773e76950acc870eda801d3ab0515",
         context_length=32_768,
+        parameters="0.49B",
         verified_from=(
             "the model layer of Ollama's qwen2.5:0.5b: digest and 'total': 397807936 in Ollama "
             "pull progress quoted in public GitHub code, and a public table of locally verified "
             "Ollama blobs (397,807,936 bytes); context 32,768 from the Qwen2.5-0.5B-Instruct "
-            "model card"
+            "model card (0.49B parameters from the same card)"
         ),
     ),
     CatalogEntry(
@@ -92,11 +99,13 @@ CATALOG: tuple[CatalogEntry, ...] = (
         ),
         sha256="970aa74c0a90ef7482477cf803618e776e173c007bf957f635f1015bfcfef0e6",
         context_length=2048,
+        parameters="137M",
         verified_from=(
             "registry.ollama.ai's manifest for nomic-embed-text:latest, shown verbatim in "
             "github.com/moeru-ai/demodel's contributing guide (model layer digest and "
             "size 274290656); the same digest is pinned by public Nix fetchurl and lock files; "
-            "context 2048 is nomic-bert.context_length as `ollama show` reports it"
+            "context 2048 is nomic-bert.context_length as `ollama show` reports it; 137M "
+            "parameters from the nomic-embed-text-v1.5 model card"
         ),
     ),
 )
@@ -108,3 +117,53 @@ def entry(name: str) -> CatalogEntry:
         if name in (item.name, item.file_name):
             return item
     raise CatalogError(f"no catalog entry named {name!r}")
+
+
+_FIELDS = {f.name: f for f in fields(CatalogEntry)}
+_REQUIRED = [f.name for f in fields(CatalogEntry) if f.name != "parameters"]
+
+
+def load_catalog(path: str | Path) -> tuple[CatalogEntry, ...]:
+    """The entries of a catalog JSON file: a list of objects, each with ``CatalogEntry``'s
+    fields (``parameters`` optional). Raises ``CatalogError`` naming the file and what is
+    wrong (unreadable, not JSON, a missing or unknown field, an invalid entry, a repeated name)."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogError(f"cannot read the model catalog {path}: {exc.strerror or exc}") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"the model catalog {path} is not JSON: {exc}") from exc
+    if not isinstance(raw, list):
+        raise CatalogError(f"the model catalog {path} must be a JSON list of entries")
+    entries: list[CatalogEntry] = []
+    for number, item in enumerate(raw, 1):
+        where = f"the model catalog {path}, entry {number}"
+        if not isinstance(item, dict):
+            raise CatalogError(f"{where} is not an object")
+        missing = [name for name in _REQUIRED if name not in item]
+        unknown = sorted(set(item) - set(_FIELDS))
+        if missing or unknown:
+            said = [f"missing {', '.join(missing)}"] if missing else []
+            said += [f"unknown {', '.join(unknown)}"] if unknown else []
+            raise CatalogError(f"{where}: {'; '.join(said)}")
+        wrong = [
+            name
+            for name, value in item.items()
+            if not isinstance(value, int if name in ("size", "context_length") else str)
+            or isinstance(value, bool)
+        ]
+        if wrong:
+            raise CatalogError(f"{where}: wrong type for {', '.join(wrong)}")
+        found = CatalogEntry(**item)
+        try:
+            found.validate()
+        except CatalogError as exc:
+            raise CatalogError(f"{where}: {exc}") from exc
+        entries.append(found)
+    for key in ("name", "file_name"):
+        values = [getattr(e, key) for e in entries]
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise CatalogError(f"the model catalog {path} names {', '.join(map(repr, repeated))} twice")
+    return tuple(entries)
