@@ -22,13 +22,19 @@ CJK = ("적립 제외 대상", "트레이스", "追踪树", "停车区用地指�
 @pytest.fixture
 def installed(qapp):
     """The application font as the app has it once the fallback is installed; the UI family
-    it had before; restored afterwards (the application is shared by the session)."""
-    before = qapp.font()
+    it had before. The font, and the look a test's switch of scheme applies, are put back
+    afterwards: the application is shared by the session, and pane widths elsewhere follow
+    the font's metrics and the stylesheet's paddings."""
+    before, sheet, palette = qapp.font(), qapp.styleSheet(), QPalette(qapp.palette())
     ui_family = QFontInfo(before).family()
     try:
         fonts.install_fallback_font(fonts.fallback_font_bytes())
         yield ui_family
     finally:
+        qapp.setStyleSheet(sheet)
+        qapp.setPalette(palette)
+        qapp.setProperty("haiku_scheme", None)
+        qapp.setProperty("haiku_scheme_choice", None)
         qapp.setFont(before)
 
 
