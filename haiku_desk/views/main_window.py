@@ -621,19 +621,25 @@ class MainWindow(QMainWindow):
         window size: a window maximised after its first show is laid out for its new width, not
         stretched by the stretch factors, which gave the chat ~1160 px of 1920 and the reader
         ~500). The library gets what its controls need (or LIBRARY_WIDE_SHARE of the
-        window when that is more), the citation panel READER_SHARE of the rest, the chat the remainder but never
-        less than its conversation list and toolbar need (so no toggle hides behind "››").
+        window when that is more), the citation panel READER_SHARE of the rest, the chat the
+        remainder: as much as its conversation list and its toggles on one row need, when the
+        reader keeps READABLE_WIDTH beside it; else the reader READABLE_WIDTH and the chat the
+        rest down to its minimum width (its toggles wrap onto more rows). A cited page then
+        opens readable in place at 1280×800 instead of taking reader mode's room: with the real
+        UI font (DejaVu Sans) the one-row chat took 746 px there and left the reader 226.
         In a window too narrow for that, the old rule: the chat its need, the library and the
         citation panel share the rest, else each its minimum width."""
         handle = self.splitter.handleWidth()
         total = self.splitter.width() - 2 * handle
         chat = self.chat_pane.default_width()
+        chat_least = max(self.chat_pane.minimumWidth(), self.chat_pane.minimumSizeHint().width())
         library_need = max(PANE_MIN_WIDTH, self.library_pane.minimumSizeHint().width())
         library = max(library_need, int(total * LIBRARY_WIDE_SHARE))
         beside = total - library
         reader = int(beside * READER_SHARE)
         if beside - reader < chat:
-            reader = beside - chat
+            # the chat's one row of toggles, unless that leaves the reader unreadable
+            reader = max(beside - chat, min(READABLE_WIDTH, beside - chat_least))
         if reader >= READABLE_WIDTH:
             self.splitter.setSizes([library, beside - reader, reader])
             return

@@ -178,19 +178,19 @@ def test_preferences_and_help_shortcuts(qtbot, services):
 def test_cjk_text_draws_with_the_bundled_fallback_font(qapp):
     from PySide6.QtGui import QTextLayout
 
-    from haiku_desk.views.fonts import fallback_font_bytes, install_fallback_font
+    from haiku_desk.views.fonts import FALLBACK_FAMILY, fallback_font_bytes, install_fallback_font
 
     before = qapp.font()
     try:
         install_fallback_font(fallback_font_bytes())
-        assert "Droid Sans Fallback" in qapp.font().families()
+        assert FALLBACK_FAMILY in qapp.font().families()  # the bundled Droid Sans Fallback
         for text in ("적립 제외 대상", "停车区用地指标", "あいうえお"):
             layout = QTextLayout(text, qapp.font())
             layout.beginLayout()
             layout.createLine()
             layout.endLayout()
             runs = layout.glyphRuns()
-            cjk = [r for r in runs if r.rawFont().familyName() == "Droid Sans Fallback"]
+            cjk = [r for r in runs if r.rawFont().familyName() == FALLBACK_FAMILY]
             assert cjk, f"{text}: drawn with {[r.rawFont().familyName() for r in runs]}"
             assert all(0 not in r.glyphIndexes() for r in cjk)  # glyph 0 is the empty box
     finally:
