@@ -444,7 +444,7 @@ class ModelsService(QObject):
         catalog downloads to."""
         from haiku.rag.local_models import Roots
 
-        return (self.model_file_roots or Roots.default()).with_folders(self.downloads.folder)
+        return (self.model_file_roots or Roots.default()).with_downloads(self.downloads.folder)
 
     @property
     def probe_cache(self) -> Path:

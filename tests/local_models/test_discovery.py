@@ -218,3 +218,14 @@ def test_embedding_models_are_told_from_chat_models_by_architecture_or_pooling(t
     assert bert.info is not None and bert.info.architecture == "bert" and bert.info.embedding_length == 16
     assert bert.info.pooling_type == 1
     assert "embedding" in bert.summary()
+
+
+def test_models_the_catalog_downloaded_are_listed_as_downloaded(tmp_path: Path, model_file: Path) -> None:
+    downloads = tmp_path / "haiku-desk" / "models"
+    downloads.mkdir(parents=True)
+    (downloads / "tiny-chat.gguf").write_bytes(model_file.read_bytes())
+    picked = tmp_path / "picked"
+    picked.mkdir()
+    (picked / "mine.gguf").write_bytes(model_file.read_bytes())
+    models = discover(Roots().with_folders(picked).with_downloads(downloads))
+    assert [(m.label, m.source) for m in models] == [("tiny-chat.gguf", "downloaded"), ("mine.gguf", "folder")]

@@ -26,7 +26,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from haiku.rag.local_models.header import GGUFError, GGUFInfo, read_header
@@ -49,6 +49,7 @@ class Roots:
     gpt4all: tuple[Path, ...] = ()
     huggingface: tuple[Path, ...] = ()
     folders: tuple[Path, ...] = ()  # files or folders picked by the person
+    downloaded: tuple[Path, ...] = ()  # where the app's catalog saves the models it downloads
 
     @classmethod
     def default(cls, home: Path | None = None, env: dict[str, str] | None = None) -> Roots:
@@ -69,13 +70,11 @@ class Roots:
         )
 
     def with_folders(self, *paths: str | Path) -> Roots:
-        return Roots(
-            self.ollama,
-            self.lm_studio,
-            self.gpt4all,
-            self.huggingface,
-            self.folders + tuple(Path(p) for p in paths),
-        )
+        return replace(self, folders=self.folders + tuple(Path(p) for p in paths))
+
+    def with_downloads(self, folder: str | Path) -> Roots:
+        """These roots and the catalog's download folder (its models listed as "downloaded")."""
+        return replace(self, downloaded=(*self.downloaded, Path(folder)))
 
 
 @dataclass(frozen=True)
@@ -137,6 +136,8 @@ def discover(roots: Roots | None = None) -> list[LocalModel]:
         add(_folder(root, "gpt4all", label_from=root))
     for root in roots.huggingface:
         add(_huggingface(root))
+    for folder in roots.downloaded:
+        add(_folder(folder, "downloaded", label_from=folder))
     for picked in roots.folders:
         add(_folder(picked, "folder", label_from=picked if picked.is_dir() else picked.parent))
     return found
