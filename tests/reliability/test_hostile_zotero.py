@@ -129,6 +129,7 @@ def test_ctrl_c_stops_a_hanging_add_zotero(zotero, tmp_path):
     _endless(zotero)
     data_dir = tmp_path / "data"
     env = {**os.environ, "HAIKU_RAG_STORAGE__DATA_DIR": str(data_dir), "PYTHONPATH": os.pathsep.join(sys.path)}
+    env["PYTHONFAULTHANDLER"] = "1"  # a child that hangs is made to print every thread's stack
     process = subprocess.Popen(
         [sys.executable, "-m", "haiku.rag.cli", "--db", str(tmp_path / "lib.lancedb"), "add-zotero", str(zotero.data_dir)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
@@ -144,7 +145,12 @@ def test_ctrl_c_stops_a_hanging_add_zotero(zotero, tmp_path):
         else:
             pytest.fail("add-zotero never started reading the database")
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=60)
+        try:
+            _, err = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)  # faulthandler prints where each thread is
+            _, stacks = process.communicate(timeout=30)
+            pytest.fail(f"add-zotero did not stop within 60 s of Ctrl-C; its threads:\n{stacks[-6000:]}")
     finally:
         if process.poll() is None:
             process.kill()
