@@ -130,10 +130,17 @@ def test_ctrl_c_stops_a_hanging_add_zotero(zotero, tmp_path):
     data_dir = tmp_path / "data"
     env = {**os.environ, "HAIKU_RAG_STORAGE__DATA_DIR": str(data_dir), "PYTHONPATH": os.pathsep.join(sys.path)}
     env["PYTHONFAULTHANDLER"] = "1"  # a child that hangs is made to print every thread's stack
-    process = subprocess.Popen(
-        [sys.executable, "-m", "haiku.rag.cli", "--db", str(tmp_path / "lib.lancedb"), "add-zotero", str(zotero.data_dir)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-    )
+    # Started as a terminal starts a command in the foreground: Ctrl-C at its default. A test run
+    # started in the background of a script (`cmd &`) has SIGINT ignored, which a child keeps
+    # across exec (so Ctrl-C could never reach it); a handler of ours is reset to the default.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "haiku.rag.cli", "--db", str(tmp_path / "lib.lancedb"), "add-zotero", str(zotero.data_dir)],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        )
+    finally:
+        signal.signal(signal.SIGINT, inherited)
     log_file = data_dir / "logs" / "haiku-rag.log"
     try:
         # wait until the process is inside the endless query (it logs just before reading)
