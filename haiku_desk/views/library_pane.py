@@ -653,7 +653,7 @@ class LibraryPane(QWidget):
         menu = QMenu(self.table)
         menu.setAccessibleName("Document actions")
         entry = self.proxy.data(index, ENTRY_ROLE)
-        if entry is not None and entry.document_id and entry.page_count > 0:
+        if entry is not None and entry.document_id:  # with pages or as text (Markdown, HTML, Office)
             menu.addAction("Open", lambda: self._activated(index))
             menu.addSeparator()
         menu.addAction(self.rename_action)
@@ -713,7 +713,7 @@ class LibraryPane(QWidget):
             return
         if entry.needs_password:
             self.prompt_password(entry.key)
-        elif entry.document_id and entry.page_count > 0:
+        elif entry.document_id:  # a source without pages opens as its text
             self.document_opened.emit(entry.document_id, entry.name)
 
     # --- adding -------------------------------------------------------------------------------

@@ -586,3 +586,25 @@ def test_the_collections_fold_away_and_the_table_takes_their_room(qloop, qtbot, 
     again = _pane(qtbot, library, width=420, height=600, collections=collections)  # the next start
     qtbot.waitUntil(lambda: again.collections_box.list.count() == 2)
     assert not again.collections_box.list.isVisible() and not again.collections_box.title.isChecked()
+
+
+def test_a_source_without_pages_opens_for_reading_from_its_row(qloop, qtbot, library, tmp_path):
+    """A Markdown (or HTML, Office) source has no pages; Enter or "Open" on its row still opens
+    it, as text, like a PDF's row opens its pages (the reader's hint promises it for every row)."""
+    notes = tmp_path / "field-notes.md"
+    notes.write_text("# Field notes\n\nOtters hold hands while sleeping so they do not drift apart.\n")
+    pane = _pane(qtbot, library)
+    _ingest(qloop, library, [notes])
+    entry = library.entry(uri_for(notes))
+    assert entry.page_count == 0  # a text source
+    opened: list[tuple[str, str]] = []
+    pane.document_opened.connect(lambda document_id, name: opened.append((document_id, name)))
+    row = pane.proxy.index(0, NAME)
+    pane.table.setFocus()
+    pane.table.setCurrentIndex(row)
+    qtbot.keyClick(pane.table, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(opened) == 1)
+    assert opened[0][0] == entry.document_id
+    pane._context_menu(pane.table.visualRect(row).center(), row)
+    assert "Open" in [a.text() for a in pane.context_menu.actions()]
+    pane.context_menu.close()
