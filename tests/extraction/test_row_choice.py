@@ -16,7 +16,7 @@ import haiku.rag.extraction as X
 from extraction.papers import library_config
 from extraction.test_search_only_values import _search_cell
 from haiku.rag.client import HaikuRAG
-from haiku.rag.extraction.values import label_fit, row_label
+from haiku.rag.extraction.values import label_fit, names_another_line, row_label
 
 # a press release's "financial highlights": balance-sheet and income-statement lines in one
 # table, in the order such tables print them (the qualified lines above the totals)
@@ -135,3 +135,25 @@ def test_the_row_answering_the_column_wins_over_a_qualified_row_in_the_highlight
 )
 def test_label_fit_orders_labels(question: str, better: str, worse: str) -> None:
     assert label_fit(question, better) > label_fit(question, worse)
+
+
+def test_a_row_naming_another_line_is_no_value_the_cell_is_not_found() -> None:
+    # the passages hold the balance sheet only: its deferred revenue is not the total revenue
+    balance = "| ($ in millions) | 2023 | 2022 |\n|---|---|---|\n| Deferred revenue | 1,210 | 1,105 |\n| Total liabilities | 9,870 | 9,102 |\n"
+    cell = _search_cell(X.Column(name="Total revenue", type="number"), (balance, balance, ["Consolidated Balance Sheets"]))
+    assert cell.status == "not_found" and not cell.value, cell.value
+
+
+@pytest.mark.parametrize(
+    ("question", "label", "another"),
+    [
+        ("Total revenue", "Deferred revenue", True),
+        ("Net income", "Operating income", True),
+        ("Interest income", "Net income", True),
+        ("Total revenue", "Revenues", False),
+        ("What was the company's revenue in 2023?", "Total revenue", False),
+        ("Net income", "Net income attributable to Costco", False),
+    ],
+)
+def test_names_another_line(question: str, label: str, another: bool) -> None:
+    assert names_another_line(question, label) is another

@@ -343,6 +343,24 @@ def row_label(unit: str) -> str:
     return first.split(": ", 1)[1] if ": " in first else first
 
 
+def fit_words(question: str) -> set[str]:
+    """The keys of the question's words a row's label may hold (not its numbers, not the
+    generic "company", "fiscal year"; "total", "net", "gross" kept)."""
+    return {
+        k for w in re.findall(r"[a-z0-9]+", question.casefold())
+        if len(w) > 2 and w not in _STOP and not re.search(r"\d", w) and (k := _key(w)) not in _UNLABELLED
+    }  # fmt: skip
+
+
+def names_another_line(question: str, label: str) -> bool:
+    """Whether a row's label names another line than the one asked for: it lacks some of the
+    question's words and adds a qualifier of its own ("Deferred revenue" for "Total revenue",
+    "Operating income" for "Net income", "Net income" for "Interest income"; not "Revenues" for
+    "Total revenue", nor "Net income attributable to Costco" for "Net income")."""
+    held, extra, _ = label_fit(question, label)
+    return extra < 0 and held < len(fit_words(question))
+
+
 def label_fit(question: str, text: str) -> tuple[int, int, int]:
     """How well ``text`` (a row's label, or a sentence) names what ``question`` asks, to compare
     rows: (how many of the question's words it holds, minus how many qualifying words it adds
@@ -351,15 +369,15 @@ def label_fit(question: str, text: str) -> tuple[int, int, int]:
     revenue" (2, -1, 0); "Net income" fits "Net income" (2, 0, 1) better than "Net income
     attributable to noncontrolling interests" (2, -3, 0). Numbers and the question's generic
     words ("company", "fiscal year") are not counted; "total", "net", "gross" are when the
-    question has them, and are no added qualifier when it has not ("Total revenue" adds nothing
-    to "revenue", "Deferred revenue" does)."""
-    asked = {
-        k for w in re.findall(r"[a-z0-9]+", question.casefold())
-        if len(w) > 2 and w not in _STOP and not re.search(r"\d", w) and (k := _key(w)) not in _UNLABELLED
-    }  # fmt: skip
+    question has them, and are no added qualifier when it has not and the label holds the
+    question's other words ("Total revenue" adds nothing to "revenue", "Deferred revenue" does;
+    "Net income" adds "net" to "interest income")."""
+    asked = fit_words(question)
     sequence = [k for k in _label_keys(text) if not k.isdigit()]
     named = {k for k in sequence if len(k) > 2 and k not in _STOP_KEYS}
-    extra = named - asked - _UNLABELLED - _QUALIFIER_KEYS  # "Total revenue" adds nothing to "revenue"
+    # "Total revenue" adds nothing to "revenue"; "Net income" adds "net" to "interest income"
+    lacks_telling = bool(asked - _QUALIFIER_KEYS - named)
+    extra = named - asked - _UNLABELLED - (set() if lacks_telling else _QUALIFIER_KEYS)
     joined = " ".join(sequence)
     phrase = bool(joined) and f" {joined} " in f" {' '.join(_label_keys(question))} "
     return len(named & asked), -len(extra), int(phrase)
@@ -379,7 +397,8 @@ def search_candidates(
     adding nothing), so "Deferred revenue" never passes for "Total revenue" because it comes
     first or sits in the highlighted chunk; then a unit of the highlighted chunk before one of
     the context around it, then the one naming most of all the question's words, then the
-    better ranked citation."""
+    better ranked citation. A row whose label names another line than the one asked for
+    (``names_another_line``) is no candidate."""
     words, telling = column_words(question)
     scored: list[tuple[tuple[int, tuple[int, int, int], int, int, int, int], str, int, bool]] = []
     seen: set[str] = set()
@@ -395,7 +414,10 @@ def search_candidates(
                 continue
             own = unit in matched
             if row:
-                fit = label_fit(question, row_label(unit))
+                label = row_label(unit)
+                if names_another_line(question, label):
+                    continue  # a wrong line is worse than no value: the cell is not found
+                fit = label_fit(question, label)
             else:  # a sentence: the question's words it holds; it adds no label of its own
                 count = label_fit(question, unit)[0]
                 fit = (count, 0, 0)
