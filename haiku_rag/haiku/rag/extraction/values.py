@@ -369,15 +369,20 @@ def label_fit(question: str, text: str) -> tuple[int, int, int]:
     revenue" (2, -1, 0); "Net income" fits "Net income" (2, 0, 1) better than "Net income
     attributable to noncontrolling interests" (2, -3, 0). Numbers and the question's generic
     words ("company", "fiscal year") are not counted; "total", "net", "gross" are when the
-    question has them, and are no added qualifier when it has not and the label holds the
-    question's other words ("Total revenue" adds nothing to "revenue", "Deferred revenue" does;
-    "Net income" adds "net" to "interest income")."""
+    question has them, and are no added qualifier when it has not, unless the label lacks the
+    word the question puts before the one they share ("Total revenue" adds nothing to
+    "revenue", "Deferred revenue" does; "Net income" adds "net" to "interest income")."""
     asked = fit_words(question)
     sequence = [k for k in _label_keys(text) if not k.isdigit()]
     named = {k for k in sequence if len(k) > 2 and k not in _STOP_KEYS}
-    # "Total revenue" adds nothing to "revenue"; "Net income" adds "net" to "interest income"
-    lacks_telling = bool(asked - _QUALIFIER_KEYS - named)
-    extra = named - asked - _UNLABELLED - (set() if lacks_telling else _QUALIFIER_KEYS)
+    # "Total revenue" adds nothing to "revenue"; "Net income" adds "net" to "interest income":
+    # the label lacks the word the question puts before the one they share
+    question_keys = _label_keys(question)
+    other_line = any(
+        k in named and (before := question_keys[i - 1]) in asked - _QUALIFIER_KEYS and before not in named
+        for i, k in enumerate(question_keys) if i
+    )  # fmt: skip
+    extra = named - asked - _UNLABELLED - (set() if other_line else _QUALIFIER_KEYS)
     joined = " ".join(sequence)
     phrase = bool(joined) and f" {joined} " in f" {' '.join(_label_keys(question))} "
     return len(named & asked), -len(extra), int(phrase)
