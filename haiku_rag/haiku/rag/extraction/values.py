@@ -168,12 +168,14 @@ def _cut(best: str) -> str:
     return best
 
 
-def words_found(value: str, citations: Sequence[Citation]) -> float:
-    """The share of the value's content words found in the cited text (1.0 with no words)."""
+def words_found(value: str, citations: Sequence[Citation], *, passages: bool = False) -> float:
+    """The share of the value's content words found in the cited text (1.0 with no words);
+    ``passages``: in the whole passage each citation showed, not only the chunk it cites."""
     words = _words(value)
     if not words:
         return 1.0
-    cited = set(_words(" ".join(cited_text(c) for c in citations)))
+    texts = [tables_as_text(c.content) if passages else cited_text(c) for c in citations]
+    cited = set(_words(" ".join(texts)))
     return sum(1 for w in words if w in cited) / len(words)
 
 
