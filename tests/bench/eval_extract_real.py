@@ -1,7 +1,7 @@
 """Evidence tables on real PDFs, through the command line, in every answer mode.
 
     nice -n 15 .venv/bin/python tests/bench/eval_extract_real.py [--data ../shared/data] \
-        [--count 12] [--runs 3] [--modes search,tools,fallback] [--resume] [--show 3] \
+        [--count 12] [--runs 3] [--modes search,tools,fallback] [--api] [--resume] [--show 3] \
         [--library /work/cache/eval-extract-real] [--records out.jsonl]
 
 The PDFs of ``<data>/pdfs_realworld/files`` (``--data`` or ``HAIKU_SHARED_DATA``, default
@@ -30,6 +30,10 @@ Reported per mode: cells grounded / low confidence / not found, the share of cel
 citation is a chunk of the row's own document (each chunk id looked up in the store, not taken
 from the export), cells per minute (median of ``--runs``), and ``--show`` sample cells (value,
 quote, page) per column for reading.
+
+``--api``: the same table also filled in this process through ``haiku.rag.extraction``
+(``create_table`` over the collection, ``fill_table``), the model from the same configuration
+file, once per mode.
 
 ``--resume``: a kept table (``--table``) filled in tools mode and killed mid-fill twice (SIGINT
 after a few cells, then SIGTERM after a few more), then run to the end: the cells stored before
@@ -407,6 +411,72 @@ def show(data: dict[str, Any], count: int) -> None:
                 print(f"       quote: {cell['quote'][:160]!r}")
 
 
+# --- the API, in process ------------------------------------------------------------------
+
+
+async def api_fill(library: Path, mode: str, config_path: Path) -> dict[str, Any]:
+    """The same table filled through ``haiku.rag.extraction`` in this process, the model (if
+    any) from the configuration file as the command line reads it."""
+    from haiku.rag import extraction as X
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.config import load_config
+
+    config = load_config(config_path)
+    columns = [{"name": n, "question": q, "type": t} for n, q, t in COLUMNS]
+    async with HaikuRAG(library / "library.lancedb", config) as client:
+        table = await X.create_table(
+            client, f"eval-extract api {mode}", columns, collection=COLLECTION
+        )
+        started = time.perf_counter()
+        options = X.FillOptions(mode="search-only" if mode == "search" else mode)  # type: ignore[arg-type]
+        try:
+            filled = await X.fill_table(client, table.id, options)
+        finally:
+            seconds = time.perf_counter() - started
+        counts = {"grounded": 0, "low_confidence": 0, "not_found": 0, "edited": 0}
+        cited = own = 0
+        for document_id in filled.document_ids:
+            for column in filled.columns:
+                cell = filled.cell(document_id, column.id)
+                assert cell is not None
+                counts[cell.status] += 1
+                if cell.citations:
+                    cited += 1
+                    owners = {
+                        (await client.get_chunk(c.chunk_id)).document_id for c in cell.citations
+                    }
+                    own += owners == {document_id}
+        await X.delete_table(client, table.id)
+    cells = sum(counts.values())
+    return {**counts, "cited": cited, "own": own, "rate": cells / (seconds / 60)}
+
+
+def run_api(library: Path, modes: list[str]) -> bool:
+    print(
+        "\n| API, in process | grounded | low confidence | not found | cells citing only their own document | cells/min |"
+    )
+    print("|---|---|---|---|---|---|")
+    ok = True
+    for mode in modes:
+        stub = make_stub() if mode != "search" else None
+        if stub is not None:
+            stub.__enter__()
+        try:
+            config = write_config(library, stub.base_url if stub is not None else None)
+            s = asyncio.run(api_fill(library, mode, config))
+        finally:
+            if stub is not None:
+                stub.__exit__(None, None, None)
+        print(
+            f"| {mode} | {s['grounded']} | {s['low_confidence']} | {s['not_found']} | "
+            f"{s['own']}/{s['cited']} | {s['rate']:.1f} |",
+            flush=True,
+        )
+        ok = ok and s["own"] == s["cited"]
+    write_config(library, None)
+    return ok
+
+
 # --- resume ---------------------------------------------------------------------------------
 
 
@@ -511,6 +581,11 @@ def main() -> int:
     parser.add_argument(
         "--show", type=int, default=3, help="sample cells shown per column and mode"
     )
+    parser.add_argument(
+        "--api",
+        action="store_true",
+        help="also fill the table in process through haiku.rag.extraction",
+    )
     parser.add_argument("--library", default=str(REPO.parent / "cache" / "eval-extract-real"))
     parser.add_argument("--records", default=None)
     args = parser.parse_args()
@@ -590,6 +665,8 @@ def main() -> int:
         for r in results.values()
         for shown in r["data"].get("_model", {}).get("search_returns", [])
     )
+    if args.api:
+        ok = run_api(library, [m for m in args.modes.split(",") if m]) and ok
     if args.resume:
         print()
         ok = resume_check(library, total) and ok
