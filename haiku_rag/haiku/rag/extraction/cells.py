@@ -201,13 +201,17 @@ def cell_from_answer(
         else:
             value = category
 
+    # a model without tools read each passage whole under its [n] (the chunk it was found by
+    # and the context around it): its citation covers that passage, as answering's own check
+    # has it; a tools answer cites one chunk of a widened passage, each shown under its own id
+    whole = answered.mode == "fallback"
     if not own:
         reasons.append(NO_CITATION)
     else:
         # the answer against its own citations only (a refused one supports nothing)
         support = check_answer(
             answered.text,
-            {c.index: covered_text(c) for c in own},
+            {c.index: c.content if whole else covered_text(c) for c in own},
             names={c.index: citation_name(c) for c in own},
             grounding=answered.grounding,
             question=column.asked,
@@ -216,10 +220,10 @@ def cell_from_answer(
             reasons.append(NOT_IN_CITED_TEXT)
         elif support.verdict == "partly-supported":
             reasons.append(PARTLY_IN_CITED_TEXT)
-        if column.type == "text" and words_found(text, own) < MIN_WORDS_FOUND:
+        if column.type == "text" and words_found(text, own, passages=whole) < MIN_WORDS_FOUND:
             reasons.append(FEW_WORDS_IN_CITED_TEXT)
 
-    quote = best_quote(own, text, column.asked)
+    quote = best_quote(own, text, column.asked, passages=whole)
     return Cell(
         **base, value=value, answer=text, number=number, unit=unit, quote=quote,
         citations=own, status="low_confidence" if reasons else "grounded", reasons=reasons,

@@ -168,12 +168,14 @@ def _cut(best: str) -> str:
     return best
 
 
-def words_found(value: str, citations: Sequence[Citation]) -> float:
-    """The share of the value's content words found in the cited text (1.0 with no words)."""
+def words_found(value: str, citations: Sequence[Citation], *, passages: bool = False) -> float:
+    """The share of the value's content words found in the cited text (1.0 with no words);
+    ``passages``: in the whole passage each citation showed, not only the chunk it cites."""
     words = _words(value)
     if not words:
         return 1.0
-    cited = set(_words(" ".join(cited_text(c) for c in citations)))
+    texts = [tables_as_text(c.content) if passages else cited_text(c) for c in citations]
+    cited = set(_words(" ".join(texts)))
     return sum(1 for w in words if w in cited) / len(words)
 
 
@@ -319,6 +321,75 @@ def _fitting_units(text: str, titles: set[str]) -> list[str]:
     return units
 
 
+# words a row's label may hold that qualify its fact: "Total revenue" for a revenue question
+# is the revenue, "Deferred revenue" is another line
+_QUALIFIERS = {"total", "net", "gross"}
+# a question's words that no row label repeats ("the company's", "how many", "FY2019")
+_UNLABELLED = {
+    _key(w) for w in [
+        *(_GENERIC - _QUALIFIERS), "say", "fiscal", "year", "reported", "quarter", "period", "ended",
+    ]
+}  # fmt: skip
+_STOP_KEYS = {_key(w) for w in _STOP}
+_QUALIFIER_KEYS = {_key(w) for w in _QUALIFIERS}
+
+
+def _label_keys(text: str) -> list[str]:
+    return [_key(w) for w in re.findall(r"[a-z0-9]+", text.casefold())]
+
+
+def row_label(unit: str) -> str:
+    """A table row's label: its first cell, without its column's name ("• ($ in millions):
+    Total revenue; 2023: 4,210" -> "Total revenue")."""
+    first = unit.removeprefix("• ").split(";", 1)[0]
+    return first.split(": ", 1)[1] if ": " in first else first
+
+
+def fit_words(question: str) -> set[str]:
+    """The keys of the question's words a row's label may hold (not its numbers, not the
+    generic "company", "fiscal year"; "total", "net", "gross" kept)."""
+    return {
+        k for w in re.findall(r"[a-z0-9]+", question.casefold())
+        if len(w) > 2 and w not in _STOP and not re.search(r"\d", w) and (k := _key(w)) not in _UNLABELLED
+    }  # fmt: skip
+
+
+def names_another_line(question: str, label: str) -> bool:
+    """Whether a row's label names another line than the one asked for: it lacks some of the
+    question's words and adds a qualifier of its own ("Deferred revenue" for "Total revenue",
+    "Operating income" for "Net income", "Net income" for "Interest income"; not "Revenues" for
+    "Total revenue", nor "Net income attributable to Costco" for "Net income")."""
+    held, extra, _ = label_fit(question, label)
+    return extra < 0 and held < len(fit_words(question))
+
+
+def label_fit(question: str, text: str) -> tuple[int, int, int]:
+    """How well ``text`` (a row's label, or a sentence) names what ``question`` asks, to compare
+    rows: (how many of the question's words it holds, minus how many qualifying words it adds
+    that the question does not have, whether it is a phrase of the question word for word).
+    "Total revenue" fits "What was the total revenue?" (2, 0, 1) better than "Total deferred
+    revenue" (2, -1, 0); "Net income" fits "Net income" (2, 0, 1) better than "Net income
+    attributable to noncontrolling interests" (2, -3, 0). Numbers and the question's generic
+    words ("company", "fiscal year") are not counted; "total", "net", "gross" are when the
+    question has them, and are no added qualifier when it has not, unless the label lacks the
+    word the question puts before the one they share ("Total revenue" adds nothing to
+    "revenue", "Deferred revenue" does; "Net income" adds "net" to "interest income")."""
+    asked = fit_words(question)
+    sequence = [k for k in _label_keys(text) if not k.isdigit()]
+    named = {k for k in sequence if len(k) > 2 and k not in _STOP_KEYS}
+    # "Total revenue" adds nothing to "revenue"; "Net income" adds "net" to "interest income":
+    # the label lacks the word the question puts before the one they share
+    question_keys = _label_keys(question)
+    other_line = any(
+        k in named and (before := question_keys[i - 1]) in asked - _QUALIFIER_KEYS and before not in named
+        for i, k in enumerate(question_keys) if i
+    )  # fmt: skip
+    extra = named - asked - _UNLABELLED - (set() if other_line else _QUALIFIER_KEYS)
+    joined = " ".join(sequence)
+    phrase = bool(joined) and f" {joined} " in f" {' '.join(_label_keys(question))} "
+    return len(named & asked), -len(extra), int(phrase)
+
+
 def search_candidates(
     citations: Sequence[Citation], question: str, *, number: bool
 ) -> list[tuple[str, int, bool]]:
@@ -327,11 +398,16 @@ def search_candidates(
 
     A unit fits when it names the question's telling words (a table row: in its label, the
     row's first cell); for a number column it must also state a figure. The one naming most of
-    the telling words comes first, then a unit of the highlighted chunk before one of the
-    context around it, then the one naming most of all the question's words, then the better
-    ranked citation."""
+    the telling words comes first; then the row whose label fits the question best
+    (``label_fit``: most of the question's words, fewest qualifying words of its own, the
+    question's phrase word for word; a sentence holding the question's words counts as a label
+    adding nothing), so "Deferred revenue" never passes for "Total revenue" because it comes
+    first or sits in the highlighted chunk; then a unit of the highlighted chunk before one of
+    the context around it, then the one naming most of all the question's words, then the
+    better ranked citation. A row whose label names another line than the one asked for
+    (``names_another_line``) is no candidate."""
     words, telling = column_words(question)
-    scored: list[tuple[tuple[int, int, int, int, int], str, int, bool]] = []
+    scored: list[tuple[tuple[int, tuple[int, int, int], int, int, int, int], str, int, bool]] = []
     seen: set[str] = set()
     for index, citation in enumerate(citations):
         matched = search_units(citation)
@@ -344,7 +420,15 @@ def search_candidates(
             if not (named & telling) or (number and not figures(unit)):
                 continue
             own = unit in matched
-            score = (len(named & telling), int(own), len(named & words), int(not row or number), -index)
+            if row:
+                label = row_label(unit)
+                if names_another_line(question, label):
+                    continue  # a wrong line is worse than no value: the cell is not found
+                fit = label_fit(question, label)
+            else:  # a sentence: the question's words it holds; it adds no label of its own
+                count = label_fit(question, unit)[0]
+                fit = (count, 0, 0)
+            score = (len(named & telling), fit, int(own), len(named & words), int(not row or number), -index)
             scored.append((score, unit, index, own))
     scored.sort(key=lambda s: s[0], reverse=True)
     return [(_cut(unit), index, own) for _, unit, index, own in scored]
