@@ -141,3 +141,11 @@ def test_json_output_stays_json_when_mupdf_complains(tmp_path):
     assert result.returncode == 0, result.stderr
     (outcome,) = json.loads(result.stdout)
     assert outcome["status"] == "ingested"
+
+
+def test_python_dash_m_haiku_desk_is_the_app_command() -> None:
+    """`python -m haiku_desk` runs the app as the `haiku-desk` command does (a tester ran it so
+    and met "'haiku_desk' is a package and cannot be directly executed")."""
+    result = subprocess.run([sys.executable, "-m", "haiku_desk", "--version"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().startswith("haiku-desk ")
