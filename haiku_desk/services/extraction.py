@@ -243,8 +243,10 @@ def answer_mode(models: AnswerModels) -> str:
 
 
 class Fill(Operation):
-    """Filling a table's cells: progress is cells done / total (of this fill); every cell
-    answered is a partial result, kept (written) at once."""
+    """Filling a table's cells: progress is cells done / total of the cells it was asked for
+    (the whole table for Fill and a resumed fill), those already filled counted as done, so a
+    fill continued after a quit shows "8 / 40 cells", not "1 / 33"; every cell answered is a
+    partial result, kept (written) at once."""
 
     cell_started = Signal(object)  # (document id, column id) of the cell being answered
     cell_filled = Signal(object)  # CellValue
@@ -253,8 +255,8 @@ class Fill(Operation):
         super().__init__("Filling the evidence table", body, parent)
         self.table_id = table_id
         self.mode = mode
-        self.done = 0
-        self.total = 0
+        self.done = 0  # cells of its selection filled, those filled before it started included
+        self.total = 0  # cells of its selection (0 until it has counted them)
         self.halted = False  # stopped by quitting or another library: continues at the next start
 
 
@@ -266,7 +268,7 @@ class ExtractionService(QObject):
     table_changed = Signal(object)  # TableState of the open table (whole), or None
     cell_changed = Signal(object)  # CellValue of the open table: filled, edited
     fill_started = Signal(object)  # Fill
-    fill_progressed = Signal(int, int)  # cells done, cells in this fill
+    fill_progressed = Signal(int, int)  # cells filled, cells selected (the table's, for Fill)
     mode_changed = Signal(str)  # how the next cells are answered (answer_mode), after a model change
     busy_changed = Signal(bool)
 
@@ -692,23 +694,28 @@ class ExtractionService(QObject):
         from haiku.rag.operations import Progress, Stage
 
         stage = Stage.EXTRACTING
+        already = answered = 0
         await self.wait_writes()  # a change asked before the fill is in the table it fills
         options = self._fill_options(operation.mode)
         client = await self._client()
         async for event in fill(
             client, operation.table_id, options, rows=rows, columns=columns, recompute=recompute, cancel=token
         ):
+            # counted against the cells selected, those filled before (by a fill stopped or quit,
+            # or kept as edited by hand) included: a resumed fill goes on from "7 / 40"
             if isinstance(event, FillStarted):
-                operation.total = event.total
-                report(Progress(stage=stage, done=0, total=event.total, message="cells"))
+                already = event.already
+                operation.done, operation.total = already, already + event.total
+                report(Progress(stage=stage, done=operation.done, total=operation.total, message="cells"))
             elif isinstance(event, CellStarted):
                 operation.cell_started.emit((event.document_id, event.column_id))
             elif isinstance(event, CellFilled):
-                operation.done, operation.total = event.done, event.total
+                operation.done, operation.total = already + event.done, already + event.total
+                answered += 1
                 if event.stored:  # not stored: a hand edit (or a change of the table) came first
                     operation.cell_filled.emit(_cell(event.cell))
-                report(Progress(stage=stage, done=event.done, total=event.total, message="cells"))
-        return operation.done
+                report(Progress(stage=stage, done=operation.done, total=operation.total, message="cells"))
+        return answered
 
     def _fill_options(self, mode: str) -> Any:
         from haiku.rag.extraction import FillOptions

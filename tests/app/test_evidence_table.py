@@ -387,7 +387,9 @@ def test_quitting_mid_fill_keeps_the_cells_and_the_next_start_fills_the_rest(qtb
     assert evidence.busy, "the fill stopped by Quit continues at the start"
     run_until(qloop, lambda: len(model.questions) == 1, SLOW)
     pane = again.evidence_pane
-    assert pane.progress.isVisibleTo(pane) and pane.progress.text() == "0 / 4 cells"
+    # the counter keeps the table's total: the 2 cells filled before the quit are counted
+    assert pane.progress.isVisibleTo(pane) and pane.progress.text() == "2 / 6 cells"
+    assert (pane.progress.value(), pane.progress.maximum()) == (2, 6)
     assert pane.stop_button.isEnabled() and not pane.fill_button.isEnabled()
     model.gate.set()
     wait_filled(qloop, again)
@@ -533,10 +535,16 @@ def test_stop_keeps_the_cells_filled_and_fill_answers_only_the_rest(qtbot, qapp,
     assert evidence.filling_to_resume() == [], "a fill the user stopped does not restart by itself"
     assert pane.fill_button.isEnabled() and not pane.stop_button.isEnabled()
 
-    held.hold = None
+    held.hold = 3  # the fill's first cell: held, so the counter can be read
+    progress: list[tuple[int, int]] = []
+    evidence.fill_progressed.connect(lambda done, total: progress.append((done, total)))
     qtbot.mouseClick(pane.fill_button, Qt.MouseButton.LeftButton)
     assert evidence.busy
+    run_until(qloop, lambda: len(held.questions) == 3, SLOW)
+    assert pane.progress.text() == "1 / 6 cells", "the counter counts the cell filled before Stop"
+    held.gate.set()
     wait_filled(qloop, window)
+    assert progress[0] == (1, 6) and progress[-1] == (6, 6)
     assert evidence.current.filled == evidence.current.total == 6
     assert len(held.questions) == 2 + 5, "the cell filled before Stop is not asked again"
     assert not pane.fill_button.isEnabled()
