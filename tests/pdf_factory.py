@@ -920,6 +920,55 @@ WRAPPED_ROWS = [  # each cell as its printed lines
 ]
 
 
+STATES = [
+    "Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut", "Delaware",
+    "Florida", "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa", "Kansas", "Kentucky",
+    "Louisiana", "Maine", "Maryland", "Massachusetts", "Michigan", "Minnesota", "Mississippi",
+    "Missouri", "Montana", "Nebraska", "Nevada", "New Hampshire", "New Jersey", "New Mexico",
+    "New York", "North Carolina", "North Dakota", "Ohio", "Oklahoma", "Oregon", "Pennsylvania",
+    "Rhode Island", "South Carolina", "South Dakota", "Tennessee", "Texas", "Utah", "Vermont",
+    "Virginia", "Washington", "West Virginia", "Wisconsin", "Wyoming",
+]
+STATE_HEADER = [
+    "State / Territory", "Permit", "Handgun", "Long Gun", "Other", "Multiple", "Admin",
+    "Pre-Pawn Handgun", "Pre-Pawn Long Gun", "Redemption Handgun", "Redemption Long Gun",
+    "Rentals", "Private Sale", "Returned", "Totals",
+]
+
+
+def make_landscape_table_pdf(path: str | Path) -> tuple[PdfLayout, DrawnTable]:
+    """One landscape page (1008 x 612 points, as the FBI's monthly NICS statistics are) filled
+    by a wide table: a title, a header row, then a row per state (50, small print), so a row
+    such as Texas sits low on the page, far below the header. Figures are made up."""
+    path = Path(path)
+    size_page = (1008.0, 612.0)
+    layout = PdfLayout(path=path, page_count=1, page_size=size_page)
+    doc = pymupdf.open()
+    page = doc.new_page(width=size_page[0], height=size_page[1])
+    w = _PageWriter(layout, page, 1)
+    w.y = 24.0
+    w.block("title", "title", ["Background checks by state, November"], size=14.0, bold=True, x=36.0)
+    size = 7.0
+    body = [
+        [state, *(f"{(i + 3) * (c + 7) * 37 % 90_000:,}" for c in range(len(STATE_HEADER) - 1))]
+        for i, state in enumerate(STATES)
+    ]
+    table = DrawnTable(1, "", list(STATE_HEADER), body)
+    columns = _columns_for([STATE_HEADER, *body], 36.0, size, 19.0)
+    row_height = size * 1.5
+    w.y += 6
+    for r, texts in enumerate([STATE_HEADER, *body]):
+        rect = _draw_cells(page, texts, columns, w.y + 0.25 * size, size, bold=r == 0)
+        if r == 0:
+            table.header_rect = rect
+        else:
+            table.row_rects.append(rect)
+        w.y += row_height
+    doc.save(path)
+    doc.close()
+    return layout, table
+
+
 def make_wrapped_cells_pdf(path: str | Path, *, ruled: bool) -> tuple[PdfLayout, list[list[str]]]:
     """A table whose cells wrap onto a second line. ``ruled``: every cell stroked, one-line
     cells centred in their cell's height, the header shaded with its text shading inset

@@ -36,13 +36,14 @@ from haiku_desk.citations import (
     cited_pages,
     heading_path,
     opening_page,
+    passage_blocks,
     snippet_source,
 )
 from haiku_desk.services.pages import REMOVED_MESSAGE, PagesService
 from haiku_desk.views.emphasis import plain_emphasis
 from haiku_desk.views.find_bar import FindBar
 from haiku_desk.views.markdown_tables import PassageView, shown_passage
-from haiku_desk.views.page_reader import DEFAULT_ZOOM, ZOOM_STEP, PageReader
+from haiku_desk.views.page_reader import DEFAULT_ZOOM, ZOOM_STEP, PageReader, table_rows
 from haiku_desk.views.text_reader import TextReader
 from haiku_desk.views.theme import current_tokens
 from haiku_desk.views.widgets import ElidedLabel
@@ -477,13 +478,22 @@ class CitationPanel(QWidget):
         self._announce = self.page
         self._scaling = True
         try:
-            self.reader.set_document(layout, boxes, [] if self.reading else list(citation.context_boxes))
+            self.reader.set_document(
+                layout, boxes, [] if self.reading else list(citation.context_boxes), self._focus(citation, boxes)
+            )
             self.reader.show_page(self.page, passage=bool(boxes))
         finally:
             self._scaling = False
         self._update_controls()
         self.document_shown.emit("pages")
         self._announce_if_drawn()
+
+    @staticmethod
+    def _focus(citation: Citation, boxes: list) -> list:
+        """What of the passage the reader keeps in view when all of it does not fit: a table
+        chunk's cited rows (its boxes are the header's first, maybe far above them)."""
+        blocks = passage_blocks(snippet_source(citation)) if boxes else []
+        return table_rows(boxes) if any(not isinstance(b, str) and b.rows for b in blocks) else []
 
     def _show_message(self, headline: str, quote: str = "", title: str = "") -> None:
         self._message = (headline, quote, title)

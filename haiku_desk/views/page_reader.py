@@ -9,6 +9,10 @@ the current zoom yet shows its last image stretched, or blank paper.
 Zoom is pixels per point. "Fit width" fits each page to the viewport's width (a book's scan
 and a wide table page each fill it); zooming keeps a point fixed in the viewport: the cited
 passage when it is on screen, the mouse for Ctrl+wheel, else the viewport's centre.
+
+A passage too large for the viewport keeps its ``focus`` in view: a table chunk's boxes are its
+header's and then its rows' (a row low on a page, the header at its top), and the cited rows
+are what the reader came for (``table_rows``); without a focus, the passage's top-left.
 """
 
 from __future__ import annotations
@@ -38,6 +42,22 @@ FIND_CURRENT_FILL = QColor(40, 110, 235, 120)
 FIND_CURRENT_EDGE = QColor(20, 80, 200)
 
 
+def table_rows(boxes: Sequence) -> list:
+    """The boxes of a table passage's rows apart from its header's: the last run of boxes that
+    touch each other down the page (the header, or caption and header, come first). Empty when
+    the rows follow the header directly (the whole passage is one run)."""
+    runs: list[list] = []
+    bottom, line = 0.0, 0.0
+    for box in boxes:
+        height = box.y1 - box.y0
+        if not runs or box.page != runs[-1][-1].page or box.y0 > bottom + max(line, height) or box.y1 < runs[-1][0].y0:
+            runs.append([])
+            bottom, line = box.y1, height
+        runs[-1].append(box)
+        bottom, line = max(bottom, box.y1), max(line, height)
+    return runs[-1] if len(runs) > 1 else []
+
+
 @dataclass(frozen=True)
 class Spot:
     """A point of the document: page (1-based) and PDF points on it."""
@@ -64,6 +84,7 @@ class PageReader(QScrollArea):
         self.zoom = DEFAULT_ZOOM
         self.matched: list = []  # Box, strong
         self.context: list = []  # Box, faint
+        self.focus: list = []  # Box: the part of the passage kept in view when all of it does not fit
         self.find_hits: list[FindHit] = []
         self.find_index = -1
         self.current = 1
@@ -100,6 +121,7 @@ class PageReader(QScrollArea):
         self.document_id = None
         self.sizes = ()
         self.matched, self.context, self.find_hits, self.find_index = [], [], [], -1
+        self.focus = []
         self.drawn.clear()
         self._requests.clear()
         self._in_flight.clear()
@@ -109,9 +131,12 @@ class PageReader(QScrollArea):
         self.container.resize(0, 0)
         self.setBackgroundRole(QPalette.ColorRole.Window)  # no document: no grey desk
 
-    def set_document(self, layout: DocumentLayout, matched: Sequence = (), context: Sequence = ()) -> None:
+    def set_document(
+        self, layout: DocumentLayout, matched: Sequence = (), context: Sequence = (), focus: Sequence = ()
+    ) -> None:
         """Lay out ``layout``'s pages (fitted to the width: a new document never inherits the
-        last one's zoom) with ``matched`` and ``context`` boxes to highlight."""
+        last one's zoom) with ``matched`` and ``context`` boxes to highlight; ``focus``: the
+        matched boxes kept in view when the passage does not fit (see the module's docstring)."""
         same = layout.document_id == self.document_id and layout.page_sizes == self.sizes
         if not same:
             self.clear()
@@ -131,7 +156,7 @@ class PageReader(QScrollArea):
                 label.setAccessibleName(f"Page {number}")
                 label.show()
                 self._labels.append(label)
-        self.matched, self.context = list(matched), list(context)
+        self.matched, self.context, self.focus = list(matched), list(context), list(focus)
         self.find_hits, self.find_index = [], -1
         self.fit = True
         for page in list(self.drawn):
@@ -241,6 +266,27 @@ class PageReader(QScrollArea):
             rect = rect.united(self.box_rect(box))
         return rect
 
+    def focus_rect(self, page: int) -> QRect | None:
+        """The passage's focus on ``page`` as one container rect (None: no focus there)."""
+        boxes = [b for b in self.focus if b.page == page and 1 <= b.page <= len(self._rects)]
+        rect = QRect()
+        for box in boxes:
+            rect = rect.united(self.box_rect(box))
+        return rect if boxes else None
+
+    def kept_rect(self, page: int, top: int = 20) -> QRect | None:
+        """What of the passage on ``page`` is kept in view: all of it when it fits the viewport
+        (``top`` pixels above it, 20 around it), else its focus when it has one, else all of it
+        (shown from its top-left)."""
+        passage = self.passage_rect(page)
+        if passage is None:
+            return None
+        view = self.view_rect()
+        if passage.width() + 40 <= view.width() and passage.height() + top + 20 <= view.height():
+            return passage
+        focus = self.focus_rect(page)
+        return focus if focus is not None else passage
+
     # --- moving --------------------------------------------------------------------------------
 
     def _scroll_to(self, x: int, y: int) -> None:
@@ -271,7 +317,7 @@ class PageReader(QScrollArea):
         if not self._rects:
             return
         page = max(1, min(page, len(self._rects)))
-        rect = self.passage_rect(page) if passage else None
+        rect = self.kept_rect(page, PASSAGE_TOP) if passage else None
         if rect is not None:
             view = self.view_rect()
             x = view.x()
@@ -297,7 +343,12 @@ class PageReader(QScrollArea):
         passage = self.passage_rect(self.current)
         keep = passage if passage is not None and passage.intersects(view) else None
         if anchor is None:
-            anchor = (keep.center() - view.topLeft()) if keep is not None else QPoint(view.width() // 2, view.height() // 2)
+            if keep is not None:  # the focus's centre when it is in view (a table's cited row)
+                focus = self.focus_rect(self.current)
+                centre = (focus if focus is not None and focus.intersects(view) else keep).center()
+                anchor = centre - view.topLeft()
+            else:
+                anchor = QPoint(view.width() // 2, view.height() // 2)
         spot = self.to_spot(view.topLeft() + anchor)
         page = self.current
         self.fit = fit
@@ -309,7 +360,7 @@ class PageReader(QScrollArea):
         point = self.to_container(spot).toPoint() - anchor
         self._scroll_to(point.x(), point.y())
         if keep is not None:
-            after = self.passage_rect(self.current)
+            after = self.kept_rect(self.current)
             if after is not None:
                 self.ensure_visible(after)
         self._set_current(page)
@@ -350,7 +401,7 @@ class PageReader(QScrollArea):
         point = self.to_container(spot).toPoint() - offset
         self._scroll_to(point.x() if not self.fit else 0, point.y())
         if kept:
-            after = self.passage_rect(page)
+            after = self.kept_rect(page)
             if after is not None:
                 self.ensure_visible(after)
         self._set_current(page)

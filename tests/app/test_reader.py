@@ -688,3 +688,39 @@ def test_copy_citation_quotes_the_passage_without_stray_emphasis_markers(qloop, 
     assert "**" not in copied, copied
     assert QApplication.clipboard().text() == copied
     assert panel.citation.content == content  # the citation itself is kept as the library gave it
+
+
+def _table_citation(entry, table, row: int) -> Citation:
+    """A table chunk's citation as the chunker makes it: its header's boxes, then its row's
+    (the header far above a row low on the page), its text the header and the row as Markdown."""
+    lines = [table.header, ["-"] * len(table.header), table.rows[row]]
+    content = "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+    return _citation(entry, [Box(1, *table.header_rect), Box(1, *table.row_rects[row])], content=content)
+
+
+def test_zoom_on_a_landscape_table_keeps_the_cited_row_in_view(qloop, library, panel, tmp_path):
+    """Tester (reader mode, NICS checks, Texas cited): "+" four times left the view at the
+    page's top (Alabama…), the highlighted Texas row off-screen below."""
+    layout, table = pdf_factory.make_landscape_table_pdf(tmp_path / "checks.pdf")
+    entry = _ingest(qloop, library, layout.path)
+    row = table.rows.index(next(r for r in table.rows if r[0] == "Texas"))
+    cited = Box(1, *table.row_rects[row])
+    panel.resize(860, 760)  # about the reader's room in reader mode at 1440×900
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_table_citation(entry, table, row))
+    run_until(qloop, lambda: bool(shown))
+    _assert_in_view(panel, cited)
+    for presses in range(1, 6):
+        width = panel.current_image.width()
+        panel.zoom_in_button.click()
+        run_until(qloop, lambda n=presses: len(shown) == n + 1)
+        assert panel.current_image.width() > width
+        _assert_in_view(panel, cited)
+    for presses in range(6, 9):
+        panel.zoom_out_button.click()
+        run_until(qloop, lambda n=presses: len(shown) == n + 1)
+        _assert_in_view(panel, cited)
+    panel.fit_button.click()
+    run_until(qloop, lambda: len(shown) == 10)
+    _assert_in_view(panel, cited)
