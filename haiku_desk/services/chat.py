@@ -54,6 +54,9 @@ log = logging.getLogger("haiku_desk")
 
 SNIPPET_CHARS = 400
 DEFAULT_TOGGLES_KEY = "chat/default_toggles"  # QSettings: the user's last choice, as JSON
+# QSettings: the conversation each library showed last (JSON: app folder -> conversation id),
+# opened again when that library opens (a relaunch, a switch back to it)
+LAST_CONVERSATION_KEY = "chat/last_conversation"
 
 
 class ChatService(QObject):
@@ -105,8 +108,10 @@ class ChatService(QObject):
         self.questions.token_meter_changed.connect(self.token_meter_changed)
         # The library service reopens on another library: its conversations come with it.
         library.library_changed.connect(self._library_changed)
-        # its documents are listed: earlier conversations can move in
+        # its documents are listed: earlier conversations can move in, and the one shown last
+        # is shown again
         library.opened.connect(self.adopt_data_dir_conversations)
+        library.opened.connect(self.restore_last_conversation)
 
     def attach_collections(self, collections: ScopeCollections) -> None:
         """Follow the library's collections: a conversation scoped to one searches its
@@ -149,6 +154,23 @@ class ChatService(QObject):
         if moved:
             self.conversations_changed.emit()
         return moved
+
+    def restore_last_conversation(self) -> ConversationRecord | None:
+        """Show again the conversation this library showed last (a relaunch finds the
+        transcript as it was left), unless one is already shown or it is gone."""
+        if self._current is not None:
+            return None
+        wanted = _last_conversations().get(str(self.library.app_folder))
+        if not wanted:
+            return None
+        try:
+            record = self._record(wanted)  # None when it was deleted since
+        except ValueError:  # not an id (a hand-edited setting)
+            return None
+        if record is not None:
+            self._set_current(record)
+            self.conversations_changed.emit()  # the list selects it
+        return record
 
     @property
     def current(self) -> ConversationRecord | None:
@@ -254,6 +276,8 @@ class ChatService(QObject):
 
     def _set_current(self, record: ConversationRecord | None) -> None:
         self._current = record
+        if record is not None:  # None (a switch, a delete) leaves the last one named
+            _remember_conversation(str(self.library.app_folder), record.id)
         self._scope.sync(record)
         self.current_changed.emit(record)
         self.toggles_changed.emit(self.toggles)
@@ -384,6 +408,30 @@ def _load_default_toggles() -> Toggles:
 def _save_default_toggles(toggles: Toggles) -> None:
     settings = QSettings()
     settings.setValue(DEFAULT_TOGGLES_KEY, toggles.model_dump_json())
+    settings.sync()
+
+
+def _last_conversations() -> dict[str, str]:
+    import json
+
+    raw = QSettings().value(LAST_CONVERSATION_KEY)
+    try:
+        found = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except ValueError:
+        log.warning("Ignoring an unreadable %s setting", LAST_CONVERSATION_KEY)
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def _remember_conversation(app_folder: str, conversation_id: str) -> None:
+    import json
+
+    last = _last_conversations()
+    if last.get(app_folder) == conversation_id:
+        return
+    last[app_folder] = conversation_id
+    settings = QSettings()
+    settings.setValue(LAST_CONVERSATION_KEY, json.dumps(last))
     settings.sync()
 
 

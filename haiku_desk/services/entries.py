@@ -20,6 +20,7 @@ __all__ = [
     "STATE_LABELS",
     "DocumentState",
     "LibraryEntry",
+    "OverallStatus",
     "PendingWork",
     "dialog_filters",
     "document_extensions",
@@ -183,3 +184,55 @@ class PendingWork:
 
     def __bool__(self) -> bool:
         return self.jobs > 0
+
+
+@dataclass(frozen=True)
+class OverallStatus:
+    """What the library's overall bar says: the phase of the work in this busy period and how
+    far it is. Files are read first (each searchable by full text once read), then embedded
+    (search by meaning); the bar measures the phase under way, never the two as one number,
+    so it does not sit at "16 %" while everything is already searchable.
+
+    ``done``/``total`` are the phase's work units (pages read, chunks embedded, weighed);
+    ``files_done``/``files_total`` its files; ``removing`` deletes still to run. Idle: phase "".
+    """
+
+    phase: str = ""  # "", "reading", "removing" or "embedding"
+    done: int = 0
+    total: int = 0
+    files_done: int = 0
+    files_total: int = 0
+    removing: int = 0
+    all_searchable: bool = True  # no file of this busy period failed to be read
+
+    @property
+    def idle(self) -> bool:
+        return not self.phase or self.total <= 0
+
+    @property
+    def percent(self) -> int:
+        return 0 if self.total <= 0 else min(100, 100 * self.done // self.total)
+
+    def text(self, *, short: bool = False) -> str:
+        """The bar's words: "Reading files: 5 of 24 · 21 %", "All searchable · improving
+        search: 3 of 24 embedded" (``short``: "Searchable · embedding 3 of 24")."""
+        if self.idle:
+            return ""
+        if self.phase == "embedding":
+            searchable = "All searchable" if self.all_searchable else "Searchable"
+            if short:
+                return f"{searchable} · embedding {self.files_done} of {self.files_total}"
+            return f"{searchable} · improving search: {self.files_done} of {self.files_total} embedded"
+        removing = f"removing {self.removing}" if self.removing else ""
+        if self.phase == "removing" or not self.files_total:
+            return f"Removing {self.removing} document{'s' if self.removing != 1 else ''} · {self.percent} %"
+        reading = f"Reading {self.files_done} of {self.files_total}" if short else (
+            f"Reading files: {self.files_done} of {self.files_total}"
+        )
+        return " · ".join(part for part in (reading, removing, f"{self.percent} %") if part)
+
+    def description(self) -> str:
+        """For a screen reader: the phase, its files and how far it is."""
+        if self.idle:
+            return ""
+        return f"{self.text()}; {self.percent} percent of this step done"

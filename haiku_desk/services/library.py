@@ -68,7 +68,7 @@ class LibraryService(QObject):
     library_changed = Signal(str)  # another library is now this service's (its db path)
     entry_changed = Signal(object)  # LibraryEntry, added or updated
     entry_removed = Signal(str)  # entry key
-    overall_progress = Signal(int, int)  # steps done, steps in this busy period (0, 0 when idle)
+    overall_progress = Signal(object)  # OverallStatus: the phase under way and how far (idle: phase "")
     busy_changed = Signal(bool)
     password_required = Signal(object)  # LibraryEntry of a locked PDF
     watched_folders_changed = Signal(list)  # folder paths (str)

@@ -23,7 +23,13 @@ from PySide6.QtCore import QObject, Signal
 from haiku.rag.errors import IngestCategory
 from haiku_desk.bridge import Operation
 from haiku_desk.services import failures
-from haiku_desk.services.entries import DocumentState, LibraryEntry, PendingWork, uri_for
+from haiku_desk.services.entries import (
+    DocumentState,
+    LibraryEntry,
+    OverallStatus,
+    PendingWork,
+    uri_for,
+)
 from haiku_desk.services.jobs import ProgressHook, embedding_operation, ingest_operation
 from haiku_desk.services.notifications import Notifications
 from haiku_desk.services.rows import DocumentRows
@@ -61,6 +67,25 @@ class _Work:
     embed_total: float = 0.0
     embed_done: float = 0.0
     stopped: bool = False  # ended: late reports change nothing
+    parsed: bool = False  # its ingest ended (read, or failed)
+    failed: bool = False  # its ingest ended without a searchable document
+    embedded: bool = False  # its vectors were all made
+    reading_round: int = 0  # the reading phase it was read in (see QueueRunner._reading_round)
+    delete: bool = False
+
+    @property
+    def reads(self) -> bool:
+        """A file read in this busy period (its parse done or to come)."""
+        return not self.delete and (self.parsed or (not self.stopped and self.parse_total > 0))
+
+    @property
+    def reading_left(self) -> bool:
+        return self.reads and not self.parsed and not self.stopped
+
+    @property
+    def embeds(self) -> bool:
+        """A file embedded in this busy period (its vectors made or to come)."""
+        return not self.delete and (self.embedded or (not self.stopped and self.embed_total > 0))
 
     @property
     def total(self) -> float:
@@ -80,9 +105,9 @@ class _Work:
 class QueueRunner(QObject):
     """Runs one library's queued writes in order, one at a time (:meth:`attach` starts over)."""
 
-    # work done, work in this busy period, in cost units (pages parsed, chunks embedded,
-    # weighed: see PAGE_COST); (0, 0) when idle
-    overall_progress = Signal(int, int)
+    # the phase under way and how far it is (OverallStatus: reading files, then embedding
+    # them; units are pages parsed or chunks embedded, weighed: see PAGE_COST); idle: phase ""
+    overall_progress = Signal(object)
     busy_changed = Signal(bool)
     password_required = Signal(object)  # LibraryEntry of a locked PDF
     progressed = Signal(str, object)  # the row's key, haiku.rag.operations.Progress
@@ -116,7 +141,9 @@ class QueueRunner(QObject):
         self._current: tuple[str, Operation] | None = None
         self._embed_paused: set[str] = set()  # keys whose embedding the user cancelled
         self._work_items: dict[str, _Work] = {}  # this busy period's work, by row key ("delete:" + key)
-        self._shown = 0.0  # the fraction the bar shows (it never goes back within a busy period)
+        self._shown = 0.0  # the fraction the bar shows (it never goes back within a phase)
+        self._phase = ""  # the phase the bar shows
+        self._reading_round = 0  # a reading phase after an embedding one counts its own files
         self._closed = False
 
     @property
@@ -177,7 +204,11 @@ class QueueRunner(QObject):
         self._rows.set(entry)
         self._queue.append(IngestJob(key, path.resolve(), password, watched))
         pages = previous.page_count if previous is not None and previous.page_count else ESTIMATED_PAGES
-        self._work_items[key] = _Work(parse_total=pages * PAGE_COST, embed_total=pages * CHUNKS_PER_PAGE * CHUNK_COST)
+        self._work_items[key] = _Work(
+            parse_total=pages * PAGE_COST,
+            embed_total=pages * CHUNKS_PER_PAGE * CHUNK_COST,
+            reading_round=self._reading_round,
+        )
         self.emit_overall()
 
     def remove_documents(self, keys: list[str]) -> None:
@@ -197,7 +228,7 @@ class QueueRunner(QObject):
     def _queue_delete(self, entry: LibraryEntry) -> None:
         assert entry.document_id is not None
         self._queue.append(DeleteJob(entry.key, entry.document_id))
-        self._work_items["delete:" + entry.key] = _Work(parse_total=DELETE_COST)
+        self._work_items["delete:" + entry.key] = _Work(parse_total=DELETE_COST, delete=True)
         self._rows.update(entry.key, state=DocumentState.DELETING, stage="", done=0, total=0)
 
     def _is_pending(self, key: str) -> bool:
@@ -297,6 +328,7 @@ class QueueRunner(QObject):
             self._current = None
             self._work_items = {}
             self._shown = 0.0
+            self._phase = ""
             if not self._closed:
                 self.emit_overall()
                 self.busy_changed.emit(False)
@@ -348,8 +380,10 @@ class QueueRunner(QObject):
     def _parsed(self, key: str, document: Document | None) -> None:
         """An ingest ended: its parse is done, and its embedding is as large as its chunks
         (nothing, when it left no document or its vectors are already there)."""
-        work = self._work_items.setdefault(key, _Work())
+        work = self._work_items.setdefault(key, _Work(reading_round=self._reading_round))
         work.parse_done = work.parse_total
+        work.parsed = True
+        work.failed = document is None
         if document is None or document.index_state == "hybrid" or key in self._embed_paused:
             work.stop()
         else:
@@ -366,6 +400,14 @@ class QueueRunner(QObject):
         return len(keys)
 
     def emit_overall(self) -> None:
+        self.overall_progress.emit(self.overall_status())
+
+    def overall_status(self) -> OverallStatus:
+        """The phase under way and how far it is: files are read first (and deletes run), then
+        embedded; the bar measures that phase alone, so with every file searchable it says so
+        and moves with the chunks embedded instead of crawling along a total that was mostly
+        embedding. Within a phase it never goes back (an estimate corrected upwards holds it
+        still until the work catches up)."""
         # Files whose vectors are still to come are counted too (text-searchable documents of
         # an earlier session among them), so the bar never reads full before the last vector.
         if not self._work_items:
@@ -374,17 +416,45 @@ class QueueRunner(QObject):
             waiting = [e for e in self._embeddable() if e.key not in self._work_items]
         for entry in waiting:
             self._work_items[entry.key] = _Work(embed_total=max(1, entry.chunk_count) * CHUNK_COST)
-        done = sum(w.done for w in self._work_items.values())
-        total = sum(w.total for w in self._work_items.values())
-        if not total:
-            self._shown = 0.0
-            self.overall_progress.emit(0, 0)
-            return
-        # An estimate corrected upwards (a file longer than guessed, files added) would move
-        # the bar back; it holds still instead until the work catches up.
+        items = list(self._work_items.values())
+        deletes = [w for w in items if w.delete]
+        removing = sum(1 for w in deletes if not w.stopped and w.done < w.total)
+        if any(w.reading_left for w in items) or removing:
+            if self._phase == "embedding":  # files added while others embed: a reading of their own
+                self._reading_round += 1
+                for work in items:
+                    if work.reading_left:
+                        work.reading_round = self._reading_round
+            reading = [w for w in items if w.reads and w.reading_round == self._reading_round]
+            phase = "reading" if reading else "removing"
+            counted = reading + deletes
+            done = sum(min(w.parse_done, w.parse_total) for w in counted)
+            total = sum(w.parse_total for w in counted)
+            files_done = sum(1 for w in reading if w.parsed)
+            files_total = len(reading)
+        else:
+            embedding = [w for w in items if w.embeds]
+            phase = "embedding" if any(not w.stopped and w.embed_done < w.embed_total for w in embedding) else ""
+            done = sum(min(w.embed_done, w.embed_total) for w in embedding)
+            total = sum(w.embed_total for w in embedding)
+            files_done = sum(1 for w in embedding if w.embedded)
+            files_total = len(embedding)
+        if not phase or not total:
+            self._shown, self._phase = 0.0, ""
+            return OverallStatus()
+        if phase != self._phase:
+            self._shown, self._phase = 0.0, phase
         self._shown = max(self._shown, min(1.0, done / total))
         total_units = max(1, round(total))
-        self.overall_progress.emit(min(total_units, math.ceil(self._shown * total_units - 1e-9)), total_units)
+        return OverallStatus(
+            phase=phase,
+            done=min(total_units, math.ceil(self._shown * total_units - 1e-9)),
+            total=total_units,
+            files_done=files_done,
+            files_total=files_total,
+            removing=removing,
+            all_searchable=not any(w.failed for w in items),
+        )
 
     async def _run_operation(self, key: str, operation: Operation) -> bool:
         """Run one operation to its end; False when it was cancelled."""
@@ -424,7 +494,7 @@ class QueueRunner(QObject):
         if previous is None:  # deleted while it was being ingested
             if outcome.document is not None:
                 self._queue.append(DeleteJob(key, outcome.document.id))
-                self._work_items["delete:" + key] = _Work(parse_total=DELETE_COST)
+                self._work_items["delete:" + key] = _Work(parse_total=DELETE_COST, delete=True)
             return
         if outcome.status == "failed" or outcome.document is None:
             category = outcome.category or IngestCategory.UNEXPECTED
@@ -466,6 +536,7 @@ class QueueRunner(QObject):
         work = self._work_items.get(key)
         if work is not None and finished and operation.error is None:
             work.embed_done = work.embed_total
+            work.embedded = True
         self._stop_work(key)  # its vectors are all there, or none more will be made now
         if not finished:
             self._embed_paused.add(key)

@@ -723,6 +723,9 @@ class MainWindow(QMainWindow):
         if isinstance(chat_splitter, QByteArray) and not chat_splitter.isEmpty():
             self.chat_pane.splitter.restoreState(chat_splitter)
             self._chat_splitter_state = chat_splitter  # again at the first show (see showEvent)
+        # the tab beside the chat the user was on (the Evidence table stays where it was left)
+        if settings.value("centre_tab", "chat") == "evidence" and self.evidence_pane is not None:
+            self.centre.setCurrentWidget(self.evidence_pane)
         shown = {name: settings.value(f"show_{name}", True, type=bool) for name in HIDEABLE_PANES}
         settings.endGroup()
         for name, visible in shown.items():
@@ -736,6 +739,8 @@ class MainWindow(QMainWindow):
         settings.setValue("state", self.saveState())
         settings.setValue("splitter", self.splitter.saveState())
         settings.setValue("chat_splitter", self.chat_pane.splitter.saveState())
+        on_evidence = self.evidence_pane is not None and self.centre.currentWidget() is self.evidence_pane
+        settings.setValue("centre_tab", "evidence" if on_evidence else "chat")
         settings.endGroup()
         settings.sync()
 

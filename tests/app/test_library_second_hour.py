@@ -248,49 +248,68 @@ def _long_pdf(path, pages: int):
     return path
 
 
-def test_the_overall_bar_follows_pages_parsed_and_chunks_embedded(qloop, qtbot, library, tmp_path):
+def test_the_overall_bar_reads_files_then_says_all_searchable_and_follows_the_chunks_embedded(
+    qloop, qtbot, library, tmp_path
+):
+    """The bar names the phase under way and measures it alone: pages while files are read
+    ("Reading files: 1 of 2 · 40 %"), then, with every file searchable, the chunks embedded
+    ("All searchable · improving search: 1 of 2 embedded"). It once measured both as one
+    number: with 24 files read it said "16 % · 23 files to go" while the status bar said "24
+    documents searchable", and crawled along a total that was mostly embedding."""
+    import re
+
     from haiku.rag.operations import Stage
 
     book = _long_pdf(tmp_path / "book.pdf", 30)
     note = _titled_pdf(tmp_path / "note.pdf", "A Short Note", "A note on probes.")
     pane = _pane(qtbot, library)
-    overall: list[tuple[int, int]] = []
-    library.overall_progress.connect(lambda done, total: overall.append((done, total)))
-    at_report: dict[str, list[tuple[int, int]]] = {"parsing": [], "embedding": []}
-
-    to_go_while_the_book_embeds: set[tuple[int, str]] = set()
+    statuses: list = []
+    library.overall_progress.connect(statuses.append)
+    reading: list = []
+    embedding: list = []
 
     def seen(key: str, progress) -> None:  # after the runner took the report in
-        if key == uri_for(book) and progress.stage in (Stage.PARSING, Stage.EMBEDDING) and progress.total > 1:
-            at_report[progress.stage.value].append((progress.done, overall[-1][0]))
-        if key == uri_for(book) and progress.stage is Stage.EMBEDDING and progress.done < progress.total:
-            to_go_while_the_book_embeds.add((library.files_to_go(), pane.overall.format()))
+        if progress.stage is Stage.PARSING and progress.total > 1 and key == uri_for(book):
+            reading.append((statuses[-1], pane.overall.format()))
+        if progress.stage is Stage.EMBEDDING and progress.total > 1:
+            embedded_so_far = [e.chunk_count for e in library.entries if e.state.value == "hybrid"]
+            embedding.append((sum(embedded_so_far) + progress.done, statuses[-1], pane.overall.format()))
 
     library.queue.progressed.connect(seen)
     library.add_paths([book, note])
     run_until(qloop, lambda: all(library.entry(uri_for(f)).state.value == "hybrid" for f in (book, note)), SLOW)
-    run_until(qloop, lambda: overall[-1] == (0, 0), SLOW)
+    run_until(qloop, lambda: statuses[-1].idle, SLOW)
+    assert not pane.overall.isVisible()
 
-    # the bar moves while one file is parsed page by page and while its chunks are embedded
-    for stage in ("parsing", "embedding"):
-        reports = at_report[stage]
-        assert len({done for done, _ in reports}) >= 2, stage
-        bars = [bar for _, bar in reports]
-        assert bars == sorted(bars) and bars[-1] > bars[0], stage
-    # never backwards, and full only once everything is embedded
-    busy = overall[:-1]
-    steps = [(done / total, total) for done, total in busy if total]
-    assert all(b >= a - 1 / total for (a, _), (b, total) in zip(steps, steps[1:], strict=False))  # but rounding
-    assert [p for p in busy if p[0] == p[1] > 0][-1] == busy[-1]
-    # embedding is most of the work: with both files parsed the bar is well short of half
-    chunks = library.entry(uri_for(book)).chunk_count
-    assert chunks > 30
-    parsed = max(bar for _, bar in at_report["parsing"])
-    assert parsed / busy[-1][1] < 0.3
-    assert "%" in pane.overall.format() or not pane.overall.isVisible()
-    # the note, parsed but not embedded yet, is still a file to go (its row reads "text only")
-    assert {count for count, _ in to_go_while_the_book_embeds} == {2}
-    assert all(text.endswith("2 files to go") for _, text in to_go_while_the_book_embeds)
+    # reading: the book's pages move the bar, and the words say so
+    assert len({status.done for status, _ in reading}) >= 2
+    bars = [status.done / status.total for status, _ in reading]
+    assert bars == sorted(bars) and bars[-1] > bars[0]
+    for status, text in reading:
+        assert status.phase == "reading" and status.files_total == 2 and status.files_done <= 1
+        assert text in (status.text(), status.text(short=True)) and text.startswith("Reading")
+        assert "to go" not in text
+
+    # embedding: every file searchable, the bar the chunks embedded of the chunks to embed
+    chunks = sum(library.entry(uri_for(f)).chunk_count for f in (book, note))
+    assert library.entry(uri_for(book)).chunk_count > 30
+    assert len({status.done for _, status, _ in embedding}) >= 3
+    for embedded, status, text in embedding:
+        assert status.phase == "embedding" and status.files_total == 2
+        assert abs(status.done / status.total - embedded / chunks) <= 1 / status.total + 1e-9
+        assert re.fullmatch(r"All searchable · improving search: [01] of 2 embedded", status.text())
+        assert text in (status.text(), status.text(short=True)) and text.startswith("All searchable")
+    # one file embedded, then the other
+    assert [s.files_done for s in statuses if s.phase == "embedding"][-1] == 1
+    assert embedding[0][1].files_done == 0 or embedding[-1][1].files_done == 1
+    # the phases in order, each bar never backwards (but rounding), full only at its end
+    phases = [s.phase for i, s in enumerate(statuses) if i == 0 or s.phase != statuses[i - 1].phase]
+    assert phases == ["reading", "embedding", ""]
+    for phase in ("reading", "embedding"):
+        steps = [s.done / s.total for s in statuses if s.phase == phase]
+        assert all(b >= a - 0.01 for a, b in zip(steps, steps[1:], strict=False)), phase
+    embeds = [s for s in statuses if s.phase == "embedding"]
+    assert all(s.done < s.total for s in embeds[:-1]) and embeds[0].done < embeds[0].total / 2
 
 
 def test_f6_frames_the_pane_that_has_the_focus(qloop, qtbot, services):

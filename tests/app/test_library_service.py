@@ -26,7 +26,7 @@ def test_files_become_text_then_hybrid_searchable_and_search_takes_an_explicit_s
     seen_states: dict[str, set] = {uri_for(a): set(), uri_for(b): set()}
     library.entry_changed.connect(lambda e: seen_states.get(e.key, set()).add(e.state))
     overall = []
-    library.overall_progress.connect(lambda done, total: overall.append((done, total)))
+    library.overall_progress.connect(overall.append)
 
     library.add_paths([a, b])
     assert _state(library, a) is DocumentState.QUEUED  # visible at once
@@ -34,13 +34,13 @@ def test_files_become_text_then_hybrid_searchable_and_search_takes_an_explicit_s
 
     for states in seen_states.values():
         assert {DocumentState.PARSING, DocumentState.TEXT, DocumentState.HYBRID} <= states
-    # per-batch progress (work units: pages and chunks, tests/app/test_library_second_hour.py),
-    # reset when idle; the batch never reads as finished before its vectors
-    assert overall[0][0] == 0 and overall[0][1] > 0 and overall[-1] == (0, 0)
-    finished = [i for i, (done, total) in enumerate(overall) if done == total > 0]
-    assert finished and overall[finished[0] + 1 :] and all(
-        done == total for done, total in overall[finished[0] : -1]
-    )
+    # per-batch progress by phase (reading, then embedding: tests/app/test_library_second_hour.py),
+    # idle at the end; the embedding never reads as finished before its last vector
+    assert overall[0].phase == "reading" and overall[0].done == 0 and overall[0].total > 0
+    assert overall[-1].idle
+    embedding = [s for s in overall if s.phase == "embedding"]
+    assert embedding and all(s.done < s.total for s in embedding[:-1])
+    assert all(s.phase in ("embedding", "") for s in overall[overall.index(embedding[0]) :])
     assert _stored_uris(qloop, library) == {uri_for(a), uri_for(b)}
 
     hits = qloop.run_until_complete(library.search_passages("marmoset orchestra", limit=3))
