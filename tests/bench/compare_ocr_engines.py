@@ -14,8 +14,9 @@ path that imports OpenCV). A text page in French (``unstructured__fr_olap.pdf``,
 rendered to pixels as a scan of it, for the accents. Per page: the character error rate
 of the new text against the old (Levenshtein distance / old length, whitespace collapsed),
 the lines of each, and how the boxes agree (each new line's best intersection-over-union
-with an old line: mean, and the lines under 0.8). The child also reports whether ``cv2``
-was imported.
+with an old line: mean, and the lines under 0.8). Each child also reports whether ``cv2``
+was imported, and the CPU time of its ``recognise`` calls (one run: a rough figure on a
+shared machine).
 """
 
 from __future__ import annotations
@@ -40,23 +41,28 @@ SCANS = [
 ]
 
 CHILD = r"""
-import json, sys
+import json, sys, time
 import numpy as np
 import pymupdf
 from haiku.rag.ingest import ocr
 jobs, dpi = json.loads(sys.argv[1]), int(sys.argv[2])
 out = []
+ocr._load_engine()
+cpu = 0.0
 for path, pages in jobs:
     with pymupdf.open(path) as doc:
         for index in (pages if pages is not None else range(doc.page_count)):
             pix = doc[index].get_pixmap(dpi=dpi)
             image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)
-            result = ocr.recognise(np.ascontiguousarray(image[:, :, :3]))
+            image = np.ascontiguousarray(image[:, :, :3])
+            started = time.process_time()
+            result = ocr.recognise(image)
+            cpu += time.process_time() - started
             out.append({
                 "file": path.rsplit("/", 1)[-1], "page": index + 1, "rotation": result.rotation,
                 "lines": [{"text": l.text, "box": list(l.box)} for l in result.lines],
             })
-print(json.dumps({"pages": out, "cv2": "cv2" in sys.modules, "runtime": ocr.runtimes}))
+print(json.dumps({"pages": out, "cv2": "cv2" in sys.modules, "runtime": ocr.runtimes, "cpu": cpu}))
 """
 
 
@@ -157,6 +163,8 @@ def main() -> int:
         })
     print(f"runtime {args.runtime}: old {old['runtime']} (cv2 imported: {old['cv2']}), "
           f"new {new['runtime']} (cv2 imported: {new['cv2']})")
+    print(f"OCR CPU-s over the {len(rows)} pages (this process's recognise calls, one run each): "
+          f"old {old['cpu']:.1f}, new {new['cpu']:.1f}")
     print("| page | CER new vs old | chars | lines old/new | turn old/new | mean box IoU | boxes IoU<0.8 |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:

@@ -105,17 +105,28 @@ def resize_linear(image: Any, width: int, height: int) -> Any:
         return ((total + 2) >> 2).astype(np.uint8)
     columns, column_weights = _linear_taps(source_width, width)
     rows, row_weights = _linear_taps(source_height, height, clamp=False)
-    pixels = image.astype(np.int32)
+    # every product fits in 32 bits: 255 x 2048 across, then (that >> 4) x 2048 down
     shape = (1, width) + (1,) * (image.ndim - 2)
     # horizontal pass: values scaled by 2048
-    across = pixels[:, columns[0]] * column_weights[0].reshape(shape).astype(np.int32)
-    across += pixels[:, columns[1]] * column_weights[1].reshape(shape).astype(np.int32)
+    across = np.take(image, columns[0], axis=1).astype(np.int32)
+    across *= column_weights[0].astype(np.int32).reshape(shape)
+    right = np.take(image, columns[1], axis=1).astype(np.int32)
+    right *= column_weights[1].astype(np.int32).reshape(shape)
+    across += right
+    across >>= 4
     # vertical pass, as OpenCV's SIMD path rounds it: ((b0 * (x0 >> 4)) >> 16) +
     # ((b1 * (x1 >> 4)) >> 16), then + 2 >> 2
     shape = (height, 1) + (1,) * (image.ndim - 2)
-    top = (row_weights[0].reshape(shape) * (across[rows[0]] >> 4).astype(np.int64)) >> 16
-    bottom = (row_weights[1].reshape(shape) * (across[rows[1]] >> 4).astype(np.int64)) >> 16
-    return np.clip((top + bottom + 2) >> 2, 0, 255).astype(np.uint8)
+    top = np.take(across, rows[0], axis=0)
+    top *= row_weights[0].astype(np.int32).reshape(shape)
+    top >>= 16
+    bottom = np.take(across, rows[1], axis=0)
+    bottom *= row_weights[1].astype(np.int32).reshape(shape)
+    bottom >>= 16
+    top += bottom
+    top += 2
+    top >>= 2
+    return np.clip(top, 0, 255).astype(np.uint8)
 
 
 def resize_area(image: Any, width: int, height: int) -> Any:
@@ -475,6 +486,15 @@ def crop_line(image: Any, quad: Any) -> Any:
     width = int(max(np.linalg.norm(quad[0] - quad[1]), np.linalg.norm(quad[2] - quad[3])))
     height = int(max(np.linalg.norm(quad[0] - quad[3]), np.linalg.norm(quad[1] - quad[2])))
     width, height = max(1, width), max(1, height)
+    x0, y0 = int(quad[0][0]), int(quad[0][1])
+    corners = [(x0, y0), (x0 + width, y0), (x0 + width, y0 + height), (x0, y0 + height)]
+    if quad.tolist() == [[float(x), float(y)] for x, y in corners] and (
+        x0 >= 0 and y0 >= 0 and x0 + width <= image.shape[1] and y0 + height <= image.shape[0]
+    ):
+        # an upright box on whole pixels: the map is a shift by whole pixels, and every
+        # sample is the pixel itself (the kernel is 1 at 0 and 0 at the other taps)
+        crop = np.ascontiguousarray(image[y0 : y0 + height, x0 : x0 + width])
+        return np.ascontiguousarray(np.rot90(crop)) if height >= 1.5 * width else crop
     target = np.array([[0, 0], [width, 0], [width, height], [0, height]], dtype=np.float32)
     # the map from crop pixels back into the image: getPerspectiveTransform(quad, target)
     # inverted, as warpPerspective applies it
@@ -485,18 +505,20 @@ def crop_line(image: Any, quad: Any) -> Any:
     w = np.where(w != 0, 1.0 / np.where(w != 0, w, 1), 0.0)
     fx = (inverse[0, 0] * xs + inverse[0, 1] * ys + inverse[0, 2]) * w
     fy = (inverse[1, 0] * xs + inverse[1, 1] * ys + inverse[1, 2]) * w
-    x0, y0 = np.floor(fx).astype(np.int64), np.floor(fy).astype(np.int64)
-    wx = _cubic_weights(fx - x0)
-    wy = _cubic_weights(fy - y0)
+    left, top = np.floor(fx).astype(np.int64), np.floor(fy).astype(np.int64)
+    wx = _cubic_weights(fx - left).astype(np.float32)
+    wy = _cubic_weights(fy - top).astype(np.float32)
     rows_max, cols_max = image.shape[0] - 1, image.shape[1] - 1
-    pixels = image.astype(np.float64)
-    out = np.zeros((height, width, image.shape[2]), dtype=np.float64)
+    channels = image.shape[2]
+    flat = image.reshape(-1, channels)
+    out = np.zeros((height * width, channels), dtype=np.float32)
+    columns = [np.clip(left + j - 1, 0, cols_max).ravel() for j in range(4)]
     for i in range(4):
-        yy = np.clip(y0 + i - 1, 0, rows_max)
+        offsets = np.clip(top + i - 1, 0, rows_max).ravel() * image.shape[1]
         for j in range(4):
-            xx = np.clip(x0 + j - 1, 0, cols_max)
-            out += pixels[yy, xx] * (wx[..., j] * wy[..., i])[..., None]
-    crop = np.clip(np.rint(out), 0, 255).astype(np.uint8)
+            weight = (wx[..., j] * wy[..., i]).reshape(-1, 1)
+            out += np.take(flat, offsets + columns[j], axis=0) * weight
+    crop = np.clip(np.rint(out), 0, 255).astype(np.uint8).reshape(height, width, channels)
     if crop.shape[0] >= 1.5 * crop.shape[1]:
         crop = np.ascontiguousarray(np.rot90(crop))
     return crop
