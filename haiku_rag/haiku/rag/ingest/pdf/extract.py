@@ -25,6 +25,10 @@ MAX_LINES_PER_PAGE = 10_000
 # A page with fewer usable characters than this needs OCR if it shows image or vector content
 # (a scan) or if its text does not decode (fonts without a Unicode map give U+FFFD).
 MIN_USABLE_CHARS = 20
+# a line with more than this share of undecodable characters is undecodable as a whole
+UNDECODABLE_LINE_SHARE = 0.2
+# a page with this share of undecodable characters or more is read by OCR instead
+GARBLED_SHARE = 0.25
 SCAN_IMAGE_AREA_FRACTION = 0.25
 SCAN_MIN_VECTOR_PATHS = 200
 BOLD_FLAG = pymupdf.TEXT_FONT_BOLD
@@ -436,11 +440,22 @@ def assess_text_layer(
 ) -> tuple[int, bool, bool]:
     """(usable characters, needs OCR, text garbled). A page needs OCR when it has almost no
     usable text but shows a scan (images or outlined glyphs), or when its text is there but
-    does not decode."""
-    usable = sum(_usable_chars(line.text) for line in lines)
-    if usable >= MIN_USABLE_CHARS:
+    does not decode: a line mostly of U+FFFD / control characters (a font without a Unicode
+    map) is undecodable as a whole, its few printable characters being glyph numbers too, and
+    a page is garbled when its undecodable characters are GARBLED_SHARE of its text or more,
+    even if a title or a header in another font decodes (a real review's body was stored as
+    U+FFFD beside a readable title and abstract)."""
+    usable = total = 0
+    for line in lines:
+        chars = len(line.text) - line.text.count(" ")
+        decoded = _usable_chars(line.text)
+        total += chars
+        if chars - decoded <= UNDECODABLE_LINE_SHARE * chars:
+            usable += decoded
+    undecodable = total - usable
+    garbled = undecodable >= MIN_USABLE_CHARS and undecodable >= GARBLED_SHARE * total
+    if usable >= MIN_USABLE_CHARS and not garbled:
         return usable, False, False
-    garbled = sum(len(line.text) for line in lines) - usable >= MIN_USABLE_CHARS
     return usable, garbled or _has_scan_like_content(graphics, page_box), garbled
 
 

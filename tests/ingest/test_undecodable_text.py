@@ -1,0 +1,66 @@
+"""A page whose text layer does not decode (a font without a Unicode map: its glyph numbers
+come out as U+FFFD) is read by OCR, even when a title in another font on the same page decodes.
+A real 23-page review (its body in such a font, its title and abstract not) was stored as 41
+chunks of U+FFFD and shown "ready" (tester, session 16)."""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+
+from haiku.rag.ingest.pdf import convert_pdf
+
+BODY = [
+    "Perceived usefulness shapes the intention to use a system.",
+    "Ease of use was measured with six items on a seven point scale.",
+    "Davis proposed the model in his doctoral thesis in 1986.",
+    "Later work added subjective norm and image as external variables.",
+    "The survey reached 112 users of electronic mail at one company.",
+    "Attitude toward using mediated the effect of beliefs on intention.",
+    "Critics argue the model ignores group and social processes.",
+    "Several meta-analyses confirmed the strong role of usefulness.",
+]
+
+
+def _undecodable_body_pdf() -> bytes:
+    """A page: a title and a short abstract in Helvetica (they decode), then sixteen body lines in
+    an embedded font made a subset with its Unicode map removed (each glyph extracts as
+    U+FFFD, and draws as the letter it is: what OCR reads)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 72), "Overview of the Technology Acceptance Model", fontname="helv", fontsize=16)
+    page.insert_text((72, 96), "Abstract: a review of where the model came from.", fontname="helv", fontsize=10)
+    page.insert_font(fontname="body", fontbuffer=pymupdf.Font("cjk").buffer)
+    for i in range(16):  # varied lines: sixteen copies of one line made OCR's orientation vote flip
+        page.insert_text((72, 140 + 30 * i), BODY[i % len(BODY)], fontname="body", fontsize=12)
+    doc.subset_fonts()
+    doc = pymupdf.open("pdf", doc.tobytes())
+    for xref in range(1, doc.xref_length()):
+        if "ToUnicode" in doc.xref_get_keys(xref):
+            doc.xref_set_key(xref, "ToUnicode", "null")
+    return doc.tobytes()
+
+
+def _text(conversion) -> str:
+    return " ".join(getattr(item, "text", "") for item, _ in conversion.document.iterate_items())
+
+
+def test_a_page_whose_body_does_not_decode_is_read_by_ocr_beside_a_title_that_does():
+    data = _undecodable_body_pdf()
+    layer = pymupdf.open("pdf", data)[0].get_text()
+    assert "Overview of the Technology" in layer and "Perceived" not in layer  # the trap is real
+
+    conversion = convert_pdf(data, source="review.pdf")
+    assert conversion.pages_recognised == [1]
+    text = _text(conversion)
+    assert "\ufffd" not in text
+    assert "perceived usefulness shapes the intention" in text.lower()
+    assert "overview of the technology acceptance model" in text.lower()  # the title is kept too
+
+
+def test_with_ocr_off_the_page_is_refused_as_undecodable_not_stored_as_read():
+    from haiku.rag.errors import NeedsOCRError
+    from haiku.rag.ingest.pdf import OcrOptions
+
+    with pytest.raises(NeedsOCRError, match="cannot be decoded"):
+        convert_pdf(_undecodable_body_pdf(), source="review.pdf", ocr=OcrOptions(enabled=False))
