@@ -131,9 +131,15 @@ def _worker_main() -> None:
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
     conn.send(("ready", server.listening_address))
-    with contextlib.suppress(EOFError, OSError):
+    try:
         while conn.recv() != "stop":
             pass
+    except (EOFError, OSError):
+        # The parent is gone (killed, or ended with os._exit): end now, without unloading.
+        # Nobody waits for ``del server`` (it joins llama.cpp's threads), and in one loaded CI
+        # run a child outlived its parent by more than a minute (the stdin watch thread should
+        # have ended it; why it did not is not known). The OS frees the model either way.
+        os._exit(1)
     del server  # joins llama.cpp's loop: the model is freed before the process ends
     os._exit(0)
 
