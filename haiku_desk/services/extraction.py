@@ -49,6 +49,8 @@ __all__ += ["TableState", "TableSummary", "answer_mode"]
 
 log = logging.getLogger("haiku_desk")
 
+# how haiku.rag.extraction's reason starts when a document never names a column's words
+NOT_NAMED_PREFIX = "this document "
 STATE_FILE_NAME = "evidence.json"  # in the library's app folder: the open table, fills to resume
 COLUMN_TYPES = ("text", "number", "yes-no", "category")
 # format -> (menu label, file suffix)
@@ -137,7 +139,7 @@ class CellValue:
     column_id: str
     value: str
     status: str
-    mode: str  # tools | fallback | search-only: how it was filled
+    mode: str  # tools | fallback | search-only | record (the bibliographic record): how it was filled
     quote: str = ""
     answer: str = ""
     reasons: tuple[str, ...] = ()
@@ -152,6 +154,17 @@ class CellValue:
     @property
     def search_only(self) -> bool:
         return self.mode == "search-only"
+
+    @property
+    def from_record(self) -> bool:
+        """Its value is the row's bibliographic record's (a year, authors, title, venue, DOI)."""
+        return self.mode == "record"
+
+    @property
+    def not_named(self) -> bool:
+        """Not found because the document never names the column's words (absent), as opposed
+        to named but in no sentence that can be the value (not matched)."""
+        return self.status == "not_found" and any(r.startswith(NOT_NAMED_PREFIX) for r in self.reasons)
 
 
 @dataclass
@@ -271,6 +284,7 @@ class ExtractionService(QObject):
     fill_progressed = Signal(int, int)  # cells filled, cells selected (the table's, for Fill)
     mode_changed = Signal(str)  # how the next cells are answered (answer_mode), after a model change
     busy_changed = Signal(bool)
+    listed_changed = Signal(bool)  # the library's tables are listed (False while it opens)
 
     def __init__(
         self,
@@ -293,6 +307,9 @@ class ExtractionService(QObject):
         self._writes: asyncio.Future[Any] | None = None  # the last write: the next waits for it
         self._opening: asyncio.Future[Any] | None = None  # the start's listing and resume
         self._reloading: asyncio.Future[Any] | None = None  # the open table read again
+        # False until the start has listed the library's tables (and opened the last one): a
+        # view says "Loading…" meanwhile, never "No table yet"
+        self.listed = False
         library.opened.connect(self._library_opened)
         models.model_changed.connect(lambda _config: self.mode_changed.emit(self.answer_mode()))
         library.library_changed.connect(self._library_changed)
@@ -336,14 +353,22 @@ class ExtractionService(QObject):
 
     async def _start(self) -> None:
         """List the tables, open the one open at quit, continue its fill if one was running."""
-        await self.refresh()
-        state = self._read_state()
-        current = state.get("current")
-        if not isinstance(current, str) or not any(t.id == current for t in self.tables):
-            return
-        table = await self.open_table(current)
-        if table is not None and current in self.filling_to_resume():
-            self.fill()
+        try:
+            await self.refresh()
+            state = self._read_state()
+            current = state.get("current")
+            if not isinstance(current, str) or not any(t.id == current for t in self.tables):
+                return
+            table = await self.open_table(current)
+            if table is not None and current in self.filling_to_resume():
+                self.fill()
+        finally:
+            self._set_listed(True)
+
+    def _set_listed(self, listed: bool) -> None:
+        if self.listed != listed:
+            self.listed = listed
+            self.listed_changed.emit(listed)
 
     async def wait_started(self) -> None:
         """Until the start's listing (and the open table, and its resumed fill) are there."""
@@ -352,6 +377,7 @@ class ExtractionService(QObject):
 
     def _library_changed(self, _db_path: str) -> None:
         self.halt()
+        self._set_listed(False)
         self.tables = []
         self.current = None
         self.tables_changed.emit([])
