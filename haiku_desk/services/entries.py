@@ -204,6 +204,7 @@ class OverallStatus:
     files_total: int = 0
     removing: int = 0
     all_searchable: bool = True  # no file of this busy period failed to be read
+    detail: str = ""  # the running file's long step: "text recognition 2 of 4 pages"
 
     @property
     def idle(self) -> bool:
@@ -229,7 +230,8 @@ class OverallStatus:
         reading = f"Reading {self.files_done} of {self.files_total}" if short else (
             f"Reading files: {self.files_done} of {self.files_total}"
         )
-        return " · ".join(part for part in (reading, removing, f"{self.percent} %") if part)
+        detail = self.detail.replace("text recognition", "OCR").replace(" of ", "/").replace(" pages", "") if short else self.detail
+        return " · ".join(part for part in (reading, detail, removing, f"{self.percent} %") if part)
 
     def description(self) -> str:
         """For a screen reader: the phase, its files and how far it is."""

@@ -52,6 +52,12 @@ CANCELLED_REASON = "cancelled before it was added: it is not in the library"
 PAGE_COST = 1
 CHUNK_COST = 5
 DELETE_COST = 1
+# A page read by text recognition (OCR): ~1-3 s on a laptop, against ~10 ms for a page with a
+# text layer (docs/benchmarks.md); weighed lower than that ratio, as its count is learnt late.
+OCR_PAGE_COST = 50
+# A file's last steps once its pages are read (chunking, storing): so the bar reads full only
+# when the last file is in, not when its last page was parsed.
+STORE_COST = 1
 # Until a file's parse reports its pages, and its ingest its chunks, they are estimated:
 ESTIMATED_PAGES = 10  # a file not seen before
 CHUNKS_PER_PAGE = 2.5  # the real-world PDFs' average (2,775 chunks over 1,144 pages)
@@ -64,6 +70,8 @@ class _Work:
 
     parse_total: float = 0.0
     parse_done: float = 0.0
+    ocr_total: float = 0.0  # its pages read by text recognition, once the parse finds them
+    ocr_done: float = 0.0
     embed_total: float = 0.0
     embed_done: float = 0.0
     stopped: bool = False  # ended: late reports change nothing
@@ -88,16 +96,27 @@ class _Work:
         return not self.delete and (self.embedded or (not self.stopped and self.embed_total > 0))
 
     @property
+    def read_total(self) -> float:
+        store = STORE_COST if self.reads else 0
+        return self.parse_total + self.ocr_total + store
+
+    @property
+    def read_done(self) -> float:
+        store = STORE_COST if self.reads and self.parsed else 0
+        return min(self.parse_done, self.parse_total) + min(self.ocr_done, self.ocr_total) + store
+
+    @property
     def total(self) -> float:
-        return self.parse_total + self.embed_total
+        return self.read_total + self.embed_total
 
     @property
     def done(self) -> float:
-        return min(self.parse_done, self.parse_total) + min(self.embed_done, self.embed_total)
+        return self.read_done + min(self.embed_done, self.embed_total)
 
     def stop(self) -> None:
         """Nothing more will be done: what remains leaves the total."""
         self.parse_total = min(self.parse_done, self.parse_total)
+        self.ocr_total = min(self.ocr_done, self.ocr_total)
         self.embed_total = min(self.embed_done, self.embed_total)
         self.stopped = True
 
@@ -142,7 +161,9 @@ class QueueRunner(QObject):
         self._embed_paused: set[str] = set()  # keys whose embedding the user cancelled
         self._work_items: dict[str, _Work] = {}  # this busy period's work, by row key ("delete:" + key)
         self._shown = 0.0  # the fraction the bar shows (it never goes back within a phase)
-        self._phase = ""  # the phase the bar shows
+        self._counted = 0.0  # the phase's work done when the bar last moved
+        self._phase = ""
+        self._detail = ""  # the running file's heavy step ("text recognition 2 of 4 pages")  # the phase the bar shows
         self._reading_round = 0  # a reading phase after an embedding one counts its own files
         self._closed = False
 
@@ -328,7 +349,9 @@ class QueueRunner(QObject):
             self._current = None
             self._work_items = {}
             self._shown = 0.0
+            self._counted = 0.0
             self._phase = ""
+            self._detail = ""
             if not self._closed:
                 self.emit_overall()
                 self.busy_changed.emit(False)
@@ -368,13 +391,18 @@ class QueueRunner(QObject):
             if progress.total:
                 work.embed_total = progress.total * CHUNK_COST
             work.embed_done = progress.done * CHUNK_COST
-        elif progress.stage in (Stage.PARSING, Stage.RECOGNISING) and progress.total:
+        elif progress.stage is Stage.RECOGNISING and progress.total:
+            work.ocr_total = progress.total * OCR_PAGE_COST
+            work.ocr_done = progress.done * OCR_PAGE_COST
+        elif progress.stage is Stage.PARSING and progress.total:
             pages = progress.total * PAGE_COST
-            if progress.stage is Stage.PARSING and pages != work.parse_total:
+            if pages != work.parse_total:
                 # the real page count: its chunks are estimated from it until the ingest ends
                 work.embed_total = max(work.embed_done, progress.total * CHUNKS_PER_PAGE * CHUNK_COST)
             work.parse_total = pages
             work.parse_done = progress.done * PAGE_COST
+        recognising = progress.stage is Stage.RECOGNISING and progress.total and progress.done < progress.total
+        self._detail = f"text recognition {progress.done} of {progress.total} pages" if recognising else ""
         self.emit_overall()
 
     def _parsed(self, key: str, document: Document | None) -> None:
@@ -382,7 +410,9 @@ class QueueRunner(QObject):
         (nothing, when it left no document or its vectors are already there)."""
         work = self._work_items.setdefault(key, _Work(reading_round=self._reading_round))
         work.parse_done = work.parse_total
+        work.ocr_done = work.ocr_total
         work.parsed = True
+        self._detail = ""
         work.failed = document is None
         if document is None or document.index_state == "hybrid" or key in self._embed_paused:
             work.stop()
@@ -428,8 +458,8 @@ class QueueRunner(QObject):
             reading = [w for w in items if w.reads and w.reading_round == self._reading_round]
             phase = "reading" if reading else "removing"
             counted = reading + deletes
-            done = sum(min(w.parse_done, w.parse_total) for w in counted)
-            total = sum(w.parse_total for w in counted)
+            done = sum(w.read_done for w in counted)
+            total = sum(w.read_total for w in counted)
             files_done = sum(1 for w in reading if w.parsed)
             files_total = len(reading)
         else:
@@ -440,11 +470,19 @@ class QueueRunner(QObject):
             files_done = sum(1 for w in embedding if w.embedded)
             files_total = len(embedding)
         if not phase or not total:
-            self._shown, self._phase = 0.0, ""
+            self._shown, self._counted, self._phase = 0.0, 0.0, ""
             return OverallStatus()
         if phase != self._phase:
-            self._shown, self._phase = 0.0, phase
-        self._shown = max(self._shown, min(1.0, done / total))
+            self._shown, self._phase = min(1.0, done / total), phase
+        elif done >= total:
+            self._shown = 1.0
+        elif done > self._counted:
+            # what is left of the bar shares out what is left of the work: the work done since
+            # the bar last moved moves it by its share of the work that was left then. A total
+            # found larger than estimated (a long file, pages needing OCR) never stalls the bar
+            # nor moves it back; with the total known it is simply done / total.
+            self._shown += (1.0 - self._shown) * (done - self._counted) / (total - self._counted)
+        self._counted = done
         total_units = max(1, round(total))
         return OverallStatus(
             phase=phase,
@@ -454,6 +492,7 @@ class QueueRunner(QObject):
             files_total=files_total,
             removing=removing,
             all_searchable=not any(w.failed for w in items),
+            detail=self._detail if phase == "reading" else "",
         )
 
     async def _run_operation(self, key: str, operation: Operation) -> bool:

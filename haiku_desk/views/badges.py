@@ -2,8 +2,12 @@
 embedding, failed, OCR, cancelled), with a thin progress line under it while work is measured.
 
 The badge's words are short on purpose (the State column stays narrow and the titles get the
-width); the whole state ("searchable (text), embedding…", a failure's reason) stays in the
-row's tooltip and accessible description. Colours are the theme's (``Tokens.*_fg/_bg``), so
+width): "embedding 41%", "parsing 12/619", "OCR 3/10" (text recognition), and the column is as
+wide as the widest of them (:func:`widest_badges`). A badge is never clipped: where the column
+is narrower (a small window) a badge drops its figures ("embedding", the line under it still
+shows how far), and a second badge ("OCR") that does not fit whole is left out. The whole
+state ("searchable (text), embedding…", a failure's reason) stays in the row's tooltip and
+accessible description. Colours are the theme's (``Tokens.*_fg/_bg``), so
 badges follow light and dark and meet WCAG AA (tests/test_theme.py).
 """
 
@@ -36,22 +40,73 @@ GAP = 4  # between two badges
 PROGRESS_LINE = 3  # px
 
 
+# what the stages of an ingest are called on a badge (the library's stage names are longer)
+STAGE_WORDS = {"recognising text": "OCR"}
+# The widest badges a row shows (figures at their usual widest): the State column's width.
+WIDEST_BADGES = (
+    ("embedding 100%",),
+    ("parsing 999/999",),
+    ("OCR 999/999",),
+    ("text only", "OCR"),
+    ("cancelled", "OCR"),
+)
+
+
 @dataclass(frozen=True)
 class Badge:
     text: str
     kind: str
+    short: str = ""  # the word without figures, for a narrow column ("" : the text itself)
 
 
 def badges_for(entry: LibraryEntry, progress_text: str = "") -> list[Badge]:
-    """The badges of a row: its state (with the progress wording while work is measured),
-    and "OCR" when some of its pages were read by text recognition."""
+    """The badges of a row: its state (with its stage and figures while work is measured:
+    "parsing 12/619", "OCR 3/10", "embedding 41%"), and "OCR" when some of its pages were read
+    by text recognition. ``progress_text`` is used for a stage without figures."""
     word, kind = STATE_BADGES[entry.state]
-    if entry.busy and progress_text and entry.state is not DocumentState.QUEUED:
-        word = progress_text
-    result = [Badge(word, kind)]
+    short = word
+    if entry.busy and entry.state is not DocumentState.QUEUED and (entry.stage or progress_text):
+        stage = STAGE_WORDS.get(entry.stage, entry.stage)
+        short = stage or word
+        if entry.total and entry.stage == "embedding":
+            word = f"{stage} {min(100, 100 * entry.done // entry.total)}%"
+        elif entry.total and entry.stage:
+            word = f"{stage} {entry.done}/{entry.total}"
+        else:
+            word = stage or progress_text
+    result = [Badge(word, kind, short)]
     if getattr(entry, "recognised_pages", 0) and entry.state is not DocumentState.FAILED:
         result.append(Badge("OCR", "ocr"))
     return result
+
+
+def badges_width(texts: tuple[str, ...] | list[str], metrics: QFontMetrics) -> int:
+    """The width ``texts`` take drawn as badges side by side."""
+    return sum(metrics.horizontalAdvance(t) + 2 * PADDING_X for t in texts) + GAP * max(0, len(texts) - 1)
+
+
+def widest_badges(font: QFont) -> int:
+    """The width the State column's badges need at most (their cell's margins not included)."""
+    metrics = QFontMetrics(badge_font(font))
+    return max(badges_width(texts, metrics) for texts in WIDEST_BADGES)
+
+
+def fitted(badges: list[Badge], room: int, metrics: QFontMetrics) -> list[str]:
+    """The texts to draw in ``room`` px: each badge whole, or its word without figures; a
+    later badge that fits neither way is left out; only a first badge with no room for its
+    bare word ends in "…" (never at the State column's usual widths)."""
+    texts: list[str] = []
+    for i, badge in enumerate(badges):
+        left = room - badges_width(texts, metrics) - (GAP if texts else 0)
+        for text in (badge.text, badge.short or badge.text):
+            if metrics.horizontalAdvance(text) + 2 * PADDING_X <= left:
+                texts.append(text)
+                break
+        else:
+            if i == 0:
+                texts.append(metrics.elidedText(badge.short or badge.text, Qt.TextElideMode.ElideRight, max(0, left - 2 * PADDING_X)))
+            break
+    return texts
 
 
 def colours(kind: str, tokens: Tokens | None = None) -> tuple[QColor, QColor]:
@@ -73,8 +128,9 @@ def badge_font(base: QFont) -> QFont:
 def paint_badges(
     painter: QPainter, rect: QRect, badges: list[Badge], font: QFont, percent: int | None = None
 ) -> None:
-    """Draw ``badges`` left to right, vertically centred in ``rect`` (each elided to what is
-    left), and under them a thin progress line when ``percent`` is given (-1: unmeasured)."""
+    """Draw ``badges`` left to right, vertically centred in ``rect`` (fitted to it: see
+    :func:`fitted`), and under them a thin progress line when ``percent`` is given (-1:
+    unmeasured)."""
     small = badge_font(font)
     metrics = QFontMetrics(small)
     height = round(metrics.height() * HEIGHT_EM)
@@ -84,11 +140,10 @@ def paint_badges(
     painter.save()
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.setFont(small)
-    for badge in badges:
-        room = rect.right() - x - 2 * PADDING_X
-        if room <= metrics.horizontalAdvance("…"):
+    texts = fitted(badges, rect.right() - x, metrics)
+    for badge, text in zip(badges, texts, strict=False):
+        if not text:
             break
-        text = metrics.elidedText(badge.text, Qt.TextElideMode.ElideRight, room)
         width = metrics.horizontalAdvance(text) + 2 * PADDING_X
         fg, bg = colours(badge.kind, tokens)
         pill = QRectF(x, top, width, height)

@@ -61,13 +61,15 @@ from haiku_desk.views.widgets import compact_button, confirm_delete
 EMPTY_HINT = "Drop PDFs or folders anywhere on this window, or use “Add files…”."
 OPENING_HINT = "Opening the library…"
 ALL_DOCUMENTS = "All documents"
-# The State column's width comes from this text (not from what the rows show now), so a state
-# or a progress that changes never resizes it; longer texts end in "…" (tooltip: all of it).
-# (the state shows as badges since the calm look: "ready", "embedding 41%", "parsing 10/14 p.")
-STATE_WIDTH_TEXT = "embedding 100%"
-STATE_MIN_TEXT = "embedding…"
+# The State column's width comes from the widest badges a row shows (views/badges.py:
+# "embedding 100%", "text only" + "OCR"), not from what the rows show now, so a state or a
+# progress that changes never resizes it; in a narrower column badges drop their figures.
 NAME_SHARE = 0.62  # the Document column keeps at least this share of a narrow table
 CELL_PADDING = 16
+STATE_MARGINS = 4 + 2 + 2 + 2  # the badges' cell: its left and right insets, and the first badge's
+# The width a library pane gives its titles when the window has room (LibraryPane.readable_width):
+# about this many characters of a title, the rest ends in "…" (its tooltip holds all of it).
+READABLE_TITLE_CHARS = 42
 SECTIONS_SETTING = "library_pane/sections"
 WATCHED_FOLDED_SETTING = "library_pane/watched_folded"  # the watched folders' list folded away  # the collections | table | watched folders splitter
 
@@ -576,10 +578,30 @@ class LibraryPane(QWidget):
         from haiku_desk.views.badges import PADDING_X, badge_font
 
         metrics = QFontMetrics(badge_font(table.font()))  # the state is drawn as a badge
-        state = metrics.horizontalAdvance(STATE_WIDTH_TEXT) + 2 * PADDING_X + CELL_PADDING // 2
-        state_min = metrics.horizontalAdvance("ready") + 2 * PADDING_X + CELL_PADDING // 2
+        state = self.state_width()
+        state_min = metrics.horizontalAdvance("embedding") + 2 * PADDING_X + STATE_MARGINS
         state = max(state_min, min(state, int(width * (1 - NAME_SHARE))))
         table.horizontalHeader().resizeSection(NAME, max(0, width - state))
+
+    def state_width(self) -> int:
+        """The State column's width for its widest badges, whole."""
+        from haiku_desk.views.badges import widest_badges
+
+        return widest_badges(self.table.font()) + STATE_MARGINS
+
+    def readable_width(self) -> int:
+        """The pane's width at which a title shows about READABLE_TITLE_CHARS characters beside
+        the State column's widest badges (what the main window gives the library when it has
+        the room)."""
+        table = self.table
+        scrollbar = table.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, table.verticalScrollBar())
+        title = table.fontMetrics().averageCharWidth() * READABLE_TITLE_CHARS
+        # the Document cell's check box, its paddings, and what the pane and the table frame take
+        check = table.style().pixelMetric(QStyle.PixelMetric.PM_IndicatorWidth, None, table) + 2 * CELL_PADDING
+        layout = self.layout()
+        margins = layout.contentsMargins() if layout is not None else None
+        around = (margins.left() + margins.right() if margins is not None else 0) + 2 * table.frameWidth()
+        return title + check + self.state_width() + scrollbar + around
 
     # --- the sections' splitter ------------------------------------------------------------
 

@@ -59,6 +59,9 @@ LIBRARY_SHARE = 0.5
 # at least what its toolbar needs)
 READER_SHARE = 0.4
 LIBRARY_WIDE_SHARE = 0.22  # of the window for the library, when its controls need less
+# What the chat column (its conversation list and the transcript) keeps before the library
+# widens for readable titles: the list and a transcript of ~65 characters a line.
+CHAT_COMFORT_WIDTH = 600
 # A citation opened in a panel narrower than this (a fitted page's body text under ~9 px) takes
 # reader mode's room by itself; ⤢ (or a wider window) gives it back.
 READABLE_WIDTH = 360
@@ -621,7 +624,8 @@ class MainWindow(QMainWindow):
         window size: a window maximised after its first show is laid out for its new width, not
         stretched by the stretch factors, which gave the chat ~1160 px of 1920 and the reader
         ~500). The library gets what its controls need (or LIBRARY_WIDE_SHARE of the
-        window when that is more), the citation panel READER_SHARE of the rest, the chat the
+        window when that is more, or what its titles need to be readable when the reader and the
+        chat keep their widths), the citation panel READER_SHARE of the rest, the chat the
         remainder: as much as its conversation list and its toggles on one row need, when the
         reader keeps READABLE_WIDTH beside it; else the reader READABLE_WIDTH and the chat the
         rest down to its minimum width (its toggles wrap onto more rows). A cited page then
@@ -635,6 +639,12 @@ class MainWindow(QMainWindow):
         chat_least = max(self.chat_pane.minimumWidth(), self.chat_pane.minimumSizeHint().width())
         library_need = max(PANE_MIN_WIDTH, self.library_pane.minimumSizeHint().width())
         library = max(library_need, int(total * LIBRARY_WIDE_SHARE))
+        # Titles readable (~42 characters beside whole badges) when the reader keeps
+        # READABLE_WIDTH and the chat its comfortable width: at 1440x900 the library had 315 px
+        # and cut 24 titles to ~18 characters while the empty conversation list and the idle
+        # reader kept theirs.
+        spare = total - READABLE_WIDTH - max(chat_least, min(chat, CHAT_COMFORT_WIDTH))
+        library = max(library, min(self.library_pane.readable_width(), spare))
         beside = total - library
         reader = int(beside * READER_SHARE)
         if beside - reader < chat:

@@ -627,3 +627,55 @@ def test_a_source_without_pages_opens_for_reading_from_its_row(qloop, qtbot, lib
     pane._context_menu(pane.table.visualRect(row).center(), row)
     assert "Open" in [a.text() for a in pane.context_menu.actions()]
     pane.context_menu.close()
+
+
+def _scan_of_text(path, pages: int):
+    """A PDF of page images of printed text (no text layer): each page needs OCR."""
+    import pymupdf
+
+    source, scan = pymupdf.open(), pymupdf.open()
+    for p in range(pages):
+        page = source.new_page(width=595, height=842)
+        page.insert_text((72, 110), f"Soil moisture, chapter {p + 1}", fontname="hebo", fontsize=22)
+        for line in range(6):
+            page.insert_text((72, 170 + 30 * line), "Gravimetric samples calibrate the probes", fontname="helv", fontsize=16)
+        image = scan.new_page(width=595, height=842)
+        image.insert_image(image.rect, pixmap=page.get_pixmap(dpi=150))
+    scan.save(path)
+    return path
+
+
+def test_pages_read_by_text_recognition_move_the_bar_and_are_named(qloop, qtbot, library, tmp_path):
+    """A scan's pages are read by text recognition, seconds a page: the bar names that step
+    ("text recognition 1 of 3 pages") and moves with each page. It once sat at "4 of 6 · 95 %"
+    for 20 s while a 4-page scan was recognised (its pages weighed as little as parsed ones,
+    and the total, found larger late, held the bar still)."""
+    from haiku.rag.operations import Stage
+
+    note = _titled_pdf(tmp_path / "note.pdf", "A Short Note", "A note on probes.")
+    scan = _scan_of_text(tmp_path / "scan.pdf", 3)
+    pane = _pane(qtbot, library)
+    statuses: list = []
+    library.overall_progress.connect(statuses.append)
+    at_page: list = []
+
+    def seen(key: str, progress) -> None:
+        if progress.stage is Stage.RECOGNISING and key == uri_for(scan):
+            at_page.append((progress.done, progress.total, statuses[-1], pane.overall.format()))
+
+    library.queue.progressed.connect(seen)
+    library.add_paths([note, scan])
+    run_until(qloop, lambda: all((e := library.entry(uri_for(f))) is not None and e.searchable for f in (note, scan)), SLOW)
+    run_until(qloop, lambda: statuses[-1].idle, SLOW)
+
+    assert library.entry(uri_for(scan)).recognised_pages == 3
+    pages = [(done, total, status, text) for done, total, status, text in at_page if done < total]
+    assert len(pages) >= 2
+    for done, total, status, text in pages:
+        assert status.phase == "reading"
+        assert f"text recognition {done} of {total} pages" in status.text()
+        assert text in (status.text(), status.text(short=True)) and (f"{done} of {total}" in text or f"{done}/{total}" in text)
+    by_page = {done: status.done / status.total for done, _, status, _ in pages}  # (a page may report twice)
+    bars = [by_page[done] for done in sorted(by_page)]
+    assert len(bars) >= 2 and all(b > a for a, b in zip(bars, bars[1:], strict=False)), bars  # each page moves it
+    assert bars[-1] < 1.0
