@@ -724,3 +724,33 @@ def test_zoom_on_a_landscape_table_keeps_the_cited_row_in_view(qloop, library, p
     panel.fit_button.click()
     run_until(qloop, lambda: len(shown) == 10)
     _assert_in_view(panel, cited)
+
+
+def test_a_removed_documents_quote_shows_its_table_as_a_table(qloop, library, panel, tmp_path):
+    """Tester: a removed .docx's kept quote read "…two years. | Item | Cost | |-|-| | PIT tags |
+    6,000 | …": its lines were joined, the table's pipes shown as text."""
+    from haiku_desk.views.markdown_tables import cell_text, tables
+
+    path = tmp_path / "grant.md"
+    path.write_text("# Grant proposal draft\n\nThe proposed study will tag 300 amphibians.\n")
+    entry = _ingest(qloop, library, path)
+    content = (
+        "The proposed study will tag 300 amphibians with PIT tags. The requested budget is "
+        "48,500 dollars over two years.\n\n| Item | Cost |\n|-|-|\n| PIT tags | 6,000 |\n| Field assistant | 32,000 |"
+    )
+    citation = _citation(entry, [], content=content)
+    library.delete([entry.key])
+    run_until(qloop, lambda: library.entry(entry.key) is None, SLOW)
+    kinds: list[str] = []
+    panel.document_shown.connect(kinds.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(kinds))
+    assert kinds == ["removed"]
+    text = panel.message_text()
+    assert "This document was removed from the library" in text and "48,500 dollars over two years" in text
+    assert "|" not in text and "-|-" not in text, text
+    [table] = tables(panel.message.document())
+    assert (table.rows(), table.columns()) == (3, 2)
+    assert [cell_text(table, r, c) for r in range(3) for c in range(2)] == [
+        "Item", "Cost", "PIT tags", "6,000", "Field assistant", "32,000"
+    ]
