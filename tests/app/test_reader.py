@@ -754,3 +754,18 @@ def test_a_removed_documents_quote_shows_its_table_as_a_table(qloop, library, pa
     assert [cell_text(table, r, c) for r in range(3) for c in range(2)] == [
         "Item", "Cost", "PIT tags", "6,000", "Field assistant", "32,000"
     ]
+
+
+def test_a_table_citation_opens_at_its_row_when_the_header_is_far_above_it(qloop, library, panel, tmp_path):
+    """A short reader: the header and the cited row do not fit together, the row is shown."""
+    layout, table = pdf_factory.make_landscape_table_pdf(tmp_path / "checks.pdf")
+    entry = _ingest(qloop, library, layout.path)
+    row = next(i for i, r in enumerate(table.rows) if r[0] == "Texas")
+    panel.resize(860, 420)
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_table_citation(entry, table, row))
+    run_until(qloop, lambda: bool(shown))
+    header = _highlight_in_viewport(panel, Box(1, *table.header_rect))
+    assert header.bottom() < 0 or header.top() > panel.scroll.viewport().height()  # no room for both
+    _assert_in_view(panel, Box(1, *table.row_rects[row]))
