@@ -769,3 +769,9 @@ def test_a_table_citation_opens_at_its_row_when_the_header_is_far_above_it(qloop
     header = _highlight_in_viewport(panel, Box(1, *table.header_rect))
     assert header.bottom() < 0 or header.top() > panel.scroll.viewport().height()  # no room for both
     _assert_in_view(panel, Box(1, *table.row_rects[row]))
+    # reader mode widens it: the fitted page grows, the row stays where it was (not the header)
+    before = _highlight_in_viewport(panel, Box(1, *table.row_rects[row])).top()
+    width = panel.current_image.width()
+    panel.resize(1100, 420)
+    run_until(qloop, lambda: panel.current_image.width() > width)
+    assert abs(_highlight_in_viewport(panel, Box(1, *table.row_rects[row])).top() - before) <= 2
