@@ -42,7 +42,7 @@ from haiku_desk.citations import (
 from haiku_desk.services.pages import REMOVED_MESSAGE, PagesService
 from haiku_desk.views.emphasis import plain_emphasis
 from haiku_desk.views.find_bar import FindBar
-from haiku_desk.views.markdown_tables import PassageView, shown_passage
+from haiku_desk.views.markdown_tables import PassageView, passage_html, shown_passage, tidy_tables
 from haiku_desk.views.page_reader import DEFAULT_ZOOM, ZOOM_STEP, PageReader, table_rows
 from haiku_desk.views.text_reader import TextReader
 from haiku_desk.views.theme import current_tokens
@@ -510,12 +510,16 @@ class CitationPanel(QWidget):
         parts = [f"<p style='font-size: large;'><b>{html.escape(headline)}</b></p>"]
         if quote:
             parts.append("<p>The cited passage:</p>")
-            quote = plain_emphasis(" ".join(quote.split()))  # a document's "**" is no text to read
-            parts.append(f"<blockquote><i>“{html.escape(quote)}”</i></blockquote>")
+            if all(isinstance(block, str) for block in passage_blocks(quote)):
+                quote = plain_emphasis(" ".join(quote.split()))  # a document's "**" is no text to read
+                parts.append(f"<blockquote><i>“{html.escape(quote)}”</i></blockquote>")
+            else:  # its tables as tables (its lines joined, their pipes showed as text)
+                parts.append(f"<blockquote><i>{passage_html(shown_passage(quote))}</i></blockquote>")
         if title:  # secondary, in the scheme's AA colour (grey was 3.6:1 on the light window)
             secondary = current_tokens().text_secondary
             parts.append(f"<p style='color: {secondary};'>Cited as {html.escape(title)}</p>")
         self.message.setHtml("".join(parts))
+        tidy_tables(self.message.document())  # short cells whole, a wide table scrolls sideways
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

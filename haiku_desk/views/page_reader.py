@@ -390,10 +390,12 @@ class PageReader(QScrollArea):
         view = self.view_rect()
         # the passage in view stays where it was in the viewport (reader mode widens the
         # panel: the passage must not slide down out of sight); else what is at the top stays
+        # (its focus, when all of it does not fit: a table's row, not its header out of view)
         passage = self.passage_rect(self.current)
         kept = passage is not None and passage.intersects(view)
-        spot = self.to_spot(passage.topLeft() if kept and passage is not None else view.topLeft())
-        offset = (passage.topLeft() - view.topLeft()) if kept and passage is not None else QPoint(0, 0)
+        held = self.kept_rect(self.current) if kept else None
+        spot = self.to_spot(held.topLeft() if held is not None else view.topLeft())
+        offset = (held.topLeft() - view.topLeft()) if held is not None else QPoint(0, 0)
         page = self.current
         scales = self._scales
         super().resizeEvent(event)

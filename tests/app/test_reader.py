@@ -724,3 +724,54 @@ def test_zoom_on_a_landscape_table_keeps_the_cited_row_in_view(qloop, library, p
     panel.fit_button.click()
     run_until(qloop, lambda: len(shown) == 10)
     _assert_in_view(panel, cited)
+
+
+def test_a_removed_documents_quote_shows_its_table_as_a_table(qloop, library, panel, tmp_path):
+    """Tester: a removed .docx's kept quote read "…two years. | Item | Cost | |-|-| | PIT tags |
+    6,000 | …": its lines were joined, the table's pipes shown as text."""
+    from haiku_desk.views.markdown_tables import cell_text, tables
+
+    path = tmp_path / "grant.md"
+    path.write_text("# Grant proposal draft\n\nThe proposed study will tag 300 amphibians.\n")
+    entry = _ingest(qloop, library, path)
+    content = (
+        "The proposed study will tag 300 amphibians with PIT tags. The requested budget is "
+        "48,500 dollars over two years.\n\n| Item | Cost |\n|-|-|\n| PIT tags | 6,000 |\n| Field assistant | 32,000 |"
+    )
+    citation = _citation(entry, [], content=content)
+    library.delete([entry.key])
+    run_until(qloop, lambda: library.entry(entry.key) is None, SLOW)
+    kinds: list[str] = []
+    panel.document_shown.connect(kinds.append)
+    panel.show_citation(citation)
+    run_until(qloop, lambda: bool(kinds))
+    assert kinds == ["removed"]
+    text = panel.message_text()
+    assert "This document was removed from the library" in text and "48,500 dollars over two years" in text
+    assert "|" not in text and "-|-" not in text, text
+    [table] = tables(panel.message.document())
+    assert (table.rows(), table.columns()) == (3, 2)
+    assert [cell_text(table, r, c) for r in range(3) for c in range(2)] == [
+        "Item", "Cost", "PIT tags", "6,000", "Field assistant", "32,000"
+    ]
+
+
+def test_a_table_citation_opens_at_its_row_when_the_header_is_far_above_it(qloop, library, panel, tmp_path):
+    """A short reader: the header and the cited row do not fit together, the row is shown."""
+    layout, table = pdf_factory.make_landscape_table_pdf(tmp_path / "checks.pdf")
+    entry = _ingest(qloop, library, layout.path)
+    row = next(i for i, r in enumerate(table.rows) if r[0] == "Texas")
+    panel.resize(860, 420)
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    panel.show_citation(_table_citation(entry, table, row))
+    run_until(qloop, lambda: bool(shown))
+    header = _highlight_in_viewport(panel, Box(1, *table.header_rect))
+    assert header.bottom() < 0 or header.top() > panel.scroll.viewport().height()  # no room for both
+    _assert_in_view(panel, Box(1, *table.row_rects[row]))
+    # reader mode widens it: the fitted page grows, the row stays where it was (not the header)
+    before = _highlight_in_viewport(panel, Box(1, *table.row_rects[row])).top()
+    width = panel.current_image.width()
+    panel.resize(1100, 420)
+    run_until(qloop, lambda: panel.current_image.width() > width)
+    assert abs(_highlight_in_viewport(panel, Box(1, *table.row_rects[row])).top() - before) <= 2
