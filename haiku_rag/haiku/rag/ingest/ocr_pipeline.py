@@ -43,6 +43,9 @@ DET_MIN_SIZE = 3
 CLS_SHAPE = (3, 48, 192)
 CLS_LABELS = ("0", "180")
 
+# An image up to this many values (a line crop, not a page) is checked for equal channels
+# before it is resized: a grey one is resized once, not three times.
+_GREY_CHECK_MAX = 2_000_000
 # OpenCV's fixed-point resize: 11 fractional bits per axis.
 _COEF_BITS = 11
 _COEF_SCALE = 1 << _COEF_BITS
@@ -103,6 +106,10 @@ def resize_linear(image: Any, width: int, height: int) -> Any:
         wide = image.astype(np.uint16)
         total = wide[0::2, 0::2] + wide[1::2, 0::2] + wide[0::2, 1::2] + wide[1::2, 1::2]
         return ((total + 2) >> 2).astype(np.uint8)
+    if image.ndim == 3 and image.size <= _GREY_CHECK_MAX and _grey(image):
+        # a grey line crop: one channel resized, repeated
+        plane = resize_linear(np.ascontiguousarray(image[..., 0]), width, height)
+        return np.repeat(plane[..., None], image.shape[2], axis=2)
     columns, column_weights = _linear_taps(source_width, width)
     rows, row_weights = _linear_taps(source_height, height, clamp=False)
     # every product fits in 32 bits: 255 x 2048 across, then (that >> 4) x 2048 down
@@ -146,6 +153,16 @@ def resize_area(image: Any, width: int, height: int) -> Any:
         for c in range(image.shape[2])
     ]
     return np.ascontiguousarray(np.stack(channels, axis=2))
+
+
+def _grey(image: Any) -> bool:
+    """Whether every pixel of a colour image (H x W x C) has equal channels."""
+    import numpy as np
+
+    if image.ndim != 3 or image.shape[2] < 2:
+        return False
+    first = image[..., 0]
+    return all(bool(np.array_equal(first, image[..., c])) for c in range(1, image.shape[2]))
 
 
 def rotate(image: Any, rotation: int) -> Any:
@@ -528,10 +545,18 @@ def crop_line(image: Any, quad: Any) -> Any:
         rows = np.clip(top.astype(np.int64)[:, None] + taps, 0, image_height - 1)
         index = ((rows * image_width)[:, :, None] + columns[:, None, :]).reshape(-1, 16)
     channels = image.shape[2]
-    samples = np.take(image.reshape(-1, channels), index, axis=0)
     weights = (wy[:, :, None] * wx[:, None, :]).reshape(-1, 16)
-    out = np.matmul(weights[:, None, :], samples.astype(np.float32))[:, 0]
-    crop = np.clip(np.rint(out), 0, 255).astype(np.uint8).reshape(height, width, channels)
+    rows_used = slice(max(0, int(top.min()) - 1), int(top.max()) + 3)
+    columns_used = slice(max(0, int(left.min()) - 1), int(left.max()) + 3)
+    if image.flags.c_contiguous and _grey(image[rows_used, columns_used]):
+        # a grey region (a scan): every channel is the same sum, computed once
+        samples = np.take(image.reshape(-1), index * channels).astype(np.float32)
+        grey = np.clip(np.rint((samples * weights).sum(axis=1)), 0, 255).astype(np.uint8)
+        crop = np.repeat(grey, channels).reshape(height, width, channels)
+    else:
+        samples = np.take(image.reshape(-1, channels), index, axis=0)
+        out = np.matmul(weights[:, None, :], samples.astype(np.float32))[:, 0]
+        crop = np.clip(np.rint(out), 0, 255).astype(np.uint8).reshape(height, width, channels)
     if crop.shape[0] >= 1.5 * crop.shape[1]:
         crop = np.ascontiguousarray(np.rot90(crop))
     return crop
