@@ -43,9 +43,6 @@ DET_MIN_SIZE = 3
 CLS_SHAPE = (3, 48, 192)
 CLS_LABELS = ("0", "180")
 
-# An image up to this many values (a line crop, not a page) is checked for equal channels
-# before it is resized: a grey one is resized once, not three times.
-_GREY_CHECK_MAX = 2_000_000
 # OpenCV's fixed-point resize: 11 fractional bits per axis.
 _COEF_BITS = 11
 _COEF_SCALE = 1 << _COEF_BITS
@@ -106,8 +103,8 @@ def resize_linear(image: Any, width: int, height: int) -> Any:
         wide = image.astype(np.uint16)
         total = wide[0::2, 0::2] + wide[1::2, 0::2] + wide[0::2, 1::2] + wide[1::2, 1::2]
         return ((total + 2) >> 2).astype(np.uint8)
-    if image.ndim == 3 and image.size <= _GREY_CHECK_MAX and _grey(image):
-        # a grey line crop: one channel resized, repeated
+    if image.ndim == 3 and _grey(image):
+        # a grey image (a scanned page, a line of it): one channel resized, repeated
         plane = resize_linear(np.ascontiguousarray(image[..., 0]), width, height)
         return np.repeat(plane[..., None], image.shape[2], axis=2)
     columns, column_weights = _linear_taps(source_width, width)
