@@ -9,8 +9,8 @@ Each page of a few real scans from ``DIR/pdfs_realworld/files`` (``DIR`` default
 ``../shared/data`` beside the repository; ``HAIKU_SHARED_DATA`` also works; skipped cleanly
 when absent) is rendered at ``--dpi`` and recognised by ``haiku.rag.ingest.ocr.recognise``
 twice, each in a fresh process: with this tree's code and with the code of
-``--baseline-rev`` (default ``main``, extracted with ``git archive``; there, the RapidOCR
-path that imports OpenCV). A text page in French (``unstructured__fr_olap.pdf``, page 1) is
+``--baseline-rev`` (extracted with ``git archive``; default 1dd4173, the last main with the
+RapidOCR path that imports OpenCV). A text page in French (``unstructured__fr_olap.pdf``, page 1) is
 rendered to pixels as a scan of it, for the accents. Per page: the character error rate
 of the new text against the old (Levenshtein distance / old length, whitespace collapsed),
 the lines of each, and how the boxes agree (each new line's best intersection-over-union
@@ -119,7 +119,8 @@ def run(tree: Path, jobs: list, dpi: int, runtime: str) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data")
-    parser.add_argument("--baseline-rev", default="main")
+    # the last main with the RapidOCR path (OpenCV): the OpenCV-free OCR was merged after it
+    parser.add_argument("--baseline-rev", default="1dd4173")
     parser.add_argument("--dpi", type=int, default=150)
     parser.add_argument("--runtime", default="auto")
     parser.add_argument("--json")

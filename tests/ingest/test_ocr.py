@@ -360,6 +360,25 @@ def test_the_page_orientation_is_voted_on_a_sample_of_its_lines(monkeypatch):
     assert 0 < sum(shape[0] for shape, _ in recording.calls) <= ocr.ORIENTATION_SAMPLE
 
 
+def test_the_lines_cut_for_the_orientation_vote_are_not_cut_again_to_be_read(monkeypatch):
+    """A line crop costs a few milliseconds without OpenCV: the widest lines, cut for the
+    orientation vote, are read from those crops; each line is cut once."""
+    from haiku.rag.ingest import ocr, ocr_pipeline
+
+    cut = []
+    original = ocr_pipeline.crop_line
+
+    def counting(image, quad):
+        cut.append(1)
+        return original(image, quad)
+
+    monkeypatch.setattr(ocr_pipeline, "crop_line", counting)
+    lines = ocr.ORIENTATION_SAMPLE + 4
+    conversion = convert_pdf(_many_lines_scan(lines), source="lines.pdf")
+    assert _recognised_text(conversion).count("of otters and pebbles") == lines
+    assert len(cut) == lines
+
+
 def _shipped_model(section: str) -> bytes:
     from haiku.rag.ingest import ocr
 

@@ -243,6 +243,11 @@ def test_line_crops_along_tilted_boxes_are_opencvs_within_a_grey_level():
         assert ours.shape == theirs.shape
         difference = np.abs(ours.astype(int) - theirs)
         assert difference.max() <= 1 and (difference > 0).mean() < 0.01
+    # a tilted box against the image's edges: the taps beyond it repeat the edge pixels
+    for quad in ([[0, 2], [120, 9], [119, 30], [0, 23]], [[480, 370], [599, 380], [599, 399], [479, 392]]):
+        quad = np.array(quad, dtype=np.float32)
+        difference = np.abs(pipeline.crop_line(image, quad).astype(int) - _opencv_crop(cv2, image, quad))
+        assert difference.max() <= 1 and (difference > 0).mean() < 0.01
 
 
 def test_the_detection_post_processing_gives_rapidocrs_boxes_on_real_maps():

@@ -49,7 +49,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from haiku.rag.operations import CancelToken, check_cancelled
@@ -514,6 +514,9 @@ class DetectedPage:
     # pixels of the image as given per pixel of the working image (``_working_scale``): 1
     # for a page whose text is of the usual size, more for a page rendered at a high dpi
     scale: float = 1.0
+    # line crops already cut from ``upright`` (by the orientation vote), by index in
+    # ``quads``: reused when the lines are read, not cut twice
+    crops: dict[int, Any] = field(default_factory=dict)
 
 
 def recognise(image: Any, cancel: CancelToken | None = None) -> OcrResult:
@@ -551,15 +554,17 @@ def detect_lines(
         # voted on the sideways lines, so this is the page's last detection.
         boxes = _detect(engine, upright, on_work)
     check_cancelled(cancel)
-    if boxes and _upside_down(engine, upright, boxes):
+    crops: dict[int, Any] = {}
+    if boxes and _upside_down(engine, upright, boxes, crops):
         # Detected again, not the upside-down boxes turned: those lie 1-4 px off the lines
         # as detected upright (the detector's boxes are not symmetric about a line), and
         # cardinal's upside-down page read worse (CER 1.72 % -> 2.05 %, session 11).
         rotation = (rotation + 180) % 360
         upright = _rotate(bgr, rotation)
         boxes = _detect(engine, upright, on_work)
+        crops = {}  # cut from the page before it was turned
     check_cancelled(cancel)
-    return DetectedPage(upright, boxes, rotation, width, height, scale)
+    return DetectedPage(upright, boxes, rotation, width, height, scale, crops)
 
 
 # The models were trained on text of ordinary size: body lines 20-45 px thick in the
@@ -635,7 +640,9 @@ def read_lines(
     if not page.quads:
         return OcrResult([], page.rotation)
     check_cancelled(cancel)
-    texts = _recognise_lines(_load_engine(), page.upright, page.quads, cancel, on_work)
+    texts = _recognise_lines(
+        _load_engine(), page.upright, page.quads, cancel, on_work, page.crops
+    )
     rotation = page.rotation
     direction = _DIRECTION_FOR_ROTATION[rotation]
     lines = []
@@ -730,13 +737,19 @@ def _detect_in_strips(
     return sorted_boxes(np.stack(found))
 
 
-def _upside_down(engine: Any, upright: Any, boxes: Sequence[Any]) -> bool:
-    """The orientation classifier's majority vote over the page's widest lines."""
+def _upside_down(
+    engine: Any, upright: Any, boxes: Sequence[Any], crops: dict[int, Any] | None = None
+) -> bool:
+    """The orientation classifier's majority vote over the page's widest lines (their crops
+    are put into ``crops``, by index in ``boxes``, for the recogniser to reuse)."""
     widths = [max(_distance(q[0], q[1]), _distance(q[2], q[3])) for q in boxes]
     widest = sorted(range(len(boxes)), key=lambda i: -widths[i])[:ORIENTATION_SAMPLE]
     from haiku.rag.ingest.ocr_pipeline import crop_line
 
-    orientations = engine.text_cls([crop_line(upright, boxes[i]) for i in widest])
+    cut = {i: crop_line(upright, boxes[i]) for i in widest}
+    if crops is not None:
+        crops.update(cut)
+    orientations = engine.text_cls([cut[i] for i in widest])
     flipped = sum(1 for label, _score in orientations if label == "180")
     return flipped > len(orientations) / 2
 
@@ -802,6 +815,7 @@ def _recognise_lines(
     quads: list[Any],
     cancel: CancelToken | None,
     on_work: Callable[[], None] | None = None,
+    crops: dict[int, Any] | None = None,
 ) -> list[tuple[str, float]]:
     """The recogniser, one line per model call, on ``REC_THREADS`` threads at once
     (cancellable between lines), with our own CTC decoding that restores word spaces. Each
@@ -814,9 +828,11 @@ def _recognise_lines(
     rec_height, rec_width = recogniser.height, recogniser.min_width
     bucket = OV_WIDTH_BUCKET if isinstance(recogniser.session.session, _OpenVinoSession) else 1
 
-    def read(quad: Any) -> tuple[str, float]:
+    cut = crops or {}
+
+    def read(index: int) -> tuple[str, float]:
         check_cancelled(cancel)
-        crop = crop_line(upright, quad)
+        crop = cut[index] if index in cut else crop_line(upright, quads[index])
         line = line_input(crop, rec_height, rec_width, bucket)
         prediction = recogniser.session(line)[0][0]
         text = decode_with_spaces(prediction, line[0], characters, REC_WIDTH_SCALE)
@@ -826,10 +842,10 @@ def _recognise_lines(
 
     pool = _recognition_pool()
     if pool is None or len(quads) < 2:
-        return [read(quad) for quad in quads]
+        return [read(index) for index in range(len(quads))]
     # Longest lines first, so the two threads finish together.
     order = sorted(range(len(quads)), key=lambda i: -_crop_aspect(quads[i]))
-    futures = {index: pool.submit(read, quads[index]) for index in order}
+    futures = {index: pool.submit(read, index) for index in order}
     try:
         return [futures[index].result() for index in range(len(quads))]
     finally:

@@ -103,6 +103,10 @@ def resize_linear(image: Any, width: int, height: int) -> Any:
         wide = image.astype(np.uint16)
         total = wide[0::2, 0::2] + wide[1::2, 0::2] + wide[0::2, 1::2] + wide[1::2, 1::2]
         return ((total + 2) >> 2).astype(np.uint8)
+    if image.ndim == 3 and _grey(image):
+        # a grey image (a scanned page, a line of it): one channel resized, repeated
+        plane = resize_linear(np.ascontiguousarray(image[..., 0]), width, height)
+        return np.repeat(plane[..., None], image.shape[2], axis=2)
     columns, column_weights = _linear_taps(source_width, width)
     rows, row_weights = _linear_taps(source_height, height, clamp=False)
     # every product fits in 32 bits: 255 x 2048 across, then (that >> 4) x 2048 down
@@ -146,6 +150,16 @@ def resize_area(image: Any, width: int, height: int) -> Any:
         for c in range(image.shape[2])
     ]
     return np.ascontiguousarray(np.stack(channels, axis=2))
+
+
+def _grey(image: Any) -> bool:
+    """Whether every pixel of a colour image (H x W x C) has equal channels."""
+    import numpy as np
+
+    if image.ndim != 3 or image.shape[2] < 2:
+        return False
+    first = image[..., 0]
+    return all(bool(np.array_equal(first, image[..., c])) for c in range(1, image.shape[2]))
 
 
 def rotate(image: Any, rotation: int) -> Any:
@@ -460,16 +474,21 @@ def _homography(source: Any, target: Any) -> Any:
 
 
 def _cubic_weights(fraction: Any) -> Any:
-    """OpenCV's bicubic kernel (a = -0.75) at the four taps around each fractional
-    position (... x 4)."""
+    """OpenCV's bicubic kernel (a = -0.75) at the four taps around each position whose
+    fractional part is ``fraction`` (0 <= f < 1): n x 4, as OpenCV's ``interpolateCubic``
+    writes them (the last one makes the sum 1)."""
     import numpy as np
 
-    a = -0.75
-    t = fraction[..., None] + np.array([1.0, 0.0, -1.0, -2.0])
-    d = np.abs(t)
-    near = ((a + 2) * d - (a + 3)) * d * d + 1
-    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+    a = np.float32(-0.75)
+    x = fraction.astype(np.float32)
+    x1 = x + 1
+    y = 1 - x
+    weights = np.empty((x.size, 4), dtype=np.float32)
+    weights[:, 0] = ((a * x1 - 5 * a) * x1 + 8 * a) * x1 - 4 * a
+    weights[:, 1] = ((a + 2) * x - (a + 3)) * x * x + 1
+    weights[:, 2] = ((a + 2) * y - (a + 3)) * y * y + 1
+    weights[:, 3] = 1 - weights[:, 0] - weights[:, 1] - weights[:, 2]
+    return weights
 
 
 def crop_line(image: Any, quad: Any) -> Any:
@@ -505,20 +524,36 @@ def crop_line(image: Any, quad: Any) -> Any:
     w = np.where(w != 0, 1.0 / np.where(w != 0, w, 1), 0.0)
     fx = (inverse[0, 0] * xs + inverse[0, 1] * ys + inverse[0, 2]) * w
     fy = (inverse[1, 0] * xs + inverse[1, 1] * ys + inverse[1, 2]) * w
-    left, top = np.floor(fx).astype(np.int64), np.floor(fy).astype(np.int64)
-    wx = _cubic_weights(fx - left).astype(np.float32)
-    wy = _cubic_weights(fy - top).astype(np.float32)
-    rows_max, cols_max = image.shape[0] - 1, image.shape[1] - 1
+    left, top = np.floor(fx).ravel(), np.floor(fy).ravel()
+    wx = _cubic_weights(fx.ravel() - left)  # n x 4
+    wy = _cubic_weights(fy.ravel() - top)
+    taps = np.arange(-1, 3)
+    image_height, image_width = image.shape[:2]
+    # the 4 x 4 source pixels of each crop pixel, gathered at once; the border replicated
+    # (indices clamped) only where a tap falls outside the image
+    if left.min() >= 1 and left.max() <= image_width - 3 and top.min() >= 1 and (
+        top.max() <= image_height - 3
+    ):
+        offsets = (taps[:, None] * image_width + taps[None, :]).ravel()  # 16
+        base = top.astype(np.int64) * image_width + left.astype(np.int64)
+        index = base[:, None] + offsets[None, :]
+    else:
+        columns = np.clip(left.astype(np.int64)[:, None] + taps, 0, image_width - 1)
+        rows = np.clip(top.astype(np.int64)[:, None] + taps, 0, image_height - 1)
+        index = ((rows * image_width)[:, :, None] + columns[:, None, :]).reshape(-1, 16)
     channels = image.shape[2]
-    flat = image.reshape(-1, channels)
-    out = np.zeros((height * width, channels), dtype=np.float32)
-    columns = [np.clip(left + j - 1, 0, cols_max).ravel() for j in range(4)]
-    for i in range(4):
-        offsets = np.clip(top + i - 1, 0, rows_max).ravel() * image.shape[1]
-        for j in range(4):
-            weight = (wx[..., j] * wy[..., i]).reshape(-1, 1)
-            out += np.take(flat, offsets + columns[j], axis=0) * weight
-    crop = np.clip(np.rint(out), 0, 255).astype(np.uint8).reshape(height, width, channels)
+    weights = (wy[:, :, None] * wx[:, None, :]).reshape(-1, 16)
+    rows_used = slice(max(0, int(top.min()) - 1), int(top.max()) + 3)
+    columns_used = slice(max(0, int(left.min()) - 1), int(left.max()) + 3)
+    if image.flags.c_contiguous and _grey(image[rows_used, columns_used]):
+        # a grey region (a scan): every channel is the same sum, computed once
+        samples = np.take(image.reshape(-1), index * channels).astype(np.float32)
+        grey = np.clip(np.rint((samples * weights).sum(axis=1)), 0, 255).astype(np.uint8)
+        crop = np.repeat(grey, channels).reshape(height, width, channels)
+    else:
+        samples = np.take(image.reshape(-1, channels), index, axis=0)
+        out = np.matmul(weights[:, None, :], samples.astype(np.float32))[:, 0]
+        crop = np.clip(np.rint(out), 0, 255).astype(np.uint8).reshape(height, width, channels)
     if crop.shape[0] >= 1.5 * crop.shape[1]:
         crop = np.ascontiguousarray(np.rot90(crop))
     return crop
