@@ -229,7 +229,7 @@ def boxes_from_map(probability: Any, dest_width: int, dest_height: int) -> list[
     dilated[1:, 1:] |= mask[:-1, :-1]
     boxes = []
     for hull in _regions(dilated)[:DET_MAX_CANDIDATES]:
-        points, short_side = mini_box(hull)
+        points, short_side = mini_box(hull, is_hull=True)
         if short_side < DET_MIN_SIZE:
             continue
         if _box_score(probability, points) < DET_BOX_THRESH:
@@ -335,13 +335,14 @@ def convex_hull(points: Any) -> Any:
     return np.array(lower[:-1] + upper[:-1], dtype=np.float64)
 
 
-def min_area_rect(points: Any) -> tuple[Any, float, float]:
+def min_area_rect(points: Any, is_hull: bool = False) -> tuple[Any, float, float]:
     """The minimum-area rectangle around ``points`` (rotating calipers over the convex hull:
     one side lies along a hull edge): its four corners (4 x 2, in order around it) and its
-    two side lengths."""
+    two side lengths. ``is_hull``: the points are a convex hull already (``convex_hull``'s)."""
     import numpy as np
 
-    hull = convex_hull(np.asarray(points, dtype=np.float64).reshape(-1, 2))
+    points = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    hull = points if is_hull else convex_hull(points)
     if len(hull) == 1:
         return np.repeat(hull, 4, axis=0), 0.0, 0.0
     if len(hull) == 2:
@@ -364,12 +365,12 @@ def min_area_rect(points: Any) -> tuple[Any, float, float]:
     return corners, float(widths[best]), float(heights[best])
 
 
-def mini_box(points: Any) -> tuple[Any, float]:
+def mini_box(points: Any, is_hull: bool = False) -> tuple[Any, float]:
     """RapidOCR's ``get_mini_boxes``: the minimum-area rectangle's corners as top-left,
     top-right, bottom-right, bottom-left (float32), and its shorter side."""
     import numpy as np
 
-    corners, width, height = min_area_rect(points)
+    corners, width, height = min_area_rect(points, is_hull)
     corners = corners.astype(np.float32)
     ordered = sorted(corners.tolist(), key=lambda p: p[0])
     left = (0, 1) if ordered[1][1] > ordered[0][1] else (1, 0)  # (top, bottom)
