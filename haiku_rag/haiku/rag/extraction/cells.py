@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from haiku.rag.extraction.models import Cell, Column
 from haiku.rag.extraction.values import (
     best_quote,
+    names_words,
     own_citations,
     plain_text,
     quote_in,
@@ -28,6 +29,7 @@ from haiku.rag.extraction.values import (
     search_candidates,
     search_value,
     short_value,
+    telling_words,
     the_only_number,
     words_found,
 )
@@ -81,8 +83,13 @@ async def answer_cell(
     """Answer ``column`` from document ``document_id`` alone (nothing is stored here)."""
     from haiku.rag.answering.options import AnswerOptions
     from haiku.rag.answering.run import answer
+    from haiku.rag.extraction.record import record_cell
 
     options = options or FillOptions()
+    # a year, authors, title, venue or DOI column: the row's bibliographic record, in any mode
+    from_record = await record_cell(client, document_id, column)
+    if from_record is not None:
+        return from_record
     prompt = column.prompt
     answered = await answer(
         client,
@@ -105,7 +112,47 @@ async def answer_cell(
         pinned = await pin_quote(client, cell)
         if in_chunk or pinned.citations[0].boxes != cell.citations[0].boxes:
             return pinned
-    return cell_from_answer(answered, document_id, column, search=("", -1))
+    cell = cell_from_answer(answered, document_id, column, search=("", -1))
+    why = await why_not_found(client, document_id, column)
+    return cell.model_copy(update={"reasons": [why, *cell.reasons[1:]]})
+
+
+def _quoted(words: list[str]) -> str:
+    shown = [f"“{w}”" for w in words]
+    if len(shown) == 1:
+        return f"never names {shown[0]}"
+    if len(shown) == 2:
+        return f"names neither {shown[0]} nor {shown[1]}"
+    return "names none of " + ", ".join(shown)
+
+
+async def why_not_found(client: HaikuRAG, document_id: str, column: Column) -> str:
+    """Why no sentence of a search-only cell's passages is its value, so "absent" differs from
+    "not matched": the document never names the column's words (no chunk, no heading holds
+    them), or it names them (on which pages) but in no sentence of the passages found that can
+    be a value (a title, heading, caption, reference; for a number, one without a figure)."""
+    from haiku.rag.citations import tables_as_text
+
+    words = telling_words(column.asked)
+    if not words:
+        return NO_FITTING_PASSAGE
+    document = await client.get_document(document_id)
+    pages: set[int] = set()
+    for chunk in await client.get_chunks(document):
+        if names_words(tables_as_text(chunk.content), column.asked) or any(
+            names_words(h, column.asked) for h in chunk.headings
+        ):
+            pages.update({b.page for b in chunk.boxes} or set(chunk.page_numbers))
+    if not pages:
+        return f"this document {_quoted(words)}"
+    where = ", ".join(str(p) for p in sorted(pages)[:6]) + (" …" if len(pages) > 6 else "")
+    label = "p." if len(pages) == 1 else "pp."
+    what = " or ".join(f"“{w}”" for w in words[:3])
+    kind = "sentence stating a figure" if column.type == "number" else "sentence"
+    return (
+        f"{what} is named on {label} {where} of this document, but in no {kind} of the passages "
+        "found that can be the value (titles, headings, captions and references never are)"
+    )
 
 
 async def pin_quote(client: HaikuRAG, cell: Cell) -> Cell:

@@ -59,6 +59,8 @@ def status_word(cell: Cell | None) -> str:
         return "not filled"
     if cell.mode == "search-only" and cell.status == "grounded":
         return "best passage (no model)"
+    if cell.mode == "record" and cell.status == "grounded":
+        return "from the bibliographic record"
     return STATUS_WORDS[cell.status]
 
 
@@ -164,7 +166,7 @@ def to_markdown(table: ExtractionTable, rows: list[Row]) -> str:
             text = _md(cell.value) or f"*{status_word(cell)}*"
             if cell.citations:
                 text += f" ({_md(source_label(row.record, row.name, cell))})"
-            if cell.status in ("low_confidence", "edited") or cell.mode == "search-only":
+            if cell.status in ("low_confidence", "edited") or cell.mode in ("search-only", "record"):
                 text += f" *[{status_word(cell)}]*"
             cells.append(text)
         out.append(f"| {_md(row.name)} | " + " | ".join(cells) + " |")

@@ -18,7 +18,7 @@ from haiku.rag.extraction.errors import ExtractionError
 
 ColumnType = Literal["text", "number", "yes-no", "category"]
 CellStatus = Literal["grounded", "not_found", "low_confidence", "edited"]
-CellMode = Literal["tools", "fallback", "search-only"]
+CellMode = Literal["tools", "fallback", "search-only", "record"]  # record: the bibliographic record
 
 COLUMN_TYPES: tuple[str, ...] = get_args(ColumnType)
 MAX_NAME_CHARS = 200
@@ -165,6 +165,8 @@ class Cell(BaseModel):
     def status_label(self) -> str:
         if self.mode == "search-only" and self.status == "grounded":
             return "Best passage (no model)"
+        if self.mode == "record" and self.status == "grounded":
+            return "From the bibliographic record"
         return STATUS_LABELS[self.status]
 
 

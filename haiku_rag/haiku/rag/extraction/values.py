@@ -243,6 +243,22 @@ def column_words(question: str) -> tuple[set[str], set[str]]:
     return words, telling or words
 
 
+def telling_words(question: str) -> list[str]:
+    """The question's telling words as it writes them, in order ("Sample size" -> ["sample",
+    "size"]): what a search-only cell looks for in a sentence."""
+    _, telling = column_words(question)
+    written: dict[str, None] = {}
+    for word in re.findall(r"[a-z0-9]+", question.casefold()):
+        if len(word) > 2 and word not in _STOP and _key(word) in telling:
+            written.setdefault(word, None)
+    return list(written)
+
+
+def names_words(text: str, question: str) -> bool:
+    """Whether ``text`` names one of the question's telling words (as a candidate must)."""
+    return bool(_keys(text) & column_words(question)[1])
+
+
 def _keys(text: str) -> set[str]:
     return {_key(w) for w in re.findall(r"[a-z0-9]+", text.casefold()) if len(w) > 2}
 
@@ -281,6 +297,12 @@ _REFERENCES_HEADING = re.compile(
     r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(?:references|bibliography|works cited|literature cited)\W*$",
     re.IGNORECASE,
 )
+REFERENCE_ENTRY = _REFERENCE_LINE  # a reference-list entry's line
+
+
+def is_references_heading(line: str) -> bool:
+    """Whether ``line`` heads a reference list ("References", "7 Bibliography")."""
+    return bool(_REFERENCES_HEADING.match(line))
 
 
 def search_units(citation: Citation, *, passage: bool = False) -> list[str]:
