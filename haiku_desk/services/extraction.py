@@ -49,6 +49,8 @@ __all__ += ["TableState", "TableSummary", "answer_mode"]
 
 log = logging.getLogger("haiku_desk")
 
+# how haiku.rag.extraction's reason starts when a document never names a column's words
+NOT_NAMED_PREFIX = "this document "
 STATE_FILE_NAME = "evidence.json"  # in the library's app folder: the open table, fills to resume
 COLUMN_TYPES = ("text", "number", "yes-no", "category")
 # format -> (menu label, file suffix)
@@ -137,7 +139,7 @@ class CellValue:
     column_id: str
     value: str
     status: str
-    mode: str  # tools | fallback | search-only: how it was filled
+    mode: str  # tools | fallback | search-only | record (the bibliographic record): how it was filled
     quote: str = ""
     answer: str = ""
     reasons: tuple[str, ...] = ()
@@ -152,6 +154,17 @@ class CellValue:
     @property
     def search_only(self) -> bool:
         return self.mode == "search-only"
+
+    @property
+    def from_record(self) -> bool:
+        """Its value is the row's bibliographic record's (a year, authors, title, venue, DOI)."""
+        return self.mode == "record"
+
+    @property
+    def not_named(self) -> bool:
+        """Not found because the document never names the column's words (absent), as opposed
+        to named but in no sentence that can be the value (not matched)."""
+        return self.status == "not_found" and any(r.startswith(NOT_NAMED_PREFIX) for r in self.reasons)
 
 
 @dataclass

@@ -9,8 +9,9 @@ whose text matches, the status box the rows with a flagged cell.
 
 Cells that need a second look are drawn differently, in colour and in words, so neither is the
 only cue: a low-confidence value starts with "⚠", a value not found in the document reads "∅ Not
-found", a hand-edited one starts with "✎", and a cell filled without a model (the best passage)
-with "¶"; their tooltips and accessible descriptions say why. The legend under the table names
+found" ("∅ Not named in it" when the document never names the column's words), a hand-edited
+one starts with "✎", a cell filled without a model (the best passage) with "¶", and a value
+from the document's bibliographic record (a year, authors, a DOI) with "†"; their tooltips and accessible descriptions say why. The legend under the table names
 them.
 
 The pane shows what :class:`~haiku_desk.services.extraction.ExtractionService` gives it and
@@ -86,12 +87,14 @@ CUES: dict[str, tuple[str, str]] = {
     "edited": ("✎", "Edited by hand"),
 }
 SEARCH_ONLY_CUE = ("¶", "Best passage (no model connected)")
+RECORD_CUE = ("†", "From the library's bibliographic record of this document")
 NOT_FOUND_TEXT = "Not found"
+NOT_NAMED_TEXT = "Not named in it"  # the document never names the column's words
 PENDING_TEXT = "…"
 ANSWERING_TEXT = "answering…"
 LEGEND = (
     "⚠ low confidence · ∅ not found in this document · ✎ edited by hand · ¶ best passage, no model"
-    " — click a cell to see its page, double-click to edit"
+    " · † from the library's record — click a cell to see its page, double-click to edit"
 )
 # (light, dark) backgrounds per status: paler than the text, readable in both themes
 BACKGROUNDS: dict[str, tuple[str, str]] = {
@@ -140,13 +143,15 @@ def cell_text(cell: CellValue | None, *, answering: bool = False) -> str:
     if cell is None:
         return ANSWERING_TEXT if answering else ""
     if cell.status == "not_found" and not cell.value:
-        return f"{CUES['not_found'][0]} {NOT_FOUND_TEXT}"
+        return f"{CUES['not_found'][0]} {NOT_NAMED_TEXT if cell.not_named else NOT_FOUND_TEXT}"
     value = " ".join(cell.value.split())
     cue = CUES.get(cell.status)
     if cue is not None:
         value = f"{cue[0]} {value}"
     elif cell.search_only:
         value = f"{SEARCH_ONLY_CUE[0]} {value}"
+    elif cell.from_record:
+        value = f"{RECORD_CUE[0]} {value}"
     if cell.pages:
         value += f"  (p. {cell.pages[0]})"
     return value
@@ -162,6 +167,8 @@ def cell_description(cell: CellValue | None, column: ColumnSpec | None = None) -
         lines.append(cue[1] + (f": {'; '.join(cell.reasons)}" if cell.reasons else ""))
     elif cell.search_only:
         lines.append(SEARCH_ONLY_CUE[1])
+    elif cell.from_record:
+        lines.append(RECORD_CUE[1] + (f": {'; '.join(cell.reasons)}" if cell.reasons else ""))
     else:
         lines.append("Grounded in the cited passage")
     if cell.status == "edited" and cell.edited_from is not None:

@@ -549,3 +549,34 @@ def test_stop_keeps_the_cells_filled_and_fill_answers_only_the_rest(qtbot, qapp,
     assert len(held.questions) == 2 + 5, "the cell filled before Stop is not asked again"
     assert not pane.fill_button.isEnabled()
     quit_window(qloop, window)
+
+
+def test_an_authors_column_shows_the_record_and_a_cell_not_found_says_why(qtbot, qapp, qloop, built, library_dir):
+    """Search-only: "Authors" comes from each row's bibliographic record, marked as such and
+    cited on the first page that names them; "Funding", which no paper names, is not found and
+    says so in the cell and its tooltip (absent, not merely unmatched)."""
+    from haiku_desk.views.evidence_table import LEGEND, cell_description
+
+    window = open_window(qtbot, qapp, qloop, library_dir, built.root)
+    pane = window.evidence_pane
+    evidence = window.services.evidence
+    table = qloop.run_until_complete(
+        evidence.create_table("Records", [ColumnSpec(id="", name="Authors"), ColumnSpec(id="", name="Funding")],
+                              collection=COLLECTION)
+    )  # fmt: skip
+    wait_filled(qloop, window)
+    authors, funding = (c.id for c in table.columns)
+    assert "† " in LEGEND and "record" in LEGEND and pane.legend.text() == LEGEND
+    for paper in built.papers[:3]:
+        document_id = built.ids[paper.title]
+        cell = evidence.current.cell(document_id, authors)
+        assert cell is not None and cell.mode == "record" and cell.status == "grounded"
+        assert shown(window, document_id, authors) == f"† {', '.join(paper.authors)}  (p. 1)"
+        assert all(c.document_id == document_id for c in cell.citations) and cell.pages == (1,)
+        tip = cell_description(cell, evidence.current.column(authors))
+        assert "bibliographic record" in tip and "first page" in tip
+        missing = evidence.current.cell(document_id, funding)
+        assert missing is not None and missing.status == "not_found"
+        assert shown(window, document_id, funding) == "∅ Not named in it"
+        assert "never names “funding”" in cell_description(missing, evidence.current.column(funding))
+    quit_window(qloop, window)
