@@ -47,7 +47,7 @@ async def rows_client(tmp_path: Path):
     root = tmp_path
     specs = {
         "named": dict(
-            title="Lantern otters at dusk", authors=["Mara Quill", "Tobias Fenwick"],
+            title="Lantern otters at dusk", authors=["Mara Quill1", "Tobias Fenwick2"],  # affiliation marks
             header_lines=["Journal of Lantern Studies 12 (2019) 44-61", "doi:10.5555/lantern.2019.44"],
             paragraphs=[
                 "We followed otters along the river at dusk with camera traps at twelve sites.", _FILLER,

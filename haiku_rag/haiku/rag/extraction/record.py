@@ -94,6 +94,10 @@ NAMED_ON_PAGE = "the document names it on p. {page}"
 NOT_ON_FIRST_PAGES = "its first pages do not name it (references not counted)"
 
 
+_NOT_LETTER_BEFORE = r"(?<![^\W\d_])"
+_NOT_LETTER_AFTER = r"(?![^\W\d_])"
+
+
 def _fold(text: str) -> str:
     text = unicodedata.normalize("NFKD", text)
     text = "".join(ch for ch in text if not unicodedata.combining(ch))
@@ -154,13 +158,16 @@ def _needles(record: Bibliographic, field: RecordField, value: str) -> list[re.P
         return [re.compile(rf"(?<![\w.]){value}(?![\w]|\.\d)")]
     if field == "authors":
         families = [_fold(c.family) for c in record.authors[:3] if _fold(c.family)]
-        return [re.compile(rf"\b{re.escape(f)}\b") for f in families[:1]]
+        # letters around it end the name, not digits or marks: "Shen1", "Aligon∗" name Shen, Aligon
+        return [re.compile(rf"{_NOT_LETTER_BEFORE}{re.escape(f)}{_NOT_LETTER_AFTER}") for f in families[:1]]
     folded = _fold(value)
     if not folded:
         return []
     if field == "title":  # a long title wraps: its first words are enough
         folded = " ".join(folded.split()[:6])
-    return [re.compile(rf"(?<!\w){re.escape(folded)}(?!\w)")]
+    if field == "doi":
+        return [re.compile(rf"(?<![\w.]){re.escape(folded)}(?![\w])")]
+    return [re.compile(rf"{_NOT_LETTER_BEFORE}{re.escape(folded)}{_NOT_LETTER_AFTER}")]
 
 
 def _naming_sentence(text: str, needles: list[re.Pattern[str]]) -> str | None:
