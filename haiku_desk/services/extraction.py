@@ -284,6 +284,7 @@ class ExtractionService(QObject):
     fill_progressed = Signal(int, int)  # cells filled, cells selected (the table's, for Fill)
     mode_changed = Signal(str)  # how the next cells are answered (answer_mode), after a model change
     busy_changed = Signal(bool)
+    listed_changed = Signal(bool)  # the library's tables are listed (False while it opens)
 
     def __init__(
         self,
@@ -306,6 +307,9 @@ class ExtractionService(QObject):
         self._writes: asyncio.Future[Any] | None = None  # the last write: the next waits for it
         self._opening: asyncio.Future[Any] | None = None  # the start's listing and resume
         self._reloading: asyncio.Future[Any] | None = None  # the open table read again
+        # False until the start has listed the library's tables (and opened the last one): a
+        # view says "Loading…" meanwhile, never "No table yet"
+        self.listed = False
         library.opened.connect(self._library_opened)
         models.model_changed.connect(lambda _config: self.mode_changed.emit(self.answer_mode()))
         library.library_changed.connect(self._library_changed)
@@ -349,14 +353,22 @@ class ExtractionService(QObject):
 
     async def _start(self) -> None:
         """List the tables, open the one open at quit, continue its fill if one was running."""
-        await self.refresh()
-        state = self._read_state()
-        current = state.get("current")
-        if not isinstance(current, str) or not any(t.id == current for t in self.tables):
-            return
-        table = await self.open_table(current)
-        if table is not None and current in self.filling_to_resume():
-            self.fill()
+        try:
+            await self.refresh()
+            state = self._read_state()
+            current = state.get("current")
+            if not isinstance(current, str) or not any(t.id == current for t in self.tables):
+                return
+            table = await self.open_table(current)
+            if table is not None and current in self.filling_to_resume():
+                self.fill()
+        finally:
+            self._set_listed(True)
+
+    def _set_listed(self, listed: bool) -> None:
+        if self.listed != listed:
+            self.listed = listed
+            self.listed_changed.emit(listed)
 
     async def wait_started(self) -> None:
         """Until the start's listing (and the open table, and its resumed fill) are there."""
@@ -365,6 +377,7 @@ class ExtractionService(QObject):
 
     def _library_changed(self, _db_path: str) -> None:
         self.halt()
+        self._set_listed(False)
         self.tables = []
         self.current = None
         self.tables_changed.emit([])

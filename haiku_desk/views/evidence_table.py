@@ -92,6 +92,14 @@ NOT_FOUND_TEXT = "Not found"
 NOT_NAMED_TEXT = "Not named in it"  # the document never names the column's words
 PENDING_TEXT = "…"
 ANSWERING_TEXT = "answering…"
+EMPTY_HINT = (
+    "An evidence table asks the same questions of many documents, one row per document, "
+    "every answer cited to its page. Choose New table…, then its documents (or a collection) "
+    "and its questions."
+)
+LOADING_HINT = "Loading the library's evidence tables…"  # while the library opens
+NO_TABLE_TEXT = "No table yet"
+LOADING_TEXT = "Loading tables…"
 LEGEND = (
     "⚠ low confidence · ∅ not found in this document · ✎ edited by hand · ¶ best passage, no model"
     " · † from the library's record — click a cell to see its page, double-click to edit"
@@ -672,7 +680,7 @@ class EvidenceTablePane(QWidget):
         self.tables = QComboBox()
         self.tables.setAccessibleName("Evidence tables")
         self.tables.setToolTip("The library's evidence tables")
-        self.tables.setPlaceholderText("No table yet")
+        self.tables.setPlaceholderText(NO_TABLE_TEXT)
         self.tables.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.tables.setMinimumContentsLength(12)
         self.new_button = compact_button(QPushButton("New table…"))
@@ -755,11 +763,7 @@ class EvidenceTablePane(QWidget):
         self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._cell_menu)
 
-        self.empty_hint = QLabel(
-            "An evidence table asks the same questions of many documents, one row per document, "
-            "every answer cited to its page. Choose New table…, then its documents (or a collection) "
-            "and its questions."
-        )
+        self.empty_hint = QLabel(EMPTY_HINT)
         self.empty_hint.setWordWrap(True)
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.empty_hint.setAccessibleName("What an evidence table is")
@@ -816,6 +820,7 @@ class EvidenceTablePane(QWidget):
         service.fill_progressed.connect(self._progressed)
         service.busy_changed.connect(lambda _busy: self._update_controls())
         service.mode_changed.connect(lambda _mode: self._update_controls())
+        service.listed_changed.connect(lambda _listed: self._update_controls())
         self._show_tables(service.tables)
         self._show_table(service.current)
         if service.filling is not None:  # resumed at the start, before this pane was made
@@ -872,6 +877,10 @@ class EvidenceTablePane(QWidget):
         has_table = table is not None
         busy = self.service.busy
         self.empty_hint.setVisible(not has_table)
+        listed = self.service.listed  # until then "No table yet" would be untrue
+        self.empty_hint.setText(EMPTY_HINT if listed else LOADING_HINT)
+        self.tables.setPlaceholderText(NO_TABLE_TEXT if listed else LOADING_TEXT)
+        self.new_button.setEnabled(listed)
         self.table.setVisible(has_table)
         self.legend.setVisible(has_table)
         self.table_menu_button.setEnabled(has_table)

@@ -580,3 +580,35 @@ def test_an_authors_column_shows_the_record_and_a_cell_not_found_says_why(qtbot,
         assert shown(window, document_id, funding) == "∅ Not named in it"
         assert "never names “funding”" in cell_description(missing, evidence.current.column(funding))
     quit_window(qloop, window)
+
+
+def test_while_the_library_opens_the_tab_says_its_tables_are_loading(qtbot, qapp, qloop, built, library_dir):
+    """Before the store has listed the tables, the tab says so and New table… waits (no "No
+    table yet" inviting a duplicate); once listed, the table open at the last quit is shown."""
+    first = open_window(qtbot, qapp, qloop, library_dir, built.root)
+    create(qloop, first)
+    wait_filled(qloop, first)
+    quit_window(qloop, first)
+
+    qapp.setQuitOnLastWindowClosed(False)
+    services = create_services(library_dir, library_config(built.root))
+    window = MainWindow(services)  # the window is up before the library opens, as at a start
+    qtbot.addWidget(window)
+    window.quit_flow.manage_shutdown = True
+    window.show()
+    window.show_evidence_table()
+    pane = window.evidence_pane
+    assert pane is not None
+    assert "Loading" in pane.empty_hint.text() and pane.empty_hint.isVisibleTo(pane)
+    assert "Loading" in pane.tables.placeholderText()
+    assert not pane.new_button.isEnabled()
+
+    opened: list[bool] = []
+    services.library.opened.connect(lambda: opened.append(True))
+    services.library.start()
+    run_until(qloop, lambda: bool(opened), SLOW)
+    qloop.run_until_complete(services.evidence.wait_started())
+    assert pane.new_button.isEnabled() and pane.table.isVisibleTo(pane)
+    assert not pane.empty_hint.isVisibleTo(pane) and pane.tables.currentText().startswith("Review")
+    assert "Loading" not in pane.tables.placeholderText()
+    quit_window(qloop, window)
