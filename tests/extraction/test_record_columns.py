@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pdf_factory
+import pytest
 import pytest_asyncio
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -192,3 +193,24 @@ async def test_a_search_only_cell_not_found_says_why(rows_client) -> None:
     named = table.cell(rows.heading_only, funding.id)
     assert named.status == "not_found" and named.value == ""
     assert any("“funding”" in r and "p. " in r and "no sentence" in r for r in named.reasons), named.reasons
+
+
+@pytest.mark.parametrize(
+    ("name", "question", "kind", "field"),
+    [
+        ("Year of publication", "", "text", "year"),
+        ("Year", "In which year was this document published or dated?", "number", "year"),
+        ("Authors", "Who wrote or issued this document: its authors or organisation?", "text", "authors"),
+        ("DOI", "", "text", "doi"),
+        ("Journal", "", "text", "venue"),
+        ("Year", "Which year was the data collected?", "number", None),
+        ("Method", "Which research design did the authors use?", "text", None),
+        ("Sample size", "", "number", None),
+        ("Authors", "", "yes-no", None),
+    ],
+)
+def test_which_columns_ask_for_a_record_field(name: str, question: str, kind: str, field: str | None) -> None:
+    from haiku.rag.extraction.record import record_field
+
+    column = X.Column.of({"name": name, "question": question, "type": kind})
+    assert record_field(column) == field

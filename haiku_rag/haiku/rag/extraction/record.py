@@ -58,7 +58,7 @@ _QUESTIONS: dict[RecordField, re.Pattern[str]] = {
     ),
     "authors": re.compile(
         r"\bwho (?:wrote|authored|issued|published)\b|\bwho (?:are|is|were|was) (?:the|its) authors?\b"
-        r"|\b(?:the|its|this document's|the paper's) authors?\b",
+        r"|\b(?:list|name) (?:the|its) authors\b|\bwhat are the authors'? names\b",
         re.IGNORECASE,
     ),
     "title": re.compile(r"\bwhat is (?:the|its) (?:full )?title\b|\b(?:the|its) title of (?:this|the) ", re.IGNORECASE),
