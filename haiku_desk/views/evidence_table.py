@@ -21,6 +21,7 @@ never touches the library.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,6 +135,7 @@ MODE_LABELS = {
     ),
 }
 DIALOG_WIDTH = 480
+TOOLTIP_CHARS = 90  # a cell's tooltip lines are wrapped at words to this width
 EXPORT_FOLDER_KEY = "evidence/export_folder"  # QSettings: the folder of the last export
 DOCUMENT_COLUMN_WIDTH = 220
 DOCUMENT_SHARE = 0.22  # of the table's width, for the documents' titles
@@ -175,8 +177,9 @@ def cell_description(cell: CellValue | None, column: ColumnSpec | None = None) -
         lines.append(cue[1] + (f": {'; '.join(cell.reasons)}" if cell.reasons else ""))
     elif cell.search_only:
         lines.append(SEARCH_ONLY_CUE[1])
-    elif cell.from_record:
-        lines.append(RECORD_CUE[1] + (f": {'; '.join(cell.reasons)}" if cell.reasons else ""))
+    elif cell.from_record:  # its reasons say which record and where the document names it
+        why = "; ".join(cell.reasons)
+        lines.append(why[:1].upper() + why[1:] if why else RECORD_CUE[1])
     else:
         lines.append("Grounded in the cited passage")
     if cell.status == "edited" and cell.edited_from is not None:
@@ -326,7 +329,10 @@ class EvidenceTableModel(QAbstractTableModel):
             return cell.status if cell is not None else ""
         if role == SORT_ROLE:
             return _sort_key(cell, column)
-        if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleDescriptionRole):
+        if role == Qt.ItemDataRole.ToolTipRole:  # wrapped: a plain tooltip never wraps itself
+            lines = cell_description(cell, column).split("\n")
+            return "\n".join(textwrap.fill(line, TOOLTIP_CHARS) for line in lines)
+        if role == Qt.ItemDataRole.AccessibleDescriptionRole:
             return cell_description(cell, column)
         if role == Qt.ItemDataRole.AccessibleTextRole:
             text = cell_text(cell, answering=answering)

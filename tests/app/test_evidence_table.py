@@ -555,7 +555,7 @@ def test_an_authors_column_shows_the_record_and_a_cell_not_found_says_why(qtbot,
     """Search-only: "Authors" comes from each row's bibliographic record, marked as such and
     cited on the first page that names them; "Funding", which no paper names, is not found and
     says so in the cell and its tooltip (absent, not merely unmatched)."""
-    from haiku_desk.views.evidence_table import LEGEND, cell_description
+    from haiku_desk.views.evidence_table import LEGEND, TOOLTIP_CHARS, cell_description
 
     window = open_window(qtbot, qapp, qloop, library_dir, built.root)
     pane = window.evidence_pane
@@ -579,6 +579,11 @@ def test_an_authors_column_shows_the_record_and_a_cell_not_found_says_why(qtbot,
         assert missing is not None and missing.status == "not_found"
         assert shown(window, document_id, funding) == "∅ Not named in it"
         assert "never names “funding”" in cell_description(missing, evidence.current.column(funding))
+        # the tooltip is wrapped at words (a plain Qt tooltip runs off the screen otherwise)
+        from PySide6.QtCore import Qt
+
+        tip_lines = str(pane.proxy_index(document_id, authors).data(Qt.ItemDataRole.ToolTipRole)).split("\n")
+        assert len(tip_lines) > 2 and all(len(line) <= TOOLTIP_CHARS for line in tip_lines)
     quit_window(qloop, window)
 
 

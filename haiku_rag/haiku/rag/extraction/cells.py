@@ -150,8 +150,8 @@ async def why_not_found(client: HaikuRAG, document_id: str, column: Column) -> s
     what = " or ".join(f"“{w}”" for w in words[:3])
     kind = "sentence stating a figure" if column.type == "number" else "sentence"
     return (
-        f"{what} is named on {label} {where} of this document, but in no {kind} of the passages "
-        "found that can be the value (titles, headings, captions and references never are)"
+        f"{what} is on {label} {where} of this document, but in no {kind} of its best passages "
+        "that can be the value (titles, headings, captions and references are not)"
     )
 
 
