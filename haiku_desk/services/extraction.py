@@ -50,7 +50,7 @@ __all__ += ["TableState", "TableSummary", "answer_mode"]
 log = logging.getLogger("haiku_desk")
 
 # how haiku.rag.extraction's reason starts when a document never names a column's words
-NOT_NAMED_PREFIX = "this document "
+NOT_NAMED_PREFIX = "the document's text "
 STATE_FILE_NAME = "evidence.json"  # in the library's app folder: the open table, fills to resume
 COLUMN_TYPES = ("text", "number", "yes-no", "category")
 # format -> (menu label, file suffix)
