@@ -824,9 +824,11 @@ class EvidenceTablePane(QWidget):
         service.cell_changed.connect(self.model.update_cell)
         service.fill_started.connect(self._fill_started)
         service.fill_progressed.connect(self._progressed)
-        service.busy_changed.connect(lambda _busy: self._update_controls())
-        service.mode_changed.connect(lambda _mode: self._update_controls())
-        service.listed_changed.connect(lambda _listed: self._update_controls())
+        # bound methods, not lambdas: Qt drops them with the pane (a service outliving its pane,
+        # as in a test's teardown with a fill still ending, never reaches a deleted widget)
+        service.busy_changed.connect(self._service_changed)
+        service.mode_changed.connect(self._service_changed)
+        service.listed_changed.connect(self._service_changed)
         self._show_tables(service.tables)
         self._show_table(service.current)
         if service.filling is not None:  # resumed at the start, before this pane was made
@@ -877,6 +879,9 @@ class EvidenceTablePane(QWidget):
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
             self.fit_columns()  # the table's room changed (a resize, its tab shown)
         return super().eventFilter(watched, event)
+
+    def _service_changed(self, *_: object) -> None:
+        self._update_controls()
 
     def _update_controls(self) -> None:
         table = self.service.current
