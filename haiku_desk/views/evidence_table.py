@@ -291,7 +291,8 @@ class EvidenceTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return column.name
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{column.asked}\nAnswer: {column.describe_type()}\nRight-click to edit or remove"
+            asked = column.asked if column.asked == column.name else f"{column.name}: {column.asked}"
+            return f"{asked}\nAnswer: {column.describe_type()}\nRight-click to edit or remove"
         return None
 
     def flags(self, index: QModelIndex | QPersistentModelIndex) -> Qt.ItemFlag:
@@ -759,6 +760,9 @@ class EvidenceTablePane(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setDefaultSectionSize(170)
         header.setStretchLastSection(False)
+        # a name wider than its column ends in "…" (its tooltip holds it whole), never clipped
+        # on both sides as centred text is
+        header.setTextElideMode(Qt.TextElideMode.ElideRight)
         header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header.customContextMenuRequested.connect(self._header_menu)
         header.sectionDoubleClicked.connect(self._header_double_clicked)

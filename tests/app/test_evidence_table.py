@@ -617,3 +617,21 @@ def test_while_the_library_opens_the_tab_says_its_tables_are_loading(qtbot, qapp
     assert not pane.empty_hint.isVisibleTo(pane) and pane.tables.currentText().startswith("Review")
     assert "Loading" not in pane.tables.placeholderText()
     quit_window(qloop, window)
+
+
+def test_a_long_column_name_is_elided_at_its_end_and_whole_in_its_tooltip(qtbot, qapp, qloop, built, library_dir):
+    from PySide6.QtCore import Qt
+
+    window = open_window(qtbot, qapp, qloop, library_dir, built.root)
+    pane = window.evidence_pane
+    long_name = "Number of documents cited in the related work"
+    qloop.run_until_complete(
+        window.services.evidence.create_table("Wide", [ColumnSpec(id="", name=long_name, question="How many?")],
+                                              collection=COLLECTION)
+    )  # fmt: skip
+    wait_filled(qloop, window)
+    header = pane.table.horizontalHeader()
+    assert header.textElideMode() == Qt.TextElideMode.ElideRight
+    tip = pane.model.headerData(1, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith(f"{long_name}: How many?")
+    quit_window(qloop, window)
