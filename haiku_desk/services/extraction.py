@@ -49,8 +49,9 @@ __all__ += ["TableState", "TableSummary", "answer_mode"]
 
 log = logging.getLogger("haiku_desk")
 
-# how haiku.rag.extraction's reason starts when a document never names a column's words
-NOT_NAMED_PREFIX = "this document "
+# how haiku.rag.extraction's reason starts when a document never names a column's words (and
+# how it started in the first build that said so)
+NOT_NAMED_PREFIX = ("the document's text ", "this document ")
 STATE_FILE_NAME = "evidence.json"  # in the library's app folder: the open table, fills to resume
 COLUMN_TYPES = ("text", "number", "yes-no", "category")
 # format -> (menu label, file suffix)

@@ -21,6 +21,7 @@ never touches the library.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,6 +135,7 @@ MODE_LABELS = {
     ),
 }
 DIALOG_WIDTH = 480
+TOOLTIP_CHARS = 90  # a cell's tooltip lines are wrapped at words to this width
 EXPORT_FOLDER_KEY = "evidence/export_folder"  # QSettings: the folder of the last export
 DOCUMENT_COLUMN_WIDTH = 220
 DOCUMENT_SHARE = 0.22  # of the table's width, for the documents' titles
@@ -175,8 +177,9 @@ def cell_description(cell: CellValue | None, column: ColumnSpec | None = None) -
         lines.append(cue[1] + (f": {'; '.join(cell.reasons)}" if cell.reasons else ""))
     elif cell.search_only:
         lines.append(SEARCH_ONLY_CUE[1])
-    elif cell.from_record:
-        lines.append(RECORD_CUE[1] + (f": {'; '.join(cell.reasons)}" if cell.reasons else ""))
+    elif cell.from_record:  # its reasons say which record and where the document names it
+        why = "; ".join(cell.reasons)
+        lines.append(why[:1].upper() + why[1:] if why else RECORD_CUE[1])
     else:
         lines.append("Grounded in the cited passage")
     if cell.status == "edited" and cell.edited_from is not None:
@@ -288,7 +291,8 @@ class EvidenceTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.DisplayRole:
             return column.name
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{column.asked}\nAnswer: {column.describe_type()}\nRight-click to edit or remove"
+            asked = column.asked if column.asked == column.name else f"{column.name}: {column.asked}"
+            return f"{asked}\nAnswer: {column.describe_type()}\nRight-click to edit or remove"
         return None
 
     def flags(self, index: QModelIndex | QPersistentModelIndex) -> Qt.ItemFlag:
@@ -326,7 +330,10 @@ class EvidenceTableModel(QAbstractTableModel):
             return cell.status if cell is not None else ""
         if role == SORT_ROLE:
             return _sort_key(cell, column)
-        if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleDescriptionRole):
+        if role == Qt.ItemDataRole.ToolTipRole:  # wrapped: a plain tooltip never wraps itself
+            lines = cell_description(cell, column).split("\n")
+            return "\n".join(textwrap.fill(line, TOOLTIP_CHARS) for line in lines)
+        if role == Qt.ItemDataRole.AccessibleDescriptionRole:
             return cell_description(cell, column)
         if role == Qt.ItemDataRole.AccessibleTextRole:
             text = cell_text(cell, answering=answering)
@@ -753,6 +760,9 @@ class EvidenceTablePane(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setDefaultSectionSize(170)
         header.setStretchLastSection(False)
+        # a name wider than its column ends in "…" (its tooltip holds it whole), never clipped
+        # on both sides as centred text is
+        header.setTextElideMode(Qt.TextElideMode.ElideRight)
         header.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         header.customContextMenuRequested.connect(self._header_menu)
         header.sectionDoubleClicked.connect(self._header_double_clicked)
@@ -818,9 +828,11 @@ class EvidenceTablePane(QWidget):
         service.cell_changed.connect(self.model.update_cell)
         service.fill_started.connect(self._fill_started)
         service.fill_progressed.connect(self._progressed)
-        service.busy_changed.connect(lambda _busy: self._update_controls())
-        service.mode_changed.connect(lambda _mode: self._update_controls())
-        service.listed_changed.connect(lambda _listed: self._update_controls())
+        # bound methods, not lambdas: Qt drops them with the pane (a service outliving its pane,
+        # as in a test's teardown with a fill still ending, never reaches a deleted widget)
+        service.busy_changed.connect(self._service_changed)
+        service.mode_changed.connect(self._service_changed)
+        service.listed_changed.connect(self._service_changed)
         self._show_tables(service.tables)
         self._show_table(service.current)
         if service.filling is not None:  # resumed at the start, before this pane was made
@@ -871,6 +883,9 @@ class EvidenceTablePane(QWidget):
         if watched is self.table.viewport() and event.type() == QEvent.Type.Resize:
             self.fit_columns()  # the table's room changed (a resize, its tab shown)
         return super().eventFilter(watched, event)
+
+    def _service_changed(self, *_: object) -> None:
+        self._update_controls()
 
     def _update_controls(self) -> None:
         table = self.service.current

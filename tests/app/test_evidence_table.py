@@ -555,7 +555,7 @@ def test_an_authors_column_shows_the_record_and_a_cell_not_found_says_why(qtbot,
     """Search-only: "Authors" comes from each row's bibliographic record, marked as such and
     cited on the first page that names them; "Funding", which no paper names, is not found and
     says so in the cell and its tooltip (absent, not merely unmatched)."""
-    from haiku_desk.views.evidence_table import LEGEND, cell_description
+    from haiku_desk.views.evidence_table import LEGEND, TOOLTIP_CHARS, cell_description
 
     window = open_window(qtbot, qapp, qloop, library_dir, built.root)
     pane = window.evidence_pane
@@ -579,6 +579,11 @@ def test_an_authors_column_shows_the_record_and_a_cell_not_found_says_why(qtbot,
         assert missing is not None and missing.status == "not_found"
         assert shown(window, document_id, funding) == "∅ Not named in it"
         assert "never names “funding”" in cell_description(missing, evidence.current.column(funding))
+        # the tooltip is wrapped at words (a plain Qt tooltip runs off the screen otherwise)
+        from PySide6.QtCore import Qt
+
+        tip_lines = str(pane.proxy_index(document_id, authors).data(Qt.ItemDataRole.ToolTipRole)).split("\n")
+        assert len(tip_lines) > 2 and all(len(line) <= TOOLTIP_CHARS for line in tip_lines)
     quit_window(qloop, window)
 
 
@@ -611,4 +616,22 @@ def test_while_the_library_opens_the_tab_says_its_tables_are_loading(qtbot, qapp
     assert pane.new_button.isEnabled() and pane.table.isVisibleTo(pane)
     assert not pane.empty_hint.isVisibleTo(pane) and pane.tables.currentText().startswith("Review")
     assert "Loading" not in pane.tables.placeholderText()
+    quit_window(qloop, window)
+
+
+def test_a_long_column_name_is_elided_at_its_end_and_whole_in_its_tooltip(qtbot, qapp, qloop, built, library_dir):
+    from PySide6.QtCore import Qt
+
+    window = open_window(qtbot, qapp, qloop, library_dir, built.root)
+    pane = window.evidence_pane
+    long_name = "Number of documents cited in the related work"
+    qloop.run_until_complete(
+        window.services.evidence.create_table("Wide", [ColumnSpec(id="", name=long_name, question="How many?")],
+                                              collection=COLLECTION)
+    )  # fmt: skip
+    wait_filled(qloop, window)
+    header = pane.table.horizontalHeader()
+    assert header.textElideMode() == Qt.TextElideMode.ElideRight
+    tip = pane.model.headerData(1, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith(f"{long_name}: How many?")
     quit_window(qloop, window)

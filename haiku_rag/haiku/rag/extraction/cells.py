@@ -59,6 +59,9 @@ NO_YES_NO = "the answer is not yes, no or unclear"
 NO_CATEGORY = "the answer is not one of the categories"
 BEST_PASSAGE = "best passage by search (no model read it)"
 NO_FITTING_PASSAGE = "no sentence or table row of the passages found answers it"
+# a search-only cell's reason when no text of the document (as stored: a PDF whose text layer is
+# unreadable names nothing) holds the column's words: "the document's text never names …"
+NOT_NAMED = "the document's text"
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,7 @@ def _quoted(words: list[str]) -> str:
 
 async def why_not_found(client: HaikuRAG, document_id: str, column: Column) -> str:
     """Why no sentence of a search-only cell's passages is its value, so "absent" differs from
-    "not matched": the document never names the column's words (no chunk, no heading holds
+    "not matched": the document's text never names the column's words (no chunk, no heading holds
     them), or it names them (on which pages) but in no sentence of the passages found that can
     be a value (a title, heading, caption, reference; for a number, one without a figure)."""
     from haiku.rag.citations import tables_as_text
@@ -144,14 +147,14 @@ async def why_not_found(client: HaikuRAG, document_id: str, column: Column) -> s
         ):
             pages.update({b.page for b in chunk.boxes} or set(chunk.page_numbers))
     if not pages:
-        return f"this document {_quoted(words)}"
+        return f"{NOT_NAMED} {_quoted(words)}"
     where = ", ".join(str(p) for p in sorted(pages)[:6]) + (" …" if len(pages) > 6 else "")
     label = "p." if len(pages) == 1 else "pp."
     what = " or ".join(f"“{w}”" for w in words[:3])
     kind = "sentence stating a figure" if column.type == "number" else "sentence"
     return (
-        f"{what} is named on {label} {where} of this document, but in no {kind} of the passages "
-        "found that can be the value (titles, headings, captions and references never are)"
+        f"{what} is on {label} {where} of this document, but in no {kind} of its best passages "
+        "that can be the value (titles, headings, captions and references are not)"
     )
 
 

@@ -15,6 +15,7 @@ Synchronous: ``haiku.rag.extraction.tables`` runs these in a worker thread.
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -24,6 +25,8 @@ from haiku.rag.extraction.models import Cell, ExtractionTable, cell_key, check_t
 from haiku.rag.store import schema as S
 from haiku.rag.store.engine import Store
 from haiku.rag.store.sql import sql_in, sql_quote
+
+log = logging.getLogger("haiku.rag")
 
 TABLE_PREFIX = "extraction:"
 CELL_PREFIX = "extraction-cell:"
@@ -116,6 +119,16 @@ def get_table(store: Store, table: str) -> ExtractionTable:
     return found
 
 
+def _read_cell(value: str, key: str) -> Cell | None:
+    """A stored cell, or None when this build cannot read it (one written by a newer build, with
+    a mode or status it does not know): its table still opens, the cell counts as not filled."""
+    try:
+        return Cell.model_validate_json(value)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        log.warning("evidence table cell %s cannot be read by this version, skipped: %s", key, exc)
+        return None
+
+
 def load_cells(store: Store, table: ExtractionTable) -> dict[str, Cell]:
     """The table's cells of its current rows and columns."""
     rows = set(table.document_ids)
@@ -123,8 +136,8 @@ def load_cells(store: Store, table: ExtractionTable) -> dict[str, Cell]:
     cells: dict[str, Cell] = {}
     prefix = _cells_prefix(table.id)
     for row in _select(store, _like(prefix)):
-        cell = Cell.model_validate_json(row["value"])
-        if cell.document_id in rows and cell.column_id in columns:
+        cell = _read_cell(row["value"], row["key"])
+        if cell is not None and cell.document_id in rows and cell.column_id in columns:
             cells[cell_key(cell.document_id, cell.column_id)] = cell
     return cells
 
@@ -231,7 +244,7 @@ def put_cell(store: Store, table_id: str, cell: Cell, *, over_edited: bool = Tru
 
 def get_cell(store: Store, table_id: str, document_id: str, column_id: str) -> Cell | None:
     rows = _select(store, f"key = {sql_quote(_cell_key(table_id, document_id, column_id))}")
-    return Cell.model_validate_json(rows[0]["value"]) if rows else None
+    return _read_cell(rows[0]["value"], rows[0]["key"]) if rows else None
 
 
 def delete_cells(store: Store, table_id: str, cells: Iterable[tuple[str, str]]) -> int:
