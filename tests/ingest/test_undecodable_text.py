@@ -22,11 +22,15 @@ BODY = [
 ]
 
 
-def _undecodable_body_pdf() -> bytes:
+def _undecodable_body_pdf(*, readable_page_first: bool = False) -> bytes:
     """A page: a title and a short abstract in Helvetica (they decode), then sixteen body lines in
     an embedded font made a subset with its Unicode map removed (each glyph extracts as
     U+FFFD, and draws as the letter it is: what OCR reads)."""
     doc = pymupdf.open()
+    if readable_page_first:
+        first = doc.new_page(width=595, height=842)
+        for i, sentence in enumerate(BODY):
+            first.insert_text((72, 72 + 20 * i), sentence, fontname="helv", fontsize=11)
     page = doc.new_page(width=595, height=842)
     page.insert_text((72, 72), "Overview of the Technology Acceptance Model", fontname="helv", fontsize=16)
     page.insert_text((72, 96), "Abstract: a review of where the model came from.", fontname="helv", fontsize=10)
@@ -64,3 +68,17 @@ def test_with_ocr_off_the_page_is_refused_as_undecodable_not_stored_as_read():
 
     with pytest.raises(NeedsOCRError, match="cannot be decoded"):
         convert_pdf(_undecodable_body_pdf(), source="review.pdf", ocr=OcrOptions(enabled=False))
+
+
+def test_a_page_ocr_cannot_read_keeps_only_its_text_that_decodes():
+    """OCR off (or failing on the page): the undecodable page keeps its title and abstract,
+    and nothing of its U+FFFD body is stored as text."""
+    from haiku.rag.ingest.pdf import OcrOptions
+
+    conversion = convert_pdf(
+        _undecodable_body_pdf(readable_page_first=True), source="review.pdf", ocr=OcrOptions(enabled=False)
+    )
+    assert conversion.pages_needing_ocr == [2]
+    text = _text(conversion)
+    assert "\ufffd" not in text
+    assert "Overview of the Technology Acceptance Model" in text and "Ease of use was measured" in text

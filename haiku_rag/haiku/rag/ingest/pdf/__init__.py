@@ -47,6 +47,7 @@ from haiku.rag.ingest.pdf.extract import (
     MIN_USABLE_CHARS,
     RawPage,
     assess_text_layer,
+    decodes,
     extract_lines,
     mark_form_lines,
     one_line,
@@ -239,6 +240,11 @@ def _analyse_page(
     unrotated = (0.0, 0.0, height, width) if angle in (90, 270) else (0.0, 0.0, width, height)
 
     usable, needs_ocr, garbled = assess_text_layer(lines, raw.graphics, unrotated)
+    if garbled:
+        # OCR replaces this page's text when it can; when it cannot (off, failed, out of
+        # memory) the lines that do not decode must not be stored as text (a real review's
+        # pages were kept as chunks of U+FFFD beside their OCR'd neighbours)
+        lines = [line for line in lines if decodes(line.text)]
     geometry = PageGeometry(page_no, rotation, frame)
     layout = analyser is not None and bool(lines)
     pictures, captions = page_pictures(unrotated, raw.graphics, geometry, lines)

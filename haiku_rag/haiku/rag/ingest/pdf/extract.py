@@ -447,11 +447,9 @@ def assess_text_layer(
     U+FFFD beside a readable title and abstract)."""
     usable = total = 0
     for line in lines:
-        chars = len(line.text) - line.text.count(" ")
-        decoded = _usable_chars(line.text)
-        total += chars
-        if chars - decoded <= UNDECODABLE_LINE_SHARE * chars:
-            usable += decoded
+        total += len(line.text) - line.text.count(" ")
+        if decodes(line.text):
+            usable += _usable_chars(line.text)
     undecodable = total - usable
     garbled = undecodable >= MIN_USABLE_CHARS and undecodable >= GARBLED_SHARE * total
     if usable >= MIN_USABLE_CHARS and not garbled:
@@ -460,6 +458,14 @@ def assess_text_layer(
 
 
 _UNUSABLE = re.compile("[\x00-\x1f\x7f\ufffd]")
+
+
+def decodes(text: str) -> bool:
+    """Whether a line's text is its text: at most UNDECODABLE_LINE_SHARE of its characters
+    are U+FFFD or control characters (a font without a Unicode map gives lines mostly of
+    them, and its few printable characters are glyph numbers too)."""
+    chars = len(text) - text.count(" ")
+    return chars - _usable_chars(text) <= UNDECODABLE_LINE_SHARE * chars
 
 
 def _usable_chars(text: str) -> int:
