@@ -93,6 +93,10 @@ RUNTIME_ENV = "HAIKU_RAG_OCR_RUNTIME"
 # line boxes within 3 px of float32's on linn and the skewed scan (no lines joined across the
 # column gap), every CER of the bench within 0.1 point (docs/pdf-layout.md, "Speed, session 10").
 REC_BF16 = True
+# OpenVINO's CPU plugin keeps kernels and buffers for every input shape it has run (5,000 by
+# default): over a long scan the parse worker's address space grew page by page until its
+# bound refused page 9 of a real 23-page document (MemoryError); a small cache bounds it.
+OV_SHAPE_CACHE = 64
 DET_BF16 = True
 # On OpenVINO each new input shape costs a one-off ~25 ms (kernels and buffers for that
 # shape, then cached): line widths are padded up to a multiple of this many columns (right,
@@ -423,6 +427,7 @@ class _OpenVinoSession:
             "NUM_STREAMS": 1,
             "INFERENCE_PRECISION_HINT": self.precision,
             "ENABLE_CPU_PINNING": False,
+            "CPU_RUNTIME_CACHE_CAPACITY": OV_SHAPE_CACHE,
         }
         metadata: dict[str, str] = {}
         if self._model.has_rt_info(["framework", "character"]):
