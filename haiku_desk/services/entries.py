@@ -230,7 +230,9 @@ class OverallStatus:
         reading = f"Reading {self.files_done} of {self.files_total}" if short else (
             f"Reading files: {self.files_done} of {self.files_total}"
         )
-        detail = self.detail.replace("text recognition", "OCR").replace(" of ", "/").replace(" pages", "") if short else self.detail
+        detail = self.detail
+        if short:  # "OCR 2/4"
+            detail = detail.replace("text recognition", "OCR").replace(" of ", "/").removesuffix(" pages").removesuffix(" page")
         return " · ".join(part for part in (reading, detail, removing, f"{self.percent} %") if part)
 
     def description(self) -> str:

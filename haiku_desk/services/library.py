@@ -202,10 +202,6 @@ class LibraryService(QObject):
     def pending_work(self) -> PendingWork:
         return self.queue.pending_work()
 
-    def files_to_go(self) -> int:
-        """Files the overall bar still waits for (to parse, embed or delete)."""
-        return self.queue.files_to_go()
-
     async def shutdown(self, timeout: float = SHUTDOWN_TIMEOUT_S, *, stop_parse_worker: bool = True) -> bool:
         """Stop for quitting (or for opening another library): watching stops, the running job
         is cancelled and the parse worker killed; jobs not done stay in the queue file for the

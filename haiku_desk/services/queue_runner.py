@@ -402,7 +402,8 @@ class QueueRunner(QObject):
             work.parse_total = pages
             work.parse_done = progress.done * PAGE_COST
         recognising = progress.stage is Stage.RECOGNISING and progress.total and progress.done < progress.total
-        self._detail = f"text recognition {progress.done} of {progress.total} pages" if recognising else ""
+        pages = "pages" if progress.total != 1 else "page"
+        self._detail = f"text recognition {progress.done} of {progress.total} {pages}" if recognising else ""
         self.emit_overall()
 
     def _parsed(self, key: str, document: Document | None) -> None:
@@ -418,16 +419,6 @@ class QueueRunner(QObject):
             work.stop()
         else:
             work.embed_total = max(work.embed_done, document.chunk_count * CHUNK_COST)
-
-    def files_to_go(self) -> int:
-        """Files of this busy period with work still to come: their parse, their embedding (a
-        file parsed is not done until its vectors are) or their delete."""
-        keys = {
-            key.removeprefix("delete:")
-            for key, work in self._work_items.items()
-            if not work.stopped and work.done < work.total
-        }
-        return len(keys)
 
     def emit_overall(self) -> None:
         self.overall_progress.emit(self.overall_status())

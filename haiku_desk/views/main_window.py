@@ -47,6 +47,10 @@ if TYPE_CHECKING:
     from haiku_desk.views.evidence_table import EvidenceTablePane
 
 SETTINGS_GROUP = "main_window"
+# The default pane layout's version, saved with the panes' widths. Panes saved by an earlier
+# version keep their widths, except a library narrower than this version's default gives it
+# (2: the library widened for readable titles; a returning user kept 315 px and cut titles).
+LAYOUT_VERSION = 2
 DEFAULT_SIZE = (1440, 900)
 SMALLEST_SIZE = (1024, 640)  # the window must work (nothing clipped) at this size
 # Room for the window manager's title bar and borders, which availableGeometry() leaves in.
@@ -163,6 +167,7 @@ class MainWindow(QMainWindow):
         services.chat.answer_ready.connect(self._prefetch_sources)
         self._warmed = False
         self._panes_restored = False  # True when QSettings held the user's pane widths
+        self._older_layout = False  # those widths were saved by an earlier default layout
         # the first start's layout follows the window (maximised after the first show) until
         # the user drags a splitter
         self._default_panes = True
@@ -569,6 +574,8 @@ class MainWindow(QMainWindow):
             self._pin_pane_minimums()  # now that the labels hold their first texts
             if not self._panes_restored:
                 self.apply_default_layout()
+            elif self._older_layout:
+                self._widen_older_library()
             if self._chat_splitter_state is not None:
                 # Restored before the chat pane had its real width, the conversation list
                 # may have been squeezed on the way: the user's width again, now.
@@ -664,6 +671,16 @@ class MainWindow(QMainWindow):
                 return
         self.splitter.setSizes([library, chat, rest - library])
 
+    def _widen_older_library(self) -> None:
+        """Panes saved by an earlier default layout: a library narrower than today's default
+        gives it takes the default layout (wider titles); otherwise the saved widths stay."""
+        if any(pane.isHidden() for pane in (self.library_pane, self.citation_panel)):
+            return
+        saved = self.splitter.sizes()
+        self.apply_default_layout()
+        if self.splitter.sizes()[0] <= saved[0]:
+            self.splitter.setSizes(saved)
+
     def _update_status(self, *_: object) -> None:
         entries = self.services.library.entries
         searchable = sum(1 for e in entries if e.searchable)
@@ -729,6 +746,8 @@ class MainWindow(QMainWindow):
         splitter = settings.value("splitter")
         if isinstance(splitter, QByteArray) and not splitter.isEmpty():
             self._panes_restored = self.splitter.restoreState(splitter)
+            version = settings.value("layout_version", 0, type=int)
+            self._older_layout = not isinstance(version, int) or version < LAYOUT_VERSION
         chat_splitter = settings.value("chat_splitter")
         if isinstance(chat_splitter, QByteArray) and not chat_splitter.isEmpty():
             self.chat_pane.splitter.restoreState(chat_splitter)
@@ -748,6 +767,7 @@ class MainWindow(QMainWindow):
         settings.setValue("geometry", self.saveGeometry())
         settings.setValue("state", self.saveState())
         settings.setValue("splitter", self.splitter.saveState())
+        settings.setValue("layout_version", LAYOUT_VERSION)
         settings.setValue("chat_splitter", self.chat_pane.splitter.saveState())
         on_evidence = self.evidence_pane is not None and self.centre.currentWidget() is self.evidence_pane
         settings.setValue("centre_tab", "evidence" if on_evidence else "chat")

@@ -81,3 +81,36 @@ def test_a_narrow_state_column_drops_figures_and_second_badges_instead_of_clippi
     assert fitted(embedding, narrow, metrics) == ["embedding"]  # the line under it shows how far
     assert fitted(text_ocr, narrow, metrics) == ["text only"]  # OCR left out, never "O…"
     assert fitted(text_ocr, badges_width(["text only", "OCR"], metrics), metrics) == ["text only", "OCR"]
+
+
+def _window(qtbot, services, size=DEFAULT_SIZE):
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.resize(*size)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
+def test_panes_saved_by_the_earlier_layout_give_the_library_its_readable_width(qtbot, services):
+    """A returning user's panes were saved by the layout before titles got their width (the
+    library 315 px at 1440x900): the library takes today's default width once; panes saved
+    since (the user's own drag) are kept as they are."""
+    from PySide6.QtCore import QSettings
+
+    first = _window(qtbot, services)
+    total = sum(first.splitter.sizes())
+    first.splitter.setSizes([315, total - 315 - 360, 360])  # as the earlier version left them
+    first.close()
+    QSettings().remove("main_window/layout_version")  # the earlier version saved none
+    QSettings().sync()
+
+    second = _window(qtbot, services)
+    pane = second.library_pane
+    assert second.splitter.sizes()[0] >= pane.readable_width() - 2, second.splitter.sizes()
+    total = sum(second.splitter.sizes())
+    second.splitter.setSizes([330, total - 330 - 400, 400])  # now the user narrows it: kept
+    second.close()
+
+    third = _window(qtbot, services)
+    assert abs(third.splitter.sizes()[0] - 330) <= 4, third.splitter.sizes()
