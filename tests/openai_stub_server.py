@@ -29,6 +29,9 @@ class StubOpenAI:
     def __init__(self, model: str = "stub-model") -> None:
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        # a streamed answer ends after this many chunks, without its last chunk or [DONE]:
+        # what a client sees when the server dies mid-answer
+        self.cut_after_chunks: int | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -113,10 +116,13 @@ class StubOpenAI:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for chunk in _stream_chunks(stub.model, message):
+                chunks = _stream_chunks(stub.model, message)
+                cut = stub.cut_after_chunks if "content" in message else None
+                for chunk in chunks[:cut]:
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     self.wfile.flush()
-                self.wfile.write(b"data: [DONE]\n\n")
+                if cut is None:
+                    self.wfile.write(b"data: [DONE]\n\n")
 
         return Handler
 

@@ -424,6 +424,29 @@ def test_the_command_answers_through_an_openai_compatible_server_with_tools(libr
     assert all(offered_tools(body) == {"rag_search", "rag_cite"} for body in stub.requests)
 
 
+async def test_an_answer_whose_stream_is_cut_off_is_a_failure_not_a_supported_answer(client, monkeypatch):
+    """The server dies mid-answer: the stream ends after a few words, without the model's
+    finish reason or [DONE]. A tester saw that half sentence badged "Supported" in the app,
+    which streams its requests as this does."""
+    import pydantic_ai.models
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from haiku.rag.errors import ChatModelUnreachable
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # to the loopback stub only
+    with StubOpenAI() as stub:
+        model = OpenAIChatModel("stub-model", provider=OpenAIProvider(base_url=stub.base_url, api_key="x"))
+        events = []
+        whole = [e async for e in answering.answer_stream(client, QUESTION, model=model, supports_tools=True)]
+        assert isinstance(whole[-1], Answered) and whole[-1].support is not None  # the stub answers whole
+        stub.cut_after_chunks = 3  # "According to the " and no more
+        with pytest.raises(ChatModelUnreachable, match="stopped in the middle of its answer"):
+            async for event in answering.answer_stream(client, QUESTION, model=model, supports_tools=True):
+                events.append(event)
+    assert not any(isinstance(e, Answered) for e in events)
+
+
 def test_the_fallback_flag_answers_without_tools(library, tmp_path):
     with StubOpenAI() as stub:
         result = run_ask(library, model_config(tmp_path, stub.base_url), "--fallback")

@@ -45,7 +45,7 @@ from haiku.rag.answering.options import AnswerOptions, ModeUsed
 from haiku.rag.answering.support import check_answer as check_support
 from haiku.rag.answering.support import citation_name, covered_text
 from haiku.rag.citations import renumber_markers
-from haiku.rag.errors import ChatModelError, OperationCancelled
+from haiku.rag.errors import ChatModelError, ChatModelUnreachable, OperationCancelled
 
 if TYPE_CHECKING:
     from pydantic_ai import CancellationToken
@@ -281,6 +281,7 @@ async def _tools(
         for step in meter.take_steps():
             yield step
     assert result is not None
+    _raise_if_cut_off(result.response, built.agent.model)  # type: ignore[arg-type]
     work.messages = result.all_messages()
     states = evidence_states(work.state, kinds)
     cited = cited_in_order(states, order)
@@ -349,6 +350,24 @@ async def _agent_events(
         yield AgentRunResultEvent(result)
 
     yield whole()
+
+
+def _raise_if_cut_off(response: Any, model: Any) -> None:
+    """A streamed answer from an OpenAI-compatible server (OpenAI, Ollama, LM Studio,
+    llama.cpp, the built-in model file) that ended without the server's finish reason was cut
+    off: the server died or the connection broke mid-answer. That is a failure to say, never
+    an answer to badge (a tester's half sentence was shown "Supported"). Pydantic AI fills in
+    "stop" for a stream without one; the raw reason, when the server sent it, is in
+    ``provider_details``."""
+    from pydantic_ai.models.openai import OpenAIChatModel
+
+    if not isinstance(model, OpenAIChatModel) or "finish_reason" in (response.provider_details or {}):
+        return
+    where = f" at {model.base_url}" if model.base_url else ""
+    raise ChatModelUnreachable(
+        f"the chat model {model.model_name}{where} stopped in the middle of its answer (the "
+        "connection ended before the answer was finished); is the server still running?"
+    )
 
 
 def _tool_kinds(evidence: Sequence[EvidenceCapability[Any]]) -> dict[str, StepKind]:
