@@ -184,6 +184,25 @@ class ChatModelUnreachable(ChatModelError):
     the library's passages can still be shown without it."""
 
 
+class ChatContextTooSmall(ChatModelError):
+    """The request (question, passages, history) is larger than the model's context window:
+    the server refused it. ``context_tokens`` / ``request_tokens`` when the server said them.
+    The passages can still be shown; a model with a larger context can answer."""
+
+    def __init__(self, context_tokens: int | None = None, request_tokens: int | None = None) -> None:
+        self.context_tokens = context_tokens
+        self.request_tokens = request_tokens
+        context = f" ({context_tokens:,} tokens)" if context_tokens else ""
+        request = f" ({request_tokens:,} tokens)" if request_tokens else ""
+        super().__init__(
+            f"This model's context{context} is too small for the question and its passages{request}. "
+            "Choose a model with a larger context, or show the passages."
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:  # pickles (the model runtime's child) keep the sizes
+        return (type(self), (self.context_tokens, self.request_tokens))
+
+
 # --- classifying any exception -----------------------------------------------------------
 
 _ERRNO_CATEGORIES = {13: IngestCategory.PERMISSION_DENIED, 1: IngestCategory.PERMISSION_DENIED,

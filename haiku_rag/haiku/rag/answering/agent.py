@@ -4,18 +4,24 @@ all answer through it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai import Agent
-from pydantic_ai.exceptions import AgentRunError, ModelAPIError, ModelConnectionError
+from pydantic_ai.exceptions import (
+    AgentRunError,
+    ModelAPIError,
+    ModelConnectionError,
+    ModelHTTPError,
+)
 from pydantic_ai.models import Model
 
 from haiku.rag.answering.conversation import Conversation
 from haiku.rag.answering.meter import WireMeter
 from haiku.rag.answering.options import AnswerOptions, ModeUsed
 from haiku.rag.config import AppConfig, ModelConfig
-from haiku.rag.errors import ChatModelError, ChatModelUnreachable
+from haiku.rag.errors import ChatContextTooSmall, ChatModelError, ChatModelUnreachable
 from haiku.rag.models import model_settings as settings_of
 
 if TYPE_CHECKING:
@@ -116,6 +122,10 @@ def chat_model_error(exc: AgentRunError, model: Model, mode_used: ModeUsed) -> C
         return ChatModelUnreachable(
             f"cannot reach the chat model {name}{where} ({detail}); is the server running?"
         )
+    if isinstance(exc, ModelHTTPError) and exc.status_code in (400, 413, 422, 500):
+        overflow = context_overflow(exc.body)
+        if overflow is not None:
+            return overflow
     # Small local models often reject tool definitions or keep calling tools wrongly.
     hint = (
         "; a model that cannot call tools reliably can answer without them "
@@ -126,3 +136,36 @@ def chat_model_error(exc: AgentRunError, model: Model, mode_used: ModeUsed) -> C
     if isinstance(exc, ModelAPIError):
         return ChatModelError(f"the chat model {name} failed: {detail}{hint}")
     return ChatModelError(f"the chat model {name} gave no usable answer: {detail}{hint}")
+
+
+# How servers say a request is larger than the model's context window: llama.cpp (the built-in
+# model-file provider, llama-server), OpenAI and vLLM, LM Studio, Ollama.
+_OVERFLOW = re.compile(
+    r"exceeds? the available context size|exceed_context_size|context_length_exceeded"
+    r"|maximum context length|context length exceeded|exceeds the context length"
+    r"|context (?:window|length) (?:is )?(?:exceeded|too small)|when context the overflows"
+    r"|greater than the context length|prompt is too long",
+    re.I,
+)
+_SIZES = (  # (pattern, which group is the context, which the request)
+    (re.compile(r"request \((\d+) tokens\) exceeds the available context size \((\d+) tokens\)", re.I), 2, 1),
+    (re.compile(r"maximum context length is (\d+) tokens.*?(?:resulted in|requested) (\d+) tokens", re.I | re.S), 1, 2),
+    (re.compile(r"keep the first (\d+) tokens.*?context length of (\d+)", re.I | re.S), 2, 1),
+)
+
+
+def context_overflow(body: object) -> ChatContextTooSmall | None:
+    """The typed error when an HTTP error's ``body`` says the request did not fit the model's
+    context, with both sizes when the server gave them; ``None`` for any other refusal."""
+    error = body.get("error", body) if isinstance(body, dict) else body
+    text = error if isinstance(error, str) else str(error.get("message", "")) if isinstance(error, dict) else str(body)
+    kind = " ".join(str(error.get(k, "")) for k in ("type", "code")) if isinstance(error, dict) else ""
+    if not _OVERFLOW.search(f"{text} {kind}"):
+        return None
+    if isinstance(error, dict) and isinstance(error.get("n_ctx"), int) and isinstance(error.get("n_prompt_tokens"), int):
+        return ChatContextTooSmall(error["n_ctx"], error["n_prompt_tokens"])
+    for pattern, context, request in _SIZES:
+        match = pattern.search(text)
+        if match:
+            return ChatContextTooSmall(int(match.group(context)), int(match.group(request)))
+    return ChatContextTooSmall()
