@@ -119,6 +119,11 @@ SUPPORT_BADGES: dict[str, tuple[str, str]] = {
         "The answer cites passages, but what it states is not in them: check it against the "
         "sources before you rely on it.",
     ),
+    "cited-unchecked": (
+        "#5f6368",
+        "The answer cites passages but states no figure, date, name or quotation that could be "
+        "checked against them: read it beside its sources.",
+    ),
     "ungrounded": (
         "#b26a00",
         "The answer declared that nothing in your library supports it.",

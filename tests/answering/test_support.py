@@ -385,3 +385,15 @@ def test_citing_text_splits_sentences_as_the_support_check_does():
     answer = "Revenue rose to $5 million in 2023. [1] The board of Apple Inc. approved it [2]."
     assert citing_text(answer, 1) == "Revenue rose to $5 million in 2023. [1]"
     assert citing_text(answer, 2) == "The board of Apple Inc. approved it [2]."
+
+
+def test_an_answer_that_states_nothing_checkable_is_supported_only_when_it_restates_its_source():
+    """A tester saw "According to the library: ." badged Supported: with no figure, date, name
+    or quotation to look for, nothing had been found, so nothing could be held."""
+    passage = "A kerosene shortage delayed the night convoys on the mountain pass."
+    empty = check_answer("According to the library: .", {1: passage})
+    assert empty.verdict == "cited-unchecked" and empty.label == "Cited, nothing to check"
+    elsewhere = check_answer("Otters sleep holding hands so they do not drift apart.", {1: passage})
+    assert elsewhere.verdict == "cited-unchecked"
+    restated = check_answer("A kerosene shortage delayed the night convoys.", {1: passage})
+    assert restated.verdict == "supported"

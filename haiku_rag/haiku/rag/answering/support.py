@@ -41,13 +41,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from haiku.rag.citations import MARKER, Citation, marker_numbers, split_sentences
 
-Verdict = Literal["supported", "partly-supported", "cited-unsupported", "ungrounded", "missing"]
+Verdict = Literal[
+    "supported", "partly-supported", "cited-unsupported", "cited-unchecked", "ungrounded", "missing"
+]
 SentenceStatus = Literal["supported", "unsupported", "uncited", "unchecked"]
 
+# An answer without a figure, date, name or quotation to check is supported only when this
+# share of its words (stop and meta words aside) is in the text it cites.
+RESTATED_SHARE = 0.5
 VERDICT_LABELS: dict[str, str] = {
     "supported": "Supported",
     "partly-supported": "Partly supported",
     "cited-unsupported": "Cited but unsupported",
+    "cited-unchecked": "Cited, nothing to check",
     "ungrounded": "Ungrounded",
     "missing": "No citations",
 }
@@ -475,19 +481,27 @@ def check_answer(
                 missing=missing, status=status,
             )
         )  # fmt: skip
+    words = _content_stems(MARKER.sub(" ", text))
+    found = {_stem(w) for t in texts.values() for w in _WORD.findall(t.folded)}
+    restated = bool(words) and len(words & found) >= RESTATED_SHARE * len(words)
     return SupportCheck(
-        verdict=_verdict(checks, bool(cited), grounding),
+        verdict=_verdict(checks, bool(cited), grounding, restated),
         sentences=checks,
         recovered=list(recovered),
     )
 
 
-def _verdict(checks: Sequence[SentenceCheck], cites: bool, grounding: str) -> Verdict:
+def _verdict(
+    checks: Sequence[SentenceCheck], cites: bool, grounding: str, restated: bool = True
+) -> Verdict:
     if not cites:
         return "ungrounded" if grounding == "ungrounded" else "missing"
     statuses = [c.status for c in checks]
     if "unsupported" not in statuses and "uncited" not in statuses:
-        return "supported"
+        # "Supported" says the cited text holds what the answer states. With no figure, date,
+        # name or quotation to look for, the answer's own words must be in what it cites
+        # (most of them): "According to the library: ." (a tester's) states nothing at all
+        return "supported" if "supported" in statuses or restated else "cited-unchecked"
     cited_statuses = [s for s in statuses if s in ("supported", "unsupported")]
     if cited_statuses and "supported" not in cited_statuses:
         return "cited-unsupported"
