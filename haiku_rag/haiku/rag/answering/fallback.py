@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from haiku.rag.bounds import bounded_source
 from haiku.rag.capabilities.formatting import RESULT_SEPARATOR, quoted, source_line
@@ -35,6 +35,9 @@ from haiku.rag.capabilities.ledger import EvidenceRef
 from haiku.rag.capabilities.rag import RAGCapability, RAGState
 from haiku.rag.citations import MARKER, marker_numbers, pages_label
 from haiku.rag.store.models import SearchResult
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
 
 REFUSAL = "I cannot find enough information in the knowledge base to answer this question."
 
@@ -114,6 +117,48 @@ def profile_for(
     per_passage = max(400, min(SMALL.passage_chars or 1_500, room // 3))
     count = max(1, min(SMALL.passages or 3, room // per_passage))
     return Profile("small", passages=count, passage_chars=per_passage, max_answer_tokens=200)
+
+
+# what a request holds besides the history and the passages prompt: the preamble and the
+# instructions (~350 tokens), chat-template tokens, and a margin for tokenizers that count more
+REQUEST_OVERHEAD_TOKENS = 600
+
+
+def history_within(
+    messages: Sequence[ModelMessage], context_tokens: int, prompt: str, profile: Profile
+) -> list[ModelMessage]:
+    """The latest whole turns of ``messages`` that fit in ``context_tokens`` beside ``prompt``,
+    the instructions and the answer's room (estimated at ``CHARS_PER_TOKEN``): the oldest
+    turns go first, and a turn is never split (a tool call is never sent without its return).
+    Only what is sent is cut; the conversation keeps every turn."""
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    answer = profile.max_answer_tokens or 0
+    room = (context_tokens - answer - REQUEST_OVERHEAD_TOKENS) * CHARS_PER_TOKEN - len(prompt)
+    starts = [
+        i for i, m in enumerate(messages)
+        if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
+    ]  # fmt: skip
+    for start in starts:
+        kept = list(messages[start:])
+        if _chars(kept) <= room:
+            return kept
+    return []
+
+
+def _chars(messages: Sequence[ModelMessage]) -> int:
+    total = 0
+    for message in messages:
+        for part in message.parts:
+            content = getattr(part, "content", None)
+            if isinstance(content, str):
+                total += len(content)
+            elif content is not None:
+                total += len(json.dumps(content, default=str))
+            args = getattr(part, "args", None)
+            if args is not None:
+                total += len(args if isinstance(args, str) else json.dumps(args, default=str))
+    return total
 
 
 def fallback_instructions(domain_preamble: str, profile: Profile = STANDARD) -> str:

@@ -464,6 +464,7 @@ async def _fallback(
         REFUSAL_START,
         cite_markers,
         fallback_instructions,
+        history_within,
         passage_heading,
         passages_prompt,
         profile_for,
@@ -481,7 +482,12 @@ async def _fallback(
     configured = model_config_for(options, client.config)
     if supports_tools is None:
         supports_tools = configured.supports_tools
-    profile = profile_for(supports_tools, configured.context_tokens, options.profile)
+    context = configured.context_tokens
+    if context is None:  # a model file: the context its runtime loads it with
+        from haiku.rag.local_models.provider import loaded_context
+
+        context = loaded_context(model)
+    profile = profile_for(supports_tools, context, options.profile)
     _seed_scope(work, [RAGCapability], options.document_ids)
     state = RAGState.model_validate(work.state[RAGCapability.namespace])
     question_id = len(work.messages)
@@ -504,16 +510,18 @@ async def _fallback(
         model_settings=settings or None,  # type: ignore[arg-type]
     )
     try:
+        prompt = passages_prompt(question, passages, names)
         result = await agent.run(
-            passages_prompt(question, passages, names),
-            message_history=work.messages,
+            prompt,
+            # a known context: the earlier turns that still fit beside this one's request
+            message_history=history_within(work.messages, context, prompt, profile) if context else work.messages,
             cancellation_token=cancel,
         )
     except RunCancelled as exc:
         raise AnswerStopped("") from exc
     except AgentRunError as exc:
         raise chat_model_error(exc, model, "fallback") from exc
-    work.messages = result.all_messages()
+    work.messages = [*work.messages, *result.new_messages()]  # the whole history, even if cut
     output = result.output
     cited = cite_markers(state, output, passages, epoch=len(work.messages))
     recovered: list[int] = []

@@ -26,6 +26,7 @@ import asyncio
 import json
 import logging
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +209,21 @@ def chat_model(model: ModelConfig, *, runtime: ModelRuntime | None = None) -> An
         http_client=http_client(runtime),
         max_retries=0,
     )
-    return OpenAIChatModel(runtime.settings.path.name, provider=OpenAIProvider(openai_client=client))
+    chat = OpenAIChatModel(runtime.settings.path.name, provider=OpenAIProvider(openai_client=client))
+    _contexts[id(chat)] = runtime.settings.context
+    weakref.finalize(chat, _contexts.pop, id(chat), None)
+    return chat
+
+
+# the context each model-file chat model's runtime loads its model with, by the model's id
+# (Pydantic AI models are not hashable); dropped when the model is collected
+_contexts: dict[int, int] = {}
+
+
+def loaded_context(model: object) -> int | None:
+    """The context (tokens) the built-in runtime loads ``model`` with, for a chat model this
+    provider made; None for any other model. The no-tools answer path sizes its request to it."""
+    return _contexts.get(id(model))
 
 
 def http_client(runtime: ModelRuntime) -> Any:
