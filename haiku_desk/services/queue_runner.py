@@ -402,8 +402,8 @@ class QueueRunner(QObject):
             work.parse_total = pages
             work.parse_done = progress.done * PAGE_COST
         recognising = progress.stage is Stage.RECOGNISING and progress.total and progress.done < progress.total
-        pages = "pages" if progress.total != 1 else "page"
-        self._detail = f"text recognition {progress.done} of {progress.total} {pages}" if recognising else ""
+        noun = "pages" if progress.total != 1 else "page"
+        self._detail = f"text recognition {progress.done} of {progress.total} {noun}" if recognising else ""
         self.emit_overall()
 
     def _parsed(self, key: str, document: Document | None) -> None:

@@ -281,7 +281,7 @@ async def _tools(
         for step in meter.take_steps():
             yield step
     assert result is not None
-    _raise_if_cut_off(result.response, built.agent.model)  # type: ignore[arg-type]
+    _raise_if_cut_off(result.response, built.agent.model)
     work.messages = result.all_messages()
     states = evidence_states(work.state, kinds)
     cited = cited_in_order(states, order)
