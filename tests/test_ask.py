@@ -432,7 +432,7 @@ async def test_an_answer_whose_stream_is_cut_off_is_a_failure_not_a_supported_an
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    from haiku.rag.errors import ChatModelUnreachable
+    from haiku.rag.errors import ChatAnswerCutOff
 
     monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)  # to the loopback stub only
     with StubOpenAI() as stub:
@@ -441,7 +441,7 @@ async def test_an_answer_whose_stream_is_cut_off_is_a_failure_not_a_supported_an
         whole = [e async for e in answering.answer_stream(client, QUESTION, model=model, supports_tools=True)]
         assert isinstance(whole[-1], Answered) and whole[-1].support is not None  # the stub answers whole
         stub.cut_after_chunks = 3  # "According to the " and no more
-        with pytest.raises(ChatModelUnreachable, match="stopped in the middle of its answer"):
+        with pytest.raises(ChatAnswerCutOff, match="stopped in the middle of its answer"):
             async for event in answering.answer_stream(client, QUESTION, model=model, supports_tools=True):
                 events.append(event)
     assert not any(isinstance(e, Answered) for e in events)

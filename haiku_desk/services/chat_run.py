@@ -95,9 +95,16 @@ class FailedAnswer:
 
 def describe_failure(exc: BaseException) -> FailedAnswer:
     """``exc`` (a question's failure) as the transcript says it."""
-    from haiku.rag.errors import ChatModelError, ChatModelUnreachable
+    from haiku.rag.errors import ChatAnswerCutOff, ChatModelError, ChatModelUnreachable
 
     detail = _one_line(exc)
+    if isinstance(exc, ChatAnswerCutOff):  # it was reached: it stopped mid-answer
+        return FailedAnswer(
+            "The model stopped in the middle of its answer — show the matching passages instead?",
+            detail,
+            True,
+            MODEL_UNREACHABLE_KEY,
+        )
     if isinstance(exc, ChatModelUnreachable):
         return FailedAnswer(
             "The model isn't reachable — show the matching passages instead?",

@@ -32,3 +32,12 @@ def test_the_turn_and_banner_word_a_too_small_context() -> None:
 def test_other_refusals_are_not_taken_for_a_small_context() -> None:
     assert context_overflow({"error": {"message": "invalid API key", "type": "authentication_error"}}) is None
     assert context_overflow({"error": {"message": "tools param requires --jinja flag"}}) is None
+
+
+def test_an_answer_cut_off_mid_way_is_said_as_such_not_as_an_unreachable_model() -> None:
+    """The server was reached and stopped mid-answer (a re-test read "isn't reachable")."""
+    from haiku.rag.errors import ChatAnswerCutOff
+
+    failure = describe_failure(ChatAnswerCutOff("the chat model m stopped in the middle of its answer"))
+    assert failure.message.startswith("The model stopped in the middle of its answer")
+    assert failure.offer_passages

@@ -184,6 +184,11 @@ class ChatModelUnreachable(ChatModelError):
     the library's passages can still be shown without it."""
 
 
+class ChatAnswerCutOff(ChatModelUnreachable):
+    """The model's streamed answer ended before it was finished (its server died or the
+    connection broke mid-answer): the part received is no answer to badge or keep."""
+
+
 class ChatContextTooSmall(ChatModelError):
     """The request (question, passages, history) is larger than the model's context window:
     the server refused it. ``context_tokens`` / ``request_tokens`` when the server said them.

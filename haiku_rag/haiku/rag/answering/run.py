@@ -45,7 +45,7 @@ from haiku.rag.answering.options import AnswerOptions, ModeUsed
 from haiku.rag.answering.support import check_answer as check_support
 from haiku.rag.answering.support import citation_name, covered_text
 from haiku.rag.citations import renumber_markers
-from haiku.rag.errors import ChatModelError, ChatModelUnreachable, OperationCancelled
+from haiku.rag.errors import ChatAnswerCutOff, ChatModelError, OperationCancelled
 
 if TYPE_CHECKING:
     from pydantic_ai import CancellationToken
@@ -364,7 +364,7 @@ def _raise_if_cut_off(response: Any, model: Any) -> None:
     if not isinstance(model, OpenAIChatModel) or "finish_reason" in (response.provider_details or {}):
         return
     where = f" at {model.base_url}" if model.base_url else ""
-    raise ChatModelUnreachable(
+    raise ChatAnswerCutOff(
         f"the chat model {model.model_name}{where} stopped in the middle of its answer (the "
         "connection ended before the answer was finished); is the server still running?"
     )
