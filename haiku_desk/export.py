@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -48,6 +49,18 @@ _IMAGE = re.compile(r"!(?=\[)")
 # an ATX heading (``## Sources``), or a setext underline (``---``/``===``) turning the line
 # above into one
 _HEADING = re.compile(r"^(\s{0,3})(#|[=-](?=[=\- ]*$))", re.MULTILINE)
+# an in-app link (``[Settings → Models…](haiku:models)``): means nothing outside the app, so
+# an export keeps its words only
+_APP_LINK = re.compile(r"\[([^\]]*)\]\(\s*<?haiku:[^)]*\)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Unanswered:
+    """A question asked in the chat that could not be answered (never saved as a turn): an
+    export still lists it, with why."""
+
+    question: str
+    reason: str
 
 
 def inline(text: str) -> str:
@@ -61,6 +74,7 @@ def inert_answer(text: str) -> str:
     """A model's answer keeps its Markdown (paragraphs, lists, tables, emphasis, links), but
     cannot embed an image (``![…](https://beacon…)`` is shown as a link), raw HTML, or a
     heading that would pass for one the export wrote."""
+    text = _APP_LINK.sub(lambda m: m.group(1), text)
     text = _IMAGE.sub("\\\\!", text)
     text = text.replace("<", "&lt;")  # no tag, comment or autolink can open
     return _HEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
@@ -83,19 +97,23 @@ async def export_conversation(
     client: HaikuRAG,
     folder: str | os.PathLike[str],
     name: str | None = None,
+    *,
+    turns: Sequence[Turn | Unanswered] | None = None,
 ) -> Path:
-    """Write every answered question of ``record`` to ``<folder>/<name>.md``."""
+    """Write every question of ``record`` to ``<folder>/<name>.md``: its turns, or ``turns``
+    (the transcript as shown: its turns with the questions that could not be answered)."""
     return await _export(
-        record.turns, record.title, client, Path(folder), name or slug(record.title)
+        record.turns if turns is None else turns, record.title, client, Path(folder), name or slug(record.title)
     )
 
 
 async def _export(
-    turns: Sequence[Turn], title: str, client: HaikuRAG, folder: Path, name: str
+    items: Sequence[Turn | Unanswered], title: str, client: HaikuRAG, folder: Path, name: str
 ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     pages_dir = folder / f"{name}-pages"
     rendered: dict[tuple[str, int], list[str]] = {}  # (chunk id, index) -> image paths
+    turns = [t for t in items if isinstance(t, Turn)]
     for turn in turns:
         for citation in turn.citations:
             key = (citation.chunk_id, citation.index)
@@ -104,8 +122,11 @@ async def _export(
     cited = [c for turn in turns for c in turn.citations]
     records = await _records(client, cited)
     lines = [f"# {inline(title)}", ""]
-    for turn in turns:
-        lines += turn_markdown(turn, rendered, records)
+    for item in items:
+        if isinstance(item, Unanswered):
+            lines += [f"## {inline(item.question)}", "", f"*Not answered: {inline(item.reason)}*", ""]
+        else:
+            lines += turn_markdown(item, rendered, records)
     if cited:
         lines += await _references(client, cited, records, folder, name)
     target = folder / f"{name}.md"

@@ -438,6 +438,8 @@ class ModelsService(QObject):
 
     # where "Find models" looks for model files (None: Ollama, LM Studio, GPT4All, HF cache)
     model_file_roots: Any = None
+    # the model files the last "Find model files" listed (Settings shows them when it opens)
+    last_model_files: ConnectionReport | None = None
 
     def model_file_search_roots(self) -> Any:
         """``model_file_roots`` (default: this computer's usual places) and the folder the

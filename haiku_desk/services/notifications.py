@@ -28,6 +28,7 @@ class Notice:
     message: str
     detail: str = ""
     key: str | None = None  # what the notice is about (a library entry's key), if one thing
+    lasting: bool = False  # an info notice that stays until closed (e.g. where an export went)
 
 
 class Notifications(QObject):
@@ -50,10 +51,11 @@ class Notifications(QObject):
         *,
         key: str | None = None,
         exc: BaseException | None = None,
+        lasting: bool = False,
     ) -> Notice:
         from haiku.rag.logs import redact  # no credential reaches the window (issue 32)
 
-        notice = Notice(level, redact(message), redact(detail), key)
+        notice = Notice(level, redact(message), redact(detail), key, lasting)
         self.history.append(notice)
         log_level = {Level.ERROR: logging.ERROR, Level.WARNING: logging.WARNING}.get(level, logging.INFO)
         log.log(log_level, "%s", notice.message, exc_info=exc)
@@ -65,8 +67,9 @@ class Notifications(QObject):
     def error(self, message: str, detail: str = "", *, key: str | None = None) -> Notice:
         return self.post(Level.ERROR, message, detail, key=key)
 
-    def info(self, message: str, detail: str = "", *, key: str | None = None) -> Notice:
-        return self.post(Level.INFO, message, detail, key=key)
+    def info(self, message: str, detail: str = "", *, key: str | None = None, lasting: bool = False) -> Notice:
+        """An info notice: gone after a few seconds, unless ``lasting`` (then until closed)."""
+        return self.post(Level.INFO, message, detail, key=key, lasting=lasting)
 
     def report_failure(self, title: str, exc: BaseException, *, key: str | None = None) -> Notice:
         """An operation's failure, worded for a person: ``title`` says what was being done.

@@ -721,6 +721,7 @@ class TurnWidget(QFrame):
         super().__init__(parent)
         self.turn = turn
         self.failed = False  # the question could not be answered (not saved: the pane's only)
+        self.failure_reason = ""  # why, as an export says it ("Not answered: <why>")
         self.bibliography = bibliography  # author–year names and the bibliography of the sources
         if bibliography is not None:
             bibliography.records_changed.connect(self._records_changed)
@@ -912,6 +913,9 @@ class TurnWidget(QFrame):
         """The question could not be answered: say why in the turn and offer what can be
         done now (the matching passages, when the model was the problem; asking again)."""
         self.failed = True
+        head = failure.message.split(" — ", 1)[0].removeprefix("Not answered: ")
+        extra = failure.detail if failure.detail and failure.detail not in head else ""
+        self.failure_reason = f"{head} ({extra})" if extra else head
         self._render_timer.stop()
         self.pending.hide()
         self.status.hide()
@@ -1709,22 +1713,30 @@ class ChatPane(QWidget):
         """Export the conversation, or one answer (``turn``, else the last), into ``folder``,
         off the GUI thread."""
         from haiku_desk.bridge import Operation
-        from haiku_desk.export import export_answer, export_conversation
+        from haiku_desk.export import Unanswered, export_answer, export_conversation
 
         record = self.chat.current
         if record is None or not record.turns:
             return None
         client = self.services.library.client
         answer = turn or record.turns[-1]
+        # the transcript as shown: a question that could not be answered (never saved) is
+        # exported in its place, with why
+        shown: list[Turn | Unanswered] = list(record.turns)
+        saved = 0
+        for widget in self.turn_widgets:
+            if widget.failed:
+                shown.insert(min(saved, len(shown)), Unanswered(widget.turn.question, widget.failure_reason))
+            saved += 1
 
         async def body(token: Any, report: Any) -> Any:
             if whole_conversation and turn is None:
-                return await export_conversation(record, client, folder)
+                return await export_conversation(record, client, folder, turns=shown)
             return await export_answer(answer, client, folder)
 
         operation = Operation("Exporting the chat", body, self)
-        operation.succeeded.connect(
-            lambda path: self.services.notifications.info(f"Exported to {path}")
+        operation.succeeded.connect(  # stays until closed: where the file went can be read
+            lambda path: self.services.notifications.info(f"Exported to {path}", lasting=True)
         )
         operation.failed.connect(
             lambda exc: self.services.notifications.report_failure("Exporting the chat", exc)

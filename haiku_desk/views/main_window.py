@@ -204,6 +204,12 @@ class MainWindow(QMainWindow):
             self.centre.addTab(self.evidence_pane, "Evidence table")
         return self.centre
 
+    def _show_new_chat(self) -> None:
+        """After New chat (Ctrl+N): the Chat tab shown and its input focused, whichever tab was."""
+        if self.centre.currentWidget() is not self.chat_pane:
+            self.centre.setCurrentWidget(self.chat_pane)
+            self.chat_pane.input.setFocus(Qt.FocusReason.ShortcutFocusReason)
+
     def show_evidence_table(self) -> None:
         """View › Evidence table (Ctrl+Shift+E): its tab, the table focused; again: the chat."""
         if self.evidence_pane is None:
@@ -267,6 +273,10 @@ class MainWindow(QMainWindow):
         self.find_action = action("Find in document…", self._find_in_document, "Ctrl+F", "find_in_document")
         self.citation_panel.find_action.setShortcut(QKeySequence())
         self.quit_action = action("Quit", self.close, QKeySequence.StandardKey.Quit, "quit")
+        # Ctrl+N (the chat pane's New chat) from any tab: the action belongs to the window as
+        # well, so a hidden Chat tab does not switch it off; it shows the Chat tab first
+        self.addAction(self.chat_pane.new_chat_action)
+        self.chat_pane.new_chat_action.triggered.connect(self._show_new_chat)
 
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")

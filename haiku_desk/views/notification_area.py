@@ -29,6 +29,7 @@ class NoticeWidget(QFrame):
     def __init__(self, notice: Notice, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.notice = notice
+        self.dismiss_timer: QTimer | None = None  # an info notice's (none for a lasting one)
         self.setObjectName(f"notice-{notice.level.value}")
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self.setAccessibleName(f"{notice.level.value}: {notice.message}")
@@ -80,8 +81,11 @@ class NotificationArea(QWidget):
         widget.close_button.clicked.connect(lambda: self.dismiss(widget))
         self._layout.addWidget(widget)
         widget.show()  # shown now: a notice posted right after it finds it (one per problem)
-        if notice.level is Level.INFO:
-            QTimer.singleShot(INFO_TIMEOUT_MS, widget, lambda: self.dismiss(widget))
+        if notice.level is Level.INFO and not notice.lasting:
+            widget.dismiss_timer = QTimer(widget)
+            widget.dismiss_timer.setSingleShot(True)
+            widget.dismiss_timer.timeout.connect(lambda: self.dismiss(widget))
+            widget.dismiss_timer.start(INFO_TIMEOUT_MS)
         shown = self.visible_notices
         for old in shown[: max(0, len(shown) - MAX_VISIBLE)]:
             self.dismiss(old)

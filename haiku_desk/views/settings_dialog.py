@@ -176,7 +176,7 @@ class ModelSettingsDialog(QDialog):
         self._provider_changed()
         if config.base_url:
             self.base_url.setText(config.base_url)
-        if config.name:
+        if config.name and self.chosen_model_name() != config.name:  # not over a listed file's summary
             self.model_name.setEditText(config.name)
         self.no_tools.setChecked(config.supports_tools is False)
 
@@ -240,6 +240,18 @@ class ModelSettingsDialog(QDialog):
         self.hint.setText(LOCAL_HINT[provider])
         self.status.clear()
         self._show_key_status()
+        if file:  # the model files listed at once: the last ones found, then a fresh look
+            self._list_model_files()
+
+    def _list_model_files(self) -> None:
+        """Fill the model-file list without a click: from the last discovery (if any), then
+        from a new one off the GUI thread (GGUF headers only), the chosen file kept chosen and
+        shown by its summary."""
+        last = self.models.last_model_files
+        if last is not None:
+            self._show_models(last)
+        if not (self.operation is not None and self.operation.running):
+            self.find_models()
 
     def _show_key_status(self) -> None:
         provider = self.provider_key
@@ -271,7 +283,8 @@ class ModelSettingsDialog(QDialog):
             self.operation.cancel()
 
         async def body(token: Any, report: Any) -> Any:
-            return await work
+            # a callable makes its coroutine only when run (one cancelled first is never made)
+            return await (work() if callable(work) else work)
 
         operation = Operation(title, body, self)
         operation.succeeded.connect(done)
@@ -284,10 +297,15 @@ class ModelSettingsDialog(QDialog):
         provider = self.provider_key
         if provider == NO_MODEL:
             return None
-        report = self.models.test_connection(
-            provider, self.base_url.text().strip() or None, None, self.key.text().strip() or None
-        )
-        return self._run("Finding models", report, self._show_models)
+        url, key = self.base_url.text().strip() or None, self.key.text().strip() or None
+        report = lambda: self.models.test_connection(provider, url, None, key)  # noqa: E731
+        return self._run("Finding models", report, lambda found: self._found(provider, found))
+
+    def _found(self, provider: str, report: ConnectionReport) -> None:
+        if provider == "model-file" and report.ok:
+            self.models.last_model_files = report  # the next Settings starts from this list
+        if provider == self.provider_key:  # not another provider's, chosen meanwhile
+            self._show_models(report)
 
     def _show_models(self, report: ConnectionReport) -> None:
         self.last_report = report

@@ -313,3 +313,39 @@ def test_text_the_model_took_back_leaves_the_waiting_line_not_an_empty_box(qtbot
     widget.reset_text()
     qtbot.waitUntil(lambda: not widget.answer.isVisible())
     assert widget.pending.isVisible() and widget.pending.text() == "Thinking…"
+
+
+def test_an_exported_chat_keeps_the_failed_question_has_no_in_app_links_and_says_where(
+    qloop, qtbot, library, app_config, monkeypatch, tmp_path
+):
+    """Export › Export chat…: every asked question is in the file (a failed one as "Not
+    answered: <why>"), a haiku: link becomes its words, and the window says where it went (a
+    notice that stays until closed)."""
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
+    pane, area = make_pane(qtbot, library, app_config)
+    assert "search only" in pane.model_label.text()
+    ask(qloop, pane, QUESTION)  # no model: the best passages, with a haiku:models link
+    assert "haiku:models" in pane.chat.current.turns[0].answer
+    pane.models.choose(
+        ChatModelChoice(provider="openai-compatible", name="stub-model", base_url=f"http://127.0.0.1:{closed_port()}/v1")
+    )
+    ask(qloop, pane, "And the mountain pass?")
+    assert pane.turn_widgets[-1].failed and len(pane.chat.current.turns) == 1
+    for widget in list(area.visible_notices):
+        area.dismiss(widget)
+
+    operation = pane.export_to(str(tmp_path / "export"))
+    assert operation is not None
+    run_until(qloop, lambda: not operation.running)
+    assert operation.error is None
+    text = operation.result.read_text()
+    assert f"## {QUESTION}" in text
+    assert "## And the mountain pass?" in text
+    assert "Not answered: The model isn't reachable" in text
+    assert text.index(QUESTION) < text.index("And the mountain pass?")
+    assert "haiku:" not in text and "Settings → Models…" in text
+    (shown,) = [w for w in area.visible_notices if "Exported to" in w.notice.message]
+    assert str(operation.result) in shown.notice.message
+    assert shown.dismiss_timer is None  # it stays until closed: the path can be read and copied

@@ -463,3 +463,21 @@ def test_a_library_document_opens_for_reading_from_the_keyboard_and_a_citation_t
     run_until(qloop, lambda: len(shown) == 3)
     assert not panel.reading and "[1]" in panel.title.text() and panel.copy_button.isVisible()
     assert panel.page_label.text().endswith("· cited")
+
+
+def test_ctrl_n_on_the_evidence_table_tab_switches_to_the_chat_and_starts_a_new_chat(window, qtbot):
+    """Ctrl+N works from any tab: on the Evidence table it shows the Chat tab and its new chat."""
+    chat = window.services.chat
+    window.activateWindow()
+    window.show_evidence_table()
+    assert window.centre.currentWidget() is window.evidence_pane
+    assert chat.current is None or chat.current.turns == []
+    focused = QApplication.focusWidget() or window
+    qtbot.keyClick(focused, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    assert window.centre.currentWidget() is window.chat_pane
+    assert chat.current is not None and chat.current.turns == []
+    first = chat.current.id
+    window.show_evidence_table()
+    qtbot.keyClick(QApplication.focusWidget() or window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    assert window.centre.currentWidget() is window.chat_pane
+    assert chat.current is not None and chat.current.id == first  # the empty new chat is reused

@@ -58,3 +58,43 @@ def test_a_saved_model_file_choice_opens_without_the_server_rows(qtbot, config, 
     assert dialog.provider_key == "model-file"
     assert not shown(dialog, dialog.base_url) and not shown(dialog, dialog.key)
     assert dialog.model_name.currentText() == str(tmp_path / "m.gguf")
+
+
+def test_a_saved_model_file_is_listed_and_shown_by_its_summary_when_settings_opens(
+    qloop, qtbot, config, tmp_path
+) -> None:
+    """A tester's defect: after a download, Settings opened with an empty model-file list (until
+    Find model files) and the saved file shown as a clipped path. Opening Settings lists the
+    files (found off the GUI thread; the next opening starts from that list) and shows the
+    chosen one as its summary."""
+    from gguf_factory import tiny_llama
+    from qt_helpers import run_until
+
+    from haiku.rag.local_models import Roots
+    from haiku_desk.services.model_choices import ChatModelChoice
+
+    path = tiny_llama(tmp_path / "lms" / "someone" / "Tiny-GGUF" / "tiny.gguf", name="Tiny Chat", context=8192)
+    models = ModelsService(config, Notifications())
+    models.model_file_roots = Roots(lm_studio=(tmp_path / "lms",))
+    models.choose(ChatModelChoice(provider="model-file", name=str(path)))
+
+    dialog = ModelSettingsDialog(models)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    operation = dialog.operation
+    assert operation is not None  # nothing pressed: the files are being found
+    run_until(qloop, lambda: not operation.running)
+    assert dialog.model_name.count() == 1 and dialog.model_name.itemData(0) == str(path)
+    shown_text = dialog.model_name.currentText()
+    assert "tiny.gguf" in shown_text and "context" in shown_text and str(tmp_path) not in shown_text, shown_text
+    assert dialog.chosen_model_name() == str(path)
+    dialog.reject()
+
+    again = ModelSettingsDialog(models)  # the last list at once, before the new one is found
+    qtbot.addWidget(again)
+    again.show()
+    assert again.model_name.count() == 1 and again.chosen_model_name() == str(path)
+    assert str(tmp_path) not in again.model_name.currentText()
+    assert again.operation is not None
+    run_until(qloop, lambda: not again.operation.running)
+    assert again.chosen_model_name() == str(path) and str(tmp_path) not in again.model_name.currentText()
