@@ -34,7 +34,9 @@ def ingest_operation(client: HaikuRAG, job: IngestJob, hook: ProgressHook | None
                 hook(p, token)
                 report(p)
 
-        return await client.ingest_file(job.path, password=job.password, progress=progress, cancel=token, embed=False)
+        return await client.ingest_file(
+            job.path, password=job.password, progress=progress, cancel=token, embed=False, force=job.force
+        )
 
     return Operation(f"Adding {job.path.name}", body)  # no parent: it may outlive close()
 

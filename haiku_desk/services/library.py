@@ -361,7 +361,7 @@ class LibraryService(QObject):
     def _add_files(self, files: list[Path]) -> None:
         for file in files:
             self._include(uri_for(file))
-            self.queue.enqueue_ingest(file)
+            self.queue.enqueue_ingest(file, by_hand=True)
         self.queue.kick()
 
     def import_zotero(self, source: str | os.PathLike[str] | None = None) -> asyncio.Future[Any]:
@@ -380,8 +380,10 @@ class LibraryService(QObject):
         return result
 
     def reingest(self, keys: list[str]) -> None:
-        """Run files through ingestion again: changed files are updated, failed ones retried,
-        missing vectors completed."""
+        """Run files through ingestion again, as the person asked: each file is read again even
+        when it is unchanged on disk (a parser or OCR fix reaches it) and replaces its document
+        in place, keeping its id (evidence-table rows, collections, citations stay attached);
+        failed ones are retried, missing vectors completed."""
         for key in keys:
             entry = self.rows.entry(key)
             if entry is None or entry.state is DocumentState.DELETING:
@@ -391,7 +393,7 @@ class LibraryService(QObject):
                     f"{entry.name}: the original file is no longer at {entry.path}; cannot re-ingest"
                 )
                 continue
-            self.queue.enqueue_ingest(Path(entry.path))
+            self.queue.enqueue_ingest(Path(entry.path), force=True)
         self.queue.kick()
 
     def retry_with_password(self, key: str, password: str) -> None:

@@ -189,7 +189,7 @@ class QueueRunner(QObject):
         jobs, self._resumable = self._resumable, []
         for job in jobs:
             if isinstance(job, IngestJob):
-                self.enqueue_ingest(job.path, watched=job.watched)
+                self.enqueue_ingest(job.path, watched=job.watched, force=job.force)
             else:
                 entry = self._rows.entry(job.key)
                 if entry is None or entry.document_id != job.document_id:
@@ -206,9 +206,22 @@ class QueueRunner(QObject):
 
     # --- queueing ---------------------------------------------------------------------------
 
-    def enqueue_ingest(self, path: Path, password: str | None = None, watched: str | None = None) -> None:
+    def enqueue_ingest(
+        self,
+        path: Path,
+        password: str | None = None,
+        watched: str | None = None,
+        *,
+        force: bool = False,
+        by_hand: bool = False,
+    ) -> None:
+        """Queue ``path``'s ingest. ``force`` (the person's Re-ingest) reads it again even when
+        it is stored unchanged, and makes a waiting plain add of it a forced one; ``by_hand``
+        (Add files, a drop) says so when it is unchanged."""
         key = uri_for(path)
         if self._is_pending(key):
+            if force:
+                self._queue.force(key)
             return
         previous = self._rows.entry(key)
         if previous is not None:
@@ -223,7 +236,7 @@ class QueueRunner(QObject):
             )
         self._embed_paused.discard(key)
         self._rows.set(entry)
-        self._queue.append(IngestJob(key, path.resolve(), password, watched))
+        self._queue.append(IngestJob(key, path.resolve(), password, watched, force=force, by_hand=by_hand))
         pages = previous.page_count if previous is not None and previous.page_count else ESTIMATED_PAGES
         self._work_items[key] = _Work(
             parse_total=pages * PAGE_COST,
@@ -518,6 +531,8 @@ class QueueRunner(QObject):
             self._fail(job.key, category, reason)
         else:
             self._apply_outcome(job.key, operation.result)
+            if operation.result.status == "unchanged" and job.by_hand and (entry := self._rows.entry(job.key)):
+                self._notifications.info(f"{entry.name}: unchanged — already in the library", key=job.key)
 
     def _apply_outcome(self, key: str, outcome: IngestOutcome) -> None:
         previous = self._rows.entry(key)

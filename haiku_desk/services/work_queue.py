@@ -4,7 +4,9 @@ kept in the library's app folder until each is done.
 A job leaves the file only when it has run to its end; the running one stays in it. So
 whatever stops the app (Quit with work pending, a crash, a power cut) leaves the work that
 was not done in the file, and the next start runs it. Every job is idempotent: an ingest of a
-file already stored unchanged does nothing, a delete of a document already gone does nothing.
+file already stored unchanged does nothing (a forced one, the person's Re-ingest, reads it
+again and replaces the document in place, same id), a delete of a document already gone does
+nothing.
 A PDF's password is never written down: a resumed password retry asks for it again.
 """
 
@@ -15,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from haiku_desk.services.app_folder import AppFile
 
@@ -30,6 +33,9 @@ class IngestJob:
     path: Path
     password: str | None = None
     watched: str | None = None
+    force: bool = False  # an explicit Re-ingest: read again even when the file is unchanged
+    # added by hand (Add files, a drop): an unchanged file says so; not kept across starts
+    by_hand: bool = False
 
     @property
     def kind(self) -> str:
@@ -49,16 +55,22 @@ class DeleteJob:
 Job = IngestJob | DeleteJob
 
 
-def _to_dict(job: Job) -> dict[str, str | None]:
+def _to_dict(job: Job) -> dict[str, str | bool | None]:
     if isinstance(job, IngestJob):
-        return {"kind": "ingest", "key": job.key, "path": str(job.path), "watched": job.watched}
+        entry: dict[str, str | bool | None] = {
+            "kind": "ingest", "key": job.key, "path": str(job.path), "watched": job.watched,
+        }
+        if job.force:
+            entry["force"] = True
+        return entry
     return {"kind": "delete", "key": job.key, "document_id": job.document_id}
 
 
-def _from_dict(data: dict[str, str]) -> Job | None:
+def _from_dict(data: dict[str, Any]) -> Job | None:
     kind = data.get("kind")
     if kind == "ingest" and data.get("key") and data.get("path"):
-        return IngestJob(data["key"], Path(data["path"]), watched=data.get("watched") or None)
+        force = data.get("force") is True
+        return IngestJob(data["key"], Path(data["path"]), watched=data.get("watched") or None, force=force)
     if kind == "delete" and data.get("key") and data.get("document_id"):
         return DeleteJob(data["key"], data["document_id"])
     return None
@@ -126,6 +138,17 @@ class WorkQueue:
             self._jobs = deque(job for job in self._jobs if job.key != key)
             self.save()
         return removed
+
+    def force(self, key: str) -> bool:
+        """Make the waiting ingest of ``key`` a forced one (a Re-ingest asked while a plain add
+        of the file waits); False when none waits."""
+        for job in self._jobs:
+            if isinstance(job, IngestJob) and job.key == key:
+                if not job.force:
+                    job.force = True
+                    self.save()
+                return True
+        return False
 
     def has(self, key: str, kind: str | None = None) -> bool:
         jobs = ([self.current] if self.current is not None else []) + list(self._jobs)

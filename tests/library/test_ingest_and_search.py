@@ -119,6 +119,27 @@ async def test_a_changed_file_is_updated_in_place(client, report_pdf):
     assert run_doctor(client.store).ok
 
 
+async def test_a_forced_reingest_reads_an_unchanged_file_again_in_place(db_path, config, report_pdf):
+    """An explicit Re-ingest after a parser/OCR fix: the file is unchanged on disk, yet it is
+    parsed again (here the fix is a smaller chunk size) and replaced under the same id, so
+    what refers to the document (evidence tables, collections, citations) stays attached."""
+    async with HaikuRAG(db_path, config, create=True) as client:
+        first = (await client.ingest_file(report_pdf.path)).document
+    config.processing.chunk_size = 64  # what the new build parses differently
+    async with HaikuRAG(db_path, config) as client:
+        skipped = await client.ingest_file(report_pdf.path)
+        assert skipped.status == "unchanged"
+        assert skipped.document.chunk_count == first.chunk_count
+        again = await client.ingest_file(report_pdf.path, force=True)
+        assert again.status == "updated", again.reason
+        assert again.document.id == first.id
+        assert again.document.chunk_count > first.chunk_count
+        assert again.document.index_state == "hybrid"
+        assert len(await client.list_documents()) == 1
+        assert (await client.search("albatross consignment Nordvik", limit=1))[0].document_id == first.id
+        assert run_doctor(client.store).ok
+
+
 async def test_two_speed_ingestion_text_first_then_vectors(client, report_pdf):
     outcome = await client.ingest_file(report_pdf.path, embed=False)
     assert outcome.document.index_state == "text"

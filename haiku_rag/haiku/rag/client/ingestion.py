@@ -1,8 +1,8 @@
 """Ingestion: a file, a folder, bytes, text or a batch of them, parsed (in the isolated parse
 worker), written (searchable by full text at once) and then embedded (hybrid).
 
-Every path goes through one ``IngestSource``: ``parse_source`` skips an unchanged source,
-parses it and adds its bibliographic record; ``ingest_source`` writes it alone, and
+Every path goes through one ``IngestSource``: ``parse_source`` skips an unchanged source
+(unless forced: an explicit re-ingest, e.g. after a parser or OCR fix), parses it and adds its bibliographic record; ``ingest_source`` writes it alone, and
 ``import_documents`` writes a batch at a time.
 """
 
@@ -118,8 +118,13 @@ async def ingest_file(
     progress: ProgressCallback | None = None,
     cancel: CancelToken | None = None,
     embed: bool = True,
+    force: bool = False,
 ) -> IngestOutcome:
-    """Ingest one file; a bad file becomes a ``failed`` outcome, never an exception."""
+    """Ingest one file; a bad file becomes a ``failed`` outcome, never an exception.
+
+    A file stored unchanged is ``unchanged`` and nothing is written, unless ``force``: then
+    it is parsed again and replaces the stored document in place (same id), the way a
+    changed file does."""
     cancel = cancel or CancelToken()
 
     def work() -> IngestOutcome:
@@ -128,7 +133,7 @@ async def ingest_file(
         source = read_source(file, client.config, title=title, metadata=metadata, password=password)
         if isinstance(source, IngestOutcome):
             return source
-        return ingest_source(client, source, progress, cancel)
+        return ingest_source(client, source, progress, cancel, force=force)
 
     return await _ingest_one(client, work, progress, cancel, embed)
 
@@ -302,10 +307,13 @@ def ingest_source(
     progress: ProgressCallback | None,
     cancel: CancelToken | None,
     embed: bool = False,
+    *,
+    force: bool = False,
 ) -> IngestOutcome:
     """Parse and write one source. With ``embed`` the vectors are computed before the write
-    and written with the document, in its transaction (see ``docs.write_document``)."""
-    prepared = parse_source(client, source, progress, cancel)
+    and written with the document, in its transaction (see ``docs.write_document``).
+    ``force`` parses and writes an unchanged source too (see ``parse_source``)."""
+    prepared = parse_source(client, source, progress, cancel, force=force)
     if isinstance(prepared, IngestOutcome):
         return prepared
     new, existing = prepared
@@ -326,13 +334,20 @@ def ingest_source(
 
 
 def parse_source(
-    client: ClientBase, source: IngestSource, progress: ProgressCallback | None, cancel: CancelToken | None
+    client: ClientBase,
+    source: IngestSource,
+    progress: ProgressCallback | None,
+    cancel: CancelToken | None,
+    *,
+    force: bool = False,
 ) -> Prepared:
     """The parsed document and the one it replaces, or the outcome when there is nothing
-    to write (unchanged, or a file that cannot be parsed)."""
+    to write (unchanged, or a file that cannot be parsed). ``force`` parses an unchanged
+    source again (an explicit re-ingest: a parser or OCR fix reaches it), to replace the
+    stored document in place."""
     uri = source.uri
     existing = docs.find_document_by_uri(client.store, uri)
-    if existing is not None and existing.content_hash == content_hash(source.data):
+    if not force and existing is not None and existing.content_hash == content_hash(source.data):
         report(progress, Progress(Stage.DONE, uri, message="unchanged"))
         return IngestOutcome(uri, "unchanged", document=existing)
     read = reads_bibliographic(source.metadata, existing)
