@@ -66,6 +66,12 @@ LOCAL_HINT = {
 }
 
 
+# the widest model-file summary the Model file box widens for (longer ones scroll), and what
+# the box adds around its text (frame, margins, arrow)
+MODEL_FILE_WIDTH = 560
+COMBO_CHROME = 48
+
+
 class ModelSettingsDialog(QDialog):
     def __init__(self, models: ModelsService, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -235,6 +241,7 @@ class ModelSettingsDialog(QDialog):
         else:
             self.base_url.clear()
         self.model_name.clear()
+        self.model_name.setMinimumWidth(0)  # a model file's summary widened it (see _show_models)
         self.model_name.setEditText(kept.name if kept is not None else "")  # clear() keeps it
         self.no_tools.setChecked(kept is not None and kept.supports_tools is False)
         self.hint.setText(LOCAL_HINT[provider])
@@ -319,6 +326,10 @@ class ModelSettingsDialog(QDialog):
                 self.model_name.setItemData(self.model_name.count() - 1, name, Qt.ItemDataRole.ToolTipRole)
             view = self.model_name.view()  # the list as wide as its longest description
             view.setMinimumWidth(view.sizeHintForColumn(0) + 2 * view.frameWidth() + 8)
+            if self.provider_key == "model-file" and labels:  # the box shows a summary whole
+                metrics = self.model_name.fontMetrics()
+                widest = max(metrics.horizontalAdvance(label) for label in labels)
+                self.model_name.setMinimumWidth(min(widest + COMBO_CHROME, MODEL_FILE_WIDTH))
             wanted, self._select_after_find = self._select_after_find, None
             if wanted in report.models:
                 self.model_name.setCurrentIndex(report.models.index(wanted))
