@@ -66,6 +66,12 @@ LOCAL_HINT = {
 }
 
 
+# the widest model-file summary the Model file box widens for (longer ones scroll), and what
+# the box adds around its text (frame, margins, arrow)
+MODEL_FILE_WIDTH = 560
+COMBO_CHROME = 64
+
+
 class ModelSettingsDialog(QDialog):
     def __init__(self, models: ModelsService, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -235,6 +241,7 @@ class ModelSettingsDialog(QDialog):
         else:
             self.base_url.clear()
         self.model_name.clear()
+        self.model_name.setMinimumWidth(0)  # a model file's summary widened it (see _show_models)
         self.model_name.setEditText(kept.name if kept is not None else "")  # clear() keeps it
         self.no_tools.setChecked(kept is not None and kept.supports_tools is False)
         self.hint.setText(LOCAL_HINT[provider])
@@ -319,6 +326,11 @@ class ModelSettingsDialog(QDialog):
                 self.model_name.setItemData(self.model_name.count() - 1, name, Qt.ItemDataRole.ToolTipRole)
             view = self.model_name.view()  # the list as wide as its longest description
             view.setMinimumWidth(view.sizeHintForColumn(0) + 2 * view.frameWidth() + 8)
+            if self.provider_key == "model-file" and labels:  # the box shows a summary whole
+                metrics = self.model_name.fontMetrics()
+                widest = max(metrics.horizontalAdvance(label) for label in labels)
+                self.model_name.setMinimumWidth(min(widest + COMBO_CHROME, MODEL_FILE_WIDTH))
+                self._fit_width()
             wanted, self._select_after_find = self._select_after_find, None
             if wanted in report.models:
                 self.model_name.setCurrentIndex(report.models.index(wanted))
@@ -327,6 +339,21 @@ class ModelSettingsDialog(QDialog):
             line = self.model_name.lineEdit()
             if line is not None:
                 line.setCursorPosition(0)  # a long description shows its start (the name)
+
+    def _fit_width(self) -> None:
+        """Widen the dialog to its rows' least width (its own minimum width is set, so the
+        layout does not do this by itself): no row's widgets overlap."""
+        widget: QWidget | None = self.model_name.parentWidget()
+        while widget is not None:  # the box's layouts, inner to outer, measured afresh
+            widget.updateGeometry()  # (its size hints, cached in the outer layout's item)
+            inner = widget.layout()
+            if inner is not None:
+                inner.invalidate()
+                inner.activate()
+            widget = None if widget is self else widget.parentWidget()
+        needed = self.minimumSizeHint().width()
+        if self.width() < needed:
+            self.resize(needed, self.height())
 
     def open_catalog(self) -> QDialog:
         """The catalog of recommended model files and their downloads (a dialog of its own)."""

@@ -88,6 +88,15 @@ def test_a_saved_model_file_is_listed_and_shown_by_its_summary_when_settings_ope
     shown_text = dialog.model_name.currentText()
     assert "tiny.gguf" in shown_text and "context" in shown_text and str(tmp_path) not in shown_text, shown_text
     assert dialog.chosen_model_name() == str(path)
+    dialog.layout().activate()  # the box is as wide as the summary: not clipped ("2k cc")
+    line = dialog.model_name.lineEdit()
+    assert line is not None and line.width() >= line.fontMetrics().horizontalAdvance(shown_text) + 8, shown_text  # (its margins)
+    # the dialog widened for it: nothing overlaps the box (the row's label, Find model files)
+    box, find = dialog.model_name, dialog.find_button
+    assert box.mapTo(dialog, box.rect().topRight()).x() < find.mapTo(dialog, find.rect().topLeft()).x()
+    label = dialog.model_label
+    assert label.width() >= label.fontMetrics().horizontalAdvance(label.text())
+    assert dialog.width() >= dialog.minimumSizeHint().width()
     dialog.reject()
 
     again = ModelSettingsDialog(models)  # the last list at once, before the new one is found
