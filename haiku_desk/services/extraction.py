@@ -201,6 +201,7 @@ class TableSummary:
     name: str
     rows: int
     columns: int
+    document_ids: tuple[str, ...] = ()  # its rows' documents
 
 
 def _column(column: Any) -> ColumnSpec:
@@ -245,7 +246,9 @@ def _table(table: Any) -> TableState:
 
 
 def _summary(table: Any) -> TableSummary:
-    return TableSummary(table.id, table.name, len(table.document_ids), len(table.columns))
+    return TableSummary(
+        table.id, table.name, len(table.document_ids), len(table.columns), tuple(table.document_ids)
+    )
 
 
 def answer_mode(models: AnswerModels) -> str:
@@ -410,6 +413,14 @@ class ExtractionService(QObject):
         self.tables = [_summary(t) for t in found]
         self.tables_changed.emit(list(self.tables))
         return self.tables
+
+    def tables_with_rows(self, document_ids: Iterable[str]) -> list[str] | None:
+        """The names of the tables with a row for any of ``document_ids`` (by name): deleting
+        them takes those rows and their filled cells. None until the tables are listed."""
+        if not self.listed:
+            return None
+        wanted = set(document_ids)
+        return [t.name for t in self.tables if wanted.intersection(t.document_ids)]
 
     async def open_table(self, table_id: str) -> TableState | None:
         """Open a table (with its cells): it becomes the one shown, and is reopened at the next

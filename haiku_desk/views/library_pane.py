@@ -217,9 +217,13 @@ class LibraryPane(QWidget):
     # row's menu; the main window shows its pages in the citation panel.
     document_opened = Signal(str, str)
 
-    def __init__(self, library: LibraryService, parent: QWidget | None = None, *, collections: Any = None) -> None:
+    def __init__(
+        self, library: LibraryService, parent: QWidget | None = None, *, collections: Any = None, evidence: Any = None
+    ) -> None:
         super().__init__(parent)
         self.library = library
+        # the evidence tables (ExtractionService): the delete confirmation names those losing a row
+        self.evidence = evidence
         self.setAccessibleName("Library")
         self.password_dialog: QInputDialog | None = None
         self.delete_dialog: QMessageBox | None = None  # the open delete confirmation, if any
@@ -858,6 +862,29 @@ class LibraryPane(QWidget):
 
     # --- deleting -----------------------------------------------------------------------------
 
+    def _evidence_rows_lost(self, stored: list[LibraryEntry]) -> str:
+        """The sentence naming the evidence tables that lose a row with ``stored`` (their
+        filled cells go too), with a trailing space; empty when none does."""
+        if self.evidence is None:
+            return ""
+        one = len(stored) == 1
+        names = self.evidence.tables_with_rows([e.document_id for e in stored])
+        if names is None:  # the tables are not listed yet
+            return (
+                "If it is a row of an evidence table, that row and its filled cells go with it. "
+                if one
+                else "Their rows in evidence tables, and those rows' filled cells, go with them. "
+            )
+        if not names:
+            return ""
+        if len(names) == 1:
+            tables = f"the evidence table “{names[0]}”"
+        else:
+            tables = f"{len(names)} evidence tables ({', '.join(names)})"
+        if one:
+            return f"It is a row of {tables}; its filled cells go with it. "
+        return f"They are rows of {tables}; their filled cells go with them. "
+
     def confirm_delete(self, keys: list[str]) -> None:
         """Ask before deleting stored documents (rows without a document go at once). Non-
         blocking; the dialog is ``self.delete_dialog`` until answered."""
@@ -879,9 +906,10 @@ class LibraryPane(QWidget):
             title="Delete from the library",
             question=f"Delete {what} from the library?",
             consequence=(
-                "Their passages leave the search and their citations stop opening. The files on "
-                "disk are not touched. While the delete waits in the queue, the library's Cancel "
-                "button still keeps them."
+                "Their passages leave the search and their citations stop opening. "
+                + self._evidence_rows_lost(stored)
+                + "The files on disk are not touched. While the delete waits in the queue, the "
+                "library's Cancel button still keeps them."
             ),
             accessible_name="Confirm delete",
             on_delete=lambda: self.library.delete(keys),

@@ -95,7 +95,9 @@ class MainWindow(QMainWindow):
         self._resize_to_default()
         self.setAcceptDrops(True)
 
-        self.library_pane = LibraryPane(services.library, collections=services.collections)
+        self.library_pane = LibraryPane(
+            services.library, collections=services.collections, evidence=services.evidence
+        )
         self.chat_pane = ChatPane(services)
         self.citation_panel = CitationPanel(services.pages, bibliography=services.bibliography)
         self.notification_area = NotificationArea(services.notifications)
