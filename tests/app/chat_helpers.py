@@ -19,6 +19,7 @@ from capabilities.scripting import SeenRequest, Step
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
+from haiku.rag.citations import Citation
 from haiku.rag.client import HaikuRAG
 from haiku.rag.config import AppConfig, load_config
 
@@ -212,3 +213,19 @@ class QuestionLog:
         self.steps.append(step)
         if self.on_step is not None:
             self.on_step(step)
+
+
+def passage_citation(index: int, text: str, *, page: int | None = None) -> Citation:
+    """A citation [index] of ``text`` in a made-up paper, on ``page`` (default: page ``index``):
+    for chat-pane tests that need no library."""
+    return Citation(
+        index=index,
+        document_id="doc-1",
+        chunk_id=f"chunk-{index}",
+        document_uri="file:///papers/tables.pdf",
+        document_title="Table Structure Recognition",
+        page_numbers=[index if page is None else page],
+        headings=["2 Related work"],
+        content=text,
+        matched_text=text,
+    )

@@ -12,7 +12,12 @@ from PySide6.QtGui import QTextCursor
 from pytestqt.qtbot import QtBot
 from qt_helpers import run_until
 
-from app.chat_helpers import StreamingScript, chat_library_fixtures, make_chat_pane
+from app.chat_helpers import (
+    StreamingScript,
+    chat_library_fixtures,
+    make_chat_pane,
+    passage_citation,
+)
 from haiku.rag.citations import Citation
 from haiku_desk.services.conversations import Turn
 from haiku_desk.services.models import ChatModelChoice
@@ -46,20 +51,6 @@ def closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def citation(index: int, text: str) -> Citation:
-    return Citation(
-        index=index,
-        document_id="doc-1",
-        chunk_id=f"chunk-{index}",
-        document_uri="file:///papers/tables.pdf",
-        document_title="Table Structure Recognition",
-        page_numbers=[index],
-        headings=["2 Related work"],
-        content=text,
-        matched_text=text,
-    )
-
-
 def test_markdown_answers_wrap_long_lines_and_code_and_never_widen_the_transcript(
     qloop, qtbot, library, app_config
 ):
@@ -68,7 +59,7 @@ def test_markdown_answers_wrap_long_lines_and_code_and_never_widen_the_transcrip
         "Two findings:\n\n- the convoys were late [1]\n- *fuel* ran short\n\n"
         f"```\nconvoy_delay = '{'x' * 240}'\n```\n\nSee {LONG_URL} for the log [1]."
     )
-    turn = Turn(question=QUESTION, answer=text, citations=[citation(1, "The convoys were late.")],
+    turn = Turn(question=QUESTION, answer=text, citations=[passage_citation(1, "The convoys were late.")],
                 grounding="grounded")
     widget = pane._add_turn_widget(turn)
     qtbot.waitExposed(widget)
@@ -143,8 +134,8 @@ def test_sources_are_cards_reached_with_tab_and_opened_with_enter_or_a_click(
 
 
 def test_a_document_s_own_reference_number_in_search_results_is_not_a_link(qtbot):
-    citations = [citation(i, f"Passage {i} about table structure.") for i in range(1, 11)]
-    citations[0] = citation(1, "TableFormer [9] predicts the table structure.")
+    citations = [passage_citation(i, f"Passage {i} about table structure.") for i in range(1, 11)]
+    citations[0] = passage_citation(1, "TableFormer [9] predicts the table structure.")
     lines = ["The best passages from your library:", ""]
     lines += [f"{c.index}. **Table Structure Recognition — p. {c.index}**: {c.content} [{c.index}]"
               for c in citations]
@@ -215,8 +206,8 @@ def test_a_search_only_passage_holding_a_table_shows_a_table_not_pipes_or_words(
     from haiku_desk.views.markdown_tables import cell_text, tables
 
     table = "Table 2: Convoys by month\n\n| Month | Convoys | Delay (days) |\n|-|-|-|\n| May | 12 | 0 |\n| June | 4 | 21 |"
-    cited = citation(1, table)
-    prose = citation(2, "The kerosene shortage delayed the night convoys.")
+    cited = passage_citation(1, table)
+    prose = passage_citation(2, "The kerosene shortage delayed the night convoys.")
     lines = ["The best passages from your library:", ""]
     lines += [f"{c.index}. **Table Structure Recognition — p. {c.index}**: {snippet(c.content)} [{c.index}]"
               for c in (cited, prose)]
@@ -252,7 +243,7 @@ def test_in_a_narrowed_pane_each_part_of_a_turn_sits_below_the_last(qloop, qtbot
         "The convoys were late [1].\n\n- fuel ran short for three weeks [1]\n- the pass was closed\n\n"
         "| Month | Convoys |\n|-|-|\n| May | 12 |\n\n```\nprint('late convoys')\n```\n\nSource: " + LONG_URL
     )
-    turn = Turn(question=QUESTION, answer=text, citations=[citation(1, "The convoys were late.")],
+    turn = Turn(question=QUESTION, answer=text, citations=[passage_citation(1, "The convoys were late.")],
                 grounding="grounded", support=support)
     widget = pane._add_turn_widget(turn)
     after = pane._add_turn_widget(Turn(question="And then?", answer="Nothing more."))

@@ -10,7 +10,7 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from app.chat_helpers import chat_library_fixtures, make_chat_pane
+from app.chat_helpers import chat_library_fixtures, make_chat_pane, passage_citation
 from haiku.rag.citations import Citation
 from haiku_desk.services.conversations import Turn
 from haiku_desk.views.chat_pane import ChatPane, TurnWidget
@@ -25,20 +25,6 @@ def pane(qtbot: QtBot, library, app_config) -> ChatPane:
     return pane
 
 
-def citation(index: int, text: str, *, page: int = 2) -> Citation:
-    return Citation(
-        index=index,
-        document_id="doc-1",
-        chunk_id=f"chunk-{index}",
-        document_uri="file:///papers/tables.pdf",
-        document_title="Table Structure Recognition",
-        page_numbers=[page],
-        headings=["2 Related work"],
-        content=text,
-        matched_text=text,
-    )
-
-
 def bold(document, text: str) -> bool:
     cursor = document.find(text)
     assert not cursor.isNull(), text
@@ -46,7 +32,7 @@ def bold(document, text: str) -> bool:
 
 
 def answered(index: int, count: int = 2, answer: str | None = None) -> Turn:
-    citations = [citation(n, f"Passage {n} of answer {index}.", page=n + 1) for n in range(1, count + 1)]
+    citations = [passage_citation(n, f"Passage {n} of answer {index}.", page=n + 1) for n in range(1, count + 1)]
     text = answer or f"Answer {index}: " + " ".join(f"claim {n} [{n}]." for n in range(1, count + 1))
     return Turn(question=f"Question {index}?", answer=text, citations=citations, grounding="grounded")
 
@@ -117,7 +103,7 @@ STRAY = "**Multiple (multiple types of cells)"
 def test_a_stray_emphasis_marker_in_an_answer_shows_no_asterisks_and_bolds_nothing_after_it(qtbot):
     text = f"The table's first cell reads {STRAY} and the rest of the answer follows [1]. **Note**: one more."
     widget = TurnWidget(Turn(question="What does the table list?", answer=text,
-                             citations=[citation(1, STRAY + " | 12")], grounding="grounded"))
+                             citations=[passage_citation(1, STRAY + " | 12", page=2)], grounding="grounded"))
     qtbot.addWidget(widget)
     widget.resize(600, 400)
     widget.show()
@@ -134,8 +120,8 @@ def test_search_only_passages_drop_stray_markers_in_prose_and_table_cells(qtbot)
     from haiku.rag.citations import snippet
 
     table = f"Table 1: Cell types\n\n| Type | Count |\n|-|-|\n| {STRAY} | 12 |\n| **Single** | 4 |"
-    cited = citation(1, table)
-    prose = citation(2, f"{STRAY} were found in the second table, with **balanced** words.", page=3)
+    cited = passage_citation(1, table, page=2)
+    prose = passage_citation(2, f"{STRAY} were found in the second table, with **balanced** words.", page=3)
     lines = ["The best passages from your library:", ""]
     lines += [f"{c.index}. **Table Structure Recognition — p. {c.index}**: {snippet(c.content)} [{c.index}]"
               for c in (cited, prose)]  # the library's words for them

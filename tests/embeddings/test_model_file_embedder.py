@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from gguf_factory import tiny_bert, tiny_llama
 from pdf_factory import make_report_pdf, make_two_column_pdf
+from processes import gone
 
 from haiku.rag.client import HaikuRAG
 from haiku.rag.config import EmbeddingsConfig
@@ -39,16 +40,6 @@ def embed_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def stop_models() -> Iterator[None]:
     yield
     provider.stop_all()
-
-
-def gone(pid: int) -> bool:
-    """Ended (a zombie not yet reaped counts: it holds no memory)."""
-    try:
-        os.kill(pid, 0)
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (ProcessLookupError, FileNotFoundError):
-        return True
 
 
 def test_a_model_file_embeds_texts_normalised_deterministic_and_sized_from_its_header(embed_file: Path) -> None:

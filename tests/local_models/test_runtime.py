@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from gguf_factory import tiny_llama
+from processes import gone
 
 from haiku.rag.config import AppConfig, ModelConfig
 from haiku.rag.local_models import provider
@@ -40,16 +41,6 @@ def unload_after() -> Iterator[None]:
     yield
     provider.unload()
     provider._verdicts.clear()
-
-
-def gone(pid: int) -> bool:
-    """Ended (a zombie not yet reaped by whoever adopted it counts: it holds no memory)."""
-    try:
-        os.kill(pid, 0)
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (ProcessLookupError, FileNotFoundError):
-        return True
 
 
 async def stream_text(model: object, prompt: str, max_tokens: int = 12) -> list[str]:
