@@ -447,9 +447,10 @@ def assess_text_layer(
     U+FFFD beside a readable title and abstract)."""
     usable = total = 0
     for line in lines:
-        total += len(line.text) - line.text.count(" ")
-        if decodes(line.text):
-            usable += _usable_chars(line.text)
+        chars, decoded = _chars(line.text)
+        total += chars
+        if _decoded_enough(chars, decoded):
+            usable += decoded
     undecodable = total - usable
     garbled = undecodable >= MIN_USABLE_CHARS and undecodable >= GARBLED_SHARE * total
     if usable >= MIN_USABLE_CHARS and not garbled:
@@ -464,14 +465,19 @@ def decodes(text: str) -> bool:
     """Whether a line's text is its text: at most UNDECODABLE_LINE_SHARE of its characters
     are U+FFFD or control characters (a font without a Unicode map gives lines mostly of
     them, and its few printable characters are glyph numbers too)."""
+    return _decoded_enough(*_chars(text))
+
+
+def _decoded_enough(chars: int, decoded: int) -> bool:
+    return chars - decoded <= UNDECODABLE_LINE_SHARE * chars
+
+
+def _chars(text: str) -> tuple[int, int]:
+    """(characters, usable characters) of a line: spaces aside (line text is
+    whitespace-normalised); usable ones are not control characters or U+FFFD (what fonts
+    without a Unicode map extract as)."""
     chars = len(text) - text.count(" ")
-    return chars - _usable_chars(text) <= UNDECODABLE_LINE_SHARE * chars
-
-
-def _usable_chars(text: str) -> int:
-    """Characters that carry meaning: not spaces (line text is whitespace-normalised), not
-    control characters or U+FFFD (what fonts without a Unicode map extract as)."""
-    return len(text) - text.count(" ") - len(_UNUSABLE.findall(text))
+    return chars, chars - len(_UNUSABLE.findall(text))
 
 
 def _has_scan_like_content(graphics: PageGraphics, page_box: Bbox) -> bool:
