@@ -155,3 +155,21 @@ def make_pdf():
         return path
 
     return make
+
+
+@pytest.fixture
+def themed(qapp):
+    """The theme may be applied to the test session's application; undone afterwards (the other
+    tests run on the plain style)."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtGui import QPalette
+
+    from haiku_desk.views import theme
+
+    palette, sheet = QPalette(qapp.palette()), qapp.styleSheet()
+    yield qapp
+    qapp.setStyleSheet(sheet)
+    qapp.setPalette(palette)
+    qapp.setProperty("haiku_scheme", None)
+    qapp.setProperty("haiku_scheme_choice", None)
+    QSettings().remove(theme.SETTINGS_KEY)

@@ -616,24 +616,8 @@ def _contrast(a, b) -> float:
     return (hi + 0.05) / (lo + 0.05)
 
 
-@pytest.fixture
-def themed_app(qapp):
-    from PySide6.QtCore import QSettings
-    from PySide6.QtGui import QPalette
-
-    from haiku_desk.views import theme
-
-    palette, sheet = QPalette(qapp.palette()), qapp.styleSheet()
-    yield qapp
-    qapp.setStyleSheet(sheet)
-    qapp.setPalette(palette)
-    qapp.setProperty("haiku_scheme", None)
-    qapp.setProperty("haiku_scheme_choice", None)
-    QSettings().remove(theme.SETTINGS_KEY)
-
-
 def test_the_text_the_reader_colours_itself_meets_wcag_aa_in_light_and_dark(
-    qloop, library, panel, tmp_path, themed_app
+    qloop, library, panel, tmp_path, themed
 ):
     """A removed document's "Cited as …" line was grey (#808080): 3.55:1 on the light window
     (4.54:1 in dark, just over). The reader's own colours, outside the stylesheet's tokens: that
@@ -652,7 +636,7 @@ def test_the_text_the_reader_colours_itself_meets_wcag_aa_in_light_and_dark(
     citation = _citation(entry, [Box(2, *report.block("p_discussion").rect)], content="Night convoys ran short.")
     library.delete([entry.key])
     run_until(qloop, lambda: library.entry(entry.key) is None, SLOW)
-    tokens = theme.apply_theme(themed_app, "light")
+    tokens = theme.apply_theme(themed, "light")
     kinds: list[str] = []
     panel.document_shown.connect(kinds.append)
     panel.show_citation(citation)
@@ -664,7 +648,7 @@ def test_the_text_the_reader_colours_itself_meets_wcag_aa_in_light_and_dark(
         return cursor.charFormat().foreground().color()
 
     for scheme in ("light", "dark"):
-        tokens = theme.apply_theme(themed_app, scheme)
+        tokens = theme.apply_theme(themed, scheme)
         colour = cited_as_colour()
         assert _contrast(colour, tokens.window) >= 4.5, (scheme, colour.name())
         assert colour.name() == tokens.text_secondary

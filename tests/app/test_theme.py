@@ -38,19 +38,6 @@ def test_the_contrast_formula_matches_wcag_reference_values():
 
 
 @pytest.fixture
-def themed(qapp):
-    """The theme applied to the test session's application, undone afterwards (the other
-    tests run on the plain style)."""
-    palette, sheet = QPalette(qapp.palette()), qapp.styleSheet()
-    yield qapp
-    qapp.setStyleSheet(sheet)
-    qapp.setPalette(palette)
-    qapp.setProperty("haiku_scheme", None)
-    qapp.setProperty("haiku_scheme_choice", None)
-    QSettings().remove(theme.SETTINGS_KEY)
-
-
-@pytest.fixture
 def window(qtbot, services, themed):
     window = MainWindow(services)
     qtbot.addWidget(window)
