@@ -552,6 +552,38 @@ def test_a_model_openvino_fails_to_compile_runs_on_onnxruntime(monkeypatch):
     _read_the_text_page(ocr)
 
 
+def test_openvino_keeps_a_bounded_cache_of_input_shapes(monkeypatch):
+    """Every model OpenVINO compiles for OCR keeps kernels for at most ``OV_SHAPE_CACHE``
+    input shapes (its default, 5,000, grew the parse worker page by page until its memory
+    bound refused page 9 of a real 23-page scan). OpenVINO cannot report the setting back (an
+    internal property of its CPU plugin), but it refuses keys and values it does not know, so
+    models compiled with it and reading the page show that it was taken."""
+    openvino = pytest.importorskip("openvino")
+    from haiku.rag.ingest import ocr
+
+    configs: list[dict] = []
+
+    class RecordingCore(openvino.Core):
+        def compile_model(self, model, device=None, config=None):
+            configs.append(dict(config or {}))
+            return super().compile_model(model, device, config or {})
+
+    monkeypatch.setattr(openvino, "Core", RecordingCore)
+    monkeypatch.setenv(ocr.RUNTIME_ENV, "openvino")
+    _fresh_engine(monkeypatch, ocr)
+    ocr._load_engine()
+    _read_the_text_page(ocr)
+    assert ocr.runtimes["Rec"] == "openvino" and ocr.runtimes["Det"] == "openvino"
+    assert len(configs) >= 2  # the detector and the recogniser, at least
+    assert {config.get("CPU_RUNTIME_CACHE_CAPACITY") for config in configs} == {ocr.OV_SHAPE_CACHE}
+    assert 0 < ocr.OV_SHAPE_CACHE < 5000
+    # the key means something to this OpenVINO: a misspelt one is refused
+    core = openvino.Core()
+    model = core.read_model(str(ocr.rapidocr_models() / ocr.CLS_MODEL))
+    with pytest.raises(RuntimeError):
+        core.compile_model(model, "CPU", {"CPU_RUNTIME_CACHE_CAPACITIES": ocr.OV_SHAPE_CACHE})
+
+
 def test_the_library_imports_without_openvino_and_loads_it_only_with_the_engine():
     """OpenVINO is imported when the OCR engine loads (the first scanned page of a parse
     worker), never at import: a fresh interpreter that imports the library, its ingest
