@@ -3,22 +3,14 @@ offer the passages (which need no model): never the server's raw JSON."""
 
 from __future__ import annotations
 
+from context_overflow_bodies import LLAMA_CPP
+
 from haiku.rag.answering.agent import context_overflow
 from haiku_desk.services.chat_run import describe_failure
 
-LLAMA_CPP_400 = {
-    "error": {
-        "code": 400,
-        "message": "request (7942 tokens) exceeds the available context size (2048 tokens), try increasing it",
-        "type": "exceed_context_size_error",
-        "n_prompt_tokens": 7942,
-        "n_ctx": 2048,
-    }
-}
-
 
 def test_the_turn_and_banner_word_a_too_small_context() -> None:
-    error = context_overflow(LLAMA_CPP_400)
+    error = context_overflow(LLAMA_CPP)
     assert error is not None
     failure = describe_failure(error)
     assert failure.offer_passages
