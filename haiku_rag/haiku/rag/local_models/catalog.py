@@ -18,7 +18,7 @@ import json
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from haiku.rag.errors import HaikuRAGError
 
@@ -67,17 +67,22 @@ class CatalogEntry:
 
 _OLLAMA_BLOB = "https://registry.ollama.ai/v2/library/{model}/blobs/sha256:{digest}"
 
+
+def _ollama_layer(model: str, sha256: str, **details: Any) -> CatalogEntry:
+    """An entry whose file is a layer of Ollama's registry: its address names its digest, so
+    the digest is written once."""
+    return CatalogEntry(url=_OLLAMA_BLOB.format(model=model, digest=sha256), sha256=sha256, **details)
+
+
 CATALOG: tuple[CatalogEntry, ...] = (
-    CatalogEntry(
+    _ollama_layer(
+        "qwen2.5",
+        "c5396e06af294bd101b30dce59131a76d2b773e76950acc870eda801d3ab0515",
         name="Qwen2.5 0.5B Instruct (Q4_K_M)",
         file_name="qwen2.5-0.5b-instruct-q4_k_m.gguf",
         kind="chat",
         size=397_807_936,
         licence="Apache-2.0",
-        url=_OLLAMA_BLOB.format(
-            model="qwen2.5", digest="c5396e06af294bd101b30dce59131a76d2b773e76950acc870eda801d3ab0515"
-        ),
-        sha256="c5396e06af294bd101b30dce59131a76d2b773e76950acc870eda801d3ab0515",
         context_length=32_768,
         parameters="0.49B",
         verified_from=(
@@ -87,17 +92,14 @@ CATALOG: tuple[CatalogEntry, ...] = (
             "model card (0.49B parameters from the same card)"
         ),
     ),
-    CatalogEntry(
+    _ollama_layer(
+        "nomic-embed-text",
+        "970aa74c0a90ef7482477cf803618e776e173c007bf957f635f1015bfcfef0e6",
         name="nomic-embed-text v1.5 (F16)",
         file_name="nomic-embed-text-v1.5.f16.gguf",
         kind="embedding",
         size=274_290_656,
         licence="Apache-2.0",
-        url=_OLLAMA_BLOB.format(
-            model="nomic-embed-text",
-            digest="970aa74c0a90ef7482477cf803618e776e173c007bf957f635f1015bfcfef0e6",
-        ),
-        sha256="970aa74c0a90ef7482477cf803618e776e173c007bf957f635f1015bfcfef0e6",
         context_length=2048,
         parameters="137M",
         verified_from=(
