@@ -82,3 +82,44 @@ def test_a_page_ocr_cannot_read_keeps_only_its_text_that_decodes():
     text = _text(conversion)
     assert "\ufffd" not in text
     assert "Overview of the Technology Acceptance Model" in text and "Ease of use was measured" in text
+
+
+# A real paper's charts set their axis labels in a Calibri subset whose glyphs are numbered in
+# the order used, from "!" on, without a Unicode map: extraction gives these runs (copied from
+# pdfjs__tracemonkey.pdf p. 11), printable, so they were stored and came first in quotes.
+CHART_LABELS = ['!"', '#"', '$!"', '$#"', '%!"', '%#"', "&'()*+,\"", '-./"', '01"']
+CAPTION = "Figure 10. Speedup vs. a baseline JavaScript interpreter for our trace-based JIT compiler."
+
+
+def _chart_page_pdf(labels: list[str], label_font: str = "cour") -> bytes:
+    """A page: body sentences and a caption in Helvetica, and a chart's labels in another font."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    for i, label in enumerate(labels):
+        page.insert_text((90 + 40 * (i % 6), 90 + 16 * (i // 6)), label, fontname=label_font, fontsize=7)
+    page.insert_text((72, 200), CAPTION, fontname="helv", fontsize=9)
+    for i, sentence in enumerate(BODY):
+        page.insert_text((72, 240 + 18 * i), sentence, fontname="helv", fontsize=11)
+    return doc.tobytes()
+
+
+def test_a_charts_numbered_glyphs_are_not_stored_beside_its_readable_caption():
+    data = _chart_page_pdf(CHART_LABELS)
+    assert "$!\"" in pymupdf.open("pdf", data)[0].get_text()  # the trap is real
+
+    conversion = convert_pdf(data, source="paper.pdf")
+    text = _text(conversion)
+    assert conversion.pages_recognised == []  # the body decodes: no OCR for a chart's labels
+    assert "Figure 10. Speedup" in text and "Perceived usefulness shapes" in text
+    for label in CHART_LABELS:
+        assert label not in text
+    assert "\ufffd" not in text
+
+
+def test_punctuation_and_code_in_a_font_of_their_own_are_kept():
+    """Text that is punctuation in a font of its own but not a run of glyph numbers from "!"
+    (a formula's signs, a code font's line) is text."""
+    kept = ["( ) = + -", "f(x) = x^2 + 1;", "if (!done) { i += 1; }", "[1] [2] [3]"]
+    text = _text(convert_pdf(_chart_page_pdf(kept), source="paper.pdf"))
+    for line in kept:
+        assert line in text

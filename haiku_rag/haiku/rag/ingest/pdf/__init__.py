@@ -47,7 +47,6 @@ from haiku.rag.ingest.pdf.extract import (
     MIN_USABLE_CHARS,
     RawPage,
     assess_text_layer,
-    decodes,
     extract_lines,
     mark_form_lines,
     one_line,
@@ -239,12 +238,12 @@ def _analyse_page(
     frame = orient_lines(lines)
     unrotated = (0.0, 0.0, height, width) if angle in (90, 270) else (0.0, 0.0, width, height)
 
-    usable, needs_ocr, garbled = assess_text_layer(lines, raw.graphics, unrotated)
-    if garbled:
-        # OCR replaces this page's text when it can; when it cannot (off, failed, out of
-        # memory) the lines that do not decode must not be stored as text (a real review's
-        # pages were kept as chunks of U+FFFD beside their OCR'd neighbours)
-        lines = [line for line in lines if decodes(line.text)]
+    usable, needs_ocr, garbled, readable = assess_text_layer(lines, raw.graphics, unrotated)
+    # lines that do not decode are never stored as text: not on a garbled page when OCR
+    # cannot replace its text (off, failed, out of memory: a real review's pages were kept as
+    # chunks of U+FFFD beside their OCR'd neighbours), nor a chart's numbered glyphs beside a
+    # readable body (they came first in a real paper's quotes)
+    lines = readable
     geometry = PageGeometry(page_no, rotation, frame)
     layout = analyser is not None and bool(lines)
     pictures, captions = page_pictures(unrotated, raw.graphics, geometry, lines)
