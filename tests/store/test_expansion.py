@@ -56,6 +56,28 @@ def test_a_tiny_section_grows_across_its_boundaries(db_path):
     assert "beta text" in expand_context(store, hit, 5000)[0].content
 
 
+def test_a_heading_opens_the_passage_after_it_never_ends_the_one_before(db_path):
+    """A tiny section grows into the next: the next section's heading belongs to that
+    section's passage (a cited Summary's snippet and highlight ended "… dam crest. Methods"),
+    and a heading the budget cut off from its section is not kept at the window's end."""
+    store = Store(str(db_path), create=True)
+    D.write_document(
+        store, _doc([("Summary", ["zebra crossing"]), ("Methods", ["beta text " * 30]), ("Limits", ["gamma " * 200])])
+    )
+    hit = search_chunks(store, "zebra", query_vector=None, search_type="fts")
+    expanded = expand_context(store, hit, 500)[0]
+    assert "beta text" in expanded.content  # it grew into Methods
+    assert expanded.chunk_texts[hit[0].chunk_id] == "Summary\n\nzebra crossing"
+    [neighbour] = set(expanded.chunk_texts) - {hit[0].chunk_id}
+    assert expanded.chunk_texts[neighbour].startswith("Methods\n\nbeta text")
+    assert not expanded.content.endswith("Limits") and "Limits" not in expanded.chunk_texts[neighbour]
+    assert "\n\n".join(expanded.chunk_texts.values()) == expanded.content
+
+    short = expand_context(store, hit, 40)[0]  # room for the next heading, not its paragraph
+    assert not short.content.endswith("Methods"), short.content
+    assert "Methods" not in short.chunk_texts.get(hit[0].chunk_id, short.content)
+
+
 def test_a_citation_of_one_merged_chunk_highlights_that_chunk_and_opens_on_its_page(db_path):
     """Two hits in one section on different pages merge into one result; citing the second
     must match its own lines (page 2) and leave the first as context, not open on page 1."""
@@ -135,7 +157,10 @@ def test_a_citation_names_its_own_chunks_pages_and_path_not_those_of_its_widened
     assert pages_label(cited.page_numbers) == "p. 2"
     assert cited.headings == ["4 Methodology", "4.3 Selector"]
     # a neighbour the expansion swept in is cited with its own page and path
-    neighbour = next(cid for cid in widened.chunk_texts if widened.chunk_texts[cid].startswith("The crawler"))
+    neighbour = next(cid for cid in widened.chunk_texts if "The crawler" in widened.chunk_texts[cid])
+    # the headings between the two passages open the neighbour's, they do not end the hit's
+    assert widened.chunk_texts[neighbour].startswith("5 Experiments\n\n5.1 Setup\n\nCrawler\n\nThe crawler")
+    assert widened.chunk_texts[hit.chunk_id].rstrip().endswith("held out queries.")
     swept = Citation.from_result(2, neighbour, widened)
     assert swept.page_numbers == [3] and swept.headings == ["5 Experiments", "5.1 Setup", "Crawler"]
 

@@ -176,7 +176,7 @@ def _to_result(
     window = [items[p] for p in range(span.start, span.stop) if p in items]
     structured = any(i.label in BOUNDARY_LABELS for i in items.values())
     kept = [i for i in window if not (structured and i.label in NOISE_LABELS)]
-    kept = _clip(kept, span.matched, budget)
+    kept = _without_trailing_headings(_clip(kept, span.matched, budget), span.matched)
     content = "\n\n".join(i.text for i in kept)
     own_text = max((r.content for r in span.results), key=len)
     if len(content) < len(own_text):
@@ -297,10 +297,12 @@ def _passages(
 ) -> list[tuple[str, list[ItemRecord]]]:
     """The window's items grouped into consecutive passages, each under one chunk id.
 
-    An item belongs to the hit holding it, else to the first chunk holding it. Items no chunk
-    holds (headings, which chunks carry as metadata) join the passage before them, or the first
-    passage; so does an item of a chunk whose passage already ended, so passages tile the window
-    in order and each id appears once.
+    An item belongs to the hit holding it, else to the first chunk holding it. A heading no
+    chunk holds (chunks carry headings as metadata) opens the passage after it: it names what
+    follows, so it is never the end of the passage before (a cited Summary's snippet and
+    highlight ended "… dam crest. Methods"). Other items no chunk holds join the passage
+    before them, or the first passage; so does an item of a chunk whose passage already ended,
+    so passages tile the window in order and each id appears once.
     """
     hits = set(hit_ids)
     passages: list[tuple[str, list[ItemRecord]]] = []
@@ -308,13 +310,29 @@ def _passages(
     for item in kept:
         holders = owners.get(item.self_ref, [])
         owner = next((c for c in holders if c in hits), holders[0] if holders else None)
-        started = {cid for cid, _ in passages}
-        if owner is None or owner in started:
-            (passages[-1][1] if passages else leading).append(item)
+        if owner is None:
+            if item.label in BOUNDARY_LABELS or not passages:
+                leading.append(item)
+            else:
+                passages[-1][1].append(item)
+        elif owner in {cid for cid, _ in passages}:
+            passages[-1][1].extend([*leading, item])
+            leading = []
         else:
             passages.append((owner, [*leading, item]))
             leading = []
+    if leading and passages:  # only ends the window when nothing follows it (trimmed before)
+        passages[-1][1].extend(leading)
     return passages
+
+
+def _without_trailing_headings(kept: list[ItemRecord], matched: set[int]) -> list[ItemRecord]:
+    """The window without the headings at its end: a heading with none of its section after
+    it (the budget stopped there) is the next section's name, not context."""
+    end = len(kept)
+    while end > 0 and kept[end - 1].label in BOUNDARY_LABELS and kept[end - 1].position not in matched:
+        end -= 1
+    return kept[:end] if end else kept
 
 
 def _clip(window: list[ItemRecord], matched: set[int], budget: int) -> list[ItemRecord]:
