@@ -78,6 +78,43 @@ def test_a_heading_opens_the_passage_after_it_never_ends_the_one_before(db_path)
     assert "Methods" not in short.chunk_texts.get(hit[0].chunk_id, short.content)
 
 
+def test_a_passage_showing_a_split_paragraph_whole_highlights_all_of_it(db_path):
+    """Chunking split a long abstract in two; the hit is its second part, and its passage
+    shows the abstract whole (the item is the unit). Its citation's strong boxes are then the
+    whole abstract's lines (a real paper's answer restated the first sentence while only the
+    last lines were highlighted), on the abstract's pages; a table split in two keeps its own
+    rows' boxes."""
+    from haiku.rag.citations import Citation
+
+    store = Store(str(db_path), create=True)
+    first_half, second_half = "Recent advances in document image analysis. " * 8, "We demonstrate the zebra toolkit. " * 8
+    lines = [Box(1, 10, 100 + 12 * i, 500, 110 + 12 * i) for i in range(6)]
+    rows = [Box(2, 10, 100 + 12 * i, 500, 110 + 12 * i) for i in range(4)]
+    table = "| a | b |\n|-|-|\n| 1 | zebra 2 |\n| 3 | 4 |"
+    items = [
+        ItemRecord(0, "#/texts/0", "section_header", "Abstract", [1], 1, [Box(1, 10, 80, 200, 90)]),
+        ItemRecord(1, "#/texts/1", "text", first_half + second_half, [1], 0, lines),
+        ItemRecord(2, "#/tables/0", "table", table, [2], 0, [Box(2, 10, 100, 500, 150)]),
+    ]
+    chunks = [
+        ChunkRecord(0, first_half, first_half, ["Abstract"], ["text"], ["#/texts/1"], [1], lines[:3]),
+        ChunkRecord(1, second_half, second_half, ["Abstract"], ["text"], ["#/texts/1"], [1], lines[3:]),
+        ChunkRecord(2, "| a | b |\n| 1 | zebra 2 |", "| a | b |\n| 1 | zebra 2 |", ["Abstract"], ["table"], ["#/tables/0"], [2], rows[:2]),
+        ChunkRecord(3, "| a | b |\n| 3 | 4 |", "| a | b |\n| 3 | 4 |", ["Abstract"], ["table"], ["#/tables/0"], [2], rows[2:]),
+    ]
+    D.write_document(store, D.NewDocument("file:///d.pdf", "D", {}, "h", "application/pdf", 2, b"", "", "{}", items, chunks))
+    hits = search_chunks(store, "zebra", query_vector=None, search_type="fts", limit=2)
+    text_hit = next(h for h in hits if "toolkit" in h.content)
+    table_hit = next(h for h in hits if "| 1 |" in h.content)
+    [widened] = expand_context(store, [text_hit, table_hit], 5000)
+    cited = Citation.from_result(1, text_hit.chunk_id, widened)
+    assert "Recent advances" in cited.matched_text and "zebra toolkit" in cited.matched_text
+    assert cited.boxes == lines and cited.page_numbers == [1]
+    assert not set(lines) & set(cited.context_boxes)
+    row = Citation.from_result(2, table_hit.chunk_id, widened)
+    assert row.boxes == rows[:2]
+
+
 def test_a_citation_of_one_merged_chunk_highlights_that_chunk_and_opens_on_its_page(db_path):
     """Two hits in one section on different pages merge into one result; citing the second
     must match its own lines (page 2) and leave the first as context, not open on page 1."""

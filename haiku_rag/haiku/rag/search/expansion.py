@@ -214,6 +214,10 @@ def _to_result(
             chunk_boxes[cid] = boxes_from_json(boxes) or [b for i in group for b in i.boxes]
             chunk_pages.setdefault(cid, pages)
             chunk_headings.setdefault(cid, headings)
+        for cid, group in passages:
+            chunk_boxes[cid], chunk_pages[cid] = _with_split_items(
+                chunk_boxes[cid], chunk_pages[cid], group, owners.refs
+            )
     return primary.model_copy(
         update={
             "chunk_ids": list(dict.fromkeys(cid for r in span.results for cid in r.chunk_ids)),
@@ -236,6 +240,24 @@ def _to_result(
             "chunk_headings": chunk_headings,
         }
     )
+
+
+def _with_split_items(
+    boxes: list[Box], pages: list[int], group: list[ItemRecord], refs: dict[str, list[str]]
+) -> tuple[list[Box], list[int]]:
+    """A passage's boxes and pages when it shows whole a paragraph that chunking split (its
+    item held by several chunks): the chunk's own boxes cover only its part, so that item's
+    boxes and pages are added and the page highlights what the passage says. A real paper's
+    abstract was split in two: the cited passage read "Abstract. Recent advances …", the
+    answer restated that sentence, and only the abstract's last lines were highlighted.
+    Tables and pictures keep their chunk's boxes (a cited row, not the whole table)."""
+    split = [i for i in group if i.label not in SELF_CONTAINED_LABELS and len(refs.get(i.self_ref, ())) > 1]
+    if not split:
+        return boxes, pages
+    # reading order: the split paragraphs' lines, then the chunk's other boxes
+    widened = [b for i in split for b in i.boxes]
+    widened.extend(b for b in boxes if b not in widened)
+    return widened, sorted({*pages, *(p for i in split for p in i.page_numbers)})
 
 
 @dataclass(slots=True)
