@@ -123,3 +123,18 @@ def test_punctuation_and_code_in_a_font_of_their_own_are_kept():
     text = _text(convert_pdf(_chart_page_pdf(kept), source="paper.pdf"))
     for line in kept:
         assert line in text
+
+
+def test_tex_s_ff_ligature_read_as_a_return_arrow_is_stored_as_ff():
+    """Computer Modern's "ff" (OT1 code 11, no Unicode map) extracts as U+21B5 "↵": a real
+    paper's "efforts" and "off-the-shelf" were stored as "e↵orts" and "o↵-the-shelf". Beside
+    a letter it is the ligature; a return-key symbol between spaces stays."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_font(fontname="uni", fontbuffer=pymupdf.Font("cjk").buffer)
+    page.insert_text((72, 100), "There have been on-going e\u21b5orts to build an o\u21b5-the-shelf toolkit.", fontname="uni", fontsize=11)
+    page.insert_text((72, 130), "Press \u21b5 to confirm the di\u21b5erent choice.", fontname="uni", fontsize=11)
+    assert "e\u21b5orts" in page.get_text()  # the trap is real
+    text = _text(convert_pdf(doc.tobytes(), source="paper.pdf"))
+    assert "on-going efforts to build an off-the-shelf toolkit" in text
+    assert "Press \u21b5 to confirm the different choice." in text

@@ -408,6 +408,8 @@ def _line(
     text: str, raw: dict[str, Any], rotation: Matrix | None, size: float, bold: bool, block_no: int, horizontal: bool, dx: float, dy: float
 ) -> Line:
     box = tuple(raw["bbox"])
+    if "\u21b5" in text:
+        text = _FF_ARROW.sub("ff", text)
     return Line(
         text=text,
         box=box,
@@ -419,6 +421,13 @@ def _line(
         source_block=block_no,
         direction=(1, 0) if horizontal else _axis_direction(dx, dy),
     )
+
+
+# TeX's Computer Modern fonts (OT1 encoding, no Unicode map) put the "ff" ligature at code
+# 11, which MuPDF reads as U+21B5 "↵": a real paper's "efforts" and "off-the-shelf" were
+# stored (so searched, quoted and cited) as "e↵orts" and "o↵-the-shelf". Beside a letter it
+# is that ligature; a return-key symbol between spaces is left alone.
+_FF_ARROW = re.compile(r"(?<=[^\W\d_])\u21b5|\u21b5(?=[^\W\d_])")
 
 
 # Whether a font's name says bold, for fonts whose bold flag is not set; a document uses
