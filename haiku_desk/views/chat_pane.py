@@ -57,7 +57,14 @@ from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
 from haiku_desk.views.emphasis import balanced_emphasis, plain_emphasis
 from haiku_desk.views.icons import icon_only, set_icon
-from haiku_desk.views.markdown_tables import tidy_tables, with_table_breaks
+from haiku_desk.views.markdown_tables import (
+    CODE_BLOCK,
+    colour_document,
+    follows_scheme,
+    mark_header_rows,
+    tidy_tables,
+    with_table_breaks,
+)
 from haiku_desk.views.notification_area import breakable
 from haiku_desk.views.theme import badge_kind, set_flag
 from haiku_desk.views.widgets import ElidedLabel, compact_button
@@ -675,6 +682,12 @@ class AnswerView(QTextBrowser):
         super().setMarkdown(with_table_breaks(markdown))
         wrap_code_blocks(self.document(), self.palette().color(QPalette.ColorRole.AlternateBase))
         tidy_tables(self.document())
+        mark_header_rows(self.document())
+        colour_document(self.document())  # tables, links and code in the scheme's colours
+
+    def changeEvent(self, event: Any) -> None:  # noqa: N802
+        super().changeEvent(event)
+        follows_scheme(event, self.document())  # View › Appearance: drawn again in its colours
 
     def _fit(self) -> None:
         self.document().setTextWidth(self.viewport().width())
@@ -695,6 +708,7 @@ def wrap_code_blocks(document: QTextDocument, background: QColor) -> None:
         if block_format.nonBreakableLines() and QTextCursor(block).currentTable() is None:
             block_format.setNonBreakableLines(False)
             block_format.setBackground(background)
+            block_format.setProperty(CODE_BLOCK, True)  # recoloured with the scheme
             block_format.setLeftMargin(max(block_format.leftMargin(), 4))
             QTextCursor(block).setBlockFormat(block_format)
         block = block.next()
