@@ -57,7 +57,14 @@ from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
 from haiku_desk.views.emphasis import balanced_emphasis, plain_emphasis
 from haiku_desk.views.icons import icon_only, set_icon
-from haiku_desk.views.markdown_tables import tidy_tables, with_table_breaks
+from haiku_desk.views.markdown_tables import (
+    CODE_BLOCK,
+    colour_document,
+    follows_scheme,
+    mark_header_rows,
+    tidy_tables,
+    with_table_breaks,
+)
 from haiku_desk.views.notification_area import breakable
 from haiku_desk.views.theme import badge_kind, set_flag
 from haiku_desk.views.widgets import ElidedLabel, compact_button
@@ -675,6 +682,12 @@ class AnswerView(QTextBrowser):
         super().setMarkdown(with_table_breaks(markdown))
         wrap_code_blocks(self.document(), self.palette().color(QPalette.ColorRole.AlternateBase))
         tidy_tables(self.document())
+        mark_header_rows(self.document())
+        colour_document(self.document())  # tables, links and code in the scheme's colours
+
+    def changeEvent(self, event: Any) -> None:  # noqa: N802
+        super().changeEvent(event)
+        follows_scheme(event, self.document())  # View › Appearance: drawn again in its colours
 
     def _fit(self) -> None:
         self.document().setTextWidth(self.viewport().width())
@@ -695,6 +708,7 @@ def wrap_code_blocks(document: QTextDocument, background: QColor) -> None:
         if block_format.nonBreakableLines() and QTextCursor(block).currentTable() is None:
             block_format.setNonBreakableLines(False)
             block_format.setBackground(background)
+            block_format.setProperty(CODE_BLOCK, True)  # recoloured with the scheme
             block_format.setLeftMargin(max(block_format.leftMargin(), 4))
             QTextCursor(block).setBlockFormat(block_format)
         block = block.next()
@@ -1584,6 +1598,7 @@ class ChatPane(QWidget):
             self._live = None
             self.follow_to_sources(widget)  # type: ignore[arg-type]  # why, and what to do
             self._order_tabs()
+        self._update_exports()  # a question was asked: the chat can be exported
 
     def _stopped(self, question: Question) -> None:
         if self._is_live(question):
@@ -1701,11 +1716,14 @@ class ChatPane(QWidget):
     # --- export ---------------------------------------------------------------------------
 
     def _update_exports(self) -> None:
+        """Export chat… for any conversation with a question asked in it (one that could not
+        be answered is exported with why); Export last answer… when there is an answer."""
         record = self.chat.current
         has_turns = bool(record and record.turns)
+        asked = has_turns or (record is not None and any(w.failed for w in self.turn_widgets))
         self.export_answer_action.setEnabled(has_turns)
-        self.export_conversation_action.setEnabled(has_turns)
-        self.export_button.setEnabled(has_turns)
+        self.export_conversation_action.setEnabled(asked)
+        self.export_button.setEnabled(asked)
 
     def export_to(
         self, folder: str, *, whole_conversation: bool = True, turn: Turn | None = None
@@ -1716,10 +1734,13 @@ class ChatPane(QWidget):
         from haiku_desk.export import Unanswered, export_answer, export_conversation
 
         record = self.chat.current
-        if record is None or not record.turns:
+        if record is None:
             return None
+        whole = whole_conversation and turn is None
+        if not record.turns and not (whole and any(w.failed for w in self.turn_widgets)):
+            return None  # nothing asked (a last answer: nothing answered)
         client = self.services.library.client
-        answer = turn or record.turns[-1]
+        answer = turn or (record.turns[-1] if record.turns else None)
         # the transcript as shown: a question that could not be answered (never saved) is
         # exported in its place, with why
         shown: list[Turn | Unanswered] = list(record.turns)
@@ -1730,7 +1751,7 @@ class ChatPane(QWidget):
             saved += 1
 
         async def body(token: Any, report: Any) -> Any:
-            if whole_conversation and turn is None:
+            if whole or answer is None:
                 return await export_conversation(record, client, folder, turns=shown)
             return await export_answer(answer, client, folder)
 

@@ -42,7 +42,13 @@ from haiku_desk.citations import (
 from haiku_desk.services.pages import REMOVED_MESSAGE, PagesService
 from haiku_desk.views.emphasis import plain_emphasis
 from haiku_desk.views.find_bar import FindBar
-from haiku_desk.views.markdown_tables import PassageView, passage_html, shown_passage, tidy_tables
+from haiku_desk.views.markdown_tables import (
+    PassageView,
+    colour_document,
+    passage_html,
+    shown_passage,
+    tidy_tables,
+)
 from haiku_desk.views.page_reader import DEFAULT_ZOOM, ZOOM_STEP, PageReader, table_rows
 from haiku_desk.views.text_reader import TextReader
 from haiku_desk.views.theme import current_tokens
@@ -520,6 +526,7 @@ class CitationPanel(QWidget):
             parts.append(f"<p style='color: {secondary};'>Cited as {html.escape(title)}</p>")
         self.message.setHtml("".join(parts))
         tidy_tables(self.message.document())  # short cells whole, a wide table scrolls sideways
+        colour_document(self.message.document())  # its table in the scheme's colours
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

@@ -15,6 +15,7 @@ from PySide6.QtGui import QAction, QColor, QTextCharFormat, QTextCursor, QTextDo
 from PySide6.QtWidgets import QFrame, QTextBrowser, QTextEdit, QWidget
 
 from haiku_desk.views.emphasis import balanced_emphasis
+from haiku_desk.views.markdown_tables import colour_document, follows_scheme, mark_header_rows
 
 PASSAGE_COLOUR = QColor(255, 222, 160)  # the page highlight's orange, blended on white
 FIND_COLOUR = QColor(200, 220, 255)
@@ -90,6 +91,8 @@ class TextReader(QTextBrowser):
         A ``**`` / ``__`` of the document's own that pairs with nothing is dropped (paired ones
         stay emphasis), as in answers; the passage is found by its letters, so it still is."""
         self.setMarkdown(balanced_emphasis(markdown))
+        mark_header_rows(self.document())
+        colour_document(self.document())  # its tables and links in the scheme's colours
         self.find_hits, self.find_index = [], -1
         self.passage = locate(self.toPlainText(), plain_markdown(passage)) if passage.strip() else None
         self._select()
@@ -99,6 +102,10 @@ class TextReader(QTextBrowser):
         else:
             self._move(0)
         return self.passage is not None
+
+    def changeEvent(self, event) -> None:  # noqa: N802
+        super().changeEvent(event)
+        follows_scheme(event, self.document())  # View › Appearance: drawn again in its colours
 
     def passage_text(self) -> str:
         if self.passage is None:

@@ -340,3 +340,34 @@ def test_an_exported_chat_keeps_the_failed_question_has_no_in_app_links_and_says
     (shown,) = [w for w in area.visible_notices if "Exported to" in w.notice.message]
     assert str(operation.result) in shown.notice.message
     assert shown.dismiss_timer is None  # it stays until closed: the path can be read and copied
+
+
+def test_a_chat_whose_only_question_failed_can_be_exported_with_why(
+    qloop, qtbot, library, app_config, monkeypatch, tmp_path
+):
+    """Export › Export chat… stayed disabled for a conversation whose questions all failed
+    (nothing saved yet): it is enabled once a question was asked, and the file lists the
+    question as not answered, with why. Export last answer… waits for an answer."""
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
+    pane, _ = make_pane(qtbot, library, app_config)
+    pane.models.choose(
+        ChatModelChoice(provider="openai-compatible", name="stub-model", base_url=f"http://127.0.0.1:{closed_port()}/v1")
+    )
+    assert not pane.export_conversation_action.isEnabled() and not pane.export_button.isEnabled()
+    ask(qloop, pane, "And the mountain pass?")
+    assert pane.turn_widgets[-1].failed and not pane.chat.current.turns
+
+    assert pane.export_conversation_action.isEnabled()
+    assert pane.export_button.isEnabled()
+    assert not pane.export_answer_action.isEnabled()  # there is no answer to export
+    assert pane.export_to(str(tmp_path / "answer"), whole_conversation=False) is None
+
+    operation = pane.export_to(str(tmp_path / "export"))
+    assert operation is not None
+    run_until(qloop, lambda: not operation.running)
+    assert operation.error is None
+    text = operation.result.read_text()
+    assert "## And the mountain pass?" in text
+    assert "Not answered: The model isn't reachable" in text
