@@ -41,8 +41,9 @@ rm -rf "$stage"
     --distpath "$stage" --workpath build/bundle/work packaging/haiku-desk.spec
 mv "$stage/haiku-desk" "$stage/$name"
 
-# Symbol tables the dynamic linker never reads (xllamacpp alone: 80 MB) and duplicate copies of
-# versioned library names; the self-test exercises the stripped libraries.
+# Symbol tables the dynamic linker never reads (xllamacpp alone: 80 MB), duplicate copies of
+# versioned library names, and the ICU data Qt never asks for (14 MB; needs icupkg from Debian's
+# icu-devtools and a C compiler, else kept whole); the self-test exercises what is left.
 "$PYTHON" packaging/linux/slim_bundle.py "$stage/$name"
 
 # `haiku-rag` beside `haiku-desk`: the library's command line (and `haiku-rag mcp`) from the
