@@ -87,6 +87,26 @@ def test_the_client_groups_pages_when_configured(db_path, config):
         client.close()
 
 
+def test_one_page_filling_the_pools_does_not_leave_fewer_pages_than_asked(db_path):
+    """A one-page report's 30 table-row chunks all match better than anything else: the
+    first pools (20 a side) hold only that page, and one result per page gave one result for
+    limit 5 (a tester's search-only answer listed a single passage). The search looks deeper
+    until it has the pages asked for."""
+    store = Store(str(db_path), create=True)
+    rows = [(1, f"background checks state {i} background checks permits {i}") for i in range(30)]
+    others = [(page, f"state background checks were discussed on page {page}") for page in range(1, 5)]
+    D.write_documents(
+        store, [paged_document("file:///tmp/report.pdf", rows), paged_document("file:///tmp/book.pdf", others)]
+    )
+    grouped = SearchSettings(page_share=0.0)
+    results = search_chunks(store, "background checks", query_vector=None, search_type="fts", limit=5, settings=grouped)
+    assert len(results) == 5
+    assert [r.document_uri for r in results].count("file:///tmp/report.pdf") == 1
+    # and a search that finds only what there is stops (two pages in all)
+    few = search_chunks(store, "permits", query_vector=None, search_type="fts", limit=5, settings=grouped)
+    assert _pages(few) == [1]
+
+
 def test_aggregation_scores_pages_and_leaves_unpaged_chunks_alone():
     candidates = [
         Candidate("a", 0.9, "d1", [4]),

@@ -302,12 +302,18 @@ def search_chunks(
     if limit <= 0 or not query.strip() or (document_ids is not None and not document_ids):
         return []
     search = _Search(store, query, query_vector, search_type, limit, document_ids, settings, reranker, notices)
-    ranking = search.rank()
-    scored = ranking.scored
-    if search.named:
-        scored = search.boost_named(scored, ranking)
-    if settings.page_share is not None and reranker is None:
-        scored = search.group_pages(scored, ranking, settings.page_share)
+    while True:
+        ranking = search.rank()
+        scored = ranking.scored
+        if search.named:
+            scored = search.boost_named(scored, ranking)
+        if settings.page_share is not None and reranker is None:
+            scored = search.group_pages(scored, ranking, settings.page_share)
+            # one page's chunks can fill the pools (a one-page report's table rows): look
+            # deeper until there are enough pages or nothing more to find
+            if len(scored) < search.wanted and search.deepen(ranking):
+                continue
+        break
     candidates = search.candidates(scored[: search.wanted], ranking)
     if reranker is not None and len(candidates) > 1:
         candidates = search.rerank(reranker, candidates)
@@ -325,6 +331,13 @@ class _Ranking:
     document_of: dict[str, str] = field(default_factory=dict)
     page_of: dict[str, int | None] = field(default_factory=dict)
     row_of: dict[str, int] = field(default_factory=dict)
+    # an arm whose pool comes from the search's returned all it was asked for: a deeper
+    # search may find more
+    full: bool = False
+
+
+# pools grow 4x while one result per page leaves fewer pages than asked for, up to this
+MAX_GROUPED_POOL = 320
 
 
 class _Search:
@@ -359,6 +372,13 @@ class _Search:
         searched = len(document_ids) if document_ids is not None else len(self.live)
         self.named_scope = sorted(self.named) if self.named and len(self.named) * 2 <= searched else None
 
+    def deepen(self, ranking: _Ranking) -> bool:
+        """Grow the pools for another try; False when they cannot grow or found all there is."""
+        if not ranking.full or self.pool >= MAX_GROUPED_POOL:
+            return False
+        self.pool = min(self.pool * 4, MAX_GROUPED_POOL)
+        return True
+
     def current(self, hit: dict[str, Any]) -> bool:
         # Leftovers of an interrupted write are invisible until recovery removes them.
         return self.live.get(hit["document_id"]) == hit["generation"]
@@ -375,6 +395,7 @@ class _Search:
         if self.query_vector is None:
             raise ValueError("vector search needs a query vector")
         vector = self.query_vector() if callable(self.query_vector) else self.query_vector
+        self.query_vector = vector  # embedded once, should the search look deeper
         hits = vector_hits(self.store, vector, size, self.document_ids)
         if self.named_scope:
             hits = _union(hits, vector_hits(self.store, vector, size, self.named_scope), "chunk_id")
@@ -396,7 +417,7 @@ class _Search:
     def _text_ranking(self) -> _Ranking:
         hits = self.text_arm(self.pool)
         scored = [(h["id"], float(h["_score"])) for h in hits]
-        return _Ranking(scored, rows={h["id"]: h for h in hits}, row_of=_row_ids(hits))
+        return _Ranking(scored, rows={h["id"]: h for h in hits}, row_of=_row_ids(hits), full=len(hits) >= self.pool)
 
     def _vector_ranking(self) -> _Ranking:
         vec_hits = self.vector_arm(self.pool)
@@ -405,6 +426,7 @@ class _Search:
             document_of={h["chunk_id"]: h["document_id"] for h in vec_hits},
             page_of=_first_pages(vec_hits),
             row_of=_chunk_rows(vec_hits),
+            full=len(vec_hits) >= self.pool,
         )
 
     def _hybrid_ranking(self) -> _Ranking:
@@ -433,6 +455,8 @@ class _Search:
             document_of={h["chunk_id"]: h["document_id"] for h in vec_hits},
             page_of=_first_pages(vec_hits),
             row_of={**_chunk_rows(vec_hits), **_row_ids(text_hits)},
+            full=(not settings.fts_pool and len(text_hits) >= text_pool)
+            or (not settings.vector_pool and len(vec_hits) >= vec_pool),
         )
         text_scored = [(h["id"], float(h["_score"])) for h in text_hits]
         vec_scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits]
