@@ -12,6 +12,9 @@ from haiku.rag.ingest.pdf.page_blocks import top_left
 
 # Running headers/footers live in this fraction of the page height at its top or bottom.
 FURNITURE_ZONE = 0.1
+# ... and beyond it, within this fraction, when repeated at one height on this many pages
+OUTER_FURNITURE_ZONE = 0.2
+REPEATS_BEYOND_ZONE = 3
 MAX_HEADING_CHARS = 200
 MAX_HEADING_LINES = 3
 MAX_HEADING_LEVEL = 6
@@ -35,12 +38,18 @@ Style = tuple[float, bool]  # (font size rounded to 0.5 pt, all bold)
 
 
 def mark_running_furniture(pages: list[Page]) -> None:
-    """Text repeated in the top or bottom zone of several pages (digits ignored, so "Page 3"
-    matches "Page 4") is a running header/footer; so is a bare page number there."""
+    """Text repeated in the top or bottom zone of several pages (page numbers, in digits or
+    roman numerals, ignored, so "Page 3" matches "Page 4" and "xiv PREFACE" matches
+    "PREFACE xv") is a running header/footer; so is a bare page number there. Beyond that
+    zone, a page's first or last block repeated at the same height on REPEATS_BEYOND_ZONE
+    pages or more is one too (a LaTeX article's running head sits 14 % down its page)."""
     seen: Counter[tuple[str, str]] = Counter()
+    placed: Counter[tuple[str, str, int]] = Counter()
     candidates: list[tuple[Block, str, str]] = []
+    outer: list[tuple[Block, str, str, int]] = []
     for page in pages:
         page_keys = set()
+        page_places = set()
         for block in page.blocks:
             if block.kind not in ("text", "header", "footer") or not block.lines:
                 continue
@@ -49,10 +58,18 @@ def mark_running_furniture(pages: list[Page]) -> None:
                 continue
             key = _normalise_furniture(block)
             candidates.append((block, zone, key))
-            page_keys.add((zone, key))
+            page_keys.add((zone, _without_page_numbers(key)))
+        for block, zone in _edge_blocks(page):
+            key, height = _exact_furniture(block), round(block.box[1])
+            outer.append((block, zone, key, height))
+            page_places.add((zone, key, height))
         seen.update(page_keys)
+        placed.update(page_places)
     for block, zone, key in candidates:
-        if block.kind == "text" and (seen[(zone, key)] >= 2 or PAGE_NUMBER_ONLY.match(key)):
+        if block.kind == "text" and (seen[(zone, _without_page_numbers(key))] >= 2 or PAGE_NUMBER_ONLY.match(key)):
+            block.kind = "header" if zone == "top" else "footer"
+    for block, zone, key, height in outer:
+        if block.kind == "text" and key and placed[(zone, key, height)] >= REPEATS_BEYOND_ZONE:
             block.kind = "header" if zone == "top" else "footer"
     text_blocks = [b for page in pages for b in page.blocks if b.lines and b.kind != "table"]
     if all(b.kind in ("header", "footer") for b in text_blocks):
@@ -71,9 +88,50 @@ def _zone(block: Block, page: Page) -> str | None:
     return None
 
 
+def _edge_blocks(page: Page) -> list[tuple[Block, str]]:
+    """The page's first and last text blocks by height, when they lie within the outer
+    OUTER_FURNITURE_ZONE of the page (and not in its furniture zone, already looked at)."""
+    blocks = [b for b in page.blocks if b.kind == "text" and b.lines and _zone(b, page) is None]
+    if len(blocks) < 2:
+        return []
+    top, bottom = page.frame_box[1], page.frame_box[3]
+    band = OUTER_FURNITURE_ZONE * (bottom - top)
+    first = min(blocks, key=lambda b: b.box[1])
+    last = max(blocks, key=lambda b: b.box[3])
+    edges = []
+    if first.box[3] <= top + band and all(b is first or b.box[1] >= first.box[3] for b in blocks):
+        edges.append((first, "top"))
+    if last.box[1] >= bottom - band and all(b is last or b.box[3] <= last.box[1] for b in blocks):
+        edges.append((last, "bottom"))
+    return edges
+
+
+_PAGE_NUMBER_WORD = re.compile(r"^(?:#+|[ivxlc]{1,7})$")
+
+
 def _normalise_furniture(block: Block) -> str:
     text = " ".join(line.text for line in block.lines).lower()
     return " ".join(re.sub(r"\d+", "#", text).split())
+
+
+def _exact_furniture(block: Block) -> str:
+    """A block's text without its page numbers, other figures kept: beyond the furniture
+    zone a repeat must be the same words ("Exhibit 2.3.59-42 … Display" and "Exhibit
+    2.3.59-58 …" at the top of a manual's pages are titles, not one running head)."""
+    words = " ".join(line.text for line in block.lines).lower().split()
+    kept = [w for w in words if not _PAGE_NUMBER_TOKEN.match(w)]
+    return " ".join(kept) if kept else "#"
+
+
+_PAGE_NUMBER_TOKEN = re.compile(r"^(?:\d+|[ivxlc]{1,7})$")
+
+
+def _without_page_numbers(key: str) -> str:
+    """A normalised line without its page numbers, wherever they stand ("# preface" and
+    "preface #" are one running footer on facing pages); a bare number stays as it is."""
+    words = key.split()
+    kept = [w for w in words if not _PAGE_NUMBER_WORD.match(w)]
+    return " ".join(kept) if kept else key
 
 
 def is_caption(block: Block) -> bool:

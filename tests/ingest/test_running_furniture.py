@@ -1,0 +1,57 @@
+"""Running headers and footers real documents print that the 10 % zone and digit-only
+matching missed (tester, session 17): a LaTeX article's alternating running heads 14 % down
+its pages, a book's footer with roman page numbers on either side ("xiv PREFACE", "PREFACE
+xv"). They are page furniture, never passage text or highlights; titles that only look alike
+("Exhibit 2.3.59-42 …", "Exhibit 2.3.59-58 …") at the top of a manual's pages stay text."""
+
+from __future__ import annotations
+
+import pymupdf
+from docling_core.types.doc import ContentLayer
+
+from haiku.rag.ingest.pdf import convert_pdf
+
+BODY = (
+    "The summaries of a query log are computed from the cube's dimensions and measures, and "
+    "each summary is checked against the log it describes before it is kept."
+)
+
+
+def _layers(data: bytes) -> dict[str, set[str]]:
+    doc = convert_pdf(data, source="a.pdf").document
+    layers: dict[str, set[str]] = {"body": set(), "furniture": set()}
+    for item in doc.texts:
+        layers[item.content_layer.value if item.content_layer == ContentLayer.FURNITURE else "body"].add(item.text)
+    return layers
+
+
+def _pages(top_lines: list[str], bottom_lines: list[str], top_y: float = 118) -> bytes:
+    doc = pymupdf.open()
+    for n, (head, foot) in enumerate(zip(top_lines, bottom_lines, strict=True)):
+        page = doc.new_page(width=595, height=842)
+        if head:
+            page.insert_text((150, top_y), head, fontname="helv", fontsize=9)
+        for i in range(6):
+            page.insert_textbox((90, 160 + 90 * i, 505, 240 + 90 * i), f"{n + 1}.{i} {BODY}", fontname="helv", fontsize=10)
+        if foot:
+            page.insert_text((90, 800), foot, fontname="helv", fontsize=9)
+    return doc.tobytes()
+
+
+def test_alternating_running_heads_below_the_top_zone_are_furniture():
+    heads = ["Résumés de logs de requêtes OLAP", "J. Aligon et al."] * 3
+    layers = _layers(_pages(heads, [""] * 6))
+    assert set(heads) <= layers["furniture"]
+    assert not set(heads) & layers["body"]
+
+
+def test_a_footer_with_roman_page_numbers_on_either_side_is_furniture():
+    feet = ["xiv PREFACE", "PREFACE xv", "xvi PREFACE", "PREFACE xvii"]
+    layers = _layers(_pages([""] * 4, feet))
+    assert set(feet) <= layers["furniture"]
+
+
+def test_titles_that_differ_only_in_their_figures_stay_text():
+    titles = [f"Exhibit 2.3.59-{n} (01-19-2021) Command Code BMFOL Return Form 1120 Display" for n in (42, 58, 64, 65)]
+    layers = _layers(_pages(titles, [""] * 4))
+    assert set(titles) <= layers["body"]
