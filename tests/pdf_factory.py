@@ -1136,3 +1136,46 @@ def _table_in_column_pdf(path: Path) -> tuple[PdfLayout, DrawnTable]:
     doc.save(path)
     doc.close()
     return layout, table
+
+
+# --- sectioned papers -------------------------------------------------------------------------
+
+
+def make_sectioned_pdf(
+    path: str | Path, *, title: str, sections: list[tuple[str | None, list[str]]], new_pages: Iterable[int] = ()
+) -> PdfLayout:
+    """A paper of sections, pages added as the text needs: the title, then each section's
+    heading (H1 size, bold; None: no heading, its paragraphs follow the previous ones) and
+    paragraphs (each its own block, e.g. one reference entry each). Sections whose index is
+    in ``new_pages`` start a page.
+
+    Keys in ``blocks``: title, h_N (section N's heading), s_N_M (section N's paragraph M)."""
+    path = Path(path)
+    layout = PdfLayout(path=path, page_count=1, page_size=A4)
+    doc = pymupdf.open()
+    w = _PageWriter(layout, doc.new_page(width=A4[0], height=A4[1]), 1)
+
+    def room(lines: int, size: float, *, new_page: bool = False) -> None:
+        nonlocal w
+        if new_page or w.y + lines * size * LINE_GAP > A4[1] - MARGIN:
+            # a new page only after the last one is done with: a Page goes stale when one is added
+            layout.page_count += 1
+            w = _PageWriter(layout, doc.new_page(width=A4[0], height=A4[1]), layout.page_count)
+
+    lines = wrap(title, A4[0] - 2 * MARGIN, TITLE_SIZE, BOLD_FONT)
+    w.block("title", "title", lines, size=TITLE_SIZE, bold=True, space_after=14)
+    new_pages = set(new_pages)
+    for n, (heading, paragraphs) in enumerate(sections):
+        if n in new_pages:
+            room(0, BODY_SIZE, new_page=True)
+        if heading is not None:
+            room(3, H1_SIZE)
+            w.block(f"h_{n}", "h1", [heading], size=H1_SIZE, bold=True)
+        for m, text in enumerate(paragraphs):
+            lines = wrap(text, A4[0] - 2 * MARGIN, BODY_SIZE)
+            room(len(lines), BODY_SIZE)
+            w.block(f"s_{n}_{m}", "paragraph", lines)
+    doc.set_metadata({"title": title})
+    doc.save(path)
+    doc.close()
+    return layout

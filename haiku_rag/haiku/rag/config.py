@@ -189,6 +189,12 @@ class SearchConfig(_Section):
     # named (haiku.rag.search.naming); 0: off. 1 (a fully named document gains one arm's best)
     # tied 2 on FinanceBench's tune half; the smaller was kept.
     name_weight: float = Field(default=1.0, ge=0, le=10)
+    # Chunks of a reference list (a section named References, Bibliography, Références,
+    # Literaturverzeichnis …, or text that is mostly reference entries) keep this share of
+    # their score, unless the query asks for references or nothing else matches its words
+    # (haiku.rag.search.references); 1: off. Chosen on the real papers of the shared PDF set
+    # (tests/bench/eval_reference_demotion.py, docs/benchmarks.md "Reference lists").
+    reference_weight: float = Field(default=0.5, ge=0, le=1)
     fusion: FusionConfig = Field(default_factory=FusionConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
 

@@ -15,9 +15,11 @@ With a reranker (``search.rerank``), a pool of fused candidates larger than ``li
 and only its order is cut to ``limit``; if the reranker fails, the fused order is kept and a
 warning logged.
 
-Two stages follow fusion (``search.name_weight``, ``search.page_share``): documents the query
-names by file name gain a boost and join each arm's pool (``naming.py``), and paged chunks are
-grouped so each page comes back once, scored with its other chunks (``pages.py``).
+Three stages follow fusion (``search.name_weight``, ``search.reference_weight``,
+``search.page_share``): documents the query names by file name gain a boost and join each arm's
+pool (``naming.py``), chunks of reference lists are demoted unless the query asks for them or
+nothing else matches (``references.py``), and paged chunks are grouped so each page comes back
+once, scored with its other chunks (``pages.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import numpy as np
 from haiku.rag.errors import EmbeddingError
 from haiku.rag.search.naming import boost_named, named_documents
 from haiku.rag.search.pages import Candidate, aggregate_pages, page_key
+from haiku.rag.search.references import asks_for_references, is_reference_chunk
 from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json
 from haiku.rag.store.engine import Store
@@ -244,7 +247,10 @@ class SearchSettings:
     result per page, pages scored by their best chunk plus that share of the next ones
     (``pages.aggregate_pages``). ``rerank_pool``: with a reranker, the best
     ``max(rerank_pool, limit)`` chunks are reordered by it before the cut to ``limit`` (and, with
-    ``page_share``, each page keeps its first chunk in that order).
+    ``page_share``, each page keeps its first chunk in that order). ``reference_weight`` < 1:
+    chunks of reference lists (``references.is_reference_chunk``) keep that share of their
+    fused score, unless the query asks for references (``references.asks_for_references``) or
+    no other chunk matched the query's words (``_Search.demote_references``); 1: off.
     """
 
     rrf_k: int = 60
@@ -258,6 +264,7 @@ class SearchSettings:
     page_share: float | None = None
     name_weight: float = 0.0
     rerank_pool: int = 30
+    reference_weight: float = 1.0
 
     @classmethod
     def from_config(cls, search: SearchConfig) -> SearchSettings:
@@ -274,6 +281,7 @@ class SearchSettings:
             page_share=search.page_share,
             name_weight=search.name_weight,
             rerank_pool=search.rerank.pool,
+            reference_weight=search.reference_weight,
         )
 
 
@@ -307,6 +315,8 @@ def search_chunks(
         scored = ranking.scored
         if search.named:
             scored = search.boost_named(scored, ranking)
+        if settings.reference_weight < 1 and not asks_for_references(query):
+            scored = search.demote_references(scored, ranking)
         if settings.page_share is not None and reranker is None:
             scored = search.group_pages(scored, ranking, settings.page_share)
             # one page's chunks can fill the pools (a one-page report's table rows): look
@@ -331,6 +341,8 @@ class _Ranking:
     document_of: dict[str, str] = field(default_factory=dict)
     page_of: dict[str, int | None] = field(default_factory=dict)
     row_of: dict[str, int] = field(default_factory=dict)
+    text_hits: set[str] = field(default_factory=set)  # the full-text arm's hits, when it ran
+    text_ran: bool = False
     # an arm whose pool comes from the search's returned all it was asked for: a deeper
     # search may find more
     full: bool = False
@@ -417,7 +429,14 @@ class _Search:
     def _text_ranking(self) -> _Ranking:
         hits = self.text_arm(self.pool)
         scored = [(h["id"], float(h["_score"])) for h in hits]
-        return _Ranking(scored, rows={h["id"]: h for h in hits}, row_of=_row_ids(hits), full=len(hits) >= self.pool)
+        return _Ranking(
+            scored,
+            rows={h["id"]: h for h in hits},
+            row_of=_row_ids(hits),
+            text_hits={h["id"] for h in hits},
+            text_ran=True,
+            full=len(hits) >= self.pool,
+        )
 
     def _vector_ranking(self) -> _Ranking:
         vec_hits = self.vector_arm(self.pool)
@@ -455,6 +474,8 @@ class _Search:
             document_of={h["chunk_id"]: h["document_id"] for h in vec_hits},
             page_of=_first_pages(vec_hits),
             row_of={**_chunk_rows(vec_hits), **_row_ids(text_hits)},
+            text_hits={h["id"] for h in text_hits},
+            text_ran=text_future is not None,
             full=(not settings.fts_pool and len(text_hits) >= text_pool)
             or (not settings.vector_pool and len(vec_hits) >= vec_pool),
         )
@@ -478,6 +499,66 @@ class _Search:
         if self.search_type != "hybrid" or self.settings.fusion != "score":
             scored = score_fusion([scored], [1.0])  # onto score fusion's 0 … 1 scale per arm
         return boost_named(scored, ranking.document_of, self.named, self.settings.name_weight)
+
+    def demote_references(self, scored: list[tuple[str, float]], ranking: _Ranking) -> list[tuple[str, float]]:
+        """Chunks of reference lists keep ``reference_weight`` of their score (a negative score,
+        as cosine can be, moves as far down), unless no chunk outside them matched the query's
+        words: then they are what matched, and keep their place.
+
+        Only the candidates that can still reach the results after the demotion are read and
+        judged (``_reachable``); their whole rows are kept for the results."""
+        weight = self.settings.reference_weight
+        judged = self._judge(self._reachable(scored, ranking, weight), ranking)
+        references = {cid for cid, is_reference in judged.items() if is_reference}
+        if not references:
+            return scored
+        if ranking.text_ran and ranking.text_hits:
+            # nothing else matches: every full-text hit is a reference chunk (those not judged
+            # yet, ranked lower, are judged now: rare, as most queries' words occur elsewhere)
+            unjudged = [cid for cid in ranking.text_hits if cid not in judged]
+            if not any(judged.get(cid) is False for cid in ranking.text_hits) and unjudged:
+                judged.update(self._judge(unjudged, ranking))
+                references |= {cid for cid in unjudged if judged.get(cid)}
+            if all(judged.get(cid, True) for cid in ranking.text_hits):
+                return scored
+        demoted = [(cid, score - (1 - weight) * abs(score) if cid in references else score) for cid, score in scored]
+        return sorted(demoted, key=lambda pair: -pair[1])
+
+    def _reachable(self, scored: list[tuple[str, float]], ranking: _Ranking, weight: float) -> list[str]:
+        """The candidates whose place a demotion could change among the results: those scoring at
+        least the demoted score of the ``wanted``-th result (page, when grouped: a page's score
+        is its best chunk's), since each of the first ``wanted`` keeps at least that much. With
+        a page share above 0 a page sums its chunks: all are judged."""
+        share = self.settings.page_share
+        if share:
+            return [cid for cid, _ in scored]
+        seen: set[tuple[str, int] | str] = set()
+        cut = None
+        for cid, score in scored:
+            seen.add(self._page_of(cid, ranking) if share is not None else cid)
+            if len(seen) == self.wanted:
+                cut = score - (1 - weight) * abs(score)
+                break
+        return [cid for cid, score in scored if cut is None or score >= cut]
+
+    def _page_of(self, cid: str, ranking: _Ranking) -> tuple[str, int] | str:
+        """The page key of a candidate when it is known without reading its row, else its id."""
+        if cid in ranking.rows and "page_numbers" in ranking.rows[cid]:
+            return page_key(Candidate(cid, 0.0, ranking.rows[cid]["document_id"], ranking.rows[cid]["page_numbers"] or []))
+        if cid in ranking.page_of and cid in ranking.document_of:
+            page = ranking.page_of[cid]
+            return page_key(Candidate(cid, 0.0, ranking.document_of[cid], [] if page is None else [page]))
+        return cid
+
+    def _judge(self, chunk_ids: Sequence[str], ranking: _Ranking) -> dict[str, bool]:
+        """Whether each chunk (whose row is still current) belongs to a reference list; reads
+        the whole rows it lacks, in one query, and keeps them for the results."""
+        _fetch_rows(self.store, ranking.rows, chunk_ids, self.current, ranking.row_of, complete=True)
+        return {
+            cid: is_reference_chunk(ranking.rows[cid]["headings"], ranking.rows[cid]["content"])
+            for cid in chunk_ids
+            if cid in ranking.rows
+        }
 
     def group_pages(
         self, scored: list[tuple[str, float]], ranking: _Ranking, page_share: float
