@@ -558,6 +558,8 @@ class LibraryPane(QWidget):
     def eventFilter(self, watched, event) -> bool:  # noqa: N802
         if watched is self.table and event.type() == QEvent.Type.Resize:
             self._fit_columns()
+        if watched is self.table and event.type() == QEvent.Type.FocusIn:
+            self._select_on_keyboard_focus(event.reason())
         if (
             watched is self.table.viewport()
             and event.type() == QEvent.Type.ContextMenu
@@ -568,6 +570,27 @@ class LibraryPane(QWidget):
                 self._context_menu(self.table.visualRect(index).center(), index)
             return True
         return super().eventFilter(watched, event)
+
+    def _select_on_keyboard_focus(self, reason: Qt.FocusReason) -> None:
+        """Tab (or a shortcut) into the table with nothing selected selects the current row,
+        else the first: the keyboard's row is then shown, and Delete, Re-ingest and the row's
+        menu act on it. Qt only made a row current, unselected and invisible (the table draws
+        no focus frame per cell), and a filtered list of one row could not be selected with
+        the arrows, so Delete did nothing without a mouse (tester 16:36)."""
+        keyboard = (
+            Qt.FocusReason.TabFocusReason,
+            Qt.FocusReason.BacktabFocusReason,
+            Qt.FocusReason.ShortcutFocusReason,
+        )
+        selection = self.table.selectionModel()
+        if reason not in keyboard or selection.hasSelection() or self.proxy.rowCount() == 0:
+            return
+        from PySide6.QtCore import QItemSelectionModel
+
+        current = self.table.currentIndex()
+        index = current if current.isValid() else self.proxy.index(0, NAME)
+        flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+        selection.setCurrentIndex(index, flags)
 
     def _fit_columns(self) -> None:
         """State as wide as its longest usual text, the Document column the rest; in a narrow
