@@ -497,10 +497,17 @@ class LibraryPane(QWidget):
 
     def _update_buttons(self) -> None:
         selected = self.selected_entries()
-        self.cancel_button.setEnabled(any(e.busy for e in selected))
-        self.reingest_button.setEnabled(any(not e.busy for e in selected))
-        self.delete_button.setEnabled(bool(selected))
-        self.unlock_button.setEnabled(any(e.needs_password for e in selected))
+        for button, enabled in (
+            (self.cancel_button, any(e.busy for e in selected)),
+            (self.reingest_button, any(not e.busy for e in selected)),
+            (self.delete_button, bool(selected)),
+            (self.unlock_button, any(e.needs_password for e in selected)),
+        ):
+            if not enabled and button.hasFocus():
+                # the focus goes back to the rows: Qt would move it on to the next button, and
+                # after Re-ingest that is Delete (a Space or Enter then asked to delete)
+                self.table.setFocus(Qt.FocusReason.OtherFocusReason)
+            button.setEnabled(enabled)
         self.rename_action.setEnabled(len(selected) == 1 and selected[0].document_id is not None)
         failed = [e for e in selected if e.reason]
         if failed:

@@ -731,3 +731,33 @@ def test_tab_into_the_filtered_table_selects_its_row_so_delete_works_without_a_m
     pane.search.setFocus()
     pane.table.setFocus(Qt.FocusReason.MouseFocusReason)
     assert pane.selected_keys() == []
+
+
+def test_re_ingest_pressed_from_the_keyboard_leaves_the_focus_on_the_rows_not_on_delete(
+    qloop, qtbot, library, tmp_path
+):
+    """Tester 16:45: Re-ingest disabled itself and Qt moved the keyboard focus on to the next
+    button, Delete, so the next Space or Enter asked to delete. The focus goes back to the
+    rows instead."""
+    from PySide6.QtWidgets import QApplication, QMainWindow
+
+    paper = _titled_pdf(tmp_path / "tracemonkey.pdf", "Trace-based compilation", "Traces record loops.")
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    pane = LibraryPane(library)
+    window.setCentralWidget(pane)
+    window.resize(900, 600)
+    window.show()
+    window.activateWindow()
+    qtbot.waitExposed(window)
+    _ingest(qloop, library, [paper])
+    pane.select_keys([uri_for(paper)])
+    run_until(qloop, pane.reingest_button.isEnabled, SLOW)  # embedded too: nothing running
+    pane.reingest_button.setFocus(Qt.FocusReason.TabFocusReason)
+    assert pane.reingest_button.hasFocus()
+    qtbot.keyClick(pane.reingest_button, Qt.Key.Key_Space)
+    run_until(qloop, lambda: not pane.reingest_button.isEnabled(), 30)  # queued: it waits now
+    assert QApplication.focusWidget() is pane.table
+    assert not pane.delete_button.hasFocus()
+    assert pane.selected_keys() == [uri_for(paper)]  # the row it acted on stays selected
+    run_until(qloop, lambda: library.entry(uri_for(paper)).searchable and pane.reingest_button.isEnabled(), SLOW)
