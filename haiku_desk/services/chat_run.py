@@ -59,7 +59,8 @@ HOW_TO_CONNECT_A_MODEL = (
 )
 PASSAGES_INSTEAD = (
     "The chat model isn't reachable, so this answer shows the best passages from your library. "
-    f"Ask again once it is running, or check [Settings → Models…]({MODELS_LINK})."
+    # the link's words end the sentence without the menu item's "…" (it read "Models…." )
+    f"Ask again once it is running, or check it in [Settings → Models]({MODELS_LINK})."
 )
 # The notices of a failed answer, one per problem (the notification area shows one banner per
 # key); the next answer a model writes withdraws the model's.

@@ -497,10 +497,17 @@ class LibraryPane(QWidget):
 
     def _update_buttons(self) -> None:
         selected = self.selected_entries()
-        self.cancel_button.setEnabled(any(e.busy for e in selected))
-        self.reingest_button.setEnabled(any(not e.busy for e in selected))
-        self.delete_button.setEnabled(bool(selected))
-        self.unlock_button.setEnabled(any(e.needs_password for e in selected))
+        for button, enabled in (
+            (self.cancel_button, any(e.busy for e in selected)),
+            (self.reingest_button, any(not e.busy for e in selected)),
+            (self.delete_button, bool(selected)),
+            (self.unlock_button, any(e.needs_password for e in selected)),
+        ):
+            if not enabled and button.hasFocus():
+                # the focus goes back to the rows: Qt would move it on to the next button, and
+                # after Re-ingest that is Delete (a Space or Enter then asked to delete)
+                self.table.setFocus(Qt.FocusReason.OtherFocusReason)
+            button.setEnabled(enabled)
         self.rename_action.setEnabled(len(selected) == 1 and selected[0].document_id is not None)
         failed = [e for e in selected if e.reason]
         if failed:
@@ -558,6 +565,8 @@ class LibraryPane(QWidget):
     def eventFilter(self, watched, event) -> bool:  # noqa: N802
         if watched is self.table and event.type() == QEvent.Type.Resize:
             self._fit_columns()
+        if watched is self.table and event.type() == QEvent.Type.FocusIn:
+            self._select_on_keyboard_focus(event.reason())
         if (
             watched is self.table.viewport()
             and event.type() == QEvent.Type.ContextMenu
@@ -568,6 +577,27 @@ class LibraryPane(QWidget):
                 self._context_menu(self.table.visualRect(index).center(), index)
             return True
         return super().eventFilter(watched, event)
+
+    def _select_on_keyboard_focus(self, reason: Qt.FocusReason) -> None:
+        """Tab (or a shortcut) into the table with nothing selected selects the current row,
+        else the first: the keyboard's row is then shown, and Delete, Re-ingest and the row's
+        menu act on it. Qt only made a row current, unselected and invisible (the table draws
+        no focus frame per cell), and a filtered list of one row could not be selected with
+        the arrows, so Delete did nothing without a mouse (tester 16:36)."""
+        keyboard = (
+            Qt.FocusReason.TabFocusReason,
+            Qt.FocusReason.BacktabFocusReason,
+            Qt.FocusReason.ShortcutFocusReason,
+        )
+        selection = self.table.selectionModel()
+        if reason not in keyboard or selection.hasSelection() or self.proxy.rowCount() == 0:
+            return
+        from PySide6.QtCore import QItemSelectionModel
+
+        current = self.table.currentIndex()
+        index = current if current.isValid() else self.proxy.index(0, NAME)
+        flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+        selection.setCurrentIndex(index, flags)
 
     def _fit_columns(self) -> None:
         """State as wide as its longest usual text, the Document column the rest; in a narrow

@@ -176,6 +176,13 @@ class MainWindow(QMainWindow):
         self.splitter.splitterMoved.connect(self._panes_dragged)
         self._auto_reader = False  # reader mode taken by a citation in a narrow panel
         self._chat_splitter_state: QByteArray | None = None
+        # The library's line is a label of the status bar, not its passing message: a menu
+        # item under the pointer shows its status tip there and then clears the message, which
+        # took the line away until the next change (tester 16:42, after View › Appearance).
+        # A passing message still shows over the label, which comes back after it.
+        self.status_label = QLabel()
+        self.status_label.setAccessibleName("Library status")
+        self.statusBar().addWidget(self.status_label, 1)
         services.library.entry_changed.connect(self._update_status)
         services.library.entry_removed.connect(self._update_status)
         services.library.opened.connect(self._update_status)
@@ -702,7 +709,7 @@ class MainWindow(QMainWindow):
             text = "Opening the library…"
         if failed:
             text += f" · {failed} failed"
-        self.statusBar().showMessage(f"{text} · {self.services.library.db_path}")
+        self.status_label.setText(f"{text} · {self.services.library.db_path}")
 
     # --- drops anywhere -------------------------------------------------------------------------
 

@@ -187,6 +187,9 @@ def test_an_unreachable_model_offers_the_passages_one_banner_and_success_clears_
     assert passages.turn.citations and passages.source_cards and passages.chips
     assert "Search results" in passages.badge.text()
     assert "isn't reachable" in passages.answer.toPlainText()  # why these are passages
+    # one full stop after the link's words (it ended "Settings → Models…." : four dots)
+    assert passages.answer.toPlainText().rstrip().endswith("Settings → Models.")
+    assert "…." not in passages.answer.toPlainText()
     assert len(area.visible_notices) == 1  # the model is still unreachable
 
     pane.models.use_model_instance(  # the model is back

@@ -679,3 +679,85 @@ def test_pages_read_by_text_recognition_move_the_bar_and_are_named(qloop, qtbot,
     bars = [by_page[done] for done in sorted(by_page)]
     assert len(bars) >= 2 and all(b > a for a, b in zip(bars, bars[1:], strict=False)), bars  # each page moves it
     assert bars[-1] < 1.0
+
+
+def test_tab_into_the_filtered_table_selects_its_row_so_delete_works_without_a_mouse(
+    qloop, qtbot, library, tmp_path
+):
+    """Tester 16:36: filter 'beaver', Tab to the table, Down / Home / Up: no row showed as
+    selected or current and Delete did nothing (Qt made the one row current, unselected and
+    invisible; the arrows had nowhere to move). Tab into the table selects its row."""
+    from PySide6.QtWidgets import QMainWindow
+
+    files = [_titled_pdf(tmp_path / f"{n}.pdf", f"Notes on {n}", f"{n} grow in orchards.") for n in ("apples", "pears", "plums")]
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    pane = LibraryPane(library)
+    window.setCentralWidget(pane)
+    window.resize(900, 600)
+    window.show()
+    window.activateWindow()
+    qtbot.waitExposed(window)
+    _ingest(qloop, library, files)
+    keys = [uri_for(f) for f in files]
+
+    pane.search.setFocus()
+    pane.search.setText("pears")
+    assert _shown_keys(pane) == [keys[1]]
+    pane.table.setFocus(Qt.FocusReason.TabFocusReason)  # Tab from the filter to the table
+    assert pane.selected_keys() == [keys[1]]
+    assert pane.delete_button.isEnabled()
+    for key in (Qt.Key.Key_Down, Qt.Key.Key_Home, Qt.Key.Key_Up):
+        qtbot.keyClick(pane.table, key)
+        assert pane.selected_keys() == [keys[1]]
+    qtbot.keyClick(pane.table, Qt.Key.Key_Delete)
+    dialog = pane.delete_dialog
+    assert dialog is not None and dialog.isVisible() and "Notes on pears" in dialog.text()
+    dialog.reject()
+    qtbot.waitUntil(lambda: pane.delete_dialog is None)
+
+    # the whole list: Tab selects the current row and the arrows move the selection
+    pane.search.setText("")
+    pane.table.clearSelection()
+    pane.search.setFocus()
+    pane.table.setFocus(Qt.FocusReason.TabFocusReason)
+    assert len(pane.selected_keys()) == 1
+    first = pane.selected_keys()[0]
+    qtbot.keyClick(pane.table, Qt.Key.Key_Down)
+    assert len(pane.selected_keys()) == 1 and pane.selected_keys() != [first]
+
+    # a click in the table is the mouse's own selection: focus by the mouse selects nothing
+    pane.table.clearSelection()
+    pane.search.setFocus()
+    pane.table.setFocus(Qt.FocusReason.MouseFocusReason)
+    assert pane.selected_keys() == []
+
+
+def test_re_ingest_pressed_from_the_keyboard_leaves_the_focus_on_the_rows_not_on_delete(
+    qloop, qtbot, library, tmp_path
+):
+    """Tester 16:45: Re-ingest disabled itself and Qt moved the keyboard focus on to the next
+    button, Delete, so the next Space or Enter asked to delete. The focus goes back to the
+    rows instead."""
+    from PySide6.QtWidgets import QApplication, QMainWindow
+
+    paper = _titled_pdf(tmp_path / "tracemonkey.pdf", "Trace-based compilation", "Traces record loops.")
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    pane = LibraryPane(library)
+    window.setCentralWidget(pane)
+    window.resize(900, 600)
+    window.show()
+    window.activateWindow()
+    qtbot.waitExposed(window)
+    _ingest(qloop, library, [paper])
+    pane.select_keys([uri_for(paper)])
+    run_until(qloop, pane.reingest_button.isEnabled, SLOW)  # embedded too: nothing running
+    pane.reingest_button.setFocus(Qt.FocusReason.TabFocusReason)
+    assert pane.reingest_button.hasFocus()
+    qtbot.keyClick(pane.reingest_button, Qt.Key.Key_Space)
+    run_until(qloop, lambda: not pane.reingest_button.isEnabled(), 30)  # queued: it waits now
+    assert QApplication.focusWidget() is pane.table
+    assert not pane.delete_button.hasFocus()
+    assert pane.selected_keys() == [uri_for(paper)]  # the row it acted on stays selected
+    run_until(qloop, lambda: library.entry(uri_for(paper)).searchable and pane.reingest_button.isEnabled(), SLOW)

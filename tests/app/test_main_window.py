@@ -131,7 +131,7 @@ def test_dropped_pdfs_become_searchable(qloop, window, tmp_path):
     assert not window.library_pane.empty_hint.isVisible()
     hits = qloop.run_until_complete(library.search_passages("kerosene shortage night convoys", limit=1))
     assert hits and hits[0].document_uri == uri_for(report.path)
-    assert "2 documents searchable" in window.statusBar().currentMessage()
+    assert "2 documents searchable" in window.status_label.text()
 
     # selecting a document is for managing it: the chat's scope stays; ticking changes it
     scopes = []
@@ -481,3 +481,31 @@ def test_ctrl_n_on_the_evidence_table_tab_switches_to_the_chat_and_starts_a_new_
     qtbot.keyClick(QApplication.focusWidget() or window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
     assert window.centre.currentWidget() is window.chat_pane
     assert chat.current is not None and chat.current.id == first  # the empty new chat is reused
+
+
+def test_the_library_line_stays_when_a_menu_is_browsed_or_the_scheme_switched(qloop, qtbot, services, themed):
+    """Tester 16:42: after View › Appearance › Dark the status bar's line ('21 documents
+    searchable · …') was gone until the next start. It was the status bar's passing message,
+    which a menu item under the pointer clears (its status tip, empty); it is a label now,
+    and a passing message shows over it only while it lasts."""
+    from PySide6.QtGui import QStatusTipEvent
+    from PySide6.QtWidgets import QApplication
+
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.resize(*DEFAULT_SIZE)
+    window.show()
+    qtbot.waitExposed(window)
+    run_until(qloop, lambda: "searchable" in window.status_label.text(), SLOW)
+    line = window.status_label.text()
+    assert str(services.library.db_path) in line
+
+    QApplication.sendEvent(window, QStatusTipEvent(""))  # the pointer over View › Appearance
+    theme.apply_theme(themed, "dark")
+    QApplication.sendEvent(window, QStatusTipEvent(""))  # and off the menu again
+    assert window.status_label.text() == line and window.status_label.isVisible()
+
+    window.statusBar().showMessage("Exported to /tmp/x.md")  # a passing message: over it
+    assert not window.status_label.isVisible()
+    window.statusBar().clearMessage()
+    assert window.status_label.isVisible() and window.status_label.text() == line
