@@ -397,3 +397,30 @@ def test_an_answer_that_states_nothing_checkable_is_supported_only_when_it_resta
     assert elsewhere.verdict == "cited-unchecked"
     restated = check_answer("A kerosene shortage delayed the night convoys.", {1: passage})
     assert restated.verdict == "supported"
+
+
+def test_a_cited_sentence_that_says_something_else_than_its_source_is_unsupported():
+    """A tester's answer "It is rumored in camp that Grant is getting reinforcements from the
+    eastern army [9]." cited a software paper's list of components: no figure, date, quote or
+    multiword name to check, so it was badged "Cited, nothing to check". A sentence whose words
+    are not in the text its marker names says something else: unsupported, with its words."""
+    passage = (
+        "LayoutParser provides a set of simple and intuitive interfaces for applying and "
+        "customizing DL models for layout detection, character recognition, and many other "
+        "document processing tasks."
+    )
+    answer = "It is rumored in camp that Grant is getting reinforcements from the eastern army [9]."
+    check = check_answer(answer, {9: passage})
+    assert check.verdict == "cited-unsupported"
+    [sentence] = check.flagged
+    assert sentence.status == "unsupported" and "rumored" in sentence.missing and "Grant" in sentence.missing
+    # a sentence that shares a fair part of its words with its source is not accused
+    close = "LayoutParser gives simple interfaces for customizing models for layout detection [9]."
+    assert check_answer(close, {9: passage}).verdict == "supported"
+    paraphrase = "The toolkit offers intuitive interfaces to apply deep models to documents [9]."
+    assert check_answer(paraphrase, {9: passage}).verdict in ("supported", "cited-unchecked")
+    # too short to judge: left unchecked
+    assert check_answer("See the camp notes [9].", {9: passage}).verdict == "cited-unchecked"
+    # another sentence of the answer holding keeps the answer partly supported
+    both = f"{close} {answer}"
+    assert check_answer(both, {9: passage}).verdict == "partly-supported"

@@ -49,6 +49,11 @@ SentenceStatus = Literal["supported", "unsupported", "uncited", "unchecked"]
 # An answer without a figure, date, name or quotation to check is supported only when this
 # share of its words (stop and meta words aside) is in the text it cites.
 RESTATED_SHARE = 0.5
+# A cited sentence without such claims, of at least UNRELATED_MIN_WORDS words, of which less
+# than this share is in the text it cites, is unsupported: it says something else ("It is
+# rumored in camp that Grant is getting reinforcements [9]" cited a software paper's list).
+UNRELATED_SHARE = 0.2
+UNRELATED_MIN_WORDS = 4
 VERDICT_LABELS: dict[str, str] = {
     "supported": "Supported",
     "partly-supported": "Partly supported",
@@ -475,6 +480,8 @@ def check_answer(
                 if not any(_holds(k, c, source) for source in sources)
             ]  # fmt: skip
             status = "unchecked" if not claims else ("unsupported" if missing else "supported")
+            if not claims:
+                status, missing = _without_claims(sentence, sources)
         checks.append(
             SentenceCheck(
                 text=sentence, start=start, end=end, markers=numbers, claims=written,
@@ -489,6 +496,24 @@ def check_answer(
         sentences=checks,
         recovered=list(recovered),
     )
+
+
+def _without_claims(sentence: str, sources: Sequence[_Cited]) -> tuple[SentenceStatus, list[str]]:
+    """A cited sentence without a figure, date, name or quote to look for: supported when
+    most of its words (RESTATED_SHARE, stop and meta words aside) are in one of its sources;
+    unsupported, with a few of its words, when it has at least UNRELATED_MIN_WORDS and less
+    than UNRELATED_SHARE of them is in any; else unchecked."""
+    text = MARKER.sub(" ", sentence)
+    words = _content_stems(text)
+    if not words:
+        return "unchecked", []
+    share = max(len(words & {_stem(w) for w in _WORD.findall(source.folded)}) / len(words) for source in sources)
+    if share >= RESTATED_SHARE:
+        return "supported", []
+    if len(words) >= UNRELATED_MIN_WORDS and share < UNRELATED_SHARE:
+        shown = [w for w in _WORD.findall(text) if _stem(_fold(w)) in words]
+        return "unsupported", list(dict.fromkeys(shown))[:4]
+    return "unchecked", []
 
 
 def _verdict(
