@@ -49,7 +49,7 @@ def read_json(path: Path) -> Any:
 
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` to ``path`` atomically. Raises OSError."""
-    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=1))
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, indent=1), private=True)
 
 
 class AppFile:

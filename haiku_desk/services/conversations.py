@@ -258,7 +258,7 @@ class ConversationStore:
 
     def save(self, record: ConversationRecord) -> Path:
         """Write ``record`` atomically: readers see the old file or the new one, never a mix."""
-        return write_text_atomic(self.path_of(record.id), record.model_dump_json(indent=1))
+        return write_text_atomic(self.path_of(record.id), record.model_dump_json(indent=1), private=True)
 
     def load(self, conversation_id: str) -> ConversationRecord:
         path = self.path_of(conversation_id)

@@ -336,13 +336,13 @@ class ModelsService(QObject):
             return DesktopSettings()
         if migrated is not raw:  # an older version's file: written back in the current one
             try:
-                write_text_atomic(self.settings_path, settings.model_dump_json(indent=1))
+                write_text_atomic(self.settings_path, settings.model_dump_json(indent=1), private=True)
             except OSError as exc:
                 log.warning("Could not write the migrated settings %s: %s", self.settings_path, exc)
         return settings
 
     def _write_settings(self) -> None:
-        write_text_atomic(self.settings_path, self.settings.model_dump_json(indent=1))
+        write_text_atomic(self.settings_path, self.settings.model_dump_json(indent=1), private=True)
 
     # --- keychain -----------------------------------------------------------------------
 

@@ -24,6 +24,29 @@ def test_a_write_that_fails_midway_keeps_the_old_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["settings.json"]
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "fchmod"), reason="POSIX permission bits")
+def test_a_new_file_gets_the_mode_a_plain_write_gives_and_a_private_one_the_owners_only(tmp_path):
+    """An exported table was left 0600 (the temporary file's mode) beside a 0644 chat export."""
+    import os
+    import stat
+
+    from haiku.rag.files import write_atomic
+
+    old = os.umask(0o027)
+    try:
+        exported = write_atomic(tmp_path / "table.csv", b"a,b\n")
+        settings = write_text_atomic(tmp_path / "settings.json", "{}", private=True)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(exported.stat().st_mode) == 0o640
+    assert stat.S_IMODE(settings.stat().st_mode) == 0o600
+    assert exported.read_bytes() == b"a,b\n"
+    # a file that exists keeps its mode across a rewrite
+    os.chmod(exported, 0o664)
+    write_atomic(exported, b"c,d\n")
+    assert stat.S_IMODE(exported.stat().st_mode) == 0o664 and exported.read_bytes() == b"c,d\n"
+
+
 # --- file URIs back to paths (issue 33, item 4: portable by construction) ---------------------
 
 

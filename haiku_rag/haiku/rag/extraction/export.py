@@ -13,12 +13,11 @@ import csv
 import io
 import json
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from haiku.rag.extraction.models import Cell, ExtractionTable
+from haiku.rag.files import write_atomic
 
 if TYPE_CHECKING:
     from haiku.rag.bibliography import Bibliographic
@@ -214,20 +213,6 @@ def to_bibtex(rows: list[Row]) -> str:
     return bibtex([row.record or Bibliographic(title=row.name) for row in rows])
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, so a reader
-    never sees half a file and a failure leaves the old one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 async def export_table(
     client: HaikuRAG,
     table: ExtractionTable | str,
@@ -256,5 +241,5 @@ async def export_table(
     else:
         data = to_bibtex(rows)
     if path is not None:
-        write_atomic(Path(path), data)
+        write_atomic(path, data.encode("utf-8") if isinstance(data, str) else data)
     return data
