@@ -53,9 +53,9 @@ from PySide6.QtWidgets import (
 )
 
 from haiku_desk.citations import citation_location, citation_place, citation_title, snippet_source
+from haiku_desk.emphasis import balanced_emphasis, plain_emphasis
 from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
-from haiku_desk.views.emphasis import balanced_emphasis, plain_emphasis
 from haiku_desk.views.icons import icon_only, set_icon
 from haiku_desk.views.markdown_tables import (
     CODE_BLOCK,

@@ -39,8 +39,8 @@ from haiku_desk.citations import (
     passage_blocks,
     snippet_source,
 )
+from haiku_desk.emphasis import plain_emphasis
 from haiku_desk.services.pages import REMOVED_MESSAGE, PagesService
-from haiku_desk.views.emphasis import plain_emphasis
 from haiku_desk.views.find_bar import FindBar
 from haiku_desk.views.markdown_tables import (
     PassageView,
