@@ -36,6 +36,7 @@ BASIS_LABELS = {
     "computed": "Computed: the answer rests on code run over the library; it cites no passage",
     "stopped": "Stopped before it was complete: not checked or cited",
     "no-documents": "Not answered: there was nothing in the library to search",
+    "not-answered": "Not answered",
 }
 PAGE_DPI = 110
 REMOVED = "removed from the library"  # a cited document deleted since (as the reader says it)
@@ -126,6 +127,8 @@ async def _export(
     removed = {c.document_id for c in cited} - records.keys()  # deleted since it was cited
     lines = [f"# {inline(title)}", ""]
     for item in items:
+        if isinstance(item, Turn) and item.failure is not None:  # kept in the transcript with why
+            item = Unanswered(item.question, item.failure.reason)
         if isinstance(item, Unanswered):
             lines += [f"## {inline(item.question)}", "", f"*Not answered: {inline(item.reason)}*", ""]
         else:
