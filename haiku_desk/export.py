@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from haiku_desk.citations import citation_place, snippet_source
+from haiku_desk.emphasis import balanced_emphasis
 from haiku_desk.services.conversations import ConversationRecord, Turn
 
 if TYPE_CHECKING:
@@ -35,8 +36,10 @@ BASIS_LABELS = {
     "computed": "Computed: the answer rests on code run over the library; it cites no passage",
     "stopped": "Stopped before it was complete: not checked or cited",
     "no-documents": "Not answered: there was nothing in the library to search",
+    "not-answered": "Not answered",
 }
 PAGE_DPI = 110
+REMOVED = "removed from the library"  # a cited document deleted since (as the reader says it)
 SNIPPET_CHARS = 300
 
 # An export is opened in Markdown viewers, editors and browsers, so what documents put in it
@@ -121,12 +124,15 @@ async def _export(
                 rendered[key] = await _render_citation(citation, client, pages_dir, folder)
     cited = [c for turn in turns for c in turn.citations]
     records = await _records(client, cited)
+    removed = {c.document_id for c in cited} - records.keys()  # deleted since it was cited
     lines = [f"# {inline(title)}", ""]
     for item in items:
+        if isinstance(item, Turn) and item.failure is not None:  # kept in the transcript with why
+            item = Unanswered(item.question, item.failure.reason)
         if isinstance(item, Unanswered):
             lines += [f"## {inline(item.question)}", "", f"*Not answered: {inline(item.reason)}*", ""]
         else:
-            lines += turn_markdown(item, rendered, records)
+            lines += turn_markdown(item, rendered, records, removed)
     if cited:
         lines += await _references(client, cited, records, folder, name)
     target = folder / f"{name}.md"
@@ -197,7 +203,8 @@ async def _references(
         who = author_label(record) if record is not None else None
         year = record.year if record is not None and record.year else "n.d."
         title = (record.title if record is not None and record.title else None) or c.document_title or c.document_uri
-        lines.append(f"- {inline(who)} ({year}). {inline(title)}." if who else f"- {inline(title)}.")
+        gone = "" if c.document_id in records else f" ({REMOVED})"
+        lines.append(f"- {inline(who)} ({year}). {inline(title)}.{gone}" if who else f"- {inline(title)}.{gone}")
     lines.append("")
     if not present:
         return lines
@@ -217,13 +224,19 @@ def turn_markdown(
     turn: Turn,
     rendered: dict[tuple[str, int], list[str]] | None = None,
     records: dict[str, Any] | None = None,
+    removed: Collection[str] = (),
 ) -> list[str]:
-    from haiku_desk.citations import has_authors, source_label
+    """One question and its answer, as Markdown: its sources named once each (an author–year
+    label holds the page, which is then not repeated), a source whose document was deleted
+    since (``removed``: document ids) marked so, and a document's stray ``**`` dropped as the
+    chat drops it (a Markdown viewer made the rest of the answer bold)."""
+    from haiku_desk.citations import citation_title, has_authors, heading_path, source_label
     from haiku_desk.services.chat import citing_text, excerpt
 
     rendered = rendered or {}
     records = records or {}
-    lines = [f"## {inline(turn.question)}", "", inert_answer(turn.answer.strip()), ""]
+    answer = inert_answer(balanced_emphasis(turn.answer.strip()))
+    lines = [f"## {inline(turn.question)}", "", answer, ""]
     lines += [f"*{BASIS_LABELS.get(turn.basis, turn.basis)}.*", ""]
     check = turn.support_check
     if check is not None and turn.basis in ("grounded", "ungrounded", "missing"):
@@ -242,7 +255,10 @@ def turn_markdown(
             where = citation_place(c)
             record = records.get(c.document_id)
             if has_authors(record):  # "Gal et al., 2009, p. 5 — Title — 3 Trace Trees"
-                where = f"{source_label(c, record)} — {where}"
+                headings = " › ".join(heading_path(c))
+                where = " — ".join(p for p in (source_label(c, record), citation_title(c), headings) if p)
+            if c.document_id in removed:
+                where = f"{where} ({REMOVED})"
             query = citing_text(turn.answer, c.index) or f"{turn.question} {turn.answer}"
             snippet = excerpt(snippet_source(c), query, SNIPPET_CHARS)
             lines += [f"{c.index}. **{inline(where)}**", f"   > {inline(snippet)}", ""]

@@ -41,6 +41,7 @@ from haiku_desk.services.conversations import (
     ConversationStore,
     ConversationSummary,
     Toggles,
+    Turn,
 )
 from haiku_desk.services.models import ModelsService
 from haiku_desk.services.notifications import Notifications
@@ -375,6 +376,12 @@ class ChatService(QObject):
             return None
         record = self._current or self.new_conversation()
         return self.questions.ask(record, question, search_only=search_only)
+
+    def forget(self, turn: Turn) -> None:
+        """Take a question that was not answered out of the current conversation (it was
+        asked again: the new answer takes its place)."""
+        if self._current is not None:
+            self.questions.forget(self._current, turn)
 
     @staticmethod
     def describe_failure(exc: BaseException) -> FailedAnswer:

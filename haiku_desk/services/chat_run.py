@@ -30,6 +30,7 @@ from haiku_desk.services.conversations import (
     UNTITLED,
     Basis,
     ConversationRecord,
+    Failure,
     Toggles,
     ToolStep,
     Turn,
@@ -232,7 +233,7 @@ class QuestionRunner(QObject):
         operation = Question(record.id, turn, body, self)
         # Connected before anyone else: the record is up to date when the views hear of it.
         operation.succeeded.connect(lambda done: self._finish(record, done))
-        operation.failed.connect(lambda exc: self._fail(record, exc))
+        operation.failed.connect(lambda exc: self._fail(record, operation.turn, exc))
         operation.cancelled.connect(lambda: self._keep_stopped(record, operation.turn))
         operation.ended.connect(lambda: self.busy_changed.emit(False))
         self._operation = operation
@@ -271,13 +272,25 @@ class QuestionRunner(QObject):
         if turn.input_tokens is not None:
             self.show_token_meter(turn)
 
-    def _fail(self, record: ConversationRecord, exc: BaseException) -> None:
+    def _fail(self, record: ConversationRecord, turn: Turn, exc: BaseException) -> None:
+        """Say why, once per problem, and keep the question in the transcript with why (not in
+        the model's history): it was lost at the next start, and from the export."""
         failure = describe_failure(exc)
         self._notifications.error(
             f"The question could not be answered: {failure.detail}",
             type(exc).__name__,
             key=failure.key,
         )
+        turn.failure = Failure(message=failure.message, detail=failure.detail, offer_passages=failure.offer_passages)
+        turn.citations = []
+        self._add_turn(record, turn)
+
+    def forget(self, record: ConversationRecord, turn: Turn) -> None:
+        """Take a question that was not answered out of ``record`` (asked again: the new
+        answer takes its place)."""
+        if turn.failure is not None and any(t is turn for t in record.turns):
+            record.turns = [t for t in record.turns if t is not turn]
+            self._keep(record)
 
     def _keep_stopped(self, record: ConversationRecord, turn: Turn) -> None:
         """Keep a stopped question's partial answer in the transcript (not in the history)."""

@@ -44,7 +44,8 @@ AnswerMode = Literal["tools", "fallback", "search-only", "no-documents"]
 # What an answer rests on, as its badge says: the grounding the answer declared, or, for
 # answers whose grounding says little, what they are instead.
 Basis = Literal[
-    "grounded", "ungrounded", "missing", "search-results", "computed", "stopped", "no-documents"
+    "grounded", "ungrounded", "missing", "search-results", "computed", "stopped", "no-documents",
+    "not-answered",
 ]
 
 
@@ -100,6 +101,22 @@ class _CitingModel(BaseModel):
         return super().model_rebuild(**kwargs)
 
 
+class Failure(BaseModel):
+    """Why a question could not be answered, as its turn said it, and whether the library's
+    passages were offered instead (the model was the problem)."""
+
+    message: str  # the turn's line: "The model isn't reachable — show the matching passages instead?"
+    detail: str = ""  # the error, one line
+    offer_passages: bool = False
+
+    @property
+    def reason(self) -> str:
+        """The why in a few words, as an export says it ("Not answered: <reason>")."""
+        head = self.message.split(" — ", 1)[0].removeprefix("Not answered: ")
+        extra = self.detail if self.detail and self.detail not in head else ""
+        return f"{head} ({extra})" if extra else head
+
+
 class Turn(_CitingModel):
     """One question and its answer as the chat pane shows it."""
 
@@ -120,6 +137,9 @@ class Turn(_CitingModel):
     # Stopped before it was complete: the partial answer is shown, but it is not part of the
     # model's history (the conversation goes on as if it had not been asked).
     stopped: bool = False
+    # Not answered (the model unreachable, an error): kept in the transcript with why and its
+    # offer, after a restart too, and exported so; like a stopped one, not in the history.
+    failure: Failure | None = None
     asked_at: datetime = Field(default_factory=now)
 
     @property
@@ -139,6 +159,8 @@ class Turn(_CitingModel):
     @property
     def basis(self) -> Basis:
         """What the answer rests on, for its badge and its export."""
+        if self.failure is not None:
+            return "not-answered"
         if self.stopped:
             return "stopped"
         if self.rests_on is not None:

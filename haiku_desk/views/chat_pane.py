@@ -53,9 +53,9 @@ from PySide6.QtWidgets import (
 )
 
 from haiku_desk.citations import citation_location, citation_place, citation_title, snippet_source
+from haiku_desk.emphasis import balanced_emphasis, plain_emphasis
 from haiku_desk.services.conversations import ConversationRecord, ToolStep, Turn
 from haiku_desk.views.analysis_panel import AnalysisPanel
-from haiku_desk.views.emphasis import balanced_emphasis, plain_emphasis
 from haiku_desk.views.icons import icon_only, set_icon
 from haiku_desk.views.markdown_tables import (
     CODE_BLOCK,
@@ -734,7 +734,7 @@ class TurnWidget(QFrame):
     ) -> None:
         super().__init__(parent)
         self.turn = turn
-        self.failed = False  # the question could not be answered (not saved: the pane's only)
+        self.failed = False  # the question could not be answered (kept with why: Turn.failure)
         self.failure_reason = ""  # why, as an export says it ("Not answered: <why>")
         self.bibliography = bibliography  # author–year names and the bibliography of the sources
         if bibliography is not None:
@@ -862,7 +862,14 @@ class TurnWidget(QFrame):
         self._render_timer.setInterval(0)  # coalesce the deltas of one event-loop pass
         self._render_timer.timeout.connect(self._render)
         self._render_steps()
-        if turn.answer or turn.stopped:
+        if turn.failure is not None:  # not answered: why, and the offer, as when it failed
+            from haiku_desk.services.chat import FailedAnswer
+
+            if turn.answer:
+                self._render()
+            failure = turn.failure
+            self.fail(FailedAnswer(failure.message, failure.detail, failure.offer_passages, ""))
+        elif turn.answer or turn.stopped:
             self.finish(turn)
 
     # --- streaming ------------------------------------------------------------------------
@@ -926,10 +933,10 @@ class TurnWidget(QFrame):
     def fail(self, failure: FailedAnswer) -> None:
         """The question could not be answered: say why in the turn and offer what can be
         done now (the matching passages, when the model was the problem; asking again)."""
+        from haiku_desk.services.conversations import Failure
+
         self.failed = True
-        head = failure.message.split(" — ", 1)[0].removeprefix("Not answered: ")
-        extra = failure.detail if failure.detail and failure.detail not in head else ""
-        self.failure_reason = f"{head} ({extra})" if extra else head
+        self.failure_reason = Failure(message=failure.message, detail=failure.detail).reason
         self._render_timer.stop()
         self.pending.hide()
         self.status.hide()
@@ -1547,6 +1554,7 @@ class ChatPane(QWidget):
             return
         if self.chat.ask(question, search_only=search_only) is not None:
             if turn is not None and turn.failed and turn in self.turn_widgets:
+                self.chat.forget(turn.turn)  # out of the saved transcript too
                 self.turn_widgets.remove(turn)
                 turn.hide()
                 turn.deleteLater()
@@ -1719,9 +1727,9 @@ class ChatPane(QWidget):
         """Export chat… for any conversation with a question asked in it (one that could not
         be answered is exported with why); Export last answer… when there is an answer."""
         record = self.chat.current
-        has_turns = bool(record and record.turns)
-        asked = has_turns or (record is not None and any(w.failed for w in self.turn_widgets))
-        self.export_answer_action.setEnabled(has_turns)
+        asked = bool(record and record.turns)  # a question not answered is kept with why
+        answered = record is not None and _last_answer(record) is not None
+        self.export_answer_action.setEnabled(answered)
         self.export_conversation_action.setEnabled(asked)
         self.export_button.setEnabled(asked)
 
@@ -1731,24 +1739,18 @@ class ChatPane(QWidget):
         """Export the conversation, or one answer (``turn``, else the last), into ``folder``,
         off the GUI thread."""
         from haiku_desk.bridge import Operation
-        from haiku_desk.export import Unanswered, export_answer, export_conversation
+        from haiku_desk.export import export_answer, export_conversation
 
         record = self.chat.current
         if record is None:
             return None
         whole = whole_conversation and turn is None
-        if not record.turns and not (whole and any(w.failed for w in self.turn_widgets)):
+        answer = turn or _last_answer(record)
+        if not record.turns or (not whole and answer is None):
             return None  # nothing asked (a last answer: nothing answered)
         client = self.services.library.client
-        answer = turn or (record.turns[-1] if record.turns else None)
-        # the transcript as shown: a question that could not be answered (never saved) is
-        # exported in its place, with why
-        shown: list[Turn | Unanswered] = list(record.turns)
-        saved = 0
-        for widget in self.turn_widgets:
-            if widget.failed:
-                shown.insert(min(saved, len(shown)), Unanswered(widget.turn.question, widget.failure_reason))
-            saved += 1
+        # the transcript as shown: a question not answered is in it, exported with why
+        shown = list(record.turns)
 
         async def body(token: Any, report: Any) -> Any:
             if whole or answer is None:
@@ -1779,6 +1781,11 @@ class ChatPane(QWidget):
         folder = QFileDialog.getExistingDirectory(self, "Export the chat into")
         if folder:
             self.export_to(folder, whole_conversation=True)
+
+
+def _last_answer(record: ConversationRecord) -> Turn | None:
+    """The conversation's last answered question (one not answered has nothing to export)."""
+    return next((t for t in reversed(record.turns) if t.failure is None), None)
 
 
 def scope_text(document_ids: tuple[str, ...] | None, library: Any = None, collection: str | None = None) -> str:

@@ -39,8 +39,8 @@ from haiku_desk.citations import (
     passage_blocks,
     snippet_source,
 )
+from haiku_desk.emphasis import plain_emphasis
 from haiku_desk.services.pages import REMOVED_MESSAGE, PagesService
-from haiku_desk.views.emphasis import plain_emphasis
 from haiku_desk.views.find_bar import FindBar
 from haiku_desk.views.markdown_tables import (
     PassageView,
@@ -82,6 +82,7 @@ def no_viewer_message(path: str) -> str:
 class CitationPanel(QWidget):
     page_shown = Signal(int)  # page number, once its image (with highlights) is on screen
     document_shown = Signal(str)  # "pages", "text" or "removed": the document is laid out
+    cleared = Signal()  # back to the hint: nothing to read (a new chat, another conversation)
     original_requested = Signal(str)  # path opened in the system viewer
     copied = Signal(str)  # what Copy citation put on the clipboard
     reader_mode_requested = Signal(bool)  # the ⤢ button: the reader wants (or gives back) room
@@ -392,6 +393,7 @@ class CitationPanel(QWidget):
         self.snippet.setText("")
         self.snippet.hide()
         self._update_controls()
+        self.cleared.emit()
 
     def show_citation(self, citation: Citation) -> None:
         """Open ``citation``'s document at its passage (highlighted), fitted to the width."""

@@ -137,6 +137,7 @@ class MainWindow(QMainWindow):
         )
         self._build_actions()
         self.citation_panel.reader_mode_requested.connect(self.set_reader_mode)
+        self.citation_panel.cleared.connect(self._reader_emptied)
         self.quit_flow = QuitFlow(services, self)  # closing the window is Quit: asks once if work is pending
         if services.evidence is not None:  # a fill stopped by Quit continues at the next start
             self.quit_flow.closing.connect(services.evidence.halt)
@@ -535,6 +536,14 @@ class MainWindow(QMainWindow):
         if self.citation_panel.width() < READABLE_WIDTH:
             self.set_reader_mode(True)
             self._auto_reader = True
+
+    def _reader_emptied(self) -> None:
+        """Reader mode the app took for a citation ends when the reader has nothing to show
+        (a new chat, another conversation): the library and the conversations come back
+        (tester 16:59: the window stayed the chat beside an empty reader). Reader mode the
+        person chose stays."""
+        if self.reader_mode.active and getattr(self, "_auto_reader", False):
+            self.set_reader_mode(False)
 
     def _panes_dragged(self, _pos: int, _index: int) -> None:
         self._default_panes = False

@@ -34,7 +34,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QFrame, QSizePolicy, QTextBrowser, QWidget
 
 from haiku_desk.citations import passage_blocks
-from haiku_desk.views.emphasis import plain_emphasis
+from haiku_desk.emphasis import plain_emphasis
 from haiku_desk.views.theme import Tokens, current_tokens
 
 SHORT_CELL = 12  # characters: a cell this short (or of one word: "21,550") is never wrapped

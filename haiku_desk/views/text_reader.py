@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QColor, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QFrame, QTextBrowser, QTextEdit, QWidget
 
-from haiku_desk.views.emphasis import balanced_emphasis
+from haiku_desk.emphasis import balanced_emphasis
 from haiku_desk.views.markdown_tables import colour_document, follows_scheme, mark_header_rows
 
 PASSAGE_COLOUR = QColor(255, 222, 160)  # the page highlight's orange, blended on white

@@ -179,8 +179,12 @@ def test_an_unreachable_model_offers_the_passages_one_banner_and_success_clears_
     assert len(area.visible_notices) == 1  # two failures, one problem: one banner
     assert "cannot reach the chat model" in area.visible_notices[0].notice.message
 
+    # both kept in the conversation with why (they were lost at the next start)
+    assert [t.basis for t in pane.chat.current.turns] == ["not-answered", "not-answered"]
     qtbot.mouseClick(failed.passages_button, Qt.MouseButton.LeftButton)  # one click
-    run_until(qloop, lambda: not pane.chat.busy and len(pane.chat.current.turns) == 1, timeout=120)
+    run_until(qloop, lambda: not pane.chat.busy and pane.chat.current.turns[-1].failure is None, timeout=120)
+    # the passages take the failed question's place in the conversation too
+    assert [t.basis for t in pane.chat.current.turns] == ["not-answered", "search-results"]
     passages = pane.turn_widgets[-1]
     assert failed not in pane.turn_widgets  # the passages take the failed turn's place
     assert passages.turn.question == "And the mountain pass?" and passages.turn.mode == "search-only"
@@ -196,7 +200,8 @@ def test_an_unreachable_model_offers_the_passages_one_banner_and_success_clears_
         StreamingScript().play(search("kerosene otters"), cite_top(1), answer("Kerosene ran short [1].")).model
     )
     qtbot.mouseClick(first.retry_button, Qt.MouseButton.LeftButton)  # the first one, asked again
-    run_until(qloop, lambda: not pane.chat.busy and len(pane.chat.current.turns) == 2, timeout=120)
+    run_until(qloop, lambda: not pane.chat.busy and pane.chat.current.turns[-1].mode == "tools", timeout=120)
+    assert [t.basis for t in pane.chat.current.turns] == ["search-results", "grounded"]
     assert first not in pane.turn_widgets
     answered = pane.turn_widgets[-1]
     assert (answered.turn.question, answered.turn.mode) == (QUESTION, "tools")
@@ -326,7 +331,7 @@ def test_an_exported_chat_keeps_the_failed_question_has_no_in_app_links_and_says
         ChatModelChoice(provider="openai-compatible", name="stub-model", base_url=f"http://127.0.0.1:{closed_port()}/v1")
     )
     ask(qloop, pane, "And the mountain pass?")
-    assert pane.turn_widgets[-1].failed and len(pane.chat.current.turns) == 1
+    assert pane.turn_widgets[-1].failed and len(pane.chat.current.turns) == 2  # kept with why
     for widget in list(area.visible_notices):
         area.dismiss(widget)
 
@@ -360,7 +365,8 @@ def test_a_chat_whose_only_question_failed_can_be_exported_with_why(
     )
     assert not pane.export_conversation_action.isEnabled() and not pane.export_button.isEnabled()
     ask(qloop, pane, "And the mountain pass?")
-    assert pane.turn_widgets[-1].failed and not pane.chat.current.turns
+    assert pane.turn_widgets[-1].failed
+    assert [t.basis for t in pane.chat.current.turns] == ["not-answered"]
 
     assert pane.export_conversation_action.isEnabled()
     assert pane.export_button.isEnabled()
@@ -374,3 +380,39 @@ def test_a_chat_whose_only_question_failed_can_be_exported_with_why(
     text = operation.result.read_text()
     assert "## And the mountain pass?" in text
     assert "Not answered: The model isn't reachable" in text
+
+
+def test_a_question_not_answered_is_kept_with_its_offer_after_a_restart(
+    qloop, qtbot, library, app_config, monkeypatch
+):
+    """Tester 16:39: after Quit and relaunch the turns that ended 'The model isn't reachable —
+    show the matching passages instead?' were gone from the transcript (they were never saved),
+    and so from the export. They are kept in the conversation file with why and the offer, and
+    shown so when it is read again; not part of the model's history."""
+    import pydantic_ai.models
+
+    monkeypatch.setattr(pydantic_ai.models, "ALLOW_MODEL_REQUESTS", True)
+    pane, _ = make_pane(qtbot, library, app_config)
+    pane.models.choose(
+        ChatModelChoice(provider="openai-compatible", name="stub-model", base_url=f"http://127.0.0.1:{closed_port()}/v1")
+    )
+    ask(qloop, pane, "What benchmarks evaluated TraceMonkey?")
+    record = pane.chat.current
+    assert pane.turn_widgets[-1].failed
+
+    saved = pane.chat.store.load(record.id)  # what the next start reads
+    (turn,) = saved.turns
+    assert turn.question == "What benchmarks evaluated TraceMonkey?" and turn.basis == "not-answered"
+    assert turn.failure.message == "The model isn't reachable — show the matching passages instead?"
+    assert saved.model_messages() == []  # the model's history holds nothing of it
+    assert saved.title == "What benchmarks evaluated TraceMonkey?"
+
+    pane.chat.new_conversation()  # away, and back to it: the transcript drawn from the record
+    pane.chat.open_conversation(record.id)
+    (widget,) = pane.turn_widgets
+    qtbot.waitUntil(widget.isVisible)
+    assert widget.turn.question == "What benchmarks evaluated TraceMonkey?"
+    assert widget.failed and widget.failure.isVisible()
+    assert widget.failure_message.text() == "The model isn't reachable — show the matching passages instead?"
+    assert widget.passages_button.isVisible() and widget.retry_button.isVisible()
+    assert widget.badge.isHidden()

@@ -88,3 +88,44 @@ async def test_a_conversation_exports_every_answer_and_search_only_turns_too(cli
     assert "## Why were the convoys late?" in text and "## Hello" in text
     assert "*Missing: the answer declared no evidence.*" in text
     assert sorted(p.name for p in (tmp_path / "convoys-pages").iterdir())
+
+
+async def test_an_export_drops_stray_emphasis_and_marks_a_source_removed_from_the_library(client, tmp_path):
+    """Tester 16:37: the exported answer kept a document's stray '**' (a Markdown viewer made
+    the rest of the answer bold), and the source of a document deleted since was not marked."""
+    turn = await cited_turn(client, "How many checks?", "kerosene shortage")
+    (citation,) = turn.citations
+    gone = citation.model_copy(
+        update={"index": 2, "document_id": "0" * 32, "chunk_id": "gone", "document_title": "Beaver notes"}
+    )
+    turn = turn.model_copy(
+        update={"answer": "According to the library: **Multiple (multiple types) [1] [2].", "citations": [citation, gone]}
+    )
+    path = await export_conversation(ConversationRecord(title="Checks", turns=[turn]), client, tmp_path)
+    text = path.read_text()
+    assert "According to the library: Multiple (multiple types) [1] [2]." in text  # no stray **
+    sources = text.split("### Sources", 1)[1]
+    first, second = (line for line in sources.splitlines() if re.match(r"\d\. \*\*", line))
+    assert "removed from the library" not in first
+    assert second.startswith("2. **Beaver notes") and second.endswith("(removed from the library)**")
+    references = text.split("## References", 1)[1]
+    assert "- Beaver notes. (removed from the library)" in references
+    assert f"- {citation.document_title}." in references and references.count("removed") == 1
+
+
+def test_a_source_with_authors_names_its_page_once():
+    """Tester 16:37: 'Gal et al., 2009, p. 11 — Trace-based… — 7. Evaluation — p. 11': the
+    author–year label holds the page; the title and headings follow without it again."""
+    from haiku.rag.bibliography import edited_record
+    from haiku.rag.citations import Box, Citation
+    from haiku_desk.export import turn_markdown
+
+    citation = Citation(
+        index=1, chunk_id="c", document_id="d", document_uri="file:///tracemonkey.pdf",
+        document_title="Trace-based Just-in-Time Type Specialization", content="Traces record loops.",
+        headings=["7. Evaluation"], page_numbers=[11], boxes=[Box(11, 10, 10, 100, 20)],
+    )  # fmt: skip
+    record = edited_record(None, title=None, authors="Gal, Andreas\nEich, Brendan", year="2009", venue=None, doi=None)
+    turn = Turn(question="What do traces record?", answer="Loops [1].", citations=[citation], grounding="grounded")
+    (line,) = [line for line in turn_markdown(turn, {}, {"d": record}) if line.startswith("1. ")]
+    assert line == "1. **Gal and Eich, 2009, p. 11 — Trace-based Just-in-Time Type Specialization — 7. Evaluation**"

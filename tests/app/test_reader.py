@@ -759,3 +759,29 @@ def test_a_table_citation_opens_at_its_row_when_the_header_is_far_above_it(qloop
     panel.resize(1100, 420)
     run_until(qloop, lambda: panel.current_image.width() > width)
     assert abs(_highlight_in_viewport(panel, Box(1, *table.row_rects[row])).top() - before) <= 2
+
+
+def test_reader_mode_the_app_took_ends_when_the_reader_is_emptied(qloop, qtbot, services, tmp_path):
+    """Tester 16:59: a citation in a narrow panel turned reader mode on by itself; Ctrl+N then
+    cleared the reader but left reader mode on: the chat beside an empty reader, the library
+    and the conversation list hidden. Reader mode the app took ends with what it was for;
+    reader mode the person chose stays."""
+    report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
+    entry = _ingest(qloop, services.library, report.path)
+    window = _window(qtbot, services, 1024, 640)
+    panel = window.citation_panel
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    services.chat.new_conversation()
+    window.show_citation(_citation(entry, [Box(2, *report.block("p_discussion").rect)]))
+    run_until(qloop, lambda: bool(shown))
+    assert window.reader_mode.active and not window.library_pane.isVisible()
+
+    services.chat.new_conversation()  # Ctrl+N: the reader follows the new chat, empty
+    assert panel.citation is None
+    assert not window.reader_mode.active
+    assert window.library_pane.isVisible() and window.chat_pane.isVisible()
+
+    window.set_reader_mode(True)  # the person's own choice
+    services.chat.new_conversation()
+    assert window.reader_mode.active
