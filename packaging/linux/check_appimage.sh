@@ -21,8 +21,15 @@ here="$(cd "$(dirname "$0")" && pwd)"
 R="$(mktemp -d /tmp/haiku-desk-appimage-debian.XXXXXX)"
 had_debootstrap=0; dpkg -s debootstrap >/dev/null 2>&1 && had_debootstrap=1
 cleanup() {
-  umount "$R/dev/shm" "$R/dev/pts" "$R/proc" "$R/sys" 2>/dev/null
-  umount "$R/dev" 2>/dev/null
+  # (retried: a process the check just killed, e.g. the window step's app and its FUSE
+  # runtime, can hold the chroot's /dev for a moment; the chroot was once left behind so)
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    for m in "$R"/tmp/.mount_*; do mountpoint -q "$m" 2>/dev/null && umount "$m" 2>/dev/null; done
+    umount "$R/dev/shm" "$R/dev/pts" "$R/proc" "$R/sys" 2>/dev/null
+    umount "$R/dev" 2>/dev/null
+    mount | grep -q " $R/" || break
+    sleep 1
+  done
   mount | grep -q " $R/" || rm -rf "$R" "$R.log" "$R.apt.log"
   [[ $had_debootstrap == 0 ]] && apt-get remove -y --purge debootstrap >/dev/null 2>&1
 }
@@ -81,14 +88,31 @@ doc.save("/tmp/heron-notes.pdf")
 PY
   [[ -f /tmp/heron-notes.pdf ]] && mv /tmp/heron-notes.pdf "$R/tmp/"
   args=(); [[ -f "$R/tmp/heron-notes.pdf" ]] && args=(/tmp/heron-notes.pdf)
-  run DISPLAY="$display" QT_QPA_PLATFORM=xcb XDG_DATA_HOME=/tmp/xdg-data XDG_CONFIG_HOME=/tmp/xdg-config \
+  # chroot and env exec, so $! is the AppImage runtime itself (started through the `run`
+  # function, $! was a subshell: SIGTERM never reached the runtime, and the app, its parse
+  # worker and the FUSE mount outlived the check)
+  chroot "$R" env -i PATH=/usr/bin:/bin HOME=/root TMPDIR=/tmp DISPLAY="$display" QT_QPA_PLATFORM=xcb \
+      XDG_DATA_HOME=/tmp/xdg-data XDG_CONFIG_HOME=/tmp/xdg-config \
       /tmp/haiku-desk.AppImage "${args[@]}" >/tmp/haiku-desk-appimage-window.log 2>&1 &
   pid=$!
   sleep "${SCREENSHOT_WAIT:-25}"
   if ! kill -0 $pid 2>/dev/null; then cat /tmp/haiku-desk-appimage-window.log >&2; fail "the app exited on $display"; fi
-  echo "   running on $display (take the screenshot now); stopping it in 15 s"
+  echo "   running on $display (take the screenshot now); stopping it with SIGTERM in 15 s"
   sleep 15
-  kill -TERM $pid 2>/dev/null; sleep 5; kill -KILL $pid 2>/dev/null
+  kill -TERM $pid 2>/dev/null
+  # the runtime forwards SIGTERM to the app and unmounts when it exits: within 30 s nothing of
+  # it may be left in the chroot (a process whose root is $R, or the FUSE mount)
+  left=""
+  for _ in $(seq 30); do
+    left="$(for p in /proc/[0-9]*; do [[ "$(readlink "$p/root" 2>/dev/null)" == "$R" ]] && echo "${p#/proc/}"; done)"
+    [[ -z "$left" ]] && ! mount | grep -q " $R/tmp/.mount_" && break
+    sleep 1
+  done
   wait $pid 2>/dev/null
+  if [[ -n "$left" ]] || mount | grep -q " $R/tmp/.mount_"; then
+    [[ -n "$left" ]] && kill -KILL $left 2>/dev/null
+    fail "SIGTERM left the app running in the chroot (processes: ${left:-none}; FUSE mount: $(mount | grep -c " $R/tmp/.mount_"))"
+  fi
+  echo "   SIGTERM: the app quit, its processes are gone and the image is unmounted"
 fi
 echo "== ok on a fresh Debian 12 ($((SECONDS - t0)) s)"

@@ -12,8 +12,14 @@ here="$(cd "$(dirname "$0")" && pwd)"
 R="$(mktemp -d /tmp/haiku-desk-fresh-debian.XXXXXX)"
 had_debootstrap=0; dpkg -s debootstrap >/dev/null 2>&1 && had_debootstrap=1
 cleanup() {
-  umount "$R/dev/shm" "$R/dev/pts" "$R/proc" "$R/sys" 2>/dev/null
-  umount "$R/dev" 2>/dev/null
+  # (retried: a process the check just killed, e.g. the window step's app and its FUSE
+  # runtime, can hold the chroot's /dev for a moment; the chroot was once left behind so)
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    umount "$R/dev/shm" "$R/dev/pts" "$R/proc" "$R/sys" 2>/dev/null
+    umount "$R/dev" 2>/dev/null
+    mount | grep -q " $R/" || break
+    sleep 1
+  done
   mount | grep -q " $R/" || rm -rf "$R" "$R.log" "$R.apt.log"  # never delete through a mount still in place
   [[ $had_debootstrap == 0 ]] && apt-get remove -y --purge debootstrap >/dev/null 2>&1
 }
