@@ -532,14 +532,21 @@ class _Search:
         share = self.settings.page_share
         if share:
             return [cid for cid, _ in scored]
-        seen: set[tuple[str, int] | str] = set()
+
+        def demoted(score: float) -> float:
+            return score - (1 - weight) * abs(score)
+
+        # with pages, a chunk below its page's best demoted is never the page's result either
+        key = {cid: self._page_of(cid, ranking) if share is not None else cid for cid, _ in scored}
+        best: dict[tuple[str, int] | str, float] = {}
         cut = None
         for cid, score in scored:
-            seen.add(self._page_of(cid, ranking) if share is not None else cid)
-            if len(seen) == self.wanted:
-                cut = score - (1 - weight) * abs(score)
-                break
-        return [cid for cid, score in scored if cut is None or score >= cut]
+            best.setdefault(key[cid], score)
+            if cut is None and len(best) == self.wanted:
+                cut = demoted(score)
+        return [
+            cid for cid, score in scored if (cut is None or score >= cut) and score >= demoted(best[key[cid]])
+        ]
 
     def _page_of(self, cid: str, ranking: _Ranking) -> tuple[str, int] | str:
         """The page key of a candidate when it is known without reading its row, else its id."""
