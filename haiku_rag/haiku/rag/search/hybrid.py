@@ -222,6 +222,11 @@ def reciprocal_rank_fusion(
 
 
 _ARM_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+# Whether a chunk belongs to a reference list, by chunk id, as searches judged it: a chunk's
+# headings and text never change under its id (a new version of a document has new ids), so a
+# candidate seen before is neither read nor judged again. ~100 bytes an entry; cleared when full.
+_JUDGED: dict[str, bool] = {}
+_JUDGED_MAX = 200_000
 
 
 def _arm_pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -558,14 +563,19 @@ class _Search:
         return cid
 
     def _judge(self, chunk_ids: Sequence[str], ranking: _Ranking) -> dict[str, bool]:
-        """Whether each chunk (whose row is still current) belongs to a reference list; reads
-        the whole rows it lacks, in one query, and keeps them for the results."""
-        _fetch_rows(self.store, ranking.rows, chunk_ids, self.current, ranking.row_of, complete=True)
-        return {
-            cid: is_reference_chunk(ranking.rows[cid]["headings"], ranking.rows[cid]["content"])
-            for cid in chunk_ids
-            if cid in ranking.rows
-        }
+        """Whether each chunk (whose row is still current) belongs to a reference list. Chunks
+        judged by an earlier search are known by id (``_JUDGED``); the others' whole rows are
+        read in one query and kept for the results."""
+        judged = {cid: _JUDGED[cid] for cid in chunk_ids if cid in _JUDGED}
+        unknown = [cid for cid in chunk_ids if cid not in judged]
+        _fetch_rows(self.store, ranking.rows, unknown, self.current, ranking.row_of, complete=True)
+        if len(_JUDGED) > _JUDGED_MAX:
+            _JUDGED.clear()
+        for cid in unknown:
+            if cid in ranking.rows:
+                row = ranking.rows[cid]
+                judged[cid] = _JUDGED[cid] = is_reference_chunk(row["headings"], row["content"])
+        return judged
 
     def group_pages(
         self, scored: list[tuple[str, float]], ranking: _Ranking, page_share: float
