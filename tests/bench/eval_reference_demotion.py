@@ -231,6 +231,32 @@ def scifact_check(data: Path) -> None:
           f"relevant to a query in the qrels: {len(set(judged) & relevant)} (demoting the others cannot lower nDCG)")
 
 
+def cost_on(db: Path, data: Path, weight: float, pairs: int, count: int = 60) -> None:
+    """The stage's cost on another library (e.g. bench_search.py's kept 20k or 100k store),
+    with SciFact train queries."""
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.config import load_config
+
+    queries_file = data / "retrieval_beir_scifact" / "queries.train.jsonl"
+    if not queries_file.is_file():
+        print(f"\ncost on {db}: skipped ({queries_file} not found)")
+        return
+    config = load_config()
+    config.embeddings.threads = 2
+    queries = [("", json.loads(line)["text"], "") for line in queries_file.open()][:count]
+    client = HaikuRAG(db, config, read_only=True)
+    try:
+        chunks = client.store.table("chunks").count_rows()
+        for _, query, _ in queries[:3]:
+            client.search_sync(query, LIMIT)  # warm: model, vectors, indexes
+        off, on, difference, first = stage_cost(client, queries, weight, pairs)
+        print(f"\ncost on {db} ({chunks} chunks, {len(queries)} SciFact queries, load {os.getloadavg()[0]:.2f}): "
+              f"off {off:.2f} ms, reference_weight {weight} {on:.2f} ms, paired difference {difference:+.2f} ms "
+              f"(ratio {on / off:.2f}); a query's first search on {first:+.2f} ms")
+    finally:
+        client.close()
+
+
 def financebench_check(data: Path, db: Path | None) -> None:
     from haiku.rag.client import HaikuRAG
     from haiku.rag.config import load_config
@@ -277,6 +303,7 @@ def main() -> int:
     parser.add_argument("--per-document", type=int, default=8)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--show", action="store_true", help="print the queries whose top 5 changed")
+    parser.add_argument("--cost-db", type=Path, help="another library to time the stage on (SciFact queries)")
     parser.add_argument("--pairs", type=int, default=7, help="off/on pairs per query for the stage cost")
     parser.add_argument("--weight", type=float, default=0.5, help="the setting whose stage cost is measured")
     args = parser.parse_args()
@@ -310,6 +337,8 @@ def main() -> int:
         print(f"\nload after: {os.getloadavg()[0]:.2f}")
     finally:
         client.close()
+    if args.cost_db:
+        cost_on(args.cost_db, args.data, args.weight, args.pairs)
     scifact_check(args.data)
     financebench_check(args.data, args.fb_db)
     return 0
