@@ -380,6 +380,7 @@ class _Search:
         self.live = store.current_generations()
         self.wanted = max(limit, settings.rerank_pool) if reranker is not None else limit
         self.grouped = settings.page_share is not None
+        self.reranking = reranker is not None  # then pages are taken after it, not at fusion
         # a page's score needs its other chunks, so grouped single-arm searches look as deep as hybrid
         pool = max(limit * settings.candidate_factor, 20) if search_type == "hybrid" or self.grouped else limit * 2
         self.pool = max(pool, self.wanted)
@@ -533,8 +534,9 @@ class _Search:
         """The candidates whose place a demotion could change among the results: those scoring at
         least the demoted score of the ``wanted``-th result (page, when grouped: a page's score
         is its best chunk's), since each of the first ``wanted`` keeps at least that much. With
-        a page share above 0 a page sums its chunks: all are judged."""
-        share = self.settings.page_share
+        a page share above 0 a page sums its chunks: all are judged. With a reranker, pages are
+        taken after it: the fused pool it reorders is one of chunks."""
+        share = self.settings.page_share if not self.reranking else None
         if share:
             return [cid for cid, _ in scored]
 
