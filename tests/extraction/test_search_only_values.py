@@ -137,3 +137,15 @@ def test_reference_lists_boilerplate_captions_and_lead_ins_never_make_a_value() 
     boiler += "\nThe following table shows net income per share (shares in 000's):"
     cell = _search_cell(column, (refs, refs, ["Discussion"]), (refs, refs, ["7 References"]), (boiler, boiler, ["Cover"]))
     assert cell.status == "not_found" and not cell.value and not cell.citations, cell.value
+
+
+def test_a_reference_list_in_another_language_never_makes_a_value() -> None:
+    # the names search demotes (haiku.rag.search.references), in French, German and Spanish
+    column = X.Column(name="Net income", type="number")
+    entry = "Dupont, J. (2021). Net income of 40 firms in the alpine valleys. Revue 8: 1-20."
+    for heading in ("Références", "Literaturverzeichnis", "Referencias bibliográficas"):
+        cell = _search_cell(column, (entry, entry, [heading]))
+        assert cell.status == "not_found" and not cell.value, (heading, cell.value)
+        lines = f"The mills reported their results.\n{heading}\n{entry}"
+        cell = _search_cell(column, (lines, lines, ["Discussion"]))
+        assert cell.status == "not_found" and not cell.value, (heading, cell.value)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from haiku.rag.citations import MARKER, Citation, split_sentences, tables_as_text
+from haiku.rag.search.references import is_reference_heading
 
 QUOTE_CHARS = 300
 
@@ -293,16 +294,13 @@ def _is_heading_like(unit: str, titles: set[str]) -> bool:
     # December 31, 2019") is a statement, a bare label is not
 
 
-_REFERENCES_HEADING = re.compile(
-    r"^\W*(?:\d+(?:\.\d+)*\.?\s+)?(?:references|bibliography|works cited|literature cited)\W*$",
-    re.IGNORECASE,
-)
 REFERENCE_ENTRY = _REFERENCE_LINE  # a reference-list entry's line
 
 
 def is_references_heading(line: str) -> bool:
-    """Whether ``line`` heads a reference list ("References", "7 Bibliography")."""
-    return bool(_REFERENCES_HEADING.match(line))
+    """Whether ``line`` heads a reference list ("References", "7 Bibliography", "Références",
+    "Literaturverzeichnis" …): the names search demotes (``haiku.rag.search.references``)."""
+    return is_reference_heading(line)
 
 
 def search_units(citation: Citation, *, passage: bool = False) -> list[str]:
@@ -312,11 +310,11 @@ def search_units(citation: Citation, *, passage: bool = False) -> list[str]:
     titles = {" ".join(h.casefold().split()).strip(" .:") for h in citation.headings}
     if citation.document_title:
         titles.add(" ".join(citation.document_title.casefold().split()).strip(" .:"))
-    in_references = any(_REFERENCES_HEADING.match(h) for h in citation.headings[-1:])
+    in_references = any(is_reference_heading(h) for h in citation.headings[-1:])
     units = []
     text = tables_as_text(citation.content) if passage else cited_text(citation)
     for line in text.split("\n"):
-        if _REFERENCES_HEADING.match(line):
+        if is_reference_heading(line):
             in_references = True
             continue
         if in_references and line.strip() and _is_heading_like(line.strip(), titles):

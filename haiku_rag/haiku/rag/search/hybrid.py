@@ -222,6 +222,11 @@ def reciprocal_rank_fusion(
 
 
 _ARM_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+# Whether a chunk belongs to a reference list, by chunk id, as searches judged it: a chunk's
+# headings and text never change under its id (a new version of a document has new ids), so a
+# candidate seen before is neither read nor judged again. ~100 bytes an entry; cleared when full.
+_JUDGED: dict[str, bool] = {}
+_JUDGED_MAX = 200_000
 
 
 def _arm_pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -375,6 +380,7 @@ class _Search:
         self.live = store.current_generations()
         self.wanted = max(limit, settings.rerank_pool) if reranker is not None else limit
         self.grouped = settings.page_share is not None
+        self.reranking = reranker is not None  # then pages are taken after it, not at fusion
         # a page's score needs its other chunks, so grouped single-arm searches look as deep as hybrid
         pool = max(limit * settings.candidate_factor, 20) if search_type == "hybrid" or self.grouped else limit * 2
         self.pool = max(pool, self.wanted)
@@ -528,18 +534,26 @@ class _Search:
         """The candidates whose place a demotion could change among the results: those scoring at
         least the demoted score of the ``wanted``-th result (page, when grouped: a page's score
         is its best chunk's), since each of the first ``wanted`` keeps at least that much. With
-        a page share above 0 a page sums its chunks: all are judged."""
-        share = self.settings.page_share
+        a page share above 0 a page sums its chunks: all are judged. With a reranker, pages are
+        taken after it: the fused pool it reorders is one of chunks."""
+        share = self.settings.page_share if not self.reranking else None
         if share:
             return [cid for cid, _ in scored]
-        seen: set[tuple[str, int] | str] = set()
+
+        def demoted(score: float) -> float:
+            return score - (1 - weight) * abs(score)
+
+        # with pages, a chunk below its page's best demoted is never the page's result either
+        key = {cid: self._page_of(cid, ranking) if share is not None else cid for cid, _ in scored}
+        best: dict[tuple[str, int] | str, float] = {}
         cut = None
         for cid, score in scored:
-            seen.add(self._page_of(cid, ranking) if share is not None else cid)
-            if len(seen) == self.wanted:
-                cut = score - (1 - weight) * abs(score)
-                break
-        return [cid for cid, score in scored if cut is None or score >= cut]
+            best.setdefault(key[cid], score)
+            if cut is None and len(best) == self.wanted:
+                cut = demoted(score)
+        return [
+            cid for cid, score in scored if (cut is None or score >= cut) and score >= demoted(best[key[cid]])
+        ]
 
     def _page_of(self, cid: str, ranking: _Ranking) -> tuple[str, int] | str:
         """The page key of a candidate when it is known without reading its row, else its id."""
@@ -551,14 +565,19 @@ class _Search:
         return cid
 
     def _judge(self, chunk_ids: Sequence[str], ranking: _Ranking) -> dict[str, bool]:
-        """Whether each chunk (whose row is still current) belongs to a reference list; reads
-        the whole rows it lacks, in one query, and keeps them for the results."""
-        _fetch_rows(self.store, ranking.rows, chunk_ids, self.current, ranking.row_of, complete=True)
-        return {
-            cid: is_reference_chunk(ranking.rows[cid]["headings"], ranking.rows[cid]["content"])
-            for cid in chunk_ids
-            if cid in ranking.rows
-        }
+        """Whether each chunk (whose row is still current) belongs to a reference list. Chunks
+        judged by an earlier search are known by id (``_JUDGED``); the others' whole rows are
+        read in one query and kept for the results."""
+        judged = {cid: _JUDGED[cid] for cid in chunk_ids if cid in _JUDGED}
+        unknown = [cid for cid in chunk_ids if cid not in judged]
+        _fetch_rows(self.store, ranking.rows, unknown, self.current, ranking.row_of, complete=True)
+        if len(_JUDGED) > _JUDGED_MAX:
+            _JUDGED.clear()
+        for cid in unknown:
+            if cid in ranking.rows:
+                row = ranking.rows[cid]
+                judged[cid] = _JUDGED[cid] = is_reference_chunk(row["headings"], row["content"])
+        return judged
 
     def group_pages(
         self, scored: list[tuple[str, float]], ranking: _Ranking, page_share: float
