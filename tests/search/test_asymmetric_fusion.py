@@ -192,3 +192,41 @@ def test_the_share_is_a_fusion_setting_with_the_chosen_default(monkeypatch):
     assert load_config().search.fusion.fts_only_share == 1.0
     with pytest.raises(ValueError):
         FusionConfig(fts_only_share=1.5)
+
+
+def test_the_full_text_arms_only_or_far_best_hit_keeps_its_whole_score(db_path):
+    """A rare word found in one passage ("SLEREXE" in a scanned letter) is what the query is
+    after: as a full-text-only hit it kept a quarter of its score and ranked below the vector
+    arm's nearest passages, which share no word with the query (tester, session 17)."""
+    store = Store(str(db_path), create=True)
+    store.ensure_vector_table("local", "test-model", DIM)
+    filing, chunk_ids = D.write_documents(
+        store,
+        [
+            paged_document(
+                "file:///tmp/filing.pdf",
+                [(page, text) for page, (text, _) in enumerate(EMBEDDED, 1)]
+                + [(7, "The SLEREXE company letter, Holroyd Road, was typed in 1972.")],
+            )
+        ],
+    )[0]
+    vectors = [v for _, v in EMBEDDED] + [_unit(0.0, 0.0, 0.0, 0.0, 1.0)]  # far from the query
+    D.add_vectors(store, [filing] * len(chunk_ids), chunk_ids, np.stack(vectors))
+    D.mark_hybrid(store, [filing])
+    letter = chunk_ids[-1]
+
+    def ranked(query: str, ratio: float) -> list[str]:
+        settings = SearchSettings(fusion="score", vector_pool=3, fts_only_share=0.25, dominant_ratio=ratio)
+        return [r.chunk_id for r in search_chunks(store, query, query_vector=QUERY, limit=4, settings=settings)]
+
+    assert ranked("slerexe", 0.0)[0] != letter  # the trap: below the vector arm's best
+    assert ranked("slerexe", 1.5)[0] == letter  # its only hit
+    # a word many passages share does not make a dominant hit: the share applies as before
+    assert ranked("quokka", 1.5) == ranked("quokka", 0.0)
+    store.close()
+
+
+def test_the_dominant_hit_ratio_is_a_fusion_setting_on_by_default():
+    assert FusionConfig().dominant_ratio == 1.5
+    assert SearchSettings.from_config(load_config().search).dominant_ratio == 1.5
+    assert FusionConfig(dominant_ratio=0).dominant_ratio == 0

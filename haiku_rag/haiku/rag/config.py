@@ -146,6 +146,10 @@ class FusionConfig(_Section):
     # figures), 0.5 and above did not on FinanceBench within a filing; 0.25 sits inside that
     # plateau (docs/benchmarks.md, session 8).
     fts_only_share: float = Field(default=0.25, ge=0, le=1)
+    # score: ...except the full-text arm's only hit, or its best when it scores at least this
+    # many times the next (a rare word found in one passage: "SLEREXE" in a scanned letter
+    # ranked below five passages of vector noise); 0: off.
+    dominant_ratio: float = Field(default=1.5, ge=0, le=100)
     # Candidates each arm contributes before fusion; None: max(limit × candidate_factor, 20).
     fts_pool: int | None = Field(default=None, ge=1, le=10_000)
     vector_pool: int | None = Field(default=None, ge=1, le=10_000)

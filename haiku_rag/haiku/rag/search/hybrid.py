@@ -191,14 +191,21 @@ def _fuse_scores(
     rows: dict[str, dict[str, Any]],
     weights: tuple[float, float],
     fts_only_share: float,
+    dominant_ratio: float = 0.0,
 ) -> list[tuple[str, float]]:
     """Score fusion where a full-text hit the vector arm did not return keeps ``fts_only_share``
     of its score, unless the vector arm could not have returned it (its document has no vectors
-    yet, or the vector arm returned nothing)."""
+    yet, or the vector arm returned nothing), or it is the full-text arm's only hit or its best
+    scoring ``dominant_ratio`` times the next or more (0: off): a rare word found in one passage ("SLEREXE", "Holroyd Road"
+    in a scanned letter) is what the query is after, not a coincidence of common words, and
+    it ranked below five passages of vector noise."""
     if fts_only_share == 1 or not vec_scored:
         return score_fusion([text_scored, vec_scored], list(weights))
     pending = store.documents_without_vectors()
     whole = {cid for cid, _ in text_scored if rows[cid]["document_id"] in pending} if pending else set()
+    if dominant_ratio and text_scored:
+        if len(text_scored) == 1 or text_scored[0][1] >= dominant_ratio * text_scored[1][1] > 0:
+            whole.add(text_scored[0][0])
     return score_fusion([text_scored, vec_scored], list(weights), alone=[fts_only_share, 1.0], whole=whole)
 
 
@@ -245,7 +252,8 @@ class SearchSettings:
     ``fusion``: ``reciprocal_rank_fusion`` (``"rrf"``, with ``rrf_k``) or ``score_fusion``
     (``"score"``); an arm of weight 0 is not run; ``fts_pool``/``vector_pool`` set an arm's pool
     (default ``max(limit × candidate_factor, 20)``). ``fts_only_share`` (score fusion): the share
-    of its score a full-text hit keeps when the vector arm did not return it. ``name_weight`` > 0:
+    of its score a full-text hit keeps when the vector arm did not return it, unless it is the
+    full-text arm's only hit or scores ``dominant_ratio`` times its next (0: off). ``name_weight`` > 0:
     documents the query names (``naming.named_documents``) also contribute their own best
     candidates to each arm, and every candidate gains ``name_weight`` × how fully its document is
     named (scores are then normalised per arm, as in score fusion). ``page_share`` not None: one
@@ -266,6 +274,7 @@ class SearchSettings:
     fts_pool: int | None = None
     vector_pool: int | None = None
     fts_only_share: float = 1.0
+    dominant_ratio: float = 0.0
     page_share: float | None = None
     name_weight: float = 0.0
     rerank_pool: int = 30
@@ -283,6 +292,7 @@ class SearchSettings:
             fts_pool=fusion.fts_pool,
             vector_pool=fusion.vector_pool,
             fts_only_share=fusion.fts_only_share,
+            dominant_ratio=fusion.dominant_ratio,
             page_share=search.page_share,
             name_weight=search.name_weight,
             rerank_pool=search.rerank.pool,
@@ -490,7 +500,8 @@ class _Search:
         weights = (settings.fts_weight, settings.vector_weight)
         if settings.fusion == "score":
             ranking.scored = _fuse_scores(
-                self.store, text_scored, vec_scored, ranking.rows, weights, settings.fts_only_share
+                self.store, text_scored, vec_scored, ranking.rows, weights, settings.fts_only_share,
+                settings.dominant_ratio,
             )
         else:
             ranking.scored = reciprocal_rank_fusion(
