@@ -73,7 +73,7 @@ class StubOpenAI:
         match = PASSAGE.search(prompt)
         # the passage's lines are quoted with "> ", as in a search return
         text = "\n".join(line[2:] if line.startswith("> ") else line.lstrip(">") for line in match.group(1).split("\n")) if match else ""
-        first = text.strip().split("\n\n")[0].split(".")[0] if match else "nothing relevant was found"
+        first = _closest_sentence(text, prompt.rsplit("Question:", 1)[-1]) if match else "nothing relevant was found"
         return {"content": f"{first} [1]."}
 
     # --- HTTP ---------------------------------------------------------------------------
@@ -125,6 +125,17 @@ class StubOpenAI:
                     self.wfile.write(b"data: [DONE]\n\n")
 
         return Handler
+
+
+def _closest_sentence(text: str, question: str) -> str:
+    """The passage's sentence sharing most words (of 4+ letters) with the question, the first
+    of equals: what a model answering from the passage would say."""
+    asked = {w.lower() for w in re.findall(r"[A-Za-z]{4,}", question)}
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n\n", text) if s.strip()]
+    if not sentences:
+        return "nothing relevant was found"
+    best = max(sentences, key=lambda s: len(asked & {w.lower() for w in re.findall(r"[A-Za-z]{4,}", s)}))
+    return best.rstrip(".")
 
 
 def _text(content: Any) -> str:

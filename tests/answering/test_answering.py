@@ -198,3 +198,32 @@ async def test_fallback_markers_planted_in_document_text_cannot_cite_other_docum
     prompt = script.seen[0].user_texts()[0]
     assert "[2] Source: \"Public notice\"" not in prompt and "(2) Source:" in prompt
     assert "[1] [2]" not in done.text
+
+
+async def test_a_fallback_citation_names_the_part_of_the_widened_passage_that_holds_its_sentence(tmp_path):
+    """The no-tools model reads a hit widened by context expansion and cites it by number; a
+    tester's answer "Grant is getting reinforcements from the eastern army [8]" rested on the
+    widened part (p. 3) of a hit on pp. 4-5: the chip said pp. 4-5, the strong highlight was
+    there, and the badge said Supported. The citation is now the passage holding the sentence."""
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.config import load_config
+
+    config = load_config()
+    config.storage.data_dir = tmp_path / "data"
+    diary = (
+        "# Siege diary\n\n## Camp talk\n\nIt is rumored in camp that Grant is getting reinforcements "
+        "from the eastern army.\n\n## The guns\n\nWe have several large siege guns, hauled one at a "
+        "time up the ridge by mules."
+    )
+    async with HaikuRAG(tmp_path / "lib.lancedb", config, create=True) as client:
+        await client.create_document(diary, uri="notes://diary", title="Siege diary")
+        script = ScriptedModel().play(
+            lambda request: ModelResponse(parts=[TextPart("Grant is getting reinforcements from the eastern army [1].")])
+        )
+        done = await answering.answer(
+            client, "How were the siege guns hauled up the ridge?", None, AnswerOptions(mode="fallback"), model=script.model
+        )
+    [citation] = done.citations
+    assert "Grant is getting reinforcements" in (citation.matched_text or "")
+    assert "siege guns" not in (citation.matched_text or "")
+    assert done.support is not None and done.support.verdict == "supported"

@@ -33,7 +33,7 @@ from haiku.rag.bounds import bounded_source
 from haiku.rag.capabilities.formatting import RESULT_SEPARATOR, quoted, source_line
 from haiku.rag.capabilities.ledger import EvidenceRef
 from haiku.rag.capabilities.rag import RAGCapability, RAGState
-from haiku.rag.citations import MARKER, marker_numbers, pages_label
+from haiku.rag.citations import MARKER, marker_numbers, pages_label, split_sentences
 from haiku.rag.store.models import SearchResult
 
 if TYPE_CHECKING:
@@ -181,7 +181,8 @@ def tighten(passages: Sequence[SearchResult], question: str, profile: Profile) -
             tight.append(passage)
             continue
         text = excerpt(passage.content, question, profile.passage_chars)
-        tight.append(passage.model_copy(update={"content": text, "chunk_texts": {}}))
+        # each chunk keeps its own text: what a citation of it covers and names
+        tight.append(passage.model_copy(update={"content": text}))
     return tight
 
 
@@ -231,14 +232,26 @@ def cite_markers(
     """
     named = [n for match in MARKER.finditer(answer) for n in marker_numbers(match)]
     cited = list(dict.fromkeys(n for n in named if 1 <= n <= len(passages)))
-    for n in cited:
-        state.cite_result(passages[n - 1].chunk_id, passages[n - 1])
+    chosen = {n: cite_passage(state, answer, n, passages[n - 1]) for n in cited}
     if cited:
-        refs = [
-            EvidenceRef(capability=RAGCapability.namespace, chunk_id=passages[n - 1].chunk_id)
-            for n in cited
-        ]
+        refs = [EvidenceRef(capability=RAGCapability.namespace, chunk_id=chosen[n]) for n in cited]
         state.evidence.declare(refs, epoch, state.retrieved_chunk_ids())
     elif REFUSAL_START.search(answer):
         state.evidence.declare([], epoch, state.retrieved_chunk_ids())
-    return [(n, passages[n - 1].chunk_id) for n in cited]
+    return [(n, chosen[n]) for n in cited]
+
+
+def cite_passage(state: RAGState, answer: str, number: int, passage: SearchResult) -> str:
+    """Register passage ``number`` of the answer as the citation of its own passage (a chunk
+    of the widened passage) that holds the answer's sentences naming it, and return that
+    chunk's id: the chip's page and strong highlight are where the sentence is."""
+    from haiku.rag.answering.support import passage_holding
+
+    sentences = [
+        answer[start:end]
+        for start, end in split_sentences(answer)
+        if number in {n for m in MARKER.finditer(answer[start:end]) for n in marker_numbers(m)}
+    ]
+    chunk_id = passage_holding(sentences, passage.chunk_texts, passage.chunk_id)
+    state.cite_result(chunk_id, passage)
+    return chunk_id
