@@ -1480,15 +1480,29 @@ class ChatPane(QWidget):
         self.chat.new_conversation(reuse_blank=True)  # an empty "New chat" is reused, not repeated
         self.input.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
-    def rename_current(self, title: str | None = None) -> None:
+    def rename_current(self, title: str | None = None) -> QInputDialog | None:
+        """Rename the conversation shown: to ``title``, else as typed in a dialog (returned,
+        not blocking) wide enough for a question-length title (it showed ~25 characters and
+        clipped its own window title: tester 17:13)."""
         record = self.chat.current
         if record is None:
-            return
-        if not isinstance(title, str):
-            title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=record.title)
-            if not ok:
-                return
-        self.chat.rename(record.id, title)
+            return None
+        if isinstance(title, str):
+            self.chat.rename(record.id, title)
+            return None
+        dialog = QInputDialog(self)
+        dialog.setWindowTitle("Rename chat")
+        dialog.setLabelText("Title:")
+        dialog.setTextValue(record.title)
+        dialog.setAccessibleName("Rename chat")
+        metrics = dialog.fontMetrics()
+        wanted = min(metrics.horizontalAdvance(record.title) + 80, metrics.averageCharWidth() * 90)
+        dialog.resize(max(dialog.sizeHint().width(), metrics.averageCharWidth() * 50, wanted), dialog.sizeHint().height())
+        dialog.textValueSelected.connect(lambda text, rid=record.id: self.chat.rename(rid, text))
+        dialog.finished.connect(dialog.deleteLater)
+        self.rename_dialog = dialog
+        dialog.open()
+        return dialog
 
     def delete_current(self, confirm: bool = True) -> None:
         record = self.chat.current
