@@ -277,6 +277,9 @@ class Fill(Operation):
         self.halted = False  # stopped by quitting or another library: continues at the next start
 
 
+FILL_FAILED_KEY = "evidence-fill-failed"  # the notice of a fill that stopped on an error
+
+
 class ExtractionService(QObject):
     """The library's evidence tables, the open one, and its fill. Views call methods and
     listen to signals."""
@@ -708,7 +711,7 @@ class ExtractionService(QObject):
         operation = Fill(table_id, mode, body, self)
         operation.progressed.connect(lambda p: self.fill_progressed.emit(p.done, p.total))
         operation.cell_filled.connect(lambda cell: self._cell_arrived(table_id, cell))
-        operation.succeeded.connect(lambda _n: self._mark_filling(table_id, False))
+        operation.succeeded.connect(lambda _n: self._fill_succeeded(table_id))
         operation.cancelled.connect(lambda: None if operation.halted else self._mark_filling(table_id, False))
         operation.failed.connect(lambda exc: self._fill_failed(table_id, exc))
         operation.ended.connect(lambda: self._fill_ended(operation))
@@ -778,13 +781,20 @@ class ExtractionService(QObject):
             self._active = None
             self.busy_changed.emit(False)
 
+    def _fill_succeeded(self, table_id: str) -> None:
+        self._mark_filling(table_id, False)
+        # a fill that went through: why an earlier one stopped is solved (its banner stayed
+        # after the model was back and every cell filled: tester 17:17)
+        self.notifications.withdraw(FILL_FAILED_KEY)
+
     def _fill_failed(self, table_id: str, exc: BaseException) -> None:
         self._mark_filling(table_id, False)
         message = " ".join(str(exc).split()) or type(exc).__name__
-        self.notifications.error(
+        self.notifications.error(  # one banner per problem, however many fills stop on it
             f"Filling the evidence table stopped: {message}. The cells filled so far are kept; "
             "Fill continues with the rest.",
             type(exc).__name__,
+            key=FILL_FAILED_KEY,
         )
 
     def stop(self) -> None:

@@ -635,3 +635,41 @@ def test_a_long_column_name_is_elided_at_its_end_and_whole_in_its_tooltip(qtbot,
     tip = pane.model.headerData(1, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
     assert tip.startswith(f"{long_name}: How many?")
     quit_window(qloop, window)
+
+
+def test_the_banner_of_a_fill_stopped_by_the_model_goes_once_a_fill_goes_through(
+    qtbot, qapp, qloop, built, library_dir
+):
+    """Tester 17:17: the model server stopped, the fill stopped with a red banner; the server
+    back, Fill filled every cell, but the banner stayed. One banner per problem, withdrawn when
+    a fill goes through."""
+    from PySide6.QtCore import Qt
+
+    model = ExtractingModel()
+    down = {"yes": True}
+    working = model._respond
+
+    async def respond(messages, info):
+        if down["yes"]:
+            raise RuntimeError("cannot reach the chat model extracting")
+        return await working(messages, info)
+
+    model._respond = respond  # type: ignore[method-assign]
+    window = open_window(qtbot, qapp, qloop, library_dir, built.root, model)
+    pane = window.evidence_pane
+    evidence = window.services.evidence
+    notifications = window.services.notifications
+    create(qloop, window)
+    wait_filled(qloop, window)
+    assert evidence.current.filled < evidence.current.total
+    assert notifications.is_live("evidence-fill-failed")
+    shown_banners = [w for w in window.notification_area.visible_notices if "Filling the evidence table stopped" in w.notice.message]
+    assert len(shown_banners) == 1
+
+    down["yes"] = False  # the model is back
+    qtbot.mouseClick(pane.fill_button, Qt.MouseButton.LeftButton)
+    wait_filled(qloop, window)
+    assert evidence.current.filled == evidence.current.total
+    assert not notifications.is_live("evidence-fill-failed")
+    assert not [w for w in window.notification_area.visible_notices if "Filling the evidence table stopped" in w.notice.message]
+    quit_window(qloop, window)
