@@ -178,6 +178,9 @@ class TableState:
     rows: list[str]
     collection: str | None = None
     cells: dict[tuple[str, str], CellValue] = field(default_factory=dict)
+    # rows whose document was removed from the library: document id -> the title it had. Shown
+    # after the rows, marked so, with their cells; never filled again, not counted.
+    removed: dict[str, str] = field(default_factory=dict)
 
     def cell(self, document_id: str, column_id: str) -> CellValue | None:
         return self.cells.get((document_id, column_id))
@@ -238,6 +241,7 @@ def _table(table: Any) -> TableState:
         columns=[_column(c) for c in table.columns],
         rows=list(table.document_ids),
         collection=table.collection,
+        removed={i: table.removed_title(i) for i in getattr(table, "removed_document_ids", [])},
     )
     for cell in (table.cells or {}).values():
         value = _cell(cell)

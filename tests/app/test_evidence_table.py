@@ -231,13 +231,14 @@ def test_a_table_over_a_collection_fills_every_cell_and_shows_it(qtbot, qapp, ql
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6)
     qtbot.waitUntil(lambda: QApplication.focusWidget() is pane.table)
 
-    # a document deleted from the library leaves the table
+    # a document deleted from the library: its row stays, after the others, marked removed
     gone = built.collection[1]
     entry = window.services.library.entry_for_document(gone)
     window.services.library.delete([entry.key])
     run_until(qloop, lambda: window.services.library.entry_for_document(gone) is None, SLOW)
     run_until(qloop, lambda: gone not in evidence_rows(window), SLOW)
-    assert pane.model.rowCount() == 2 and gone not in [pane.model.document_at(r) for r in range(2)]
+    assert pane.model.rowCount() == 3 and pane.model.document_at(2) == gone
+    assert pane.model.is_removed(gone) and str(pane.model.index(2, 0).data()).endswith("removed from the library")
     quit_window(qloop, window)
 
 
