@@ -34,7 +34,7 @@ from PySide6.QtCore import QObject, Signal
 
 from haiku_desk.bridge import Operation, OperationBody
 from haiku_desk.services.app_folder import read_json, write_json
-from haiku_desk.services.notifications import Notifications
+from haiku_desk.services.notifications import EXPORTED_KEY, Notifications
 from haiku_desk.services.ports import AnswerModels
 
 if TYPE_CHECKING:
@@ -830,7 +830,7 @@ class ExtractionService(QObject):
                 self.notifications.info("Open or create an evidence table first")
                 return None
             await export_table(client, table.id, fmt, target)  # type: ignore[arg-type]
-            self.notifications.info(f"Exported “{table.name}” to {target}")
+            self.notifications.info(f"Exported “{table.name}” to {target}", key=EXPORTED_KEY)
             return target
 
         return self._write(f"Exporting the table as {EXPORT_FORMATS[fmt][0]}", work)

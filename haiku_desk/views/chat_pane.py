@@ -1754,6 +1754,7 @@ class ChatPane(QWidget):
         off the GUI thread."""
         from haiku_desk.bridge import Operation
         from haiku_desk.export import export_answer, export_conversation
+        from haiku_desk.services.notifications import EXPORTED_KEY
 
         record = self.chat.current
         if record is None:
@@ -1773,7 +1774,7 @@ class ChatPane(QWidget):
 
         operation = Operation("Exporting the chat", body, self)
         operation.succeeded.connect(  # stays until closed: where the file went can be read
-            lambda path: self.services.notifications.info(f"Exported to {path}", lasting=True)
+            lambda path: self.services.notifications.info(f"Exported to {path}", lasting=True, key=EXPORTED_KEY)
         )
         operation.failed.connect(
             lambda exc: self.services.notifications.report_failure("Exporting the chat", exc)

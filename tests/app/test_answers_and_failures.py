@@ -349,6 +349,12 @@ def test_an_exported_chat_keeps_the_failed_question_has_no_in_app_links_and_says
     assert str(operation.result) in shown.notice.message
     assert shown.dismiss_timer is None  # it stays until closed: the path can be read and copied
 
+    again = pane.export_to(str(tmp_path / "export2"))  # a second export: its notice replaces it
+    assert again is not None
+    run_until(qloop, lambda: not again.running)
+    (shown,) = [w for w in area.visible_notices if "Exported to" in w.notice.message]
+    assert str(again.result) in shown.notice.message
+
 
 def test_a_chat_whose_only_question_failed_can_be_exported_with_why(
     qloop, qtbot, library, app_config, monkeypatch, tmp_path
