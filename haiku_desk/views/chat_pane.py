@@ -1317,10 +1317,11 @@ class ChatPane(QWidget):
         # turns at the top, the room left below them: a stretch, not the layout's AlignTop,
         # which sizes the column from its turns' widest heights and squeezes narrow ones
         # (their chips then overlap the answer's last lines)
-        self.empty_hint = QLabel(
-            "Ask a question about your library. Answers cite the exact pages they rest on.",
-            self.transcript,
-        )
+        self.empty_hint = QLabel(EMPTY_HINT, self.transcript)
+        self.empty_hint.setAccessibleName("Chat hint")
+        # on a first run it says what to do first (add files, connect a model), with links
+        self.empty_hint.setTextFormat(Qt.TextFormat.RichText)
+        self.empty_hint.linkActivated.connect(self._hint_link)
         self.empty_hint.setWordWrap(True)
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.transcript_layout.addWidget(self.empty_hint)
@@ -1450,6 +1451,10 @@ class ChatPane(QWidget):
         chat.token_meter_changed.connect(self._show_tokens)
         chat.scope_changed.connect(self._update_scope)
         self.models.model_changed.connect(lambda _: self._update_model_label())
+        self.models.model_changed.connect(self._update_empty)  # the first run's hint follows
+        library = self.services.library
+        for signal in (library.entry_changed, library.entry_removed, library.opened):
+            signal.connect(self._update_empty)
 
     # --- conversations --------------------------------------------------------------------
 
@@ -1697,8 +1702,18 @@ class ChatPane(QWidget):
             "choose (kept per conversation)."
         )
 
-    def _update_empty(self) -> None:
+    def _update_empty(self, *_: object) -> None:
+        self.empty_hint.setText(empty_hint_html(self._library_empty(), self.models.is_configured()))
         self.empty_hint.setVisible(not self.turn_widgets)
+
+    def _library_empty(self) -> bool:
+        library = self.services.library
+        return not library.is_opening and not library.entries
+
+    def _hint_link(self, link: str) -> None:
+        scheme, _, command = link.partition(":")
+        if scheme == "haiku" and command:
+            self.command_requested.emit(command)
 
     def _scroll_to_end(self) -> None:
         bar = self.scroll.verticalScrollBar()
@@ -1796,6 +1811,29 @@ class ChatPane(QWidget):
         folder = QFileDialog.getExistingDirectory(self, "Export the chat into")
         if folder:
             self.export_to(folder, whole_conversation=True)
+
+
+EMPTY_HINT = "Ask a question about your library. Answers cite the exact pages they rest on."
+
+
+def empty_hint_html(library_empty: bool, model_connected: bool) -> str:
+    """What the empty chat says: on a first run what to do first (add files; connect a model
+    for written answers), with the window's links; else how to ask (tester 16:49: it said
+    'Ask a question about your library' on an empty library with no model)."""
+    parts = []
+    if library_empty:
+        parts.append(
+            "Your library is empty. <a href='haiku:add-files'>Add files</a> (Ctrl+O) or drop PDFs "
+            "and other documents on the window, then ask about them."
+        )
+    else:
+        parts.append(html.escape(EMPTY_HINT))
+    if not model_connected:
+        parts.append(
+            "No chat model is connected: answers show the best passages. For written answers, "
+            "connect one in <a href='haiku:models'>Settings › Models…</a>"
+        )
+    return "".join(f"<p>{p}</p>" for p in parts)
 
 
 def _last_answer(record: ConversationRecord) -> Turn | None:
