@@ -359,6 +359,10 @@ class FlowLabel(QLabel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
+        # no implicit indent: a QLabel with a frame (a badge's border) indents its text by an
+        # "x", which its one-line width below did not count, so "Search results" wrapped onto
+        # two lines in its pill when the turn was drawn from a saved conversation (tester 16:39)
+        self.setIndent(0)
 
     def sizeHint(self) -> QSize:  # noqa: N802
         """The text on one line (a wrapping QLabel would hint a narrower, taller shape)."""
