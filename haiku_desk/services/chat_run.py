@@ -47,7 +47,9 @@ __all__ += ["FailedAnswer", "describe_failure", "no_documents_answer"]
 
 log = logging.getLogger("haiku_desk")
 
-TITLE_LENGTH = 60
+# a conversation is named by its first question, whole (the list elides it to its width; an
+# ellipsis baked into the title showed in the rename box and the export): cut only past this
+TITLE_LENGTH = 200
 # Links in answers that ask the window to do something (the pane turns them into signals).
 COMMAND_SCHEME = "haiku"
 ADD_FILES_LINK = f"{COMMAND_SCHEME}:add-files"

@@ -34,7 +34,7 @@ from PySide6.QtCore import QObject, Signal
 
 from haiku_desk.bridge import Operation, OperationBody
 from haiku_desk.services.app_folder import read_json, write_json
-from haiku_desk.services.notifications import Notifications
+from haiku_desk.services.notifications import EXPORTED_KEY, Notifications
 from haiku_desk.services.ports import AnswerModels
 
 if TYPE_CHECKING:
@@ -178,6 +178,9 @@ class TableState:
     rows: list[str]
     collection: str | None = None
     cells: dict[tuple[str, str], CellValue] = field(default_factory=dict)
+    # rows whose document was removed from the library: document id -> the title it had. Shown
+    # after the rows, marked so, with their cells; never filled again, not counted.
+    removed: dict[str, str] = field(default_factory=dict)
 
     def cell(self, document_id: str, column_id: str) -> CellValue | None:
         return self.cells.get((document_id, column_id))
@@ -238,6 +241,7 @@ def _table(table: Any) -> TableState:
         columns=[_column(c) for c in table.columns],
         rows=list(table.document_ids),
         collection=table.collection,
+        removed={i: table.removed_title(i) for i in getattr(table, "removed_document_ids", [])},
     )
     for cell in (table.cells or {}).values():
         value = _cell(cell)
@@ -275,6 +279,9 @@ class Fill(Operation):
         self.done = 0  # cells of its selection filled, those filled before it started included
         self.total = 0  # cells of its selection (0 until it has counted them)
         self.halted = False  # stopped by quitting or another library: continues at the next start
+
+
+FILL_FAILED_KEY = "evidence-fill-failed"  # the notice of a fill that stopped on an error
 
 
 class ExtractionService(QObject):
@@ -708,7 +715,7 @@ class ExtractionService(QObject):
         operation = Fill(table_id, mode, body, self)
         operation.progressed.connect(lambda p: self.fill_progressed.emit(p.done, p.total))
         operation.cell_filled.connect(lambda cell: self._cell_arrived(table_id, cell))
-        operation.succeeded.connect(lambda _n: self._mark_filling(table_id, False))
+        operation.succeeded.connect(lambda _n: self._fill_succeeded(table_id))
         operation.cancelled.connect(lambda: None if operation.halted else self._mark_filling(table_id, False))
         operation.failed.connect(lambda exc: self._fill_failed(table_id, exc))
         operation.ended.connect(lambda: self._fill_ended(operation))
@@ -778,13 +785,20 @@ class ExtractionService(QObject):
             self._active = None
             self.busy_changed.emit(False)
 
+    def _fill_succeeded(self, table_id: str) -> None:
+        self._mark_filling(table_id, False)
+        # a fill that went through: why an earlier one stopped is solved (its banner stayed
+        # after the model was back and every cell filled: tester 17:17)
+        self.notifications.withdraw(FILL_FAILED_KEY)
+
     def _fill_failed(self, table_id: str, exc: BaseException) -> None:
         self._mark_filling(table_id, False)
         message = " ".join(str(exc).split()) or type(exc).__name__
-        self.notifications.error(
+        self.notifications.error(  # one banner per problem, however many fills stop on it
             f"Filling the evidence table stopped: {message}. The cells filled so far are kept; "
             "Fill continues with the rest.",
             type(exc).__name__,
+            key=FILL_FAILED_KEY,
         )
 
     def stop(self) -> None:
@@ -816,7 +830,7 @@ class ExtractionService(QObject):
                 self.notifications.info("Open or create an evidence table first")
                 return None
             await export_table(client, table.id, fmt, target)  # type: ignore[arg-type]
-            self.notifications.info(f"Exported “{table.name}” to {target}")
+            self.notifications.info(f"Exported “{table.name}” to {target}", key=EXPORTED_KEY)
             return target
 
         return self._write(f"Exporting the table as {EXPORT_FORMATS[fmt][0]}", work)

@@ -31,6 +31,11 @@ class Notice:
     lasting: bool = False  # an info notice that stays until closed (e.g. where an export went)
 
 
+# where the last export went (a chat's, a table's): one notice, the newest replacing the older
+# (two exports in a row stacked two banners that stayed until closed: tester 17:20)
+EXPORTED_KEY = "export-written"
+
+
 class Notifications(QObject):
     """Collects notices from every service; the notification area subscribes to ``posted``
     and ``withdrawn``."""

@@ -359,6 +359,10 @@ class FlowLabel(QLabel):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
+        # no implicit indent: a QLabel with a frame (a badge's border) indents its text by an
+        # "x", which its one-line width below did not count, so "Search results" wrapped onto
+        # two lines in its pill when the turn was drawn from a saved conversation (tester 16:39)
+        self.setIndent(0)
 
     def sizeHint(self) -> QSize:  # noqa: N802
         """The text on one line (a wrapping QLabel would hint a narrower, taller shape)."""
@@ -1317,10 +1321,11 @@ class ChatPane(QWidget):
         # turns at the top, the room left below them: a stretch, not the layout's AlignTop,
         # which sizes the column from its turns' widest heights and squeezes narrow ones
         # (their chips then overlap the answer's last lines)
-        self.empty_hint = QLabel(
-            "Ask a question about your library. Answers cite the exact pages they rest on.",
-            self.transcript,
-        )
+        self.empty_hint = QLabel(EMPTY_HINT, self.transcript)
+        self.empty_hint.setAccessibleName("Chat hint")
+        # on a first run it says what to do first (add files, connect a model), with links
+        self.empty_hint.setTextFormat(Qt.TextFormat.RichText)
+        self.empty_hint.linkActivated.connect(self._hint_link)
         self.empty_hint.setWordWrap(True)
         self.empty_hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.transcript_layout.addWidget(self.empty_hint)
@@ -1450,6 +1455,10 @@ class ChatPane(QWidget):
         chat.token_meter_changed.connect(self._show_tokens)
         chat.scope_changed.connect(self._update_scope)
         self.models.model_changed.connect(lambda _: self._update_model_label())
+        self.models.model_changed.connect(self._update_empty)  # the first run's hint follows
+        library = self.services.library
+        for signal in (library.entry_changed, library.entry_removed, library.opened):
+            signal.connect(self._update_empty)
 
     # --- conversations --------------------------------------------------------------------
 
@@ -1480,15 +1489,29 @@ class ChatPane(QWidget):
         self.chat.new_conversation(reuse_blank=True)  # an empty "New chat" is reused, not repeated
         self.input.setFocus(Qt.FocusReason.ShortcutFocusReason)
 
-    def rename_current(self, title: str | None = None) -> None:
+    def rename_current(self, title: str | None = None) -> QInputDialog | None:
+        """Rename the conversation shown: to ``title``, else as typed in a dialog (returned,
+        not blocking) wide enough for a question-length title (it showed ~25 characters and
+        clipped its own window title: tester 17:13)."""
         record = self.chat.current
         if record is None:
-            return
-        if not isinstance(title, str):
-            title, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=record.title)
-            if not ok:
-                return
-        self.chat.rename(record.id, title)
+            return None
+        if isinstance(title, str):
+            self.chat.rename(record.id, title)
+            return None
+        dialog = QInputDialog(self)
+        dialog.setWindowTitle("Rename chat")
+        dialog.setLabelText("Title:")
+        dialog.setTextValue(record.title)
+        dialog.setAccessibleName("Rename chat")
+        metrics = dialog.fontMetrics()
+        wanted = min(metrics.horizontalAdvance(record.title) + 80, metrics.averageCharWidth() * 90)
+        dialog.resize(max(dialog.sizeHint().width(), metrics.averageCharWidth() * 50, wanted), dialog.sizeHint().height())
+        dialog.textValueSelected.connect(lambda text, rid=record.id: self.chat.rename(rid, text))
+        dialog.finished.connect(dialog.deleteLater)
+        self.rename_dialog = dialog
+        dialog.open()
+        return dialog
 
     def delete_current(self, confirm: bool = True) -> None:
         record = self.chat.current
@@ -1683,8 +1706,18 @@ class ChatPane(QWidget):
             "choose (kept per conversation)."
         )
 
-    def _update_empty(self) -> None:
+    def _update_empty(self, *_: object) -> None:
+        self.empty_hint.setText(empty_hint_html(self._library_empty(), self.models.is_configured()))
         self.empty_hint.setVisible(not self.turn_widgets)
+
+    def _library_empty(self) -> bool:
+        library = self.services.library
+        return not library.is_opening and not library.entries
+
+    def _hint_link(self, link: str) -> None:
+        scheme, _, command = link.partition(":")
+        if scheme == "haiku" and command:
+            self.command_requested.emit(command)
 
     def _scroll_to_end(self) -> None:
         bar = self.scroll.verticalScrollBar()
@@ -1740,6 +1773,7 @@ class ChatPane(QWidget):
         off the GUI thread."""
         from haiku_desk.bridge import Operation
         from haiku_desk.export import export_answer, export_conversation
+        from haiku_desk.services.notifications import EXPORTED_KEY
 
         record = self.chat.current
         if record is None:
@@ -1759,7 +1793,7 @@ class ChatPane(QWidget):
 
         operation = Operation("Exporting the chat", body, self)
         operation.succeeded.connect(  # stays until closed: where the file went can be read
-            lambda path: self.services.notifications.info(f"Exported to {path}", lasting=True)
+            lambda path: self.services.notifications.info(f"Exported to {path}", lasting=True, key=EXPORTED_KEY)
         )
         operation.failed.connect(
             lambda exc: self.services.notifications.report_failure("Exporting the chat", exc)
@@ -1781,6 +1815,29 @@ class ChatPane(QWidget):
         folder = QFileDialog.getExistingDirectory(self, "Export the chat into")
         if folder:
             self.export_to(folder, whole_conversation=True)
+
+
+EMPTY_HINT = "Ask a question about your library. Answers cite the exact pages they rest on."
+
+
+def empty_hint_html(library_empty: bool, model_connected: bool) -> str:
+    """What the empty chat says: on a first run what to do first (add files; connect a model
+    for written answers), with the window's links; else how to ask (tester 16:49: it said
+    'Ask a question about your library' on an empty library with no model)."""
+    parts = []
+    if library_empty:
+        parts.append(
+            "Your library is empty. <a href='haiku:add-files'>Add files</a> (Ctrl+O) or drop PDFs "
+            "and other documents on the window, then ask about them."
+        )
+    else:
+        parts.append(html.escape(EMPTY_HINT))
+    if not model_connected:
+        parts.append(
+            "No chat model is connected: answers show the best passages. For written answers, "
+            "connect one in <a href='haiku:models'>Settings › Models…</a>"
+        )
+    return "".join(f"<p>{p}</p>" for p in parts)
 
 
 def _last_answer(record: ConversationRecord) -> Turn | None:

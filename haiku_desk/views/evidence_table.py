@@ -135,6 +135,11 @@ MODE_LABELS = {
     ),
 }
 DIALOG_WIDTH = 480
+REMOVED_ROW = "removed from the library"  # a row whose document was deleted (as the reader says it)
+REMOVED_ROW_TIP = (
+    "This document was removed from the library. Its row is kept with the values and quotes "
+    "filled before; a click on a value opens its kept quote. It is not answered again."
+)
 TOOLTIP_CHARS = 90  # a cell's tooltip lines are wrapped at words to this width
 EXPORT_FOLDER_KEY = "evidence/export_folder"  # QSettings: the folder of the last export
 DOCUMENT_COLUMN_WIDTH = 220
@@ -232,10 +237,15 @@ class EvidenceTableModel(QAbstractTableModel):
     def set_table(self, table: TableState | None) -> None:
         self.beginResetModel()
         self.table = table
-        self._rows = list(table.rows) if table is not None else []
+        # the rows to fill, then those whose document was removed from the library (kept)
+        self._rows = [*table.rows, *table.removed] if table is not None else []
         self._row_of = {d: i for i, d in enumerate(self._rows)}
         self.answering = None
         self.endResetModel()
+
+    def is_removed(self, document_id: str) -> bool:
+        """Whether the row's document was removed from the library (its cells kept)."""
+        return self.table is not None and document_id in self.table.removed
 
     def update_cell(self, cell: CellValue) -> None:
         if self.table is None:
@@ -297,8 +307,8 @@ class EvidenceTableModel(QAbstractTableModel):
 
     def flags(self, index: QModelIndex | QPersistentModelIndex) -> Qt.ItemFlag:
         base = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-        if index.column() > 0:
-            base |= Qt.ItemFlag.ItemIsEditable
+        if index.column() > 0 and not (index.isValid() and self.is_removed(self._rows[index.row()])):
+            base |= Qt.ItemFlag.ItemIsEditable  # a removed document's row is kept as it was
         return base
 
     def _cell(self, index: QModelIndex | QPersistentModelIndex) -> tuple[CellValue | None, ColumnSpec | None]:
@@ -314,9 +324,18 @@ class EvidenceTableModel(QAbstractTableModel):
         if role == DOCUMENT_ROLE:
             return document_id
         if index.column() == 0:
-            title = self._titles(document_id)
-            if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole, SORT_ROLE):
-                return title if role != SORT_ROLE else title.casefold()
+            removed = self.is_removed(document_id)
+            title = self.table.removed[document_id] if removed else self._titles(document_id)
+            if role == SORT_ROLE:
+                return title.casefold()
+            if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.AccessibleTextRole):
+                return f"{title} — {REMOVED_ROW}" if removed else title
+            if role == Qt.ItemDataRole.ToolTipRole:
+                return f"{title}\n{REMOVED_ROW_TIP}" if removed else title
+            if role == Qt.ItemDataRole.FontRole and removed:
+                font = QFont()
+                font.setItalic(True)
+                return font
             return None
         cell, column = self._cell(index)
         answering = column is not None and self.answering == (document_id, column.id)
@@ -974,9 +993,12 @@ class EvidenceTablePane(QWidget):
                 "Answer this column again", lambda: self.service.fill(columns=[column.id], recompute=True)
             )
         menu.addAction("Answer this row again", lambda: self.service.fill(rows=[document_id], recompute=True))
+        removed = self.model.is_removed(document_id)  # kept as it was: never answered again
         for action in menu.actions():
             if action.text().startswith("Answer"):
-                action.setEnabled(not self.service.busy)
+                action.setEnabled(not self.service.busy and not (removed and "column" not in action.text()))
+            if action.text() == "Edit the value":
+                action.setEnabled(not removed)
         menu.popup(self.table.viewport().mapToGlobal(pos))
         self.menu = menu
 

@@ -893,17 +893,20 @@ class LibraryPane(QWidget):
     # --- deleting -----------------------------------------------------------------------------
 
     def _evidence_rows_lost(self, stored: list[LibraryEntry]) -> str:
-        """The sentence naming the evidence tables that lose a row with ``stored`` (their
-        filled cells go too), with a trailing space; empty when none does."""
+        """The sentence naming the evidence tables with a row for ``stored``: the row stays,
+        marked removed from the library, with its filled values (with a trailing space); empty
+        when there is none."""
         if self.evidence is None:
             return ""
         one = len(stored) == 1
         names = self.evidence.tables_with_rows([e.document_id for e in stored])
         if names is None:  # the tables are not listed yet
             return (
-                "If it is a row of an evidence table, that row and its filled cells go with it. "
+                "If it is a row of an evidence table, the row stays there, marked removed from "
+                "the library, with its filled values. "
                 if one
-                else "Their rows in evidence tables, and those rows' filled cells, go with them. "
+                else "Their rows in evidence tables stay, marked removed from the library, with "
+                "their filled values. "
             )
         if not names:
             return ""
@@ -912,8 +915,8 @@ class LibraryPane(QWidget):
         else:
             tables = f"{len(names)} evidence tables ({', '.join(names)})"
         if one:
-            return f"It is a row of {tables}; its filled cells go with it. "
-        return f"They are rows of {tables}; their filled cells go with them. "
+            return f"It is a row of {tables}: the row stays, marked removed from the library, with its filled values. "
+        return f"They are rows of {tables}: the rows stay, marked removed from the library, with their filled values. "
 
     def confirm_delete(self, keys: list[str]) -> None:
         """Ask before deleting stored documents (rows without a document go at once). Non-

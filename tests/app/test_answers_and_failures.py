@@ -349,6 +349,12 @@ def test_an_exported_chat_keeps_the_failed_question_has_no_in_app_links_and_says
     assert str(operation.result) in shown.notice.message
     assert shown.dismiss_timer is None  # it stays until closed: the path can be read and copied
 
+    again = pane.export_to(str(tmp_path / "export2"))  # a second export: its notice replaces it
+    assert again is not None
+    run_until(qloop, lambda: not again.running)
+    (shown,) = [w for w in area.visible_notices if "Exported to" in w.notice.message]
+    assert str(again.result) in shown.notice.message
+
 
 def test_a_chat_whose_only_question_failed_can_be_exported_with_why(
     qloop, qtbot, library, app_config, monkeypatch, tmp_path
@@ -416,3 +422,30 @@ def test_a_question_not_answered_is_kept_with_its_offer_after_a_restart(
     assert widget.failure_message.text() == "The model isn't reachable — show the matching passages instead?"
     assert widget.passages_button.isVisible() and widget.retry_button.isVisible()
     assert widget.badge.isHidden()
+
+
+def test_a_saved_answers_badge_keeps_its_words_on_one_line(qtbot, themed):
+    """Tester 16:39: after a relaunch every 'Search results' badge wrapped onto two lines in a
+    wide pill (one line when the answer had just come). A turn drawn from a saved conversation
+    (made before it is shown) measures its badge as the label draws it."""
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from haiku_desk.views import theme
+
+    for scheme in ("light", "dark"):
+        theme.apply_theme(themed, scheme)
+        holder = QWidget()
+        layout = QVBoxLayout(holder)
+        turn = Turn(question="Which benchmarks?", answer="The best passages: …", rests_on="search-results", mode="search-only")
+        widget = TurnWidget(turn, holder)
+        layout.addWidget(widget)
+        qtbot.addWidget(holder)
+        holder.resize(500, 400)
+        holder.show()
+        qtbot.waitExposed(holder)
+        badge = widget.badge
+        assert badge.text() == "Search results"
+        one_line = badge.heightForWidth(10_000)
+        qtbot.waitUntil(lambda b=badge: b.width() > 0)
+        assert badge.heightForWidth(badge.width()) == one_line, (scheme, badge.size())
+        assert badge.height() == one_line

@@ -9,7 +9,7 @@ import pytest
 from capabilities.scripting import answer, cite_top, search
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QLineEdit, QWidget
 from pytestqt.qtbot import QtBot
 from qt_helpers import run_until
 
@@ -774,3 +774,25 @@ def test_the_token_meter_shows_what_compaction_saved_and_a_redirect_shows_in_the
     assert "Asked the model to declare the sources of its answer" in steps
     assert "Compacted earlier evidence" in steps
     assert turn.grounding == "grounded"
+
+
+def test_the_rename_box_holds_a_question_length_title_whole(qloop, qtbot, library, app_config):
+    """Tester 17:13: the rename dialog was ~200 px wide (its field showed ~25 characters, its
+    window title clipped 'Renam…-desk') and the default title itself ended in a baked-in '…'
+    (a question cut at 60 characters). A conversation is named by its whole question, and the
+    box is wide enough to read it."""
+    pane = make_pane(qtbot, library, app_config)
+    pane.models.use_model_instance(cited_script().model)
+    question = "How far did the Rhone Glacier retreat between 1990 and 2020, and what drove it?"
+    ask(qloop, pane, question)
+    assert pane.chat.current.title == question  # whole, no "…"
+    pane.rename_button.click()
+    dialog = pane.rename_dialog
+    assert dialog.isVisible() and dialog.textValue() == question
+    (field,) = dialog.findChildren(QLineEdit)
+    qtbot.waitUntil(lambda: field.width() > 0)
+    assert field.width() >= field.fontMetrics().horizontalAdvance(question)  # read whole
+    dialog.setTextValue("Glacier retreat")
+    dialog.accept()
+    assert pane.chat.current.title == "Glacier retreat"
+    assert pane.conversation_list.item(0).text() == "Glacier retreat"

@@ -1,6 +1,7 @@
-"""Deleting a document takes its row and filled cells out of every evidence table: the delete
-confirmation says so, naming the tables (the tester's 14:35 defect: it said nothing, and the
-rows were gone silently).
+"""Deleting a document that is a row of evidence tables: the delete confirmation names the
+tables (the tester's 14:35 defect: it said nothing) and says the row stays, marked removed from
+the library, with its filled values; the table then shows the row so, its values kept, a click
+on one opening its kept quote, and it is not answered again.
 
 Real parts: generated papers ingested into a LanceDB library in a temp dir, evidence tables
 made with haiku.rag's extraction package, the app's services and main window (offscreen).
@@ -13,10 +14,11 @@ import concurrent.futures
 from pathlib import Path
 
 from extraction.papers import library_config, make_papers
+from PySide6.QtCore import Qt
 from qt_helpers import run_until
 
 from haiku.rag.client import HaikuRAG
-from haiku.rag.extraction import create_table
+from haiku.rag.extraction import FillOptions, create_table, fill_table
 from haiku_desk.services import create_services
 from haiku_desk.services.library import uri_for
 from haiku_desk.views.main_window import MainWindow
@@ -39,7 +41,8 @@ def _build(root: Path) -> tuple[Path, list[str], list[str]]:
                 assert outcome.document is not None, outcome.reason
                 ids.append(outcome.document.id)
             await create_table(client, "Resume test", ["Sample size"], document_ids=[ids[0], ids[2]])
-            await create_table(client, "Model review", ["Dataset"], document_ids=[ids[0], ids[1]])
+            review = await create_table(client, "Model review", ["Dataset"], document_ids=[ids[0], ids[1]])
+            await fill_table(client, review.id, FillOptions(mode="search-only"))
             await create_table(client, "Other", ["Dataset"], document_ids=[ids[2]])
             return ids
 
@@ -83,19 +86,19 @@ def test_the_delete_confirmation_names_the_evidence_tables_that_lose_a_row(qtbot
     pane = window.library_pane
     try:
         pane.confirm_delete([uris[0]])  # a row of two tables, named by name
-        assert "It is a row of 2 evidence tables (Model review, Resume test); its filled cells go with it." in (
+        assert "It is a row of 2 evidence tables (Model review, Resume test): the row stays, marked removed from the library, with its filled values." in (
             _consequence(pane)
         )
         _answer(pane, "Cancel")
         qtbot.waitUntil(lambda: pane.delete_dialog is None)
 
         pane.confirm_delete([uris[1]])
-        assert "It is a row of the evidence table “Model review”; its filled cells go with it." in _consequence(pane)
+        assert "It is a row of the evidence table “Model review”: the row stays, marked removed from the library, with its filled values." in _consequence(pane)
         _answer(pane, "Cancel")
         qtbot.waitUntil(lambda: pane.delete_dialog is None)
 
         pane.confirm_delete([uris[1], uris[2]])
-        assert "They are rows of 3 evidence tables (Model review, Other, Resume test); their filled cells go with them." in (
+        assert "They are rows of 3 evidence tables (Model review, Other, Resume test): the rows stay, marked removed from the library, with their filled values." in (
             _consequence(pane)
         )
         _answer(pane, "Cancel")
@@ -107,6 +110,31 @@ def test_the_delete_confirmation_names_the_evidence_tables_that_lose_a_row(qtbot
         pane.confirm_delete([uris[0]])
         assert "It is a row of 2 evidence tables (Model review, Resume test)" in _consequence(pane)
         _answer(pane, "Cancel")
+        qtbot.waitUntil(lambda: pane.delete_dialog is None)
+
+        # the table keeps the deleted document's row, marked, with its value
+        evidence = window.services.evidence
+        review = next(t for t in evidence.tables if t.name == "Model review")
+        state = qloop.run_until_complete(evidence.open_table(review.id))
+        assert state.rows == [ids[0]] and list(state.removed) == [ids[1]]
+        assert state.total == 1  # what a fill answers: the documents still there
+        table_pane = window.evidence_pane
+        model = table_pane.model
+        row = model._row_of[ids[1]]
+        title = model.index(row, 0).data()
+        assert title.endswith("— removed from the library")
+        column = state.columns[0].id
+        kept = state.cell(ids[1], column)
+        assert kept is not None and kept.value and kept.citations
+        index = table_pane.proxy_index(ids[1], column)
+        assert index.data() and not (index.flags() & Qt.ItemFlag.ItemIsEditable)
+        kinds: list[str] = []
+        window.citation_panel.document_shown.connect(kinds.append)
+        table_pane.open_cell(index)  # its citation opens the kept quote
+        run_until(qloop, lambda: bool(kinds), SLOW)
+        assert kinds == ["removed"]
+        assert "removed from the library" in window.citation_panel.message_text()
+        assert kept.citations[0].content.split()[0] in window.citation_panel.message_text()
     finally:
         window.close()
         qloop.run_until_complete(window.quit_flow.wait())

@@ -231,13 +231,14 @@ def test_a_table_over_a_collection_fills_every_cell_and_shows_it(qtbot, qapp, ql
     qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_F6)
     qtbot.waitUntil(lambda: QApplication.focusWidget() is pane.table)
 
-    # a document deleted from the library leaves the table
+    # a document deleted from the library: its row stays, after the others, marked removed
     gone = built.collection[1]
     entry = window.services.library.entry_for_document(gone)
     window.services.library.delete([entry.key])
     run_until(qloop, lambda: window.services.library.entry_for_document(gone) is None, SLOW)
     run_until(qloop, lambda: gone not in evidence_rows(window), SLOW)
-    assert pane.model.rowCount() == 2 and gone not in [pane.model.document_at(r) for r in range(2)]
+    assert pane.model.rowCount() == 3 and pane.model.document_at(2) == gone
+    assert pane.model.is_removed(gone) and str(pane.model.index(2, 0).data()).endswith("removed from the library")
     quit_window(qloop, window)
 
 
@@ -634,4 +635,42 @@ def test_a_long_column_name_is_elided_at_its_end_and_whole_in_its_tooltip(qtbot,
     assert header.textElideMode() == Qt.TextElideMode.ElideRight
     tip = pane.model.headerData(1, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole)
     assert tip.startswith(f"{long_name}: How many?")
+    quit_window(qloop, window)
+
+
+def test_the_banner_of_a_fill_stopped_by_the_model_goes_once_a_fill_goes_through(
+    qtbot, qapp, qloop, built, library_dir
+):
+    """Tester 17:17: the model server stopped, the fill stopped with a red banner; the server
+    back, Fill filled every cell, but the banner stayed. One banner per problem, withdrawn when
+    a fill goes through."""
+    from PySide6.QtCore import Qt
+
+    model = ExtractingModel()
+    down = {"yes": True}
+    working = model._respond
+
+    async def respond(messages, info):
+        if down["yes"]:
+            raise RuntimeError("cannot reach the chat model extracting")
+        return await working(messages, info)
+
+    model._respond = respond  # type: ignore[method-assign]
+    window = open_window(qtbot, qapp, qloop, library_dir, built.root, model)
+    pane = window.evidence_pane
+    evidence = window.services.evidence
+    notifications = window.services.notifications
+    create(qloop, window)
+    wait_filled(qloop, window)
+    assert evidence.current.filled < evidence.current.total
+    assert notifications.is_live("evidence-fill-failed")
+    shown_banners = [w for w in window.notification_area.visible_notices if "Filling the evidence table stopped" in w.notice.message]
+    assert len(shown_banners) == 1
+
+    down["yes"] = False  # the model is back
+    qtbot.mouseClick(pane.fill_button, Qt.MouseButton.LeftButton)
+    wait_filled(qloop, window)
+    assert evidence.current.filled == evidence.current.total
+    assert not notifications.is_live("evidence-fill-failed")
+    assert not [w for w in window.notification_area.visible_notices if "Filling the evidence table stopped" in w.notice.message]
     quit_window(qloop, window)

@@ -3,6 +3,7 @@ kept across a relaunch; bad input refused with a specific error and nothing chan
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -69,13 +70,51 @@ async def test_columns_and_rows_change(client: HaikuRAG, library: Library) -> No
     assert await X.clear_cells(client, table.id) == 1
 
 
-async def test_a_deleted_document_leaves_the_table(client: HaikuRAG, library: Library) -> None:
-    table = await X.create_table(client, "Review", COLUMNS[:1], document_ids=library.document_ids[:3])
+async def test_a_deleted_documents_row_stays_marked_removed_with_its_cells(
+    client: HaikuRAG, library: Library, tmp_path: Path
+) -> None:
+    """Deleting a document took its row and filled cells out of every table. The row stays,
+    marked removed from the library, with its values and quotes (as a chat keeps a removed
+    document's quote): it is not filled again, not counted, survives a change of the table,
+    and the exports say so. Dropping it is a choice of its own."""
+    ids = library.document_ids
+    table = await X.create_table(client, "Review", COLUMNS[:1], document_ids=ids[:3])
     await X.fill_table(client, table.id, X.FillOptions(mode="search-only"))
-    await client.delete_document(library.document_ids[1])
+    before = await X.load_table(client, table.id)
+    kept = before.cell(ids[1], "c1")
+    assert kept is not None and kept.citations
+    await client.delete_document(ids[1])
+
     loaded = await X.load_table(client, table.id)
-    assert loaded.document_ids == [library.document_ids[0], library.document_ids[2]]
-    assert loaded.filled == 2 == loaded.total
+    assert loaded.document_ids == [ids[0], ids[2]]
+    assert loaded.removed_document_ids == [ids[1]]
+    assert loaded.cell(ids[1], "c1") == kept  # its value, quote and citations kept
+    assert loaded.filled == 2 == loaded.total  # the rows to fill: the documents still there
+    assert loaded.removed_title(ids[1]) == kept.citations[0].document_title
+    assert loaded.missing() == []
+    with pytest.raises(ExtractionError, match="no row for document"):
+        loaded.selection([ids[1]])  # never filled or cleared again
+
+    added = await X.add_column(client, table.id, COLUMNS[1])  # a change of the table keeps it
+    await X.fill_table(client, table.id, X.FillOptions(mode="search-only"))
+    loaded = await X.load_table(client, table.id)
+    assert loaded.removed_document_ids == [ids[1]] and loaded.cell(ids[1], "c1") == kept
+    assert loaded.cell(ids[1], added.id) is None  # the new column is not asked of it
+    assert loaded.filled == loaded.total == 4
+
+    await X.export_table(client, table.id, "csv", tmp_path / "review.csv")
+    lines = (tmp_path / "review.csv").read_text().splitlines()
+    (removed_line,) = [line for line in lines if "removed from the library" in line]
+    assert removed_line.startswith(f"{loaded.removed_title(ids[1])} (removed from the library)")
+    assert kept.value.split()[0] in removed_line  # its value kept in the export
+    await X.export_table(client, table.id, "json", tmp_path / "review.json")
+    exported = json.loads((tmp_path / "review.json").read_text())
+    assert [r["removed"] for r in exported["rows"]] == [False, False, True]
+
+    dropped = await X.drop_removed_rows(client, table.id)
+    assert dropped.removed_document_ids == []
+    loaded = await X.load_table(client, table.id)
+    assert loaded.removed_document_ids == [] and loaded.cell(ids[1], "c1") is None
 
 
 async def test_a_large_fill_leaves_the_settings_table_compacted(client: HaikuRAG, library: Library) -> None:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         clear_cells,
         create_table,
         delete_table,
+        drop_removed_rows,
         list_tables,
         load_table,
         remove_column,
@@ -88,6 +89,7 @@ _HOMES = {
     "remove_column": "tables",
     "rename_table": "tables",
     "set_rows": "tables",
+    "drop_removed_rows": "tables",
     "set_value": "tables",
     "update_column": "tables",
 }
@@ -128,6 +130,7 @@ __all__ = [
     "remove_column",
     "rename_table",
     "set_rows",
+    "drop_removed_rows",
     "set_value",
     "update_column",
 ]

@@ -43,6 +43,10 @@ class Row:
     name: str
     record: Bibliographic | None
     cells: dict[str, Cell | None]
+    removed: bool = False  # its document was removed from the library (its cells are kept)
+
+
+REMOVED = "removed from the library"
 
 
 def source_label(record: Bibliographic | None, name: str, cell: Cell | None) -> str:
@@ -76,6 +80,10 @@ async def export_rows(client: HaikuRAG, table: ExtractionTable) -> list[Row]:
                 {c.id: table.cell(document_id, c.id) for c in table.columns},
             )
         )  # fmt: skip
+    for document_id in table.removed_document_ids:  # kept, with their cells, and said so
+        cells = {c.id: table.cell(document_id, c.id) for c in table.columns}
+        name = f"{table.removed_title(document_id)} ({REMOVED})"
+        rows.append(Row(document_id, name, None, cells, removed=True))
     return rows
 
 
@@ -190,6 +198,7 @@ def to_json(table: ExtractionTable, rows: list[Row]) -> str:
         {
             "document_id": row.document_id,
             "document": row.name,
+            "removed": row.removed,
             "reference": source_label(row.record, row.name, None),
             "cells": {
                 cid: None if cell is None else {
@@ -210,7 +219,7 @@ def to_bibtex(rows: list[Row]) -> str:
     from haiku.rag.bibliography import Bibliographic
     from haiku.rag.bibliography import to_bibtex as bibtex
 
-    return bibtex([row.record or Bibliographic(title=row.name) for row in rows])
+    return bibtex([row.record or Bibliographic(title=row.name) for row in rows if not row.removed])
 
 
 async def export_table(

@@ -182,6 +182,10 @@ class ExtractionTable(BaseModel):
     name: str
     columns: list[Column] = Field(default_factory=list)
     document_ids: list[str] = Field(default_factory=list)
+    # Rows whose document was removed from the library since: kept, with their filled cells
+    # and quotes, marked removed; never filled again, and not counted in ``total``/``filled``
+    # (a citation of theirs opens its kept quote, as a chat's does).
+    removed_document_ids: list[str] = Field(default_factory=list)
     collection: str | None = None  # where the rows came from
     created_at: str = ""
     updated_at: str = ""
@@ -189,6 +193,19 @@ class ExtractionTable(BaseModel):
 
     def cell(self, document_id: str, column_id: str) -> Cell | None:
         return self.cells.get(cell_key(document_id, column_id))
+
+    def removed_title(self, document_id: str) -> str:
+        """What a removed row's document was called: its cells' citations remember it."""
+        for column in self.columns:
+            cell = self.cell(document_id, column.id)
+            for citation in cell.citations if cell is not None else ():
+                if citation.document_title and citation.document_title.strip():
+                    return " ".join(citation.document_title.split())
+                if citation.document_uri:
+                    from urllib.parse import unquote
+
+                    return unquote(citation.document_uri.rstrip("/").rsplit("/", 1)[-1])
+        return document_id
 
     def column(self, column_id: str) -> Column:
         for column in self.columns:

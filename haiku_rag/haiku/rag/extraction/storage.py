@@ -75,9 +75,14 @@ def _delete(store: Store, where: str) -> None:
 
 
 def _parse_table(row: dict[str, Any], live: dict[str, str]) -> ExtractionTable:
+    """A stored table; a row whose document is no longer in the library is a removed row
+    (kept with its cells, marked removed), not a row to fill."""
     data = json.loads(row["value"])
     data["id"] = row["key"][len(TABLE_PREFIX) :]
-    data["document_ids"] = [i for i in data.get("document_ids", []) if i in live]
+    stored = data.get("document_ids", [])
+    data["document_ids"] = [i for i in stored if i in live]
+    gone = [*data.get("removed_document_ids", []), *(i for i in stored if i not in live)]
+    data["removed_document_ids"] = list(dict.fromkeys(gone))
     data.pop("cells", None)
     return ExtractionTable.model_validate(data)
 
@@ -130,8 +135,8 @@ def _read_cell(value: str, key: str) -> Cell | None:
 
 
 def load_cells(store: Store, table: ExtractionTable) -> dict[str, Cell]:
-    """The table's cells of its current rows and columns."""
-    rows = set(table.document_ids)
+    """The table's cells of its current rows (removed ones too) and columns."""
+    rows = {*table.document_ids, *table.removed_document_ids}
     columns = {c.id for c in table.columns}
     cells: dict[str, Cell] = {}
     prefix = _cells_prefix(table.id)
@@ -191,10 +196,14 @@ def update_table(
         name = check_text("a table name", after.name, 200)
         if name != before.name:
             _check_unique_name(store, name, except_id=before.id)
-        after = after.model_copy(update={"name": name, "updated_at": now_iso(), "cells": {}})
+        # a removed row can be dropped (it is never made one again: its document is gone)
+        removed = [i for i in after.removed_document_ids if i in before.removed_document_ids]
+        after = after.model_copy(
+            update={"name": name, "updated_at": now_iso(), "cells": {}, "removed_document_ids": removed}
+        )
         _check_documents(store, after.document_ids)
         prompts = {c.id: c.prompt for c in after.columns}
-        rows = set(after.document_ids)
+        rows = {*after.document_ids, *removed}
         stale = []
         for row in _select(store, _like(_cells_prefix(before.id))):
             cell = json.loads(row["value"])

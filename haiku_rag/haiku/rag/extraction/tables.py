@@ -157,6 +157,22 @@ async def set_rows(client: HaikuRAG, table: str, document_ids: Sequence[str]) ->
     return await _update(client, table, lambda t: t.model_copy(update={"document_ids": rows}))
 
 
+async def drop_removed_rows(
+    client: HaikuRAG, table: str, document_ids: Sequence[str] | None = None
+) -> ExtractionTable:
+    """Drop rows whose document was removed from the library (all, or ``document_ids``):
+    their kept cells go with them."""
+    if isinstance(document_ids, str):
+        raise ExtractionError("document_ids is a list of document ids, not one string")
+    dropped = None if document_ids is None else set(document_ids)
+
+    def change(t: ExtractionTable) -> ExtractionTable:
+        kept = [] if dropped is None else [i for i in t.removed_document_ids if i not in dropped]
+        return t.model_copy(update={"removed_document_ids": kept})
+
+    return await _update(client, table, change)
+
+
 async def set_value(client: HaikuRAG, table: str, document_id: str, column_id: str, value: str) -> Cell:
     """A value set by hand: kept, marked ``edited`` (``edited_from`` holds the value before),
     its citations and quote kept; a later fill leaves it unless asked to recompute it."""
