@@ -276,3 +276,40 @@ def test_a_reference_list_is_demoted_below_a_passage_that_also_has_the_words(tmp
         assert scores[0.5][ids[0]] == pytest.approx(scores[1.0][ids[0]] * 0.5), search_type
         assert scores[0.5][ids[1]] == pytest.approx(scores[1.0][ids[1]]), search_type
     store.close()
+
+
+@pytest.mark.parametrize("page_share", [0.0, None])
+def test_a_rerankers_scores_are_demoted_as_the_fused_ones(tmp_path, monkeypatch, page_share):
+    from json_server import json_server
+
+    from haiku.rag.config import RerankConfig
+    from haiku.rag.search.rerank import create_reranker
+
+    monkeypatch.setattr("haiku.rag.models.keychain_key", lambda user: None)
+    query = _unit(1.0)
+    store, ids = _store(
+        tmp_path / "lib.lancedb",
+        [
+            (["References"], ENTRY_TEXT, _unit(1.0, 0.5)),
+            (["2 Methods"], "We estimated quokka burrow density along twelve transects. " + filler(1), _unit(1.0, 0.1)),
+            (["3 Discussion"], "The harbour ledger was quiet in that year.", _unit(0.0, 1.0)),
+        ],
+    )
+
+    def answer(path, body, headers):  # a reranker that likes the reference list best
+        scores = [0.9 if "Smith, A. B." in d else 0.6 if "transects" in d else 0.1 for d in body["documents"]]
+        return 200, {"results": [{"index": i, "relevance_score": s} for i, s in enumerate(scores)]}
+
+    with json_server(answer) as url:
+        reranker = create_reranker(RerankConfig(provider="http", base_url=url))
+        settings = {w: SearchSettings(**{**SETTINGS.__dict__, "page_share": page_share, "reference_weight": w}) for w in (1.0, 0.5)}
+        plain = search_chunks(store, "quokka burrow density", query_vector=query, limit=2, settings=settings[1.0], reranker=reranker)
+        assert [r.chunk_id for r in plain] == [ids[0], ids[1]] and plain[0].score == pytest.approx(0.9)
+        found = search_chunks(store, "quokka burrow density", query_vector=query, limit=2, settings=settings[0.5], reranker=reranker)
+        assert [r.chunk_id for r in found] == [ids[1], ids[0]]
+        assert [r.score for r in found] == pytest.approx([0.6, 0.45])
+        # a query asking for the references keeps the reranker's order
+        asking = search_chunks(store, "quokka burrow density references", query_vector=query, limit=2,
+                               settings=settings[0.5], reranker=reranker)
+        assert asking[0].chunk_id == ids[0]
+    store.close()
