@@ -313,3 +313,18 @@ def test_a_rerankers_scores_are_demoted_as_the_fused_ones(tmp_path, monkeypatch,
                                settings=settings[0.5], reranker=reranker)
         assert asking[0].chunk_id == ids[0]
     store.close()
+
+
+def test_the_setting_is_read_from_yaml_and_the_environment_and_checked(tmp_path, monkeypatch):
+    from haiku.rag.config import load_config
+    from haiku.rag.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    assert load_config().search.reference_weight == 0.5  # on by default
+    (tmp_path / "c.yaml").write_text("version: 1\nsearch:\n  reference_weight: 1\n")
+    assert load_config(tmp_path / "c.yaml").search.reference_weight == 1.0
+    monkeypatch.setenv("HAIKU_RAG_SEARCH__REFERENCE_WEIGHT", "0.25")
+    assert load_config().search.reference_weight == 0.25
+    monkeypatch.setenv("HAIKU_RAG_SEARCH__REFERENCE_WEIGHT", "1.5")
+    with pytest.raises(ConfigError, match="search.reference_weight"):
+        load_config()

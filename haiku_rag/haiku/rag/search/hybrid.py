@@ -571,7 +571,9 @@ class _Search:
         """Whether each chunk (whose row is still current) belongs to a reference list. Chunks
         judged by an earlier search are known by id (``_JUDGED``); the others' whole rows are
         read in one query and kept for the results."""
-        judged = {cid: _JUDGED[cid] for cid in chunk_ids if cid in _JUDGED}
+        # .get: another search's thread may clear the dict between a test and a read
+        known = {cid: _JUDGED.get(cid) for cid in chunk_ids}
+        judged = {cid: value for cid, value in known.items() if value is not None}
         unknown = [cid for cid in chunk_ids if cid not in judged]
         _fetch_rows(self.store, ranking.rows, unknown, self.current, ranking.row_of, complete=True)
         if len(_JUDGED) > _JUDGED_MAX:
