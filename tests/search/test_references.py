@@ -328,3 +328,29 @@ def test_the_setting_is_read_from_yaml_and_the_environment_and_checked(tmp_path,
     monkeypatch.setenv("HAIKU_RAG_SEARCH__REFERENCE_WEIGHT", "1.5")
     with pytest.raises(ConfigError, match="search.reference_weight"):
         load_config()
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        # IEEE
+        '[1] A. Smith, B. Jones, and C. Lee, "Deep learning for retrieval," in Proc. IEEE Conf. Computer '
+        'Vision, 2019, pp. 1-10. [2] D. Brown, "Sparse indexes," IEEE Trans. Inf. Theory, vol. 12, no. 3, '
+        'pp. 45-67, 2018. [3] E. White and F. Green, "Dense passage search," arXiv preprint arXiv:2004.04906, 2020.',
+        # Vancouver
+        "1. Smith J, Doe A. Burrow density in quokkas. J Mammal. 2019;12(3):45-67. 2. Brown D, Lee K. Island "
+        "ecology of marsupials. Oryx. 2018;52(1):10-22. 3. White E. Fire and burrows. Aust Mammal. 2020;42:15-27.",
+        # Chicago author-date
+        "Smith, John. 2019. The Island Quokka. Oxford: Oxford University Press. Brown, Dana, and Kim Lee. 2018. "
+        '"Burrows and Fire." Journal of Island Ecology 3 (2): 1-10. White, Emma. 2020. Marsupials of the West. London: Penguin.',
+        # MLA
+        'Smith, John. The Island Quokka. Oxford University Press, 2019. Brown, Dana, and Kim Lee. "Burrows and '
+        'Fire." Journal of Island Ecology, vol. 3, no. 2, 2018, pp. 1-10. White, Emma. Marsupials of the West. Penguin, 2020.',
+        # German Harvard
+        "Müller, H. (2010): Geometrie und Topologie. Berlin: Springer. Schmidt, A.; Weber, K. (2015): "
+        "Überlagerungen. In: Mathematische Annalen 12, S. 45-67. Fischer, G. (2001): Lineare Algebra. Wiesbaden: Vieweg.",
+    ],
+    ids=["ieee", "vancouver", "chicago", "mla", "german-harvard"],
+)
+def test_citation_styles_are_recognised_as_entries(entries):
+    assert looks_like_references(entries)
