@@ -276,3 +276,81 @@ def test_a_reference_list_is_demoted_below_a_passage_that_also_has_the_words(tmp
         assert scores[0.5][ids[0]] == pytest.approx(scores[1.0][ids[0]] * 0.5), search_type
         assert scores[0.5][ids[1]] == pytest.approx(scores[1.0][ids[1]]), search_type
     store.close()
+
+
+@pytest.mark.parametrize("page_share", [0.0, None])
+def test_a_rerankers_scores_are_demoted_as_the_fused_ones(tmp_path, monkeypatch, page_share):
+    from json_server import json_server
+
+    from haiku.rag.config import RerankConfig
+    from haiku.rag.search.rerank import create_reranker
+
+    monkeypatch.setattr("haiku.rag.models.keychain_key", lambda user: None)
+    query = _unit(1.0)
+    store, ids = _store(
+        tmp_path / "lib.lancedb",
+        [
+            (["References"], ENTRY_TEXT, _unit(1.0, 0.5)),
+            (["2 Methods"], "We estimated quokka burrow density along twelve transects. " + filler(1), _unit(1.0, 0.1)),
+            (["3 Discussion"], "The harbour ledger was quiet in that year.", _unit(0.0, 1.0)),
+        ],
+    )
+
+    def answer(path, body, headers):  # a reranker that likes the reference list best
+        scores = [0.9 if "Smith, A. B." in d else 0.6 if "transects" in d else 0.1 for d in body["documents"]]
+        return 200, {"results": [{"index": i, "relevance_score": s} for i, s in enumerate(scores)]}
+
+    with json_server(answer) as url:
+        reranker = create_reranker(RerankConfig(provider="http", base_url=url))
+        settings = {w: SearchSettings(**{**SETTINGS.__dict__, "page_share": page_share, "reference_weight": w}) for w in (1.0, 0.5)}
+        plain = search_chunks(store, "quokka burrow density", query_vector=query, limit=2, settings=settings[1.0], reranker=reranker)
+        assert [r.chunk_id for r in plain] == [ids[0], ids[1]] and plain[0].score == pytest.approx(0.9)
+        found = search_chunks(store, "quokka burrow density", query_vector=query, limit=2, settings=settings[0.5], reranker=reranker)
+        assert [r.chunk_id for r in found] == [ids[1], ids[0]]
+        assert [r.score for r in found] == pytest.approx([0.6, 0.45])
+        # a query asking for the references keeps the reranker's order
+        asking = search_chunks(store, "quokka burrow density references", query_vector=query, limit=2,
+                               settings=settings[0.5], reranker=reranker)
+        assert asking[0].chunk_id == ids[0]
+    store.close()
+
+
+def test_the_setting_is_read_from_yaml_and_the_environment_and_checked(tmp_path, monkeypatch):
+    from haiku.rag.config import load_config
+    from haiku.rag.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    assert load_config().search.reference_weight == 0.5  # on by default
+    (tmp_path / "c.yaml").write_text("version: 1\nsearch:\n  reference_weight: 1\n")
+    assert load_config(tmp_path / "c.yaml").search.reference_weight == 1.0
+    monkeypatch.setenv("HAIKU_RAG_SEARCH__REFERENCE_WEIGHT", "0.25")
+    assert load_config().search.reference_weight == 0.25
+    monkeypatch.setenv("HAIKU_RAG_SEARCH__REFERENCE_WEIGHT", "1.5")
+    with pytest.raises(ConfigError, match="search.reference_weight"):
+        load_config()
+
+
+@pytest.mark.parametrize(
+    "entries",
+    [
+        # IEEE
+        '[1] A. Smith, B. Jones, and C. Lee, "Deep learning for retrieval," in Proc. IEEE Conf. Computer '
+        'Vision, 2019, pp. 1-10. [2] D. Brown, "Sparse indexes," IEEE Trans. Inf. Theory, vol. 12, no. 3, '
+        'pp. 45-67, 2018. [3] E. White and F. Green, "Dense passage search," arXiv preprint arXiv:2004.04906, 2020.',
+        # Vancouver
+        "1. Smith J, Doe A. Burrow density in quokkas. J Mammal. 2019;12(3):45-67. 2. Brown D, Lee K. Island "
+        "ecology of marsupials. Oryx. 2018;52(1):10-22. 3. White E. Fire and burrows. Aust Mammal. 2020;42:15-27.",
+        # Chicago author-date
+        "Smith, John. 2019. The Island Quokka. Oxford: Oxford University Press. Brown, Dana, and Kim Lee. 2018. "
+        '"Burrows and Fire." Journal of Island Ecology 3 (2): 1-10. White, Emma. 2020. Marsupials of the West. London: Penguin.',
+        # MLA
+        'Smith, John. The Island Quokka. Oxford University Press, 2019. Brown, Dana, and Kim Lee. "Burrows and '
+        'Fire." Journal of Island Ecology, vol. 3, no. 2, 2018, pp. 1-10. White, Emma. Marsupials of the West. Penguin, 2020.',
+        # German Harvard
+        "Müller, H. (2010): Geometrie und Topologie. Berlin: Springer. Schmidt, A.; Weber, K. (2015): "
+        "Überlagerungen. In: Mathematische Annalen 12, S. 45-67. Fischer, G. (2001): Lineare Algebra. Wiesbaden: Vieweg.",
+    ],
+    ids=["ieee", "vancouver", "chicago", "mla", "german-harvard"],
+)
+def test_citation_styles_are_recognised_as_entries(entries):
+    assert looks_like_references(entries)

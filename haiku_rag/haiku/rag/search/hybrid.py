@@ -391,6 +391,7 @@ class _Search:
         self.wanted = max(limit, settings.rerank_pool) if reranker is not None else limit
         self.grouped = settings.page_share is not None
         self.reranking = reranker is not None  # then pages are taken after it, not at fusion
+        self.demoted: set[str] = set()  # the reference chunks demoted at fusion
         # a page's score needs its other chunks, so grouped single-arm searches look as deep as hybrid
         pool = max(limit * settings.candidate_factor, 20) if search_type == "hybrid" or self.grouped else limit * 2
         self.pool = max(pool, self.wanted)
@@ -525,6 +526,7 @@ class _Search:
         Only the candidates that can still reach the results after the demotion are read and
         judged (``_reachable``); their whole rows are kept for the results."""
         weight = self.settings.reference_weight
+        self.demoted = set()
         judged = self._judge(self._reachable(scored, ranking, weight), ranking)
         references = {cid for cid, is_reference in judged.items() if is_reference}
         if not references:
@@ -538,6 +540,7 @@ class _Search:
                 references |= {cid for cid in unjudged if judged.get(cid)}
             if all(judged.get(cid, True) for cid in ranking.text_hits):
                 return scored
+        self.demoted = references
         demoted = [(cid, score - (1 - weight) * abs(score) if cid in references else score) for cid, score in scored]
         return sorted(demoted, key=lambda pair: -pair[1])
 
@@ -579,7 +582,9 @@ class _Search:
         """Whether each chunk (whose row is still current) belongs to a reference list. Chunks
         judged by an earlier search are known by id (``_JUDGED``); the others' whole rows are
         read in one query and kept for the results."""
-        judged = {cid: _JUDGED[cid] for cid in chunk_ids if cid in _JUDGED}
+        # .get: another search's thread may clear the dict between a test and a read
+        known = {cid: _JUDGED.get(cid) for cid in chunk_ids}
+        judged = {cid: value for cid, value in known.items() if value is not None}
         unknown = [cid for cid in chunk_ids if cid not in judged]
         _fetch_rows(self.store, ranking.rows, unknown, self.current, ranking.row_of, complete=True)
         if len(_JUDGED) > _JUDGED_MAX:
@@ -611,7 +616,16 @@ class _Search:
         self, reranker: Reranker, candidates: list[tuple[dict[str, Any], float]]
     ) -> list[tuple[dict[str, Any], float]]:
         # the reranker sees chunks; pages are taken from its order after (each page once)
-        candidates = reranked(reranker, self.query, candidates, len(candidates) if self.grouped else self.limit)
+        candidates, scored = reranked(reranker, self.query, candidates, len(candidates) if self.grouped else self.limit)
+        if self.demoted and scored:
+            # the reranker's scores are demoted as the fused ones were (the same chunks: the
+            # query did not ask for references and other chunks matched its words)
+            weight = self.settings.reference_weight
+            head = [
+                (row, score - (1 - weight) * abs(score) if row["id"] in self.demoted else score)
+                for row, score in candidates[:scored]
+            ]
+            candidates = sorted(head, key=lambda pair: -pair[1]) + candidates[scored:]
         return _first_per_page(candidates) if self.grouped else candidates
 
 
@@ -703,8 +717,9 @@ def _named(store: Store, query: str, document_ids: Sequence[str] | None) -> dict
 
 def reranked(
     reranker: Reranker, query: str, candidates: list[tuple[dict[str, Any], float]], limit: int
-) -> list[tuple[dict[str, Any], float]]:
-    """``candidates`` in the reranker's order with its scores; the fused order if it fails.
+) -> tuple[list[tuple[dict[str, Any], float]], int]:
+    """``candidates`` in the reranker's order with its scores, and how many it scored; the
+    fused order and 0 if it fails.
 
     Candidates the reranker left out (a server that returned fewer than ``limit``) follow in
     their fused order, with their fused scores.
@@ -718,10 +733,10 @@ def reranked(
             getattr(reranker, "description", type(reranker).__name__),
             exc,
         )
-        return candidates
+        return candidates, 0
     chosen = [(candidates[index][0], score) for index, score in order]
     taken = {index for index, _ in order}
-    return chosen + [pair for i, pair in enumerate(candidates) if i not in taken]
+    return chosen + [pair for i, pair in enumerate(candidates) if i not in taken], len(chosen)
 
 
 def to_results(store: Store, scored_rows: list[tuple[dict[str, Any], float]]) -> list[SearchResult]:
