@@ -424,3 +424,15 @@ def test_a_cited_sentence_that_says_something_else_than_its_source_is_unsupporte
     # another sentence of the answer holding keeps the answer partly supported
     both = f"{close} {answer}"
     assert check_answer(both, {9: passage}).verdict == "partly-supported"
+
+
+def test_a_name_run_the_passage_shows_as_its_title_then_its_author_holds():
+    """A verbatim copy of a passage ("Sparse Walrus Attention for Arctic Sensing Marta
+    Kowalczyk, …") was flagged: the capitalised run glued the title (the source line) to the
+    first author (the text); each part is in what the citation shows."""
+    passage = "Marta Kowalczyk, Jonas Ekberg, Li Wen\nWalrus herds on drifting floes were tracked by buoy."
+    name = "Sparse Walrus Attention for Arctic Sensing"
+    copied = "Sparse Walrus Attention for Arctic Sensing Marta Kowalczyk, Jonas Ekberg, Li Wen Walrus herds on drifting floes were tracked [1]."
+    assert check_answer(copied, {1: passage}, names={1: name}).verdict == "supported"
+    made_up = "Sparse Walrus Attention for Arctic Sensing Peter Smith found the herds [1]."
+    assert check_answer(made_up, {1: passage}, names={1: name}).verdict == "cited-unsupported"

@@ -411,7 +411,21 @@ def _holds(kind: str, claim: object, cited: _Cited) -> bool:
         return any(d[0] == year and d[1] == month for d in cited.dates)
     if kind == "quote":
         return _fold(str(claim)).strip(" .,") in cited.folded
-    return _phrase_found(str(claim), cited.folded) or _phrase_found(str(claim), cited.name_folded)
+    return _name_found(str(claim), cited)
+
+
+def _name_found(name: str, cited: _Cited) -> bool:
+    """A name is in the cited text or its source line; a run of capitalised words the answer
+    wrote together may be two names the passage shows apart (its title, then its first
+    author: "… Arctic Sensing Marta Kowalczyk" in a verbatim copy was flagged as missing), so
+    it also holds when each of two parts of it does."""
+    def found(phrase: str) -> bool:
+        return _phrase_found(phrase, cited.folded) or _phrase_found(phrase, cited.name_folded)
+
+    if found(name):
+        return True
+    words = name.split()
+    return any(found(" ".join(words[:i])) and found(" ".join(words[i:])) for i in range(2, len(words) - 1))
 
 
 # --- the check ------------------------------------------------------------------------------
