@@ -249,16 +249,22 @@ def test_the_reference_list_keeps_its_place_when_no_other_passage_has_the_words(
     store.close()
 
 
-def test_a_reference_list_is_demoted_below_a_passage_that_also_has_the_words(tmp_path):
-    query = _unit(1.0)
-    store, ids = _store(
-        tmp_path / "lib.lancedb",
+def _list_methods_discussion(path):
+    """A reference list full of the query's words, a Methods passage that has them too, and
+    an unrelated discussion; the list nearest the query in meaning after Methods."""
+    return _store(
+        path,
         [
             (["References"], ENTRY_TEXT, _unit(1.0, 0.5)),
             (["2 Methods"], "We estimated quokka burrow density along twelve transects. " + filler(1), _unit(1.0, 0.1)),
             (["3 Discussion"], "The harbour ledger was quiet in that year.", _unit(0.0, 1.0)),
         ],
     )
+
+
+def test_a_reference_list_is_demoted_below_a_passage_that_also_has_the_words(tmp_path):
+    query = _unit(1.0)
+    store, ids = _list_methods_discussion(tmp_path / "lib.lancedb")
     plain = search_chunks(store, "quokka burrow density", query_vector=query, limit=3,
                           settings=SearchSettings(**{**SETTINGS.__dict__, "reference_weight": 1.0}))
     assert plain[0].chunk_id == ids[0]  # full text and meaning both favour the list
@@ -287,14 +293,7 @@ def test_a_rerankers_scores_are_demoted_as_the_fused_ones(tmp_path, monkeypatch,
 
     monkeypatch.setattr("haiku.rag.models.keychain_key", lambda user: None)
     query = _unit(1.0)
-    store, ids = _store(
-        tmp_path / "lib.lancedb",
-        [
-            (["References"], ENTRY_TEXT, _unit(1.0, 0.5)),
-            (["2 Methods"], "We estimated quokka burrow density along twelve transects. " + filler(1), _unit(1.0, 0.1)),
-            (["3 Discussion"], "The harbour ledger was quiet in that year.", _unit(0.0, 1.0)),
-        ],
-    )
+    store, ids = _list_methods_discussion(tmp_path / "lib.lancedb")
 
     def answer(path, body, headers):  # a reranker that likes the reference list best
         scores = [0.9 if "Smith, A. B." in d else 0.6 if "transects" in d else 0.1 for d in body["documents"]]
