@@ -55,3 +55,22 @@ def test_titles_that_differ_only_in_their_figures_stay_text():
     titles = [f"Exhibit 2.3.59-{n} (01-19-2021) Command Code BMFOL Return Form 1120 Display" for n in (42, 58, 64, 65)]
     layers = _layers(_pages(titles, [""] * 4))
     assert set(titles) <= layers["body"]
+
+
+def test_a_blank_page_notice_is_furniture_not_a_section():
+    """A manual's heading paths ran "… › This Page Intentionally Left Blank › LINE POSITION …":
+    the notice, set large on its own page, was taken for a heading."""
+    doc = pymupdf.open()
+    first = doc.new_page(width=595, height=842)
+    first.insert_text((90, 120), "Terminal Responses", fontname="hebo", fontsize=16)
+    first.insert_textbox((90, 140, 505, 300), BODY, fontname="helv", fontsize=10)
+    blank = doc.new_page(width=595, height=842)
+    blank.insert_text((150, 400), "This Page Intentionally Left Blank", fontname="hebo", fontsize=16)
+    third = doc.new_page(width=595, height=842)
+    third.insert_text((90, 120), "Line Position Description", fontname="hebo", fontsize=16)
+    third.insert_textbox((90, 140, 505, 300), BODY, fontname="helv", fontsize=10)
+    document = convert_pdf(doc.tobytes(), source="manual.pdf").document
+    notice = next(item for item in document.texts if item.text == "This Page Intentionally Left Blank")
+    assert notice.content_layer == ContentLayer.FURNITURE
+    headings = [item.text for item in document.texts if item.label.value == "section_header"]
+    assert headings == ["Terminal Responses", "Line Position Description"]

@@ -32,6 +32,11 @@ SECTION_NUMBER = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,4})\.?\s+\S")
 PAGE_NUMBER_ONLY = re.compile(r"^(?:page\s*)?[-–—]?\s*#+\s*[-–—]?(?:\s*(?:of|/)\s*#+)?$|^[ivxlc]{1,6}$")
 # Metadata titles that name nothing: placeholders, and file names ("Binder1.pdf", "x.odp").
 JUNK_TITLE = re.compile(r"^(?:untitled|title|document\d*|slide \d+|\W+)$|^\S+\.[A-Za-z0-9]{2,5}$", re.I)
+BLANK_PAGE_NOTICE = re.compile(
+    r"^\W*(?:this\s+page\s+(?:is\s+|has\s+been\s+)?|page\s+)?"
+    r"(?:(?:intentionally|deliberately)\s+(?:left\s+)?blank|left\s+blank\s+(?:intentionally|deliberately|on\s+purpose))\W*$",
+    re.I,
+)
 WORD_EXPORT_PREFIX = re.compile(r"^Microsoft (?:Word|PowerPoint) - ")
 
 Style = tuple[float, bool]  # (font size rounded to 0.5 pt, all bold)
@@ -212,7 +217,11 @@ def classify_styles(pages: list[Page]) -> None:
             if block.kind != "text":
                 continue
             first = block.lines[0].text
-            if is_caption(block):
+            if BLANK_PAGE_NOTICE.match(block_text(block)):
+                # printed on purpose-blank pages: page furniture, never a section's name (a
+                # manual's heading paths ran "… › This Page Intentionally Left Blank › …")
+                block.kind = "footer"
+            elif is_caption(block):
                 block.kind = "caption"
             elif (
                 first[0] not in BULLET_CHARS
