@@ -74,3 +74,20 @@ def test_a_blank_page_notice_is_furniture_not_a_section():
     assert notice.content_layer == ContentLayer.FURNITURE
     headings = [item.text for item in document.texts if item.label.value == "section_header"]
     assert headings == ["Terminal Responses", "Line Position Description"]
+
+
+def test_the_author_the_metadata_names_is_not_a_section_heading():
+    """A book's cover sets its author's name large ("LAWRENCE LESSIG"): every heading path of
+    the book ran "Free Culture › LAWRENCE LESSIG › PREFACE"."""
+    doc = pymupdf.open()
+    cover = doc.new_page(width=595, height=842)
+    cover.insert_text((90, 150), "FREE TIDES", fontname="hebo", fontsize=28)
+    cover.insert_text((90, 700), "ANNA KOWALSKA", fontname="hebo", fontsize=18)
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((90, 120), "PREFACE", fontname="hebo", fontsize=16)
+    page.insert_textbox((90, 140, 505, 300), BODY, fontname="helv", fontsize=10)
+    doc.set_metadata({"author": "Anna Kowalska", "title": "Free Tides"})
+    document = convert_pdf(doc.tobytes(), source="book.pdf").document
+    headings = [item.text for item in document.texts if item.label.value == "section_header"]
+    assert "PREFACE" in headings and "ANNA KOWALSKA" not in headings
+    assert any(item.text == "ANNA KOWALSKA" for item in document.texts)  # kept as text

@@ -198,11 +198,14 @@ def first_row_text(lines: list[Line]) -> str:
     return " ".join(line.text.strip() for line in row)
 
 
-def classify_styles(pages: list[Page]) -> None:
+def classify_styles(pages: list[Page], *, authors: str = "") -> None:
     """Captions, headings, list items, the title and heading levels, from the document's
     body font. A heading-styled "1. Introduction" is a heading, not a list item; the
-    authors under a title and a form's buttons and fields are not headings."""
+    authors under a title, a name the PDF's metadata gives as its author (``authors``,
+    e.g. "LAWRENCE LESSIG" on a book's cover) and a form's buttons and fields are not
+    headings."""
     body_size, body_bold = _body_style(pages)
+    author_names = _author_names(authors)
     front = _front_matter_end(pages[0]) if pages else None
     # the largest type above it: the title's, never taken for a line of names
     title_size = max(
@@ -226,6 +229,7 @@ def classify_styles(pages: list[Page]) -> None:
             elif (
                 first[0] not in BULLET_CHARS
                 and _looks_like_heading(block, body_size, body_bold)
+                and _name_key(block_text(block)) not in author_names
                 and not _names_people(
                     block,
                     in_front_matter=page is pages[0] and front is not None and block.box[1] < front
@@ -246,6 +250,18 @@ def classify_styles(pages: list[Page]) -> None:
         if heading_styles[_style(title)] == 1:
             del heading_styles[_style(title)]
     _assign_levels([b for b in headings if b.kind == "heading"], heading_styles)
+
+
+def _name_key(text: str) -> str:
+    text = re.sub(r"^\s*by\s+", "", text, flags=re.I)
+    return " ".join(re.sub(r"[^\w\s]", " ", text).casefold().split())
+
+
+def _author_names(authors: str) -> set[str]:
+    """The names in a metadata author field ("A. Smith; B. Jones", "Smith and Jones"), each
+    as ``_name_key`` makes it; the whole field too."""
+    parts = re.split(r"\s*(?:;|&|\band\b|,\s*(?=[A-Z][a-z]+\s+[A-Z]))\s*", authors)
+    return {key for key in (_name_key(p) for p in [authors, *parts]) if len(key) > 3}
 
 
 def _assign_levels(headings: list[Block], heading_styles: Counter[Style]) -> None:
