@@ -218,3 +218,26 @@ def test_a_table_right_under_a_line_of_text_becomes_a_block_of_its_own_but_code_
     code = f"```\nTable 1: sizes\n{table}\n```"
     assert with_table_breaks(code) == code
     assert with_table_breaks(f"Text\n\n{table}") == f"Text\n\n{table}"  # already a block
+
+
+def test_an_answer_with_a_wide_table_is_laid_out_a_few_times_not_once_per_cell(qtbot):
+    """Keeping each column's short cells whole changed the answer once per cell, and each
+    change laid the whole answer out again (the view fits its height to the document): an
+    answer quoting a 25 × 20 table took half a minute to show, the window frozen. The changes
+    are one edit: the answer is laid out a few times, whatever the table's size."""
+    from haiku_desk.views.chat_pane import AnswerView
+
+    header = "| " + " | ".join(f"Column {c}" for c in range(25)) + " |"
+    rows = ["| " + " | ".join(f"{r}.{c}" for c in range(25)) + " |" for r in range(20)]
+    view = AnswerView()
+    qtbot.addWidget(view)
+    view.resize(600, 400)
+    view.show()
+    qtbot.waitExposed(view)
+    changes: list[int] = []
+    view.document().contentsChanged.connect(lambda: changes.append(1))
+    view.setMarkdown("The checks by state [1]:\n\n" + "\n".join([header, "|" + "-|" * 25, *rows]))
+    (table,) = tables(view.document())
+    assert table.rows() == 21 and table.columns() == 25
+    assert len(changes) <= 6, len(changes)  # was one per cell: 525 and more
+    _assert_cells_whole(view.document(), header.strip("| ").split(" | "))
