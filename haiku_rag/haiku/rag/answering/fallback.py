@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from haiku.rag.answering.support import passage_holding
 from haiku.rag.bounds import bounded_source
 from haiku.rag.capabilities.formatting import RESULT_SEPARATOR, quoted, source_line
 from haiku.rag.capabilities.ledger import EvidenceRef
@@ -245,8 +246,6 @@ def cite_passage(state: RAGState, answer: str, number: int, passage: SearchResul
     """Register passage ``number`` of the answer as the citation of its own passage (a chunk
     of the widened passage) that holds the answer's sentences naming it, and return that
     chunk's id: the chip's page and strong highlight are where the sentence is."""
-    from haiku.rag.answering.support import passage_holding
-
     sentences = [
         answer[start:end]
         for start, end in split_sentences(answer)
