@@ -41,6 +41,23 @@ def _ingest(qloop, library, files):
     run_until(qloop, lambda: all((e := library.entry(uri_for(f))) is not None and e.searchable for f in files), SLOW)
 
 
+def _pane_in_window(qtbot, library):
+    """The library pane as the main window holds it: in an active window (the keyboard's
+    focus and the delete confirmation's place need one). Returns (window, pane): the caller
+    keeps the window."""
+    from PySide6.QtWidgets import QMainWindow
+
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    pane = LibraryPane(library)
+    window.setCentralWidget(pane)
+    window.resize(900, 600)
+    window.show()
+    window.activateWindow()
+    qtbot.waitExposed(window)
+    return window, pane
+
+
 def _shown_keys(pane) -> list[str]:
     return [pane.proxy.index(r, NAME).data(ENTRY_ROLE).key for r in range(pane.proxy.rowCount())]
 
@@ -72,16 +89,8 @@ def test_the_filter_matches_title_file_name_authors_and_year(qloop, qtbot, libra
 
 
 def test_delete_key_asks_first_in_the_same_place_each_time_then_deletes(qloop, qtbot, library, tmp_path):
-    from PySide6.QtWidgets import QMainWindow
-
     files = [_titled_pdf(tmp_path / f"{n}.pdf", f"Notes on {n}", f"{n} grow in orchards.") for n in ("apples", "pears")]
-    window = QMainWindow()
-    qtbot.addWidget(window)
-    pane = LibraryPane(library)
-    window.setCentralWidget(pane)
-    window.resize(900, 600)
-    window.show()
-    qtbot.waitExposed(window)
+    window, pane = _pane_in_window(qtbot, library)
     _ingest(qloop, library, files)
     keys = [uri_for(f) for f in files]
 
@@ -687,17 +696,8 @@ def test_tab_into_the_filtered_table_selects_its_row_so_delete_works_without_a_m
     """Tester 16:36: filter 'beaver', Tab to the table, Down / Home / Up: no row showed as
     selected or current and Delete did nothing (Qt made the one row current, unselected and
     invisible; the arrows had nowhere to move). Tab into the table selects its row."""
-    from PySide6.QtWidgets import QMainWindow
-
     files = [_titled_pdf(tmp_path / f"{n}.pdf", f"Notes on {n}", f"{n} grow in orchards.") for n in ("apples", "pears", "plums")]
-    window = QMainWindow()
-    qtbot.addWidget(window)
-    pane = LibraryPane(library)
-    window.setCentralWidget(pane)
-    window.resize(900, 600)
-    window.show()
-    window.activateWindow()
-    qtbot.waitExposed(window)
+    _window, pane = _pane_in_window(qtbot, library)
     _ingest(qloop, library, files)
     keys = [uri_for(f) for f in files]
 
@@ -739,17 +739,10 @@ def test_re_ingest_pressed_from_the_keyboard_leaves_the_focus_on_the_rows_not_on
     """Tester 16:45: Re-ingest disabled itself and Qt moved the keyboard focus on to the next
     button, Delete, so the next Space or Enter asked to delete. The focus goes back to the
     rows instead."""
-    from PySide6.QtWidgets import QApplication, QMainWindow
+    from PySide6.QtWidgets import QApplication
 
     paper = _titled_pdf(tmp_path / "tracemonkey.pdf", "Trace-based compilation", "Traces record loops.")
-    window = QMainWindow()
-    qtbot.addWidget(window)
-    pane = LibraryPane(library)
-    window.setCentralWidget(pane)
-    window.resize(900, 600)
-    window.show()
-    window.activateWindow()
-    qtbot.waitExposed(window)
+    _window, pane = _pane_in_window(qtbot, library)
     _ingest(qloop, library, [paper])
     pane.select_keys([uri_for(paper)])
     run_until(qloop, pane.reingest_button.isEnabled, SLOW)  # embedded too: nothing running

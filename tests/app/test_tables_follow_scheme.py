@@ -90,26 +90,21 @@ def test_the_cited_tables_passage_under_the_reader_is_dark_in_the_dark_scheme_an
     _assert_drawn_in(view.document(), theme.DARK)
 
 
-def test_an_answers_table_links_and_code_follow_a_switch_of_scheme(qtbot, themed):
-    theme.apply_theme(themed, "light")
-    answer = f"The depots' stock [1]:\n\n{TABLE}\n\n```\nlitres = 4200\n```\n"
-    widget = TurnWidget(
-        Turn(
-            question="How much kerosene?",
-            answer=answer,
-            citations=[
-                Citation(
-                    index=1, document_id="d", chunk_id="c", document_uri="file:///depots.pdf", content="x"
-                )
-            ],
-            grounding="grounded",
-        )
-    )
+def _answer_shown(qtbot, answer: str, question: str = "How much kerosene?") -> TurnWidget:
+    """An answered turn citing one passage, shown and drawn."""
+    citation = Citation(index=1, document_id="d", chunk_id="c", document_uri="file:///depots.pdf", content="x")
+    widget = TurnWidget(Turn(question=question, answer=answer, citations=[citation], grounding="grounded"))
     qtbot.addWidget(widget)
     widget.resize(520, 500)
     widget.show()
     qtbot.waitExposed(widget)
     widget._render()
+    return widget
+
+
+def test_an_answers_table_links_and_code_follow_a_switch_of_scheme(qtbot, themed):
+    theme.apply_theme(themed, "light")
+    widget = _answer_shown(qtbot, f"The depots' stock [1]:\n\n{TABLE}\n\n```\nlitres = 4200\n```\n")
     document = widget.answer.document()
     _assert_drawn_in(document, theme.LIGHT)
 
@@ -195,24 +190,7 @@ def test_a_switch_of_scheme_redraws_an_answers_wide_table_in_one_edit(qtbot, the
     theme.apply_theme(themed, "light")
     header = "| " + " | ".join(f"Column {c}" for c in range(8)) + " |"
     rows = ["| " + " | ".join(f"{r}.{c}" for c in range(8)) + " |" for r in range(9)]
-    answer = "\n".join([header, "|" + "-|" * 8, *rows]) + "\n\nSee [1].\n"
-    widget = TurnWidget(
-        Turn(
-            question="The figures?",
-            answer=answer,
-            citations=[
-                Citation(
-                    index=1, document_id="d", chunk_id="c", document_uri="file:///depots.pdf", content="x"
-                )
-            ],
-            grounding="grounded",
-        )
-    )
-    qtbot.addWidget(widget)
-    widget.resize(520, 500)
-    widget.show()
-    qtbot.waitExposed(widget)
-    widget._render()
+    widget = _answer_shown(qtbot, "\n".join([header, "|" + "-|" * 8, *rows]) + "\n\nSee [1].\n", "The figures?")
     document = widget.answer.document()
     changes: list[int] = []
     document.contentsChanged.connect(lambda: changes.append(1))
