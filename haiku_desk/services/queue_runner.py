@@ -533,6 +533,15 @@ class QueueRunner(QObject):
             self._apply_outcome(job.key, operation.result)
             if operation.result.status == "unchanged" and job.by_hand and (entry := self._rows.entry(job.key)):
                 self._notifications.info(f"{entry.name}: unchanged — already in the library", key=job.key)
+            same = operation.result.same_as
+            if same is not None and (entry := self._rows.entry(job.key)):
+                other = self._rows.entry_for_document(same.id)
+                self._notifications.info(
+                    f"{entry.name} is the same file as “{other.name if other else same.title or same.uri}”, "
+                    "already in the library",
+                    "Both are searched, so an answer can cite the same passage twice: delete one of them.",
+                    key=f"same:{job.key}",
+                )
 
     def _apply_outcome(self, key: str, outcome: IngestOutcome) -> None:
         previous = self._rows.entry(key)

@@ -59,6 +59,24 @@ def test_adding_an_unchanged_file_again_says_it_is_already_in_the_library(
     assert said[0].level == "info"
 
 
+def test_adding_a_copy_of_a_stored_file_says_it_is_the_same_file(qloop, library, tmp_path, make_pdf, notifications):
+    """A watched folder's byte-identical copy was added silently as a second row."""
+    import shutil
+
+    pdf = make_pdf(tmp_path / "a.pdf", "The marmoset orchestra rehearsed in the glasshouse.")
+    library.add_paths([pdf])
+    run_until(qloop, lambda: _settled(library, uri_for(pdf)), SLOW)
+    copy = tmp_path / "copy.pdf"
+    shutil.copy(pdf, copy)
+    before = len(notifications.history)
+    library.add_paths([copy])
+    run_until(qloop, lambda: _settled(library, uri_for(copy)), SLOW)
+    said = [n for n in notifications.history[before:] if n.key == f"same:{uri_for(copy)}"]
+    original = library.entry(uri_for(pdf)).name
+    assert [n.message for n in said] == [f"{library.entry(uri_for(copy)).name} is the same file as “{original}”, already in the library"]
+    assert "delete one" in said[0].detail and said[0].level == "info"
+
+
 def test_a_reingest_left_by_quit_is_still_a_reingest_at_the_next_start(tmp_path):
     queue = WorkQueue(tmp_path, on_error=print)
     queue.append(IngestJob("file:///x/a.pdf", tmp_path / "a.pdf", force=True))

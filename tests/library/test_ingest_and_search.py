@@ -108,6 +108,24 @@ async def test_reingesting_an_unchanged_folder_writes_nothing(client, report_pdf
     assert _versions(client) == before
 
 
+async def test_a_copy_of_a_stored_file_under_another_name_is_said_to_be_the_same(client, report_pdf, tmp_path):
+    """A watched folder held a byte-identical copy of a file already added: a second row was
+    added silently, and answers could cite one passage twice. It is stored (the person may
+    want both) and the outcome names the document it repeats."""
+    import shutil
+
+    first = await client.ingest_file(report_pdf.path)
+    copy = tmp_path / "copy of report.pdf"
+    shutil.copy(report_pdf.path, copy)
+    second = await client.ingest_file(copy)
+    assert second.status == "ingested" and second.document.id != first.document.id
+    assert second.same_as is not None and second.same_as.id == first.document.id
+    assert second.to_dict()["same_as"] == {"document_id": first.document.id, "uri": first.document.uri}
+    assert first.same_as is None
+    pdf_factory.make_two_column_pdf(tmp_path / "other.pdf")
+    assert (await client.ingest_file(tmp_path / "other.pdf")).same_as is None
+
+
 async def test_a_changed_file_is_updated_in_place(client, report_pdf):
     first = (await client.ingest_file(report_pdf.path)).document
     pdf_factory.make_two_column_pdf(report_pdf.path)  # same path, new content

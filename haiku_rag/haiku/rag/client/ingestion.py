@@ -330,7 +330,8 @@ def ingest_source(
     report(progress, Progress(Stage.DONE, source.uri, message="searchable (hybrid)" if embed else "searchable (text)"))
     if embed:
         store.maintain_indexes()  # a no-op until enough rows lag the indexes
-    return IngestOutcome(source.uri, "updated" if existing else "ingested", document=document)
+    same = None if existing else docs.find_same_content(store, document.content_hash, document.id)
+    return IngestOutcome(source.uri, "updated" if existing else "ingested", document=document, same_as=same)
 
 
 def parse_source(

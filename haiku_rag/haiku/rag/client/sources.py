@@ -63,6 +63,9 @@ class IngestOutcome:
     reason: str | None = None
     # reading, parsing and storing this source (embedding excluded: it is batched across files)
     seconds: float | None = None
+    # a document stored before from the same bytes under another URI (a copy of the file):
+    # both are searched, so an answer can cite one passage twice; the caller says so
+    same_as: Document | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,6 +77,7 @@ class IngestOutcome:
             "category": None if self.category is None else self.category.value,
             "reason": self.reason,
             "seconds": None if self.seconds is None else round(self.seconds, 3),
+            "same_as": None if self.same_as is None else {"document_id": self.same_as.id, "uri": self.same_as.uri},
         }
 
 

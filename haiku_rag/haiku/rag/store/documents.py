@@ -86,6 +86,20 @@ def find_document_by_uri(store: Store, uri: str) -> Document | None:
     return document_from_row(rows[0]) if rows else None
 
 
+def find_same_content(store: Store, content_hash: str, other_than: str) -> Document | None:
+    """Another document stored from the same bytes (a copy of a file under another path), or
+    None."""
+    rows = (
+        store.table(S.DOCUMENTS)
+        .search()
+        .where(f"content_hash = {sql_quote(content_hash)} AND id != {sql_quote(other_than)}")
+        .select(_DOCUMENT_COLUMNS)
+        .limit(1)
+        .to_list()
+    )
+    return document_from_row(rows[0]) if rows else None
+
+
 def list_documents(
     store: Store,
     *,
