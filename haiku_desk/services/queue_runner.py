@@ -536,11 +536,14 @@ class QueueRunner(QObject):
             same = operation.result.same_as
             if same is not None and (entry := self._rows.entry(job.key)):
                 other = self._rows.entry_for_document(same.id)
+                # named by their files: a copy has its original's title
+                this_file = _file_label(entry) or entry.name
+                other_file = (_file_label(other) if other else "") or same.uri
                 self._notifications.info(
-                    f"{entry.name} is the same file as “{other.name if other else same.title or same.uri}”, "
-                    "already in the library",
+                    f"{this_file} is the same file as {other_file} (“{entry.name}”), already in the library",
                     "Both are searched, so an answer can cite the same passage twice: delete one of them.",
                     key=f"same:{job.key}",
+                    lasting=True,
                 )
 
     def _apply_outcome(self, key: str, outcome: IngestOutcome) -> None:
@@ -656,3 +659,8 @@ class QueueRunner(QObject):
             self._current[1].cancel()
         if self._worker is not None:
             self._worker.cancel()
+
+
+def _file_label(entry: LibraryEntry) -> str:
+    """A row's file name, as a person recognises it ("copy.pdf")."""
+    return entry.file_name or (Path(entry.path).name if entry.path else "")
