@@ -539,8 +539,9 @@ class QueueRunner(QObject):
                 # named by their files: a copy has its original's title
                 this_file = _file_label(entry) or entry.name
                 other_file = (_file_label(other) if other else "") or same.uri
+                titled = "" if entry.name in (Path(this_file).stem, Path(other_file).stem) else f" (“{entry.name}”)"
                 self._notifications.info(
-                    f"{this_file} is the same file as {other_file} (“{entry.name}”), already in the library",
+                    f"{this_file} is the same file as {other_file}{titled}, already in the library",
                     "Both are searched, so an answer can cite the same passage twice: delete one of them.",
                     key=f"same:{job.key}",
                     lasting=True,
