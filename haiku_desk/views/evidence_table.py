@@ -34,11 +34,13 @@ from PySide6.QtCore import (
     QSettings,
     QSortFilterProxyModel,
     Qt,
+    QTimer,
     Signal,
 )
 from PySide6.QtGui import QAction, QBrush, QColor, QFont, QKeyEvent, QPainter, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -838,7 +840,16 @@ class EvidenceTablePane(QWidget):
         self.tables.activated.connect(self._table_chosen)
         self.filter.textChanged.connect(self._filter_changed)
         self.status_filter.currentIndexChanged.connect(self._filter_changed)
-        self.table.clicked.connect(self.open_cell)
+        # a click opens the cell's citation once a double-click can no longer follow: a
+        # double-click edits, and the reader opening at its first click (reader mode in a
+        # narrow window) moved the table under the pointer, so the edit never began
+        # (tester 16:58)
+        self._click_timer = QTimer(self)
+        self._click_timer.setSingleShot(True)
+        self._clicked_cell = QPersistentModelIndex()
+        self._click_timer.timeout.connect(self._open_clicked_cell)
+        self.table.clicked.connect(self._cell_clicked)
+        self.table.doubleClicked.connect(lambda _index: self._click_timer.stop())
         self.table.open_requested.connect(self.open_cell)
         self.model.edit_requested.connect(self.service.set_value)
 
@@ -959,6 +970,15 @@ class EvidenceTablePane(QWidget):
     def proxy_index(self, document_id: str, column_id: str) -> QModelIndex:
         """The view's index of a cell (for tests and the journey)."""
         return self.proxy.mapFromSource(self.model.index_of(document_id, column_id))
+
+    def _cell_clicked(self, index: QModelIndex) -> None:
+        self._clicked_cell = QPersistentModelIndex(index)
+        self._click_timer.start(QApplication.doubleClickInterval())
+
+    def _open_clicked_cell(self) -> None:
+        if self._clicked_cell.isValid() and self.table.state() != QAbstractItemView.State.EditingState:
+            clicked = self._clicked_cell  # where the click was, even if rows moved since
+            self.open_cell(self.table.model().index(clicked.row(), clicked.column()))
 
     def open_cell(self, index: QModelIndex) -> None:
         """Show the cell's citation in the citation panel (its passage highlighted on its page)."""

@@ -674,3 +674,40 @@ def test_the_banner_of_a_fill_stopped_by_the_model_goes_once_a_fill_goes_through
     assert not notifications.is_live("evidence-fill-failed")
     assert not [w for w in window.notification_area.visible_notices if "Filling the evidence table stopped" in w.notice.message]
     quit_window(qloop, window)
+
+
+def test_a_double_click_on_a_cell_edits_it_and_a_click_opens_its_page(qtbot, qapp, qloop, built, library_dir):
+    """Tester 16:58: a double-click on a cell (the legend's way to edit) opened the cell's
+    citation at its first click; the reader took reader mode's room, the table moved under the
+    pointer and the edit never began. The click's citation waits for the double-click
+    interval: a double-click edits, a click opens the page."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QAbstractItemView, QApplication
+
+    window = open_window(qtbot, qapp, qloop, library_dir, built.root, ExtractingModel())
+    pane = window.evidence_pane
+    create(qloop, window)
+    wait_filled(qloop, window)
+    document_id, column = built.collection[0], window.services.evidence.current.columns[0].id
+    index = pane.proxy_index(document_id, column)
+    pane.table.scrollTo(index)
+    panel = window.citation_panel
+    shown: list[int] = []
+    panel.page_shown.connect(shown.append)
+    where = pane.table.visualRect(index).center()
+
+    doubled: list[object] = []
+    pane.table.doubleClicked.connect(doubled.append)
+    qtbot.mouseClick(pane.table.viewport(), qt_left(), pos=where)  # a double-click: click, then
+    qtbot.mouseDClick(pane.table.viewport(), qt_left(), pos=where)  # the second press
+    assert doubled, "no double-click reached the table"
+    assert pane.table.state() == QAbstractItemView.State.EditingState  # the edit began
+    qtbot.wait(2 * qapp.doubleClickInterval())  # the first click's citation stays unopened
+    assert panel.citation is None and not shown and not window.reader_mode.active
+    qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Escape)  # the edit given up
+    qtbot.waitUntil(lambda: pane.table.state() != QAbstractItemView.State.EditingState)
+
+    with qtbot.waitSignal(panel.page_shown, timeout=SLOW * 1000):
+        qtbot.mouseClick(pane.table.viewport(), qt_left(), pos=where)
+    assert panel.citation is not None and panel.citation.document_id == document_id
+    quit_window(qloop, window)
