@@ -61,42 +61,24 @@ def chunk_from_row(row: dict[str, Any]) -> Chunk:
 
 
 def get_document(store: Store, document_id: str) -> Document:
-    rows = (
-        store.table(S.DOCUMENTS)
-        .search()
-        .where(f"id = {sql_quote(document_id)}")
-        .select(_DOCUMENT_COLUMNS)
-        .limit(1)
-        .to_list()
-    )
-    if not rows:
+    document = _first_document(store, f"id = {sql_quote(document_id)}")
+    if document is None:
         raise DocumentNotFoundError(f"no document with id {document_id}")
-    return document_from_row(rows[0])
+    return document
 
 
 def find_document_by_uri(store: Store, uri: str) -> Document | None:
-    rows = (
-        store.table(S.DOCUMENTS)
-        .search()
-        .where(f"uri = {sql_quote(uri)}")
-        .select(_DOCUMENT_COLUMNS)
-        .limit(1)
-        .to_list()
-    )
-    return document_from_row(rows[0]) if rows else None
+    return _first_document(store, f"uri = {sql_quote(uri)}")
 
 
 def find_same_content(store: Store, content_hash: str, other_than: str) -> Document | None:
     """Another document stored from the same bytes (a copy of a file under another path), or
     None."""
-    rows = (
-        store.table(S.DOCUMENTS)
-        .search()
-        .where(f"content_hash = {sql_quote(content_hash)} AND id != {sql_quote(other_than)}")
-        .select(_DOCUMENT_COLUMNS)
-        .limit(1)
-        .to_list()
-    )
+    return _first_document(store, f"content_hash = {sql_quote(content_hash)} AND id != {sql_quote(other_than)}")
+
+
+def _first_document(store: Store, where: str) -> Document | None:
+    rows = store.table(S.DOCUMENTS).search().where(where).select(_DOCUMENT_COLUMNS).limit(1).to_list()
     return document_from_row(rows[0]) if rows else None
 
 
