@@ -531,25 +531,27 @@ def _without_claims(sentence: str, sources: Sequence[_Cited]) -> tuple[SentenceS
 
 
 def passage_holding(sentences: Sequence[str], passages: Mapping[str, str], default: str) -> str:
-    """Of a widened passage's own passages (chunk id -> its text), the one that holds most of
-    ``sentences``' words (stop and meta words aside); ``default`` (the hit) unless another
-    holds strictly more. A no-tools answer cites the widened passage by its number; the
-    sentence it rests on can sit in the context expansion added (a tester's "Grant is getting
-    reinforcements [8]" was on p. 3 of a hit on pp. 4-5, highlighted faintly, badged
-    Supported): the citation then names and highlights the passage that holds it."""
+    """Of a widened passage's own passages (chunk id -> its text), the one that holds the
+    ``sentences``: ``default`` (the hit) unless it holds less than RESTATED_SHARE of their
+    words (stop and meta words aside) and another holds at least that, the most. A no-tools
+    answer cites the widened passage by its number; the sentence it rests on can sit in the
+    context expansion added (a tester's "Grant is getting reinforcements [8]" was on p. 3 of
+    a hit on pp. 4-5, highlighted faintly, badged Supported): the citation then names and
+    highlights the passage that holds it. An answer quoting the whole passage stays on the hit."""
     words = _content_stems(MARKER.sub(" ", " ".join(sentences)))
     if not words or len(passages) < 2:
         return default
 
-    def held(text: str) -> int:
-        return len(words & {_stem(w) for w in _WORD.findall(_fold(text))})
+    def share(text: str) -> float:
+        return len(words & {_stem(w) for w in _WORD.findall(_fold(text))}) / len(words)
 
-    best = held(passages.get(default, ""))
-    chosen = default
+    if share(passages.get(default, "")) >= RESTATED_SHARE:
+        return default
+    best, chosen = RESTATED_SHARE, default
     for chunk_id, text in passages.items():
-        count = held(text)
-        if count > best:
-            chosen, best = chunk_id, count
+        held = share(text)
+        if held >= best and chunk_id != default:
+            best, chosen = held, chunk_id
     return chosen
 
 
