@@ -17,11 +17,10 @@ from extraction.papers import library_config, make_papers
 from PySide6.QtCore import Qt
 from qt_helpers import run_until
 
+from app.evidence_window import open_window
 from haiku.rag.client import HaikuRAG
 from haiku.rag.extraction import FillOptions, create_table, fill_table
-from haiku_desk.services import create_services
 from haiku_desk.services.library import uri_for
-from haiku_desk.views.main_window import MainWindow
 
 SLOW = 180
 
@@ -52,23 +51,6 @@ def _build(root: Path) -> tuple[Path, list[str], list[str]]:
     return db_path, ids, [uri_for(p.path) for p in papers]
 
 
-def _window(qtbot, qapp, qloop, db_path: Path, root: Path) -> MainWindow:
-    qapp.setQuitOnLastWindowClosed(False)
-    services = create_services(db_path, library_config(root))
-    opened: list[bool] = []
-    services.library.opened.connect(lambda: opened.append(True))
-    services.library.start()
-    run_until(qloop, lambda: bool(opened), SLOW)
-    assert services.evidence is not None
-    qloop.run_until_complete(services.evidence.wait_started())
-    window = MainWindow(services)
-    qtbot.addWidget(window)
-    window.quit_flow.manage_shutdown = True
-    window.show()
-    qtbot.waitExposed(window)
-    return window
-
-
 def _consequence(pane) -> str:
     dialog = pane.delete_dialog
     assert dialog is not None
@@ -82,7 +64,7 @@ def _answer(pane, button: str) -> None:
 
 def test_the_delete_confirmation_names_the_evidence_tables_that_lose_a_row(qtbot, qapp, qloop, tmp_path):
     db_path, ids, uris = _build(tmp_path)
-    window = _window(qtbot, qapp, qloop, db_path, tmp_path)
+    window = open_window(qtbot, qapp, qloop, db_path, tmp_path)
     pane = window.library_pane
     try:
         pane.confirm_delete([uris[0]])  # a row of two tables, named by name
@@ -142,7 +124,7 @@ def test_the_delete_confirmation_names_the_evidence_tables_that_lose_a_row(qtbot
 
 def test_a_document_in_no_table_is_deleted_with_no_word_about_tables(qtbot, qapp, qloop, tmp_path):
     db_path, _ids, uris = _build(tmp_path)
-    window = _window(qtbot, qapp, qloop, db_path, tmp_path)
+    window = open_window(qtbot, qapp, qloop, db_path, tmp_path)
     pane = window.library_pane
     try:
         pane.confirm_delete([uris[3]])

@@ -26,11 +26,12 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from qt_helpers import run_until
 
+from app.evidence_window import open_window, quit_window
 from haiku.rag.client import HaikuRAG
 from haiku_desk.services import create_services
 from haiku_desk.services.extraction import ColumnSpec
 from haiku_desk.views.evidence_table import DOCUMENT_ROLE, STRIPES
-from haiku_desk.views.main_window import DEFAULT_SIZE, MainWindow
+from haiku_desk.views.main_window import MainWindow
 
 SLOW = 180
 COLLECTION = "Trials"
@@ -131,36 +132,6 @@ def _last_prompt(messages: list[ModelMessage]) -> str:
 def _passages(text: str) -> list[tuple[int, str]]:
     pieces = re.split(r"^\[(\d+)\] ", text, flags=re.M)
     return [(int(pieces[i]), pieces[i + 1]) for i in range(1, len(pieces) - 1, 2)]
-
-
-def open_window(qtbot, qapp, qloop, db_path: Path, root: Path, model: ExtractingModel | None = None) -> MainWindow:
-    """The app as it starts: services over the library, the library opened, the window shown,
-    the evidence tables listed (and the open one's fill resumed, if one was running)."""
-    qapp.setQuitOnLastWindowClosed(False)  # as the app does: the shutdown quits, not the close
-    services = create_services(db_path, library_config(root))
-    if model is not None:
-        services.models.use_model_instance(model.model, supports_tools=False)
-    opened: list[bool] = []
-    services.library.opened.connect(lambda: opened.append(True))
-    services.library.start()
-    run_until(qloop, lambda: bool(opened), SLOW)
-    assert services.evidence is not None and services.collections is not None
-    qloop.run_until_complete(services.evidence.wait_started())
-    run_until(qloop, lambda: services.collections.listed, SLOW)  # the New table dialog offers them
-    window = MainWindow(services)
-    qtbot.addWidget(window)
-    window.quit_flow.manage_shutdown = True  # as the app does
-    window.resize(*DEFAULT_SIZE)
-    window.show()
-    qtbot.waitExposed(window)
-    window.show_evidence_table()
-    return window
-
-
-def quit_window(qloop, window: MainWindow) -> None:
-    """Quit as the user does (the window's close: Quit), and wait for the shutdown."""
-    window.close()
-    qloop.run_until_complete(window.quit_flow.wait())
 
 
 def wait_filled(qloop, window: MainWindow) -> None:
