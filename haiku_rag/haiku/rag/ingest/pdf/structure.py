@@ -50,7 +50,7 @@ def mark_running_furniture(pages: list[Page]) -> None:
     pages or more is one too (a LaTeX article's running head sits 14 % down its page)."""
     seen: Counter[tuple[str, str]] = Counter()
     placed: Counter[tuple[str, str, int]] = Counter()
-    candidates: list[tuple[Block, str, str]] = []
+    candidates: list[tuple[Block, str, str, str]] = []
     outer: list[tuple[Block, str, str, int]] = []
     for page in pages:
         page_keys = set()
@@ -62,16 +62,17 @@ def mark_running_furniture(pages: list[Page]) -> None:
             if zone is None:
                 continue
             key = _normalise_furniture(block)
-            candidates.append((block, zone, key))
-            page_keys.add((zone, _without_page_numbers(key)))
+            repeated = _without_page_numbers(key.split(), key)
+            candidates.append((block, zone, key, repeated))
+            page_keys.add((zone, repeated))
         for block, zone in _edge_blocks(page):
             key, height = _exact_furniture(block), round(block.box[1])
             outer.append((block, zone, key, height))
             page_places.add((zone, key, height))
         seen.update(page_keys)
         placed.update(page_places)
-    for block, zone, key in candidates:
-        if block.kind == "text" and (seen[(zone, _without_page_numbers(key))] >= 2 or PAGE_NUMBER_ONLY.match(key)):
+    for block, zone, key, repeated in candidates:
+        if block.kind == "text" and (seen[(zone, repeated)] >= 2 or PAGE_NUMBER_ONLY.match(key)):
             block.kind = "header" if zone == "top" else "footer"
     for block, zone, key, height in outer:
         if block.kind == "text" and key and placed[(zone, key, height)] >= REPEATS_BEYOND_ZONE:
@@ -111,7 +112,8 @@ def _edge_blocks(page: Page) -> list[tuple[Block, str]]:
     return edges
 
 
-_PAGE_NUMBER_WORD = re.compile(r"^(?:#+|[ivxlc]{1,7})$")
+# a page number as a word: digits (or the "#" they are normalised to) or roman numerals
+_PAGE_NUMBER_WORD = re.compile(r"^(?:\d+|#+|[ivxlc]{1,7})$")
 
 
 def _normalise_furniture(block: Block) -> str:
@@ -123,20 +125,14 @@ def _exact_furniture(block: Block) -> str:
     """A block's text without its page numbers, other figures kept: beyond the furniture
     zone a repeat must be the same words ("Exhibit 2.3.59-42 … Display" and "Exhibit
     2.3.59-58 …" at the top of a manual's pages are titles, not one running head)."""
-    words = " ".join(line.text for line in block.lines).lower().split()
-    kept = [w for w in words if not _PAGE_NUMBER_TOKEN.match(w)]
-    return " ".join(kept) if kept else "#"
+    return _without_page_numbers(" ".join(line.text for line in block.lines).lower().split(), "#")
 
 
-_PAGE_NUMBER_TOKEN = re.compile(r"^(?:\d+|[ivxlc]{1,7})$")
-
-
-def _without_page_numbers(key: str) -> str:
-    """A normalised line without its page numbers, wherever they stand ("# preface" and
-    "preface #" are one running footer on facing pages); a bare number stays as it is."""
-    words = key.split()
+def _without_page_numbers(words: list[str], bare: str) -> str:
+    """A line's words without its page numbers, wherever they stand ("# preface" and
+    "preface #" are one running footer on facing pages); ``bare`` for a bare number."""
     kept = [w for w in words if not _PAGE_NUMBER_WORD.match(w)]
-    return " ".join(kept) if kept else key
+    return " ".join(kept) if kept else bare
 
 
 def is_caption(block: Block) -> bool:
