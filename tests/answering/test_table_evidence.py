@@ -140,6 +140,30 @@ async def test_a_table_chunk_swept_in_as_a_neighbour_is_highlighted_by_its_own_r
         _check_highlight(citation, chunk.content, table)
 
 
+async def test_a_cited_half_of_a_split_table_lights_the_other_half_as_context(library):
+    """The table is split across two chunks; a hit on one of them is widened to a passage that
+    shows the table whole (the model reads every row). Its citation lights its own rows
+    strongly and the other chunk's rows as context, so every row the model read is lit (the
+    other half was unlit: a no-tools answer quoting the passage's rows 5–8 showed nothing on
+    the page for them)."""
+    from haiku.rag.citations import Citation
+
+    db, config, table = library
+    async with HaikuRAG(db, config, read_only=True) as client:
+        hits = await client.search("OTSL HTML inference time secs", limit=5)
+        hit = next(h for h in hits if "table" in h.labels)
+        (result,) = await client.expand_context([hit])
+        cited = await client.get_chunk(hit.chunk_id)
+    held = [row for row in table.rows if _row(row) in cited.content.splitlines()]
+    assert 0 < len(held) < len(table.rows)  # the cited chunk is one half of the table
+    assert all(_row(row) in result.content.splitlines() for row in table.rows)  # shown whole
+    citation = Citation.from_result(1, hit.chunk_id, result)
+    _check_highlight(citation, cited.content, table)  # strong: its own rows and the header
+    lit = [*citation.boxes, *citation.context_boxes]
+    for rect in [table.header_rect, *table.row_rects]:
+        assert any(_on(b, rect) for b in lit)
+
+
 async def test_search_only_lists_a_table_passage_as_words_never_as_pipes(library):
     """A person reads the search-only list: the table's rows come as "header: value" words
     (the model, elsewhere, still reads the Markdown table)."""

@@ -218,6 +218,8 @@ def _to_result(
             chunk_boxes[cid], chunk_pages[cid] = _with_split_items(
                 chunk_boxes[cid], chunk_pages[cid], group, owners.refs
             )
+    context_boxes = [b for i in kept if i.self_ref not in matched_set for b in i.boxes]
+    context_boxes.extend(_rest_of_split_tables(kept, matched_set, owners, chunk_boxes))
     return primary.model_copy(
         update={
             "chunk_ids": list(dict.fromkeys(cid for r in span.results for cid in r.chunk_ids)),
@@ -231,7 +233,7 @@ def _to_result(
             "page_numbers": sorted({p for i in kept for p in i.page_numbers} | {p for r in span.results for p in r.page_numbers}),
             "boxes": [b for r in span.results for b in r.boxes],
             "matched_refs": list(dict.fromkeys(matched_refs)),
-            "context_boxes": [b for i in kept if i.self_ref not in matched_set for b in i.boxes],
+            "context_boxes": context_boxes,
             "chunk_boxes": chunk_boxes if len(chunk_boxes) > 1 else {},
             # widened or merged: keep what each chunk itself said, for snippets of exactly it
             "chunk_texts": chunk_texts if len(chunk_texts) > 1 or content != primary.content else {},
@@ -258,6 +260,26 @@ def _with_split_items(
     widened = [b for i in split for b in i.boxes]
     widened.extend(b for b in boxes if b not in widened)
     return widened, sorted({*pages, *(p for i in split for p in i.page_numbers)})
+
+
+def _rest_of_split_tables(
+    kept: list[ItemRecord], matched: set[str], owners: _Owners, shown: dict[str, list[Box]]
+) -> list[Box]:
+    """The boxes of a matched table's (or picture's) other chunks: the passage shows the item
+    whole, the cited chunk's boxes are only its own rows, so the rows other chunks hold are
+    lit as context. Without them a cited half of a table split across chunks left the other
+    half unlit on the page, though the model read and quoted it."""
+    others = [
+        cid
+        for i in kept
+        if i.label in SELF_CONTAINED_LABELS and i.self_ref in matched
+        for cid in owners.refs.get(i.self_ref, ())
+        if cid not in shown
+    ]
+    if not others:
+        return []
+    owners.load(others)
+    return [b for cid in dict.fromkeys(others) for b in boxes_from_json(owners.stored.get(cid, ([], [], None))[2])]
 
 
 @dataclass(slots=True)
