@@ -230,3 +230,51 @@ def test_the_dominant_hit_ratio_is_a_fusion_setting_on_by_default():
     assert FusionConfig().dominant_ratio == 1.5
     assert SearchSettings.from_config(load_config().search).dominant_ratio == 1.5
     assert FusionConfig(dominant_ratio=0).dominant_ratio == 0
+
+
+def test_a_question_naming_a_rare_word_ranks_the_passage_that_holds_it(db_path):
+    """"What does the SLEREXE company letter say?": a book's passages full of "company" and
+    "letter" outscored, in full text, the one scanned letter that names SLEREXE, and that
+    letter, which the vector arm did not return, kept a quarter of its score: it ranked below
+    them all. A word the question writes with a capital, held by three passages at most, is
+    what the question is after: those passages keep their whole full-text score."""
+    store = Store(str(db_path), create=True)
+    store.ensure_vector_table("local", "test-model", DIM)
+    book = [(page, f"What does the company letter say? The company letter says what the letter says ({page}).") for page in range(1, 7)]
+    letter = [(1, "SLEREXE Company Limited, Holroyd Road, Reading, Berkshire. Dear Dr. Cundall, we write about "
+                  "the new telephone lines, the switchboard, the typewriters, the carbon copies, the filing "
+                  "cabinets, the visitors' parking, the canteen hours and the fire drill on Thursday.")]
+    noise = [(page, f"Harbour fees and ferry timetables for season {page}.") for page in range(1, 4)]
+    written = D.write_documents(
+        store,
+        [
+            paged_document("file:///tmp/book.pdf", book),
+            paged_document("file:///tmp/letter.pdf", letter),
+            paged_document("file:///tmp/harbour.pdf", noise),
+        ],
+    )
+    (book_doc, book_ids), (letter_doc, [letter_id]), (noise_doc, noise_ids) = written
+    # the vector arm's nearest passages share no word with the question (what a small
+    # embedder returns for a name it has never seen)
+    D.add_vectors(store, [book_doc] * len(book_ids), book_ids, np.stack([_unit(0.0, 0.0, 1.0)] * len(book_ids)))
+    D.add_vectors(store, [letter_doc], [letter_id], np.stack([_unit(0.0, 0.0, 0.0, 1.0)]))
+    D.add_vectors(store, [noise_doc] * 3, noise_ids, np.stack([_unit(1.0, 0.1 * i) for i in range(3)]))
+    D.mark_hybrid(store, [book_doc, letter_doc, noise_doc])
+
+    def ranked(ratio: float) -> list[str]:
+        settings = SearchSettings(fusion="score", vector_pool=3, fts_only_share=0.25, dominant_ratio=ratio)
+        found = search_chunks(store, "What does the SLEREXE company letter say?", query_vector=QUERY, limit=4, settings=settings)
+        return [r.chunk_id for r in found]
+
+    assert letter_id not in ranked(0.0)[:2]  # the trap
+    assert letter_id in ranked(1.5)[:2]
+    store.close()
+
+
+def test_capitalised_names_leave_a_questions_first_word_and_question_words_aside():
+    from haiku.rag.search.hybrid import _capitalised_names
+
+    assert _capitalised_names("What does the SLEREXE company letter say?") == ["SLEREXE"]
+    assert _capitalised_names("How far did the Rhone Glacier retreat?") == ["Rhone", "Glacier"]
+    assert _capitalised_names("Which states had the most background checks?") == []
+    assert _capitalised_names("TAM and perceived usefulness") == ["TAM"]

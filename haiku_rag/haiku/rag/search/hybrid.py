@@ -192,13 +192,15 @@ def _fuse_scores(
     weights: tuple[float, float],
     fts_only_share: float,
     dominant_ratio: float = 0.0,
+    named: set[str] | frozenset[str] = frozenset(),
 ) -> list[tuple[str, float]]:
     """Score fusion where a full-text hit the vector arm did not return keeps ``fts_only_share``
     of its score, unless the vector arm could not have returned it (its document has no vectors
     yet, or the vector arm returned nothing), or it is the full-text arm's only hit or its best
-    scoring ``dominant_ratio`` times the next or more (0: off): a rare word found in one passage ("SLEREXE", "Holroyd Road"
-    in a scanned letter) is what the query is after, not a coincidence of common words, and
-    it ranked below five passages of vector noise."""
+    scoring ``dominant_ratio`` times the next or more (0: off): a rare word found in one
+    passage ("SLEREXE", "Holroyd Road" in a scanned letter) is what the query is after, not a
+    coincidence of common words, and it ranked below five passages of vector noise. ``named``
+    (``_Search.rare_name_hits``) count as the arm's best, whole."""
     if fts_only_share == 1 or not vec_scored:
         return score_fusion([text_scored, vec_scored], list(weights))
     pending = store.documents_without_vectors()
@@ -206,6 +208,12 @@ def _fuse_scores(
     if dominant_ratio and text_scored:
         if len(text_scored) == 1 or text_scored[0][1] >= dominant_ratio * text_scored[1][1] > 0:
             whole.add(text_scored[0][0])
+    if named and text_scored:
+        # the few passages holding a rare name the query writes count as full text's best,
+        # whole: the question's common words must not outweigh the one word it is about
+        best = max(score for _, score in text_scored)
+        text_scored = [(cid, best if cid in named else score) for cid, score in text_scored]
+        whole |= set(named)
     return score_fusion([text_scored, vec_scored], list(weights), alone=[fts_only_share, 1.0], whole=whole)
 
 
@@ -363,6 +371,37 @@ class _Ranking:
     full: bool = False
 
 
+# a name the query writes with a capital is rare when at most this many chunks hold it; at
+# most this many names are looked up per search
+RARE_NAME_HITS = 3
+MAX_RARE_NAMES = 4
+_NAME_WORD = re.compile(r"(?<![\w'’])[A-Z][\w-]{2,}")
+
+
+def _capitalised_names(query: str) -> list[str]:
+    """Words of ``query`` written with a capital, its first word aside unless it is all
+    capitals (a sentence's first word is capitalised anyway), stop words aside; none for a
+    query in title case (most of its words capitalised: a title, whose words say nothing
+    rare, and looking each up cost ~6 ms a search)."""
+    words = query.split()
+    if len(words) >= 3 and sum(w[:1].isupper() for w in words) * 2 > len(words):
+        return []
+    names = []
+    for match in _NAME_WORD.finditer(query):
+        word = match.group(0)
+        first = not query[: match.start()].strip(" \"'“‘(")
+        if (first and not word.isupper()) or word.lower() in _QUESTION_WORDS:
+            continue
+        names.append(word)
+    return list(dict.fromkeys(names))
+
+
+_QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how does did do is are was were the this that these those "
+    "and for with from into about according".split()
+)
+
+
 # pools grow 4x while one result per page leaves fewer pages than asked for, up to this
 MAX_GROUPED_POOL = 320
 
@@ -407,6 +446,20 @@ class _Search:
             return False
         self.pool = min(self.pool * 4, MAX_GROUPED_POOL)
         return True
+
+    def rare_name_hits(self, text_scored: list[tuple[str, float]]) -> set[str]:
+        """The full-text hits holding a name the query writes with a capital ("SLEREXE",
+        "Cundall") that at most RARE_NAME_HITS chunks hold: what a question naming it is
+        after ("What does the SLEREXE company letter say?" ranked a book's chunks of
+        "company" and "letter" above the one letter that names it). One small full-text
+        query per such name, at most MAX_RARE_NAMES of them."""
+        hits = {cid for cid, _ in text_scored}
+        found: set[str] = set()
+        for name in _capitalised_names(self.query)[:MAX_RARE_NAMES]:
+            holding = [h["id"] for h in fts_hits(self.store, name, RARE_NAME_HITS + 1, self.document_ids) if self.current(h)]
+            if len(holding) <= RARE_NAME_HITS:
+                found.update(cid for cid in holding if cid in hits)
+        return found
 
     def current(self, hit: dict[str, Any]) -> bool:
         # Leftovers of an interrupted write are invisible until recovery removes them.
@@ -500,9 +553,10 @@ class _Search:
         vec_scored = [(h["chunk_id"], 1.0 - float(h["_distance"])) for h in vec_hits]
         weights = (settings.fts_weight, settings.vector_weight)
         if settings.fusion == "score":
+            named = self.rare_name_hits(text_scored) if settings.dominant_ratio and vec_scored else set()
             ranking.scored = _fuse_scores(
                 self.store, text_scored, vec_scored, ranking.rows, weights, settings.fts_only_share,
-                settings.dominant_ratio,
+                settings.dominant_ratio, named,
             )
         else:
             ranking.scored = reciprocal_rank_fusion(
