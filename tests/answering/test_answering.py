@@ -227,3 +227,60 @@ async def test_a_fallback_citation_names_the_part_of_the_widened_passage_that_ho
     assert "Grant is getting reinforcements" in (citation.matched_text or "")
     assert "siege guns" not in (citation.matched_text or "")
     assert done.support is not None and done.support.verdict == "supported"
+
+
+async def test_a_tools_citation_names_the_part_of_the_widened_passage_that_holds_its_sentence(tmp_path):
+    """The tools path, as the no-tools one above: the model searched, was shown the guns hit
+    widened to the camp talk before it, cited the hit and wrote the camp talk's sentence. The
+    chip named the guns paragraph (its page, its strong highlight) and the badge judged that
+    paragraph; the citation is now the part holding the sentence, under the same number."""
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.config import load_config
+
+    config = load_config()
+    config.storage.data_dir = tmp_path / "data"
+    diary = (
+        "# Siege diary\n\n## Camp talk\n\nIt is rumored in camp that Grant is getting reinforcements "
+        "from the eastern army.\n\n## The guns\n\nWe have several large siege guns, hauled one at a "
+        "time up the ridge by mules."
+    )
+    query = "How were the siege guns hauled up the ridge?"
+    async with HaikuRAG(tmp_path / "lib.lancedb", config, create=True) as client:
+        await client.create_document(diary, uri="notes://diary", title="Siege diary")
+        [hit] = await client.search(query, limit=1)
+        assert "siege guns" in hit.content and "Grant" not in hit.content
+        script = ScriptedModel().play(
+            search(query),
+            cite(hit.chunk_id),
+            answer("Grant is getting reinforcements from the eastern army [1]."),
+        )
+        done = await answering.answer(client, query, None, AnswerOptions(mode="tools"), model=script.model)
+    [citation] = done.citations
+    assert citation.index == 1 and "[1]" in done.text
+    assert "Grant is getting reinforcements" in (citation.matched_text or "")
+    assert "siege guns" not in (citation.matched_text or "")
+    assert done.support is not None and done.support.verdict == "supported"
+
+
+async def test_a_tools_citation_stays_on_the_hit_that_holds_its_sentence(tmp_path):
+    """The re-pointing moves only a citation whose own part does not hold its sentence."""
+    from haiku.rag.client import HaikuRAG
+    from haiku.rag.config import load_config
+
+    config = load_config()
+    config.storage.data_dir = tmp_path / "data"
+    diary = (
+        "# Siege diary\n\n## Camp talk\n\nIt is rumored in camp that Grant is getting reinforcements "
+        "from the eastern army.\n\n## The guns\n\nWe have several large siege guns, hauled one at a "
+        "time up the ridge by mules."
+    )
+    query = "How were the siege guns hauled up the ridge?"
+    async with HaikuRAG(tmp_path / "lib.lancedb", config, create=True) as client:
+        await client.create_document(diary, uri="notes://diary", title="Siege diary")
+        [hit] = await client.search(query, limit=1)
+        script = ScriptedModel().play(
+            search(query), cite(hit.chunk_id), answer("The siege guns were hauled up the ridge by mules [1].")
+        )
+        done = await answering.answer(client, query, None, AnswerOptions(mode="tools"), model=script.model)
+    [citation] = done.citations
+    assert citation.chunk_id == hit.chunk_id and "siege guns" in (citation.matched_text or citation.content)

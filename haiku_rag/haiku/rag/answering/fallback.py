@@ -29,12 +29,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from haiku.rag.answering.support import passage_holding
+from haiku.rag.answering.support import passage_holding, sentences_citing
 from haiku.rag.bounds import bounded_source
 from haiku.rag.capabilities.formatting import RESULT_SEPARATOR, quoted, source_line
 from haiku.rag.capabilities.ledger import EvidenceRef
 from haiku.rag.capabilities.rag import RAGCapability, RAGState
-from haiku.rag.citations import MARKER, marker_numbers, pages_label, split_sentences
+from haiku.rag.citations import MARKER, marker_numbers, matched_picture_refs, pages_label
 from haiku.rag.store.models import SearchResult
 
 if TYPE_CHECKING:
@@ -246,11 +246,8 @@ def cite_passage(state: RAGState, answer: str, number: int, passage: SearchResul
     """Register passage ``number`` of the answer as the citation of its own passage (a chunk
     of the widened passage) that holds the answer's sentences naming it, and return that
     chunk's id: the chip's page and strong highlight are where the sentence is."""
-    sentences = [
-        answer[start:end]
-        for start, end in split_sentences(answer)
-        if number in {n for m in MARKER.finditer(answer[start:end]) for n in marker_numbers(m)}
-    ]
-    chunk_id = passage_holding(sentences, passage.chunk_texts, passage.chunk_id)
+    chunk_id = passage.chunk_id
+    if not matched_picture_refs(passage):  # a figure hit is read as an image, not as text
+        chunk_id = passage_holding(sentences_citing(answer, number), passage.chunk_texts, chunk_id)
     state.cite_result(chunk_id, passage)
     return chunk_id

@@ -43,8 +43,14 @@ from haiku.rag.answering.numbering import (
 )
 from haiku.rag.answering.options import AnswerOptions, ModeUsed
 from haiku.rag.answering.support import check_answer as check_support
-from haiku.rag.answering.support import citation_name, covered_text
-from haiku.rag.citations import renumber_markers
+from haiku.rag.answering.support import (
+    citation_name,
+    covered_text,
+    passage_holding,
+    sentences_citing,
+)
+from haiku.rag.capabilities.state import EvidenceState
+from haiku.rag.citations import Citation, renumber_markers
 from haiku.rag.errors import ChatAnswerCutOff, ChatModelError, OperationCancelled
 
 if TYPE_CHECKING:
@@ -294,6 +300,7 @@ async def _tools(
     first = kinds[0].namespace if kinds else None
     rag_numbers = {c.index: display_number(numbers, c.chunk_id) for ns, c in cited if ns == first}
     text = renumber_markers(str(result.output), rag_numbers)
+    citations = _cited_where_said(text, citations, states)
     grounding = grounding_of(states)
     computed = _computed(work.state, kinds)
     support = check_support(
@@ -313,6 +320,37 @@ async def _tools(
         capability_ids=built.capability_ids,
         support=support,
     )
+
+
+def _cited_where_said(
+    text: str, citations: list[Citation], states: Sequence[tuple[str, EvidenceState]]
+) -> list[Citation]:
+    """Each citation as the part of its widened passage that holds the sentences citing it.
+
+    A search returns a hit widened by context expansion, each of its parts citable under its
+    own chunk id; a model may cite the hit for a sentence that sits in a part expansion added.
+    The citation then names and lights where the sentence is, as a no-tools answer's does
+    (``fallback.cite_passage``), unless that part is cited in this answer already or the hit is
+    a figure (a model with vision read it as an image, not as text); the badge judges the text
+    the chip shows."""
+    widened = {
+        chunk_id: result
+        for _, state in states
+        for results in state.searches.values()
+        for result in results
+        for chunk_id in result.chunk_texts
+    }
+    taken = {c.chunk_id for c in citations}
+    placed = []
+    for citation in citations:
+        result = widened.get(citation.chunk_id)
+        if result is not None and not citation.picture_refs:  # a figure is read as an image
+            holder = passage_holding(sentences_citing(text, citation.index), result.chunk_texts, citation.chunk_id)
+            if holder not in taken:
+                taken.add(holder)
+                citation = Citation.from_result(citation.index, holder, result)
+        placed.append(citation)
+    return placed
 
 
 @contextlib.asynccontextmanager
@@ -573,7 +611,7 @@ async def _search_only(
     work: Conversation,
     options: AnswerOptions,
 ) -> AsyncIterator[AnswerEvent]:
-    from haiku.rag.citations import Citation, pages_label, snippet
+    from haiku.rag.citations import pages_label, snippet
 
     yield Started("search-only", ())
     step = Step("search-1", "search", f"Searching “{_short(question)}”")

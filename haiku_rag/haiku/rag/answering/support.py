@@ -530,6 +530,15 @@ def _without_claims(sentence: str, sources: Sequence[_Cited]) -> tuple[SentenceS
     return "unchecked", []
 
 
+def sentences_citing(answer: str, number: int) -> list[str]:
+    """The sentences of ``answer`` whose markers name ``number``."""
+    return [
+        answer[start:end]
+        for start, end in split_sentences(answer)
+        if number in {n for m in MARKER.finditer(answer[start:end]) for n in marker_numbers(m)}
+    ]
+
+
 def passage_holding(sentences: Sequence[str], passages: Mapping[str, str], default: str) -> str:
     """Of a widened passage's own passages (chunk id -> its text), the one that holds the
     ``sentences``: ``default`` (the hit) unless it holds less than RESTATED_SHARE of their
