@@ -55,6 +55,26 @@ def test_percent_and_per_cent_are_one_unit():
     assert verdict("The gross margin was 13.5% [1].") == "cited-unsupported"
 
 
+def test_a_figure_written_with_a_unit_must_be_the_passage_s_figure_of_that_unit():
+    """A tester's liar model swapped the figures of "5.8 kg … in the top 30 cm": both figures
+    were somewhere in the passage, so the swapped answer was badged Supported."""
+    meadow = (
+        "Grazed meadows stored 5.8 kg of carbon per square metre in the top 30 cm of soil, "
+        "against 7.2 kg in ungrazed plots."
+    )
+    honest = "Grazed meadows stored 5.8 kg of carbon per square metre in the top 30 cm, against 7.2 kg in ungrazed plots [1]."
+    swapped = "Grazed meadows stored 30 kg of carbon per square metre in the top 5.8 cm, against 7.2 kg in ungrazed plots [1]."
+    assert verdict(honest, cited=meadow) == "supported"
+    assert verdict(swapped, cited=meadow) == "cited-unsupported"
+    # spellings of one unit are one unit; a unit the passage leaves to its table header is not
+    # a mismatch; a figure the passage writes with no unit stays the figure
+    assert verdict("They stored 5.8 kilograms per square metre [1].", cited=meadow) == "supported"
+    assert verdict("The top 30 centimetres held it [1].", cited=meadow) == "supported"
+    assert verdict("Inference took 2.73 s with OTSL [1].", cited="| OTSL | 2.73 |") == "supported"
+    assert verdict("Warming was held to 1.5 °C [1].", cited="a limit of 1.5°C") == "supported"
+    assert verdict("The drought lasted 30 days [1].", cited="The drought lasted 30 years.") == "cited-unsupported"
+
+
 def test_negatives_in_parentheses_or_with_a_minus_are_one_figure():
     assert verdict("Operating cash flow was -310 million [1].") == "supported"
     assert verdict("Operating cash flow was −310 [1].") == "supported"

@@ -205,16 +205,53 @@ _WORD = re.compile(r"[^\W\d_]{3,}")
 # label, the words of its clause). SmolLM2 wrote "The answer is 15.0% of the total spend" of a passage
 # whose 15.0% was an operating margin.
 _NEAR_CHARS = 80
+# Units of measure a figure is written with, each spelling to one name. A figure the answer
+# writes with a unit is the passage's only when the passage writes it with the same unit, or
+# none (a table's unit sits in its header): a liar model that swapped "5.8 kg … the top 30 cm"
+# into "30 kg … the top 5.8 cm" found both figures somewhere and was badged Supported.
+_UNIT_NAMES = {
+    "mg": ("mg", "milligram", "milligrams"), "g": ("g", "gram", "grams"),
+    "kg": ("kg", "kgs", "kilogram", "kilograms", "kilo", "kilos"),
+    "t": ("t", "tonne", "tonnes", "ton", "tons", "mt"),
+    "nm": ("nm", "nanometre", "nanometres", "nanometer", "nanometers"),
+    "µm": ("µm", "μm", "um", "micron", "microns", "micrometre", "micrometres", "micrometer", "micrometers"),
+    "mm": ("mm", "millimetre", "millimetres", "millimeter", "millimeters"),
+    "cm": ("cm", "centimetre", "centimetres", "centimeter", "centimeters"),
+    "m": ("metre", "metres", "meter", "meters"),
+    "km": ("km", "kilometre", "kilometres", "kilometer", "kilometers"),
+    "mi": ("mi", "mile", "miles"), "ft": ("ft", "foot", "feet"), "in": ("inch", "inches"),
+    "ha": ("ha", "hectare", "hectares"), "acre": ("acre", "acres"),
+    "ml": ("ml", "millilitre", "millilitres", "milliliter", "milliliters"),
+    "l": ("litre", "litres", "liter", "liters"),
+    "ms": ("ms", "millisecond", "milliseconds"), "s": ("s", "sec", "secs", "second", "seconds"),
+    "min": ("min", "mins", "minute", "minutes"), "h": ("h", "hr", "hrs", "hour", "hours"),
+    "day": ("day", "days"), "week": ("week", "weeks"), "month": ("month", "months"),
+    "year": ("year", "years", "yr", "yrs"),
+    "°c": ("°c", "ºc", "℃"), "°f": ("°f", "ºf", "℉"),
+    "w": ("w", "watt", "watts"), "kw": ("kw",), "mw": ("mw", "megawatt", "megawatts"),
+    "gw": ("gw", "gigawatt", "gigawatts"), "kwh": ("kwh",), "mwh": ("mwh",), "gwh": ("gwh",),
+    "kb": ("kb",), "mb": ("mb",), "gb": ("gb",), "tb": ("tb",),
+}  # fmt: skip
+_UNITS = {spelling: name for name, spellings in _UNIT_NAMES.items() for spelling in spellings}
+_UNIT_AFTER = re.compile(r"[ \u00a0]?(°\s?[CFcf]|[ºº][CFcf]|[℃℉]|[^\W\d_]+)(?![\w°])")
 
 
 class _Number:
-    __slots__ = ("_near", "context", "exp", "mantissa", "percent", "scaled", "written")
+    __slots__ = ("_near", "context", "exp", "mantissa", "percent", "scaled", "unit", "written")
 
     def __init__(
-        self, mantissa: Decimal, exp: int, percent: bool, scaled: bool, written: str, context: str = ""
+        self,
+        mantissa: Decimal,
+        exp: int,
+        percent: bool,
+        scaled: bool,
+        written: str,
+        context: str = "",
+        unit: str | None = None,
     ):
         self.mantissa, self.exp, self.percent, self.scaled = mantissa, exp, percent, scaled
         self.written = written
+        self.unit = unit  # the unit of measure written after it (``_UNITS``'s name), if any
         self.context = context  # a cited figure's surroundings: what it is a figure of
         self._near: frozenset[str] | None = None
 
@@ -249,10 +286,19 @@ def _numbers(text: str, *, claims: bool) -> list[_Number]:
         context = "" if claims else _line_around(text, m.start(), m.end())
         found.append(
             _Number(
-                mantissa, _SCALES.get(scale, 0), bool(m.group("pct")), bool(scale), written, context
+                mantissa, _SCALES.get(scale, 0), bool(m.group("pct")), bool(scale), written, context,
+                _unit_after(text, m.end()),
             )
         )
     return found
+
+
+def _unit_after(text: str, end: int) -> str | None:
+    """The unit of measure written right after a figure ("5.8 kg", "30 cm", "1.5°C"), if any."""
+    m = _UNIT_AFTER.match(text, end)
+    if m is None:
+        return None
+    return _UNITS.get(re.sub(r"\s", "", m.group(1)).casefold())
 
 
 def _line_around(text: str, start: int, end: int) -> str:
@@ -276,6 +322,8 @@ def _number_found(claim: _Number, cited: Sequence[_Number], declared: Sequence[i
 
 
 def _same_figure(claim: _Number, figure: _Number, declared: Sequence[int]) -> bool:
+    if claim.unit and figure.unit and claim.unit != figure.unit:
+        return False  # 30 kg is not the passage's 30 cm
     target = claim.value
     exponent = claim.mantissa.as_tuple().exponent
     precision = -exponent if isinstance(exponent, int) else 0  # decimals written
