@@ -8,7 +8,7 @@ import pytest
 from search.paged import paged_document
 
 from haiku.rag.search.hybrid import SearchSettings, search_chunks
-from haiku.rag.search.pages import Candidate, aggregate_pages
+from haiku.rag.search.pages import Candidate, aggregate_pages, page_companions
 from haiku.rag.store import documents as D
 from haiku.rag.store.engine import Store
 
@@ -123,3 +123,52 @@ def test_aggregation_scores_pages_and_leaves_unpaged_chunks_alone():
     assert aggregate_pages(three, 0.5) == [("p", pytest.approx(1.75))]
     with pytest.raises(ValueError, match="page share"):
         aggregate_pages(candidates, 1.5)
+
+
+def test_a_page_result_carries_the_page_s_chunks_that_scored_nearly_as_well(db_path):
+    """A tester asked for Florida's total on a one-page table report: one result per page kept
+    the Totals row (2.18) and dropped Florida's (2.13), and the model read the national total
+    as Florida's. The page's close runners-up join its result, each citable by its own id;
+    the pages and their order do not change."""
+    store = Store(str(db_path), create=True)
+    rows = [
+        (1, "State table: Alabama 26,001 checks"),
+        (1, "State table: Florida 103,532 checks"),
+        (1, "State table: Texas 98,233 checks"),
+        (1, "State table: Totals 2,236,457 checks"),
+    ]
+    D.write_documents(
+        store,
+        [paged_document("file:///tmp/report.pdf", rows), paged_document("file:///tmp/book.pdf", [(2, "a page of checks")])],
+    )
+    plain = SearchSettings(page_share=0.0)
+    close = SearchSettings(page_share=0.0, page_companion_ratio=0.9)
+    query = "Florida Totals checks"
+    alone = search_chunks(store, query, query_vector=None, search_type="fts", limit=5, settings=plain)
+    joined = search_chunks(store, query, query_vector=None, search_type="fts", limit=5, settings=close)
+    assert [(r.chunk_id, r.score, r.document_uri) for r in joined] == [(r.chunk_id, r.score, r.document_uri) for r in alone]
+    first = joined[0]
+    assert len(alone[0].chunk_ids) == 1 and len(first.chunk_ids) == 2
+    # both rows the query names, in reading order, each with its own text and boxes; not the
+    # rows that only share "checks"
+    assert first.content.index("Florida") < first.content.index("Totals")
+    assert "Texas" not in first.content and "Alabama" not in first.content
+    assert set(first.chunk_texts) == set(first.chunk_ids) == set(first.chunk_boxes)
+    assert all(text in first.content for text in first.chunk_texts.values())
+
+
+def test_page_companions_are_close_same_page_chunks_of_kept_pages_only():
+    candidates = [
+        Candidate("a", 1.0, "d1", [4]),
+        Candidate("b", 0.95, "d1", [4]),
+        Candidate("c", 0.92, "d1", [4]),
+        Candidate("d", 0.91, "d1", [4]),  # a third runner-up: beyond ``most``
+        Candidate("e", 0.5, "d1", [4]),  # not close
+        Candidate("f", 0.9, "d1", [5]),  # another page
+        Candidate("g", 0.89, "d1", [5]),
+        Candidate("x", 0.8, "d2", []),  # unpaged: never companions
+        Candidate("y", 0.8, "d2", []),
+    ]
+    assert page_companions(candidates, ["a", "f", "x"], 0.9, 2) == {"a": ["b", "c"], "f": ["g"]}
+    assert page_companions(candidates, ["f"], 0.9, 2) == {"f": ["g"]}  # page 4 not kept
+    assert page_companions(candidates, ["a"], 0.99, 2) == {}

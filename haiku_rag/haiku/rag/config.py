@@ -189,6 +189,10 @@ class SearchConfig(_Section):
     # its next ones, then share² … (haiku.rag.search.pages); None: one result per chunk.
     # 0 (each page once, by its best chunk) was best on FinanceBench's tune half (docs/benchmarks.md).
     page_share: float | None = Field(default=0.0, ge=0, le=1)
+    # A page's result also carries the page's chunks scoring at least this share of its best
+    # (at most 2; haiku.rag.search.pages.page_companions): the Florida row beside the Totals row
+    # of a one-page table. 0: off. Same pages, same ranking: page-hit figures cannot change.
+    page_companion_ratio: float = Field(default=0.9, ge=0, le=1)
     # Documents the query names by file name rank higher by this much × how fully they are
     # named (haiku.rag.search.naming); 0: off. 1 (a fully named document gains one arm's best)
     # tied 2 on FinanceBench's tune half; the smaller was kept.

@@ -36,7 +36,7 @@ import numpy as np
 
 from haiku.rag.errors import EmbeddingError
 from haiku.rag.search.naming import boost_named, named_documents
-from haiku.rag.search.pages import Candidate, aggregate_pages, page_key
+from haiku.rag.search.pages import Candidate, aggregate_pages, page_companions, page_key
 from haiku.rag.search.references import asks_for_references, is_reference_chunk
 from haiku.rag.store import schema as S
 from haiku.rag.store.documents import boxes_from_json
@@ -266,7 +266,9 @@ class SearchSettings:
     candidates to each arm, and every candidate gains ``name_weight`` × how fully its document is
     named (scores are then normalised per arm, as in score fusion). ``page_share`` not None: one
     result per page, pages scored by their best chunk plus that share of the next ones
-    (``pages.aggregate_pages``). ``rerank_pool``: with a reranker, the best
+    (``pages.aggregate_pages``), and ``page_companion_ratio`` > 0 joins to a page's result its
+    chunks scoring at least that share of its best (``pages.page_companions``, at most
+    ``MAX_PAGE_COMPANIONS``; not with a reranker). ``rerank_pool``: with a reranker, the best
     ``max(rerank_pool, limit)`` chunks are reordered by it before the cut to ``limit`` (and, with
     ``page_share``, each page keeps its first chunk in that order). ``reference_weight`` < 1:
     chunks of reference lists (``references.is_reference_chunk``) keep that share of their
@@ -284,6 +286,7 @@ class SearchSettings:
     fts_only_share: float = 1.0
     dominant_ratio: float = 0.0
     page_share: float | None = None
+    page_companion_ratio: float = 0.0
     name_weight: float = 0.0
     rerank_pool: int = 30
     reference_weight: float = 1.0
@@ -302,6 +305,7 @@ class SearchSettings:
             fts_only_share=fusion.fts_only_share,
             dominant_ratio=fusion.dominant_ratio,
             page_share=search.page_share,
+            page_companion_ratio=search.page_companion_ratio,
             name_weight=search.name_weight,
             rerank_pool=search.rerank.pool,
             reference_weight=search.reference_weight,
@@ -350,7 +354,8 @@ def search_chunks(
     candidates = search.candidates(scored[: search.wanted], ranking)
     if reranker is not None and len(candidates) > 1:
         candidates = search.rerank(reranker, candidates)
-    return to_results(store, candidates[:limit])
+    results = to_results(store, candidates[:limit])
+    return search.with_companions(results, ranking) if search.companions else results
 
 
 @dataclass
@@ -404,6 +409,8 @@ _QUESTION_WORDS = frozenset(
 
 # pools grow 4x while one result per page leaves fewer pages than asked for, up to this
 MAX_GROUPED_POOL = 320
+# a page's result carries at most this many of its other chunks (``pages.page_companions``)
+MAX_PAGE_COMPANIONS = 2
 
 
 class _Search:
@@ -431,6 +438,7 @@ class _Search:
         self.grouped = settings.page_share is not None
         self.reranking = reranker is not None  # then pages are taken after it, not at fusion
         self.demoted: set[str] = set()  # the reference chunks demoted at fusion
+        self.companions: dict[str, list[str]] = {}  # a page result's chunk id -> its companions
         # a page's score needs its other chunks, so grouped single-arm searches look as deep as hybrid
         pool = max(limit * settings.candidate_factor, 20) if search_type == "hybrid" or self.grouped else limit * 2
         self.pool = max(pool, self.wanted)
@@ -659,7 +667,25 @@ class _Search:
         rows, page_of = ranking.rows, ranking.page_of
         _fetch_rows(self.store, rows, [cid for cid, _ in scored if cid not in page_of], self.current, ranking.row_of)
         known = [(cid, score) for cid, score in scored if cid in rows or cid in page_of]
-        return aggregate_pages([_candidate(cid, s, rows, ranking.document_of, page_of) for cid, s in known], page_share)
+        candidates = [_candidate(cid, s, rows, ranking.document_of, page_of) for cid, s in known]
+        pages = aggregate_pages(candidates, page_share)
+        ratio = self.settings.page_companion_ratio
+        if ratio > 0:
+            kept = [cid for cid, _ in pages[: self.wanted]]
+            self.companions = page_companions(candidates, kept, ratio, MAX_PAGE_COMPANIONS)
+        return pages
+
+    def with_companions(self, results: list[SearchResult], ranking: _Ranking) -> list[SearchResult]:
+        """Each page result with its companions joined (``merge_page``), in reading order."""
+        wanted = [cid for r in results for cid in self.companions.get(r.chunk_id, [])]
+        if not wanted:
+            return results
+        rows = self.candidates([(cid, 0.0) for cid in wanted], ranking)
+        found = {r.chunk_id: r for r in to_results(self.store, rows)}
+        return [
+            merge_page(r, [found[cid] for cid in self.companions.get(r.chunk_id, []) if cid in found])
+            for r in results
+        ]
 
     def candidates(self, scored: list[tuple[str, float]], ranking: _Ranking) -> list[tuple[dict[str, Any], float]]:
         """The whole rows of the chunks kept, in order (a chunk gone since it was ranked drops)."""
@@ -791,6 +817,30 @@ def reranked(
     chosen = [(candidates[index][0], score) for index, score in order]
     taken = {index for index, _ in order}
     return chosen + [pair for i, pair in enumerate(candidates) if i not in taken], len(chosen)
+
+
+def merge_page(result: SearchResult, companions: list[SearchResult]) -> SearchResult:
+    """``result`` with its page companions: one passage of the chunks in reading order, with
+    the result's score and path; each chunk's own text, boxes, pages and path kept by id (as
+    context expansion keeps a merged result's), so each stays citable and lit by itself."""
+    if not companions:
+        return result
+    parts = sorted([result, *companions], key=lambda r: r.order)
+    return result.model_copy(
+        update={
+            "chunk_ids": [r.chunk_id for r in parts],
+            "content": "\n\n".join(r.content for r in parts),
+            "labels": list(dict.fromkeys(label for r in parts for label in r.labels)),
+            "doc_item_refs": list(dict.fromkeys(ref for r in parts for ref in r.doc_item_refs)),
+            "matched_refs": list(dict.fromkeys(ref for r in parts for ref in r.matched_refs)),
+            "page_numbers": sorted({p for r in parts for p in r.page_numbers}),
+            "boxes": [b for r in parts for b in r.boxes],
+            "chunk_boxes": {r.chunk_id: r.boxes for r in parts},
+            "chunk_texts": {r.chunk_id: r.content for r in parts},
+            "chunk_pages": {r.chunk_id: r.page_numbers for r in parts},
+            "chunk_headings": {r.chunk_id: r.headings for r in parts},
+        }
+    )
 
 
 def to_results(store: Store, scored_rows: list[tuple[dict[str, Any], float]]) -> list[SearchResult]:

@@ -7,11 +7,18 @@ scored together, their best chunk counting fully and the page's next ones a deca
 (``share``, ``share²`` …), and each page is returned once, as its best chunk with the page's
 score. Chunks without pages (Markdown, imported text) are their own group, so unpaged libraries
 rank exactly as before.
+
+A page's result can carry its companions (``page_companions``): the page's other chunks that
+scored nearly as well as its best. One result per page keeps a dense page's rows from filling
+the results, but it dropped the row a question was about: on a one-page table report, "Florida
+total background checks" returned the Totals row (2.18) and not Florida's (2.13), so a model
+read the national total as Florida's. The companions join their page's result (same pages,
+same ranking), each still citable by its own chunk id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -52,3 +59,27 @@ def aggregate_pages(candidates: Sequence[Candidate], share: float) -> list[tuple
         scored.append((best.chunk_id, best.score + bonus))
     order = {c.chunk_id: i for i, c in enumerate(candidates)}
     return sorted(scored, key=lambda pair: (-pair[1], order[pair[0]]))
+
+
+def page_companions(
+    candidates: Sequence[Candidate], kept: Iterable[str], ratio: float, most: int
+) -> dict[str, list[str]]:
+    """For each kept page result (its best chunk's id), the page's other candidates scoring at
+    least ``ratio`` times its best chunk's own score, at most ``most`` of them, best first."""
+    wanted = set(kept)
+    groups: dict[tuple[str, int] | str, list[Candidate]] = {}
+    for candidate in candidates:
+        key = page_key(candidate)
+        if isinstance(key, tuple):  # chunks without pages have no companions
+            groups.setdefault(key, []).append(candidate)
+    found: dict[str, list[str]] = {}
+    for members in groups.values():
+        best = max(members, key=lambda c: c.score)
+        if best.chunk_id not in wanted or best.score <= 0:
+            continue
+        close = sorted(
+            (c for c in members if c is not best and c.score >= ratio * best.score), key=lambda c: -c.score
+        )[:most]
+        if close:
+            found[best.chunk_id] = [c.chunk_id for c in close]
+    return found
