@@ -715,6 +715,9 @@ class LibraryPane(QWidget):
         self.watched_toggle.setChecked(shown)
         self.watched_toggle.blockSignals(False)
         self.watched.setVisible(shown)
+        # it stops watching the folder selected in the list: not there while the list is folded
+        # (and the header keeps its words whole in a narrow pane: "Watche…rs (2)")
+        self.unwatch_button.setVisible(shown)
         self.watched_toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
         self.watched_toggle.setAccessibleName("Hide the watched folders" if shown else "Show the watched folders")
         if hasattr(self, "sections"):

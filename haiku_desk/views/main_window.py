@@ -56,9 +56,8 @@ SMALLEST_SIZE = (1024, 640)  # the window must work (nothing clipped) at this si
 # Room for the window manager's title bar and borders, which availableGeometry() leaves in.
 FRAME_ALLOWANCE = (16, 48)
 # library | chat | citation panel before the window knows its width; at the first show the chat
-# gets what its conversation list and toolbar need and the others share the rest (LIBRARY_SHARE).
+# gets what its conversation list and toolbar need and the others share the rest.
 DEFAULT_PANE_WIDTHS = (345, 690, 393)
-LIBRARY_SHARE = 0.5
 # of the width beside the library: the citation panel's share on a first start (the chat keeps
 # at least what its toolbar needs)
 READER_SHARE = 0.4
@@ -713,8 +712,8 @@ class MainWindow(QMainWindow):
         rest down to its minimum width (its toggles wrap onto more rows). A cited page then
         opens readable in place at 1280×800 instead of taking reader mode's room: with the real
         UI font (DejaVu Sans) the one-row chat took 746 px there and left the reader 226.
-        In a window too narrow for that, the old rule: the chat its need, the library and the
-        citation panel share the rest, else each its minimum width."""
+        In a window too narrow for that, the library its controls' width, the chat what it can
+        keep down to its least width, the reader the rest (else each its minimum width)."""
         total = self._splitter_total()
         chat = self.chat_pane.default_width()
         chat_least = max(self.chat_pane.minimumWidth(), self.chat_pane.minimumSizeHint().width())
@@ -733,10 +732,13 @@ class MainWindow(QMainWindow):
             reader = max(beside - chat, min(READABLE_WIDTH, beside - chat_least))
         if reader >= READABLE_WIDTH:
             return [library, beside - reader, reader], True
+        # Too narrow (1024x640): only a reader with something in it is here (an empty one
+        # yields its room), so it gets what the chat can give down to its least width (its
+        # toggles wrap) and the library its controls' width: a cited page beside a ~300 px
+        # chat, not ~200 px wide (tester 19:39, after leaving reader mode).
+        chat = max(chat_least, min(chat, total - library_need - READABLE_WIDTH))
         rest = total - chat
-        # the library's button row fits whole when the citation panel can spare it
-        library_need = self.library_pane.minimumSizeHint().width()
-        library = max(int(rest * LIBRARY_SHARE), min(library_need, rest - PANE_MIN_WIDTH))
+        library = min(library_need, rest - PANE_MIN_WIDTH)
         if min(library, rest - library) < PANE_MIN_WIDTH:
             library, rest = PANE_MIN_WIDTH, 2 * PANE_MIN_WIDTH
             chat = total - rest
@@ -811,6 +813,8 @@ class MainWindow(QMainWindow):
             before = self._sizes_before_yield
             total = sum(self.splitter.sizes())
             reader = before[2] if before[2] > 0 else max(READABLE_WIDTH, total // 3)
+            chat_least = max(self.chat_pane.minimumWidth(), self.chat_pane.minimumSizeHint().width())
+            reader = max(PANE_MIN_WIDTH, min(reader, total - library_now - chat_least))
             self.splitter.setSizes([library_now, max(0, total - library_now - reader), reader])
         self._sizes_before_yield = []
 

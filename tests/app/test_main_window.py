@@ -560,6 +560,20 @@ def test_at_1024x640_the_empty_reader_yields_its_room_until_something_opens_in_i
     assert not panel.isVisible() and splitter.sizes()[0] >= 380
 
 
+def test_leaving_reader_mode_in_a_narrow_window_gives_the_reader_what_the_chat_can_spare(qtbot, services):
+    """Tester 19:39: at 1024x640, reader mode left by ⤢ with a citation shown gave the reader
+    ~190 px beside a chat at its full width (toggles on one row). The chat now gives down to
+    its least width (toggles wrap), the library keeps its controls' width."""
+    window = _first_start(qtbot, services, 1024, 640)
+    window.chat_pane.citation_activated.emit(_a_citation())
+    assert window.reader_mode.active
+    window.citation_panel.reader_button.click()
+    library, chat, reader = window.splitter.sizes()
+    chat_least = max(window.chat_pane.minimumWidth(), window.chat_pane.minimumSizeHint().width())
+    assert chat - chat_least <= 4 and library >= window.library_pane.minimumWidth()
+    assert reader >= sum(window.splitter.sizes()) - window.library_pane.minimumWidth() - chat_least - 4
+
+
 def test_a_yielded_reader_leaves_the_persons_widths_and_view_menu_choice_alone(qtbot, services):
     """A library width the person dragged stays when the reader comes back; hiding the
     reader from the View menu while it has yielded is remembered as hidden, and showing it
@@ -630,11 +644,12 @@ def test_in_a_short_window_the_collections_and_watched_folders_start_folded_with
     assert not box.list.isVisible() and box.folded() and box.title.text() == "Collections (3)"
     assert pane.watched_box.isVisible() and not pane.watched.isVisible()
     assert pane.watched_toggle.text() == "Watched folders (1)"
+    assert not pane.unwatch_button.isVisible()  # it acts on the list's selection: folded with it
     assert pane.table_area.height() >= pane.readable_table_height()
     assert not QSettings().contains("library_pane/collections_folded")  # not a choice
     window.resize(1440, 900)  # room: both shown, the table still readable
     _settled(qloop)
-    assert box.list.isVisible() and pane.watched.isVisible()
+    assert box.list.isVisible() and pane.watched.isVisible() and pane.unwatch_button.isVisible()
     assert pane.table_area.height() >= pane.readable_table_height()
 
 
