@@ -83,6 +83,7 @@ class CitationPanel(QWidget):
     page_shown = Signal(int)  # page number, once its image (with highlights) is on screen
     document_shown = Signal(str)  # "pages", "text" or "removed": the document is laid out
     cleared = Signal()  # back to the hint: nothing to read (a new chat, another conversation)
+    opened = Signal()  # a citation or a document opens (the panel is no longer empty)
     original_requested = Signal(str)  # path opened in the system viewer
     copied = Signal(str)  # what Copy citation put on the clipboard
     reader_mode_requested = Signal(bool)  # the ⤢ button: the reader wants (or gives back) room
@@ -423,6 +424,7 @@ class CitationPanel(QWidget):
     def _open(self) -> None:
         citation = self.citation
         assert citation is not None
+        self.opened.emit()
         self.layout_info = None
         self.current_render = None
         self.current_image = None

@@ -54,7 +54,8 @@ class CollectionsBox(QWidget):
         self._chosen: str | None = None
         self._showing = False  # set while the list is rebuilt: item changes are not the user's
 
-        # the title folds the list away (remembered), for a short window's table
+        # the title folds the list away (a person's choice is remembered; without one the
+        # library pane folds it in a short window), and counts the collections
         self.title = QToolButton()
         self.title.setText("Collections")
         self.title.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -92,7 +93,8 @@ class CollectionsBox(QWidget):
 
         header = QHBoxLayout()
         header.setContentsMargins(0, 0, 0, 0)
-        header.addWidget(self.title, 1)
+        header.addWidget(self.title)
+        header.addStretch(1)
         header.addWidget(self.menu_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -104,20 +106,44 @@ class CollectionsBox(QWidget):
         self._show(collections.collections)
         from PySide6.QtCore import QSettings
 
-        self.title.setChecked(not QSettings().value(FOLDED_SETTING, False, type=bool))
         self.title.toggled.connect(self.fold)
-        self.fold(self.title.isChecked())
+        self.set_folded(bool(QSettings().value(FOLDED_SETTING, False, type=bool)))
 
-    def fold(self, shown: bool) -> None:
-        """Show or fold away the list (the header stays); remembered across starts."""
+    def chosen_fold(self) -> bool:
+        """Whether the person folded or unfolded the list themselves (kept in QSettings)."""
         from PySide6.QtCore import QSettings
 
-        self._folded = not shown
-        self.list.setVisible(shown and self.list.count() > 0)
-        self.title.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
-        self.title.setAccessibleName("Hide the collections" if shown else "Show the collections")
+        return QSettings().contains(FOLDED_SETTING)
+
+    def fold(self, shown: bool) -> None:
+        """The person shows or folds away the list (the header stays); remembered across
+        starts."""
+        from PySide6.QtCore import QSettings
+
         QSettings().setValue(FOLDED_SETTING, not shown)
-        self.folded_changed.emit(not shown)
+        self.set_folded(not shown)
+
+    def set_folded(self, folded: bool) -> None:
+        """Fold the list away or show it, without making it the person's choice (the library
+        pane's default in a short window)."""
+        self._folded = folded
+        self.title.blockSignals(True)
+        self.title.setChecked(not folded)
+        self.title.blockSignals(False)
+        self.list.setVisible(not folded and self.list.count() > 0)
+        self.title.setArrowType(Qt.ArrowType.RightArrow if folded else Qt.ArrowType.DownArrow)
+        self.title.setAccessibleName("Show the collections" if folded else "Hide the collections")
+        self.folded_changed.emit(folded)
+
+    def folded(self) -> bool:
+        return self._folded
+
+    def unfolded_extra_height(self) -> int:
+        """What showing the list adds to the folded header's height."""
+        if self.list.count() == 0:
+            return 0
+        layout = self.layout()
+        return self.list.maximumHeight() + (layout.spacing() if layout is not None else 0)
 
     # --- what is listed ---------------------------------------------------------------------
 
@@ -154,6 +180,7 @@ class CollectionsBox(QWidget):
         finally:
             self._showing = False
         self.list.setVisible(bool(found) and not self._folded)
+        self.title.setText(f"Collections ({len(found)})" if found else "Collections")
         rows = max(1, min(VISIBLE_ROWS, len(found)))
         row_height = self.list.sizeHintForRow(0) if found else self.fontMetrics().height() + 4
         # At most this high; the library pane's splitter may make it smaller, or collapse the box.

@@ -10,7 +10,7 @@ so nothing moves under the pointer while files are being ingested.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QRect, QSize, QSortFilterProxyModel, Qt, QTimer, Signal
@@ -71,7 +71,13 @@ STATE_MARGINS = 4 + 2 + 2 + 2  # the badges' cell: its left and right insets, an
 # about this many characters of a title, the rest ends in "…" (its tooltip holds all of it).
 READABLE_TITLE_CHARS = 42
 SECTIONS_SETTING = "library_pane/sections"
-WATCHED_FOLDED_SETTING = "library_pane/watched_folded"  # the watched folders' list folded away  # the collections | table | watched folders splitter
+WATCHED_FOLDED_SETTING = "library_pane/watched_folded"  # the watched folders' list folded away
+# The table's readable height: its header and this many rows (two lines each: title and file
+# name). The collections and the watched folders do not take it: without the person's own
+# choice they are folded (a one-line header with a count) while showing them would leave the
+# table less (a 1024x640 window: both folded; 1280x800: both shown), and a list growing (a
+# new collection, a folder watched) stops short of it. A handle the person drags wins.
+TABLE_READABLE_ROWS = 6
 
 
 def describe_scope(scope: Scope, titles: dict[str, str] | None = None) -> str:
@@ -374,7 +380,8 @@ class LibraryPane(QWidget):
         self.watched_toggle.toggled.connect(self._fold_watched)
         whead = QHBoxLayout()
         whead.setContentsMargins(0, 0, 0, 0)
-        whead.addWidget(self.watched_toggle, 1)
+        whead.addWidget(self.watched_toggle)
+        whead.addStretch(1)
         whead.addWidget(compact_button(self.rescan_button))
         whead.addWidget(compact_button(self.unwatch_button))
         wl.addLayout(whead)
@@ -382,8 +389,7 @@ class LibraryPane(QWidget):
         self.watched_box.hide()
         from PySide6.QtCore import QSettings
 
-        self.watched_toggle.setChecked(not QSettings().value(WATCHED_FOLDED_SETTING, False, type=bool))
-        self._fold_watched(self.watched_toggle.isChecked())
+        self._set_watched_folded(bool(QSettings().value(WATCHED_FOLDED_SETTING, False, type=bool)))
 
         adds = QHBoxLayout()
         adds.setSpacing(4)
@@ -420,6 +426,7 @@ class LibraryPane(QWidget):
         area.addWidget(self.table, 1)
         self.sections.addWidget(self.table_area)
         self.sections.addWidget(self.watched_box)
+        self.sections.installEventFilter(self)  # its height decides the sections' default folds
         table_index = self.sections.indexOf(self.table_area)
         self.sections.setCollapsible(table_index, False)
         for i in range(self.sections.count()):
@@ -429,6 +436,7 @@ class LibraryPane(QWidget):
         self.sections.splitterMoved.connect(lambda *_: self._save_sections())
         if collections is not None and self.collections_box is not None:  # the box fits its collections
             collections.collections_changed.connect(lambda *_: QTimer.singleShot(0, self, self._fit_sections))
+            collections.collections_changed.connect(lambda *_: QTimer.singleShot(0, self, self._fold_by_default))
             self.collections_box.folded_changed.connect(lambda *_: QTimer.singleShot(0, self, self._fold_sections))
         layout.addWidget(self.sections, 1)
         layout.addWidget(self.reason)
@@ -563,6 +571,8 @@ class LibraryPane(QWidget):
     # --- columns ----------------------------------------------------------------------------
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802
+        if watched is getattr(self, "sections", None) and event.type() == QEvent.Type.Resize:
+            self._fold_by_default()
         if watched is self.table and event.type() == QEvent.Type.Resize:
             self._fit_columns()
         if watched is self.table and event.type() == QEvent.Type.FocusIn:
@@ -639,13 +649,77 @@ class LibraryPane(QWidget):
 
     # --- the sections' splitter ------------------------------------------------------------
 
-    def _fold_watched(self, shown: bool) -> None:
+    def readable_table_height(self) -> int:
+        """The table's header and TABLE_READABLE_ROWS rows (the height no section takes)."""
+        table = self.table
+        row = max(table.verticalHeader().defaultSectionSize(), 2 * table.fontMetrics().height() + 4)
+        header = table.horizontalHeader().sizeHint().height()
+        return header + TABLE_READABLE_ROWS * row + 2 * table.frameWidth()
+
+    def _fold_by_default(self) -> None:
+        """The collections and the watched folders the person never folded or unfolded: shown
+        while the table keeps its readable height beside them all, else all folded to their
+        header (a short window: one line each, with a count)."""
+        boxes: list[tuple[QWidget, int, Callable[[bool], None]]] = []
+        box = self.collections_box
+        if box is not None and not box.chosen_fold():
+            boxes.append((box, box.unfolded_extra_height(), box.set_folded))
+        if not self.watched_box.isHidden() and not self._watched_chosen():
+            boxes.append((self.watched_box, self._watched_extra_height(), self._set_watched_folded))
+        if not boxes:
+            return
+        shown = [b for b in (self.collections_box, self.watched_box) if b is not None and not b.isHidden()]
+        headers = sum(self._folded_height(b) for b in shown) + self.sections.handleWidth() * len(shown)
+        unfolded_by_choice = sum(self._extra_height(b) for b in shown if all(b is not x for x, _, _ in boxes))
+        free = self.sections.height() - headers - unfolded_by_choice - self.readable_table_height()
+        show = sum(extra for _, extra, _ in boxes) <= free
+        for widget, _extra, set_folded in boxes:
+            if self._is_folded(widget) == show:
+                set_folded(not show)
+
+    def _is_folded(self, box: QWidget) -> bool:
+        if box is self.watched_box:
+            return not self.watched_toggle.isChecked()
+        return bool(getattr(box, "folded", lambda: False)())
+
+    def _extra_height(self, box: QWidget) -> int:
+        if self._is_folded(box):
+            return 0
+        if box is self.watched_box:
+            return self._watched_extra_height()
+        return int(getattr(box, "unfolded_extra_height", lambda: 0)())
+
+    def _folded_height(self, box: QWidget) -> int:
+        header = self.watched_toggle if box is self.watched_box else getattr(box, "title", box)
+        return max(header.sizeHint().height(), self.rescan_button.sizeHint().height())
+
+    def _watched_chosen(self) -> bool:
         from PySide6.QtCore import QSettings
 
+        return QSettings().contains(WATCHED_FOLDED_SETTING)
+
+    def _watched_extra_height(self) -> int:
+        layout = self.watched_box.layout()
+        return self.watched.maximumHeight() + (layout.spacing() if layout is not None else 0)
+
+    def _fold_watched(self, shown: bool) -> None:
+        """The person shows or folds away the watched folders' list; remembered."""
+        from PySide6.QtCore import QSettings
+
+        QSettings().setValue(WATCHED_FOLDED_SETTING, not shown)
+        self._set_watched_folded(not shown)
+
+    def _set_watched_folded(self, folded: bool) -> None:
+        shown = not folded
+        self.watched_toggle.blockSignals(True)
+        self.watched_toggle.setChecked(shown)
+        self.watched_toggle.blockSignals(False)
         self.watched.setVisible(shown)
+        # it stops watching the folder selected in the list: not there while the list is folded
+        # (and the header keeps its words whole in a narrow pane: "Watche…rs (2)")
+        self.unwatch_button.setVisible(shown)
         self.watched_toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
         self.watched_toggle.setAccessibleName("Hide the watched folders" if shown else "Show the watched folders")
-        QSettings().setValue(WATCHED_FOLDED_SETTING, not shown)
         if hasattr(self, "sections"):
             QTimer.singleShot(0, self, self._fit_watched)
 
@@ -663,7 +737,9 @@ class LibraryPane(QWidget):
         sizes = self.sections.sizes()
         index, table = self.sections.indexOf(box), self.sections.indexOf(self.table_area)
         extra = sizes[index] - box.sizeHint().height()
-        if extra > 0 or (extra < 0 and sizes[table] + extra > self.table.minimumSizeHint().height()):
+        if extra < 0:  # it grows: never into the table's readable height
+            extra = max(extra, min(0, self.readable_table_height() - sizes[table]))
+        if extra:
             sizes[index] -= extra
             sizes[table] += extra
             self.sections.setSizes(sizes)
@@ -694,8 +770,8 @@ class LibraryPane(QWidget):
             return
         sizes = self.sections.sizes()
         index, table = self.sections.indexOf(box), self.sections.indexOf(self.table_area)
-        missing = box.sizeHint().height() - sizes[index]
-        if missing > 0 and sizes[table] - missing > self.table.minimumSizeHint().height():
+        missing = min(box.sizeHint().height() - sizes[index], sizes[table] - self.readable_table_height())
+        if missing > 0:
             sizes[index] += missing
             sizes[table] -= missing
             self.sections.setSizes(sizes)
@@ -799,6 +875,9 @@ class LibraryPane(QWidget):
         row = self.watched.sizeHintForRow(0) if folders else self.fontMetrics().height() + 4
         self.watched.setMaximumHeight(rows * row + 2 * self.watched.frameWidth())
         self.watched_box.setVisible(bool(folders))
+        self.watched_toggle.setText(f"Watched folders ({len(folders)})" if folders else "Watched folders")
+        if hasattr(self, "sections"):
+            QTimer.singleShot(0, self, self._fold_by_default)
 
     def _unwatch_selected(self) -> None:
         for item in self.watched.selectedItems():

@@ -56,9 +56,8 @@ SMALLEST_SIZE = (1024, 640)  # the window must work (nothing clipped) at this si
 # Room for the window manager's title bar and borders, which availableGeometry() leaves in.
 FRAME_ALLOWANCE = (16, 48)
 # library | chat | citation panel before the window knows its width; at the first show the chat
-# gets what its conversation list and toolbar need and the others share the rest (LIBRARY_SHARE).
+# gets what its conversation list and toolbar need and the others share the rest.
 DEFAULT_PANE_WIDTHS = (345, 690, 393)
-LIBRARY_SHARE = 0.5
 # of the width beside the library: the citation panel's share on a first start (the chat keeps
 # at least what its toolbar needs)
 READER_SHARE = 0.4
@@ -69,6 +68,9 @@ CHAT_COMFORT_WIDTH = 600
 # A citation opened in a panel narrower than this (a fitted page's body text under ~9 px) takes
 # reader mode's room by itself; ⤢ (or a wider window) gives it back.
 READABLE_WIDTH = 360
+# While an empty reader has yielded its room (a window too narrow for library + chat + a
+# readable reader), the library's most of the width beside the chat.
+TWO_PANE_LIBRARY_SHARE = 0.45
 PANE_MIN_WIDTH = 200
 # View menu: the panes a user can hide, by the QSettings key that remembers it.
 HIDEABLE_PANES = ("library", "conversations", "citations")
@@ -101,6 +103,12 @@ class MainWindow(QMainWindow):
         self.chat_pane = ChatPane(services)
         self.citation_panel = CitationPanel(services.pages, bibliography=services.bibliography)
         self.notification_area = NotificationArea(services.notifications)
+        # An empty reader in a window too narrow to read in gives its room to the library and
+        # the chat until something opens in it (_fit_empty_reader); not the View menu's hiding.
+        self._warmed = False
+        self._reader_yielded = False
+        self._reader_kept = False  # the person showed the reader from the View menu: it stays
+        self._sizes_before_yield: list[int] = []
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setAccessibleName("Panes")
@@ -138,6 +146,7 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self.citation_panel.reader_mode_requested.connect(self.set_reader_mode)
         self.citation_panel.cleared.connect(self._reader_emptied)
+        self.citation_panel.opened.connect(self._fit_empty_reader)  # a conversation's last citation
         self.quit_flow = QuitFlow(services, self)  # closing the window is Quit: asks once if work is pending
         if services.evidence is not None:  # a fill stopped by Quit continues at the next start
             self.quit_flow.closing.connect(services.evidence.halt)
@@ -168,7 +177,6 @@ class MainWindow(QMainWindow):
         if box is not None:
             box.collectionChosen.connect(services.chat.set_collection_scope)
         services.chat.answer_ready.connect(self._prefetch_sources)
-        self._warmed = False
         self._panes_restored = False  # True when QSettings held the user's pane widths
         self._older_layout = False  # those widths were saved by an earlier default layout
         # the first start's layout follows the window (maximised after the first show) until
@@ -401,12 +409,24 @@ class MainWindow(QMainWindow):
         if action.isChecked() != shown:
             action.setChecked(shown)  # re-enters through toggled
             return
+        if name == "citations" and self._reader_yielded:
+            # the person's own choice from here: hidden, or shown even while empty
+            self._reader_yielded = False
+            self._reader_kept = shown
+            if not shown:
+                self._sizes_before_yield = []
+                QSettings().setValue(f"{SETTINGS_GROUP}/show_{name}", shown)
+                return
+        elif name == "citations" and shown:
+            self._reader_kept = True
         if widget.isHidden() == (not shown):
             return
         focused = QApplication.focusWidget()
         if not shown and focused is not None and (focused is widget or widget.isAncestorOf(focused)):
             self.chat_pane.input.setFocus(Qt.FocusReason.OtherFocusReason)  # not lost in a hidden pane
         widget.setVisible(shown)
+        if shown and name == "citations":
+            self._give_reader_room()  # a reader that had yielded its room had none
         settings = QSettings()
         settings.setValue(f"{SETTINGS_GROUP}/show_{name}", shown)
 
@@ -544,6 +564,7 @@ class MainWindow(QMainWindow):
         person chose stays."""
         if self.reader_mode.active and getattr(self, "_auto_reader", False):
             self.set_reader_mode(False)
+        self._fit_empty_reader()
 
     def _panes_dragged(self, _pos: int, _index: int) -> None:
         self._default_panes = False
@@ -556,8 +577,9 @@ class MainWindow(QMainWindow):
             if self._auto_reader and self._usual_reader_width() >= READABLE_WIDTH:
                 self.set_reader_mode(False)  # room enough now in the usual layout
             return
-        panes = (self.library_pane, self.citation_panel)
-        if self._default_panes and not self._panes_restored and not any(p.isHidden() for p in panes):
+        self._fit_empty_reader()  # yields or takes back its room as the width says
+        reader_there = self._reader_yielded or not self.citation_panel.isHidden()
+        if self._default_panes and not self._panes_restored and not self.library_pane.isHidden() and reader_there:
             self.apply_default_layout()
 
     def _usual_reader_width(self) -> int:
@@ -568,9 +590,16 @@ class MainWindow(QMainWindow):
         return int(sizes[2] * sum(self.splitter.sizes()) / sum(sizes))
 
     def _reveal_citation_panel(self) -> None:
+        self._set_reader_yielded(False)  # something opens in it: it takes its place
         if not self.pane_visible("citations"):
             self.set_pane_visible("citations", True)
+        self._give_reader_room()
+
+    def _give_reader_room(self) -> None:
         sizes = self.splitter.sizes()
+        if sizes[2] == 0 and self._default_panes and not self._panes_restored:
+            self.apply_default_layout()
+            sizes = self.splitter.sizes()
         if sizes[2] == 0:  # the panel was collapsed: bring it back
             sizes[2] = max(360, sum(sizes) // 3)
             sizes[1] = max(200, sizes[1] - sizes[2])
@@ -604,6 +633,7 @@ class MainWindow(QMainWindow):
                 self.apply_default_layout()
             elif self._older_layout:
                 self._widen_older_library()
+            self._fit_empty_reader()
             if self._chat_splitter_state is not None:
                 # Restored before the chat pane had its real width, the conversation list
                 # may have been squeezed on the way: the user's width again, now.
@@ -658,7 +688,23 @@ class MainWindow(QMainWindow):
         """Pane widths for a first start (and, until the user drags a splitter, for every new
         window size: a window maximised after its first show is laid out for its new width, not
         stretched by the stretch factors, which gave the chat ~1160 px of 1920 and the reader
-        ~500). The library gets what its controls need (or LIBRARY_WIDE_SHARE of the
+        ~500); see default_pane_widths. An empty reader in a window too narrow to read in
+        yields its room (_fit_empty_reader): the library and the chat share the width."""
+        if self._reader_yielded:
+            self.splitter.setSizes(self._two_pane_widths())
+            return
+        sizes, _readable = self.default_pane_widths()
+        if sizes is not None:
+            self.splitter.setSizes(sizes)
+
+    def _splitter_total(self) -> int:
+        return self.splitter.width() - 2 * self.splitter.handleWidth()
+
+    def default_pane_widths(self) -> tuple[list[int] | None, bool]:
+        """The first start's library | chat | reader widths for the splitter's width, and
+        whether the reader gets READABLE_WIDTH in them (None: leave the panes as they are).
+
+        The library gets what its controls need (or LIBRARY_WIDE_SHARE of the
         window when that is more, or what its titles need to be readable when the reader and the
         chat keep their widths), the citation panel READER_SHARE of the rest, the chat the
         remainder: as much as its conversation list and its toggles on one row need, when the
@@ -666,10 +712,9 @@ class MainWindow(QMainWindow):
         rest down to its minimum width (its toggles wrap onto more rows). A cited page then
         opens readable in place at 1280×800 instead of taking reader mode's room: with the real
         UI font (DejaVu Sans) the one-row chat took 746 px there and left the reader 226.
-        In a window too narrow for that, the old rule: the chat its need, the library and the
-        citation panel share the rest, else each its minimum width."""
-        handle = self.splitter.handleWidth()
-        total = self.splitter.width() - 2 * handle
+        In a window too narrow for that, the library its controls' width, the chat what it can
+        keep down to its least width, the reader the rest (else each its minimum width)."""
+        total = self._splitter_total()
         chat = self.chat_pane.default_width()
         chat_least = max(self.chat_pane.minimumWidth(), self.chat_pane.minimumSizeHint().width())
         library_need = max(PANE_MIN_WIDTH, self.library_pane.minimumSizeHint().width())
@@ -686,18 +731,92 @@ class MainWindow(QMainWindow):
             # the chat's one row of toggles, unless that leaves the reader unreadable
             reader = max(beside - chat, min(READABLE_WIDTH, beside - chat_least))
         if reader >= READABLE_WIDTH:
-            self.splitter.setSizes([library, beside - reader, reader])
-            return
+            return [library, beside - reader, reader], True
+        # Too narrow (1024x640): only a reader with something in it is here (an empty one
+        # yields its room), so it gets what the chat can give down to its least width (its
+        # toggles wrap) and the library its controls' width: a cited page beside a ~300 px
+        # chat, not ~200 px wide (tester 19:39, after leaving reader mode).
+        chat = max(chat_least, min(chat, total - library_need - READABLE_WIDTH))
         rest = total - chat
-        # the library's button row fits whole when the citation panel can spare it
-        library_need = self.library_pane.minimumSizeHint().width()
-        library = max(int(rest * LIBRARY_SHARE), min(library_need, rest - PANE_MIN_WIDTH))
+        library = min(library_need, rest - PANE_MIN_WIDTH)
         if min(library, rest - library) < PANE_MIN_WIDTH:
             library, rest = PANE_MIN_WIDTH, 2 * PANE_MIN_WIDTH
             chat = total - rest
             if chat <= self.splitter.sizes()[1]:
-                return
-        self.splitter.setSizes([library, chat, rest - library])
+                return None, False
+        return [library, chat, rest - library], False
+
+    def _two_pane_widths(self) -> list[int]:
+        """Library | chat | 0 while an empty reader has yielded its room: the library what
+        its titles need to be readable while the chat keeps its comfortable width (never less
+        than its controls need, never more than TWO_PANE_LIBRARY_SHARE of the width), the chat
+        the rest. At 1024×640 the first start gave ~300 | ~300 | ~210 (an idle reader beside a
+        chat too narrow to read an answer in, and cut titles)."""
+        total = self.splitter.width() - self.splitter.handleWidth()
+        chat = self.chat_pane.default_width()
+        chat_least = max(self.chat_pane.minimumWidth(), self.chat_pane.minimumSizeHint().width())
+        library_need = max(PANE_MIN_WIDTH, self.library_pane.minimumSizeHint().width())
+        chat_keeps = max(chat_least, min(chat, CHAT_COMFORT_WIDTH))
+        library = max(library_need, min(self.library_pane.readable_width(), total - chat_keeps))
+        library = max(library_need, min(library, int(total * TWO_PANE_LIBRARY_SHARE)))
+        return [library, total - library, 0]
+
+    # --- an empty reader in a narrow window ------------------------------------------------
+
+    def _reader_is_empty(self) -> bool:
+        return self.citation_panel.citation is None
+
+    def _should_yield_reader(self) -> bool:
+        """An empty reader yields its room when the window cannot give the library, the chat
+        and a readable reader (READABLE_WIDTH) their widths, unless the person showed it
+        from the View menu while it was yielded or it is reader mode's."""
+        if not self._warmed or self.reader_mode.active or self._reader_kept:
+            return False
+        if not self.pane_actions["citations"].isChecked() or not self._reader_is_empty():
+            return False
+        if self.library_pane.isHidden():  # the chat has the library's room already
+            return False
+        _sizes, readable = self.default_pane_widths()
+        return not readable
+
+    def _fit_empty_reader(self) -> None:
+        """Yield or take back the empty reader's room as the window's width and the reader's
+        content say (see _should_yield_reader)."""
+        if getattr(self, "_fitting_reader", False):
+            return
+        self._fitting_reader = True
+        try:
+            self._set_reader_yielded(self._should_yield_reader())
+        finally:
+            self._fitting_reader = False
+
+    def _set_reader_yielded(self, on: bool) -> None:
+        if on == self._reader_yielded:
+            return
+        if on:
+            self._sizes_before_yield = self.splitter.sizes()
+            self._reader_yielded = True
+            self.citation_panel.hide()
+            sizes = self._sizes_before_yield
+            if self._default_panes and not self._panes_restored:
+                self.splitter.setSizes(self._two_pane_widths())
+            elif len(sizes) == 3:  # the person's library width; the chat takes the reader's room
+                self.splitter.setSizes([sizes[0], sizes[1] + sizes[2], 0])
+            return
+        self._reader_yielded = False
+        library_now = self.splitter.sizes()[0]
+        self.citation_panel.show()
+        if self._default_panes and not self._panes_restored:
+            self.apply_default_layout()
+        elif self._sizes_before_yield:
+            # the person's widths: the reader's as it was, the library's as it is now
+            before = self._sizes_before_yield
+            total = sum(self.splitter.sizes())
+            reader = before[2] if before[2] > 0 else max(READABLE_WIDTH, total // 3)
+            chat_least = max(self.chat_pane.minimumWidth(), self.chat_pane.minimumSizeHint().width())
+            reader = max(PANE_MIN_WIDTH, min(reader, total - library_now - chat_least))
+            self.splitter.setSizes([library_now, max(0, total - library_now - reader), reader])
+        self._sizes_before_yield = []
 
     def _widen_older_library(self) -> None:
         """Panes saved by an earlier default layout: a library narrower than today's default
@@ -807,6 +926,8 @@ class MainWindow(QMainWindow):
             event.ignore()
             return
         self.set_reader_mode(False)  # the panes' usual widths are the ones saved
+        self._reader_kept = True
+        self._set_reader_yielded(False)  # the reader's width is saved, not a yielded 0
         self.save_state()
         app = QApplication.instance()
         if app is not None:

@@ -329,7 +329,7 @@ def test_f6_frames_the_pane_that_has_the_focus(qloop, qtbot, services):
 
     window = MainWindow(services)
     qtbot.addWidget(window)
-    window.resize(1024, 640)
+    window.resize(1280, 800)  # four panes (at 1024x640 the empty reader yields its room)
     window.show()
     qtbot.waitExposed(window)
     window.activateWindow()

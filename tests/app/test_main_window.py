@@ -509,3 +509,168 @@ def test_the_library_line_stays_when_a_menu_is_browsed_or_the_scheme_switched(ql
     assert not window.status_label.isVisible()
     window.statusBar().clearMessage()
     assert window.status_label.isVisible() and window.status_label.text() == line
+
+
+def _first_start(qtbot, services, width: int, height: int) -> MainWindow:
+    window = MainWindow(services)
+    qtbot.addWidget(window)
+    window.citation_panel.open_in_system_viewer = False
+    window.resize(width, height)
+    window.show()
+    qtbot.waitExposed(window)
+    QApplication.processEvents()
+    return window
+
+
+def _a_citation(index: int = 1) -> Citation:
+    return Citation(
+        index=index, chunk_id=f"c{index}", document_id="d", document_uri="file:///a.pdf",
+        document_title="A", content="A passage.", page_numbers=[1],
+    )
+
+
+def test_at_1024x640_the_empty_reader_yields_its_room_until_something_opens_in_it(qtbot, services):
+    """Issue 34 at 1024x640, first start: the empty reader took ~210 px beside a chat ~300 px
+    wide and a library whose titles were cut to a few words. An empty reader now yields its
+    room while the window cannot give the library, the chat and a readable reader their
+    widths; a citation takes its place back (reader mode's room, the panel being narrow), and
+    an emptied reader yields again. Wide windows keep the three panes."""
+    window = _first_start(qtbot, services, 1024, 640)
+    panel, splitter = window.citation_panel, window.splitter
+    library, chat, reader = splitter.sizes()
+    assert reader == 0 and not panel.isVisible()
+    assert window.pane_actions["citations"].isChecked()  # not the View menu's hiding
+    assert QSettings().value("main_window/show_citations", True, type=bool)
+    assert panel not in [pane for pane, _ in window._focus_stops()]  # F6 skips what is not there
+    assert library >= window.library_pane.minimumWidth() and library >= 380  # titles readable
+    assert window.chat_pane.splitter.sizes()[1] >= 400  # the transcript, not ~300 px
+    yielded = splitter.sizes()
+
+    window.chat_pane.citation_activated.emit(_a_citation())  # a chip clicked: the reader opens
+    assert panel.isVisible() and panel.width() >= READABLE_WIDTH and window.reader_mode.active
+    window.services.chat.new_conversation()  # Ctrl+N: the reader empties and yields again
+    assert not window.reader_mode.active and not panel.isVisible()
+    assert window.library_pane.isVisible() and splitter.sizes() == yielded
+
+    window.resize(1440, 900)  # room enough: the three panes of a wide window
+    QApplication.processEvents()
+    assert panel.isVisible() and splitter.sizes()[2] >= READABLE_WIDTH
+    window.resize(1024, 640)
+    QApplication.processEvents()
+    assert not panel.isVisible() and splitter.sizes()[0] >= 380
+
+
+def test_leaving_reader_mode_in_a_narrow_window_gives_the_reader_what_the_chat_can_spare(qtbot, services):
+    """Tester 19:39: at 1024x640, reader mode left by ⤢ with a citation shown gave the reader
+    ~190 px beside a chat at its full width (toggles on one row). The chat now gives down to
+    its least width (toggles wrap), the library keeps its controls' width."""
+    window = _first_start(qtbot, services, 1024, 640)
+    window.chat_pane.citation_activated.emit(_a_citation())
+    assert window.reader_mode.active
+    window.citation_panel.reader_button.click()
+    library, chat, reader = window.splitter.sizes()
+    chat_least = max(window.chat_pane.minimumWidth(), window.chat_pane.minimumSizeHint().width())
+    assert chat - chat_least <= 4 and library >= window.library_pane.minimumWidth()
+    assert reader >= sum(window.splitter.sizes()) - window.library_pane.minimumWidth() - chat_least - 4
+
+
+def test_a_yielded_reader_leaves_the_persons_widths_and_view_menu_choice_alone(qtbot, services):
+    """A library width the person dragged stays when the reader comes back; hiding the
+    reader from the View menu while it has yielded is remembered as hidden, and showing it
+    from there shows it even empty."""
+    window = _first_start(qtbot, services, 1024, 640)
+    panel, splitter = window.citation_panel, window.splitter
+    assert not panel.isVisible()
+    total = sum(splitter.sizes())
+    splitter.setSizes([330, total - 330, 0])  # a drag of the library's handle
+    splitter.splitterMoved.emit(330, 1)
+    window.chat_pane.citation_activated.emit(_a_citation())
+    assert panel.isVisible() and window.reader_mode.active
+    panel.reader_button.click()  # the panes back: the person's library width kept
+    assert not window.reader_mode.active and panel.isVisible()
+    assert abs(splitter.sizes()[0] - 330) <= 4 and splitter.sizes()[2] > 0
+    window.services.chat.new_conversation()
+    assert not panel.isVisible() and abs(splitter.sizes()[0] - 330) <= 4
+
+    window.pane_actions["citations"].trigger()  # View › Citation panel: hidden by choice
+    assert not window.pane_actions["citations"].isChecked()
+    assert not QSettings().value("main_window/show_citations", True, type=bool)
+    window.pane_actions["citations"].trigger()  # shown by choice: even empty, it stays
+    assert panel.isVisible() and splitter.sizes()[2] > 0
+    window.resize(1030, 640)
+    QApplication.processEvents()
+    assert panel.isVisible()
+
+
+def test_a_conversation_whose_citation_is_shown_brings_the_yielded_reader_back(qtbot, services):
+    chat = services.chat
+    window = _first_start(qtbot, services, 1024, 640)
+    first = chat.new_conversation()
+    window.show_citation(_a_citation())
+    window.citation_panel.reader_button.click()  # the usual panes, the citation shown
+    chat.new_conversation()
+    assert not window.citation_panel.isVisible()
+    chat.open_conversation(first.id)  # the panel shows the citation last shown in it
+    assert window.citation_panel.citation is not None and window.citation_panel.isVisible()
+    assert window.splitter.sizes()[2] > 0
+
+
+def _library_with_sections(qloop, services, tmp_path, collections: int = 3) -> None:
+    for i in range(collections):
+        qloop.run_until_complete(services.collections.create(f"Collection {i}", []))
+    watched = tmp_path / "watched"
+    watched.mkdir(exist_ok=True)
+    services.library.watch.add(str(watched))
+    run_until(qloop, lambda: bool(services.library.watch.folders), SLOW)
+
+
+def _settled(qloop) -> None:
+    for _ in range(3):
+        QApplication.processEvents()
+        qloop.run_until_complete(asyncio.sleep(0))
+
+
+def test_in_a_short_window_the_collections_and_watched_folders_start_folded_with_counts(
+    qloop, qtbot, services, tmp_path, themed
+):
+    """Issue 34 at 1024x640: the collections and the watched folders, shown on a first start,
+    squeezed the library's table to about four rows. Without a person's choice they start
+    folded there (one header line each, with a count), and shown where there is room."""
+    _library_with_sections(qloop, services, tmp_path)
+    window = _first_start(qtbot, services, 1024, 640)
+    _settled(qloop)
+    pane = window.library_pane
+    box = pane.collections_box
+    assert not box.list.isVisible() and box.folded() and box.title.text() == "Collections (3)"
+    assert pane.watched_box.isVisible() and not pane.watched.isVisible()
+    assert pane.watched_toggle.text() == "Watched folders (1)"
+    assert not pane.unwatch_button.isVisible()  # it acts on the list's selection: folded with it
+    assert pane.table_area.height() >= pane.readable_table_height()
+    assert not QSettings().contains("library_pane/collections_folded")  # not a choice
+    window.resize(1440, 900)  # room: both shown, the table still readable
+    _settled(qloop)
+    assert box.list.isVisible() and pane.watched.isVisible() and pane.unwatch_button.isVisible()
+    assert pane.table_area.height() >= pane.readable_table_height()
+
+
+def test_a_persons_fold_choice_is_kept_and_an_unfolded_list_leaves_the_table_readable(
+    qloop, qtbot, services, tmp_path, themed
+):
+    _library_with_sections(qloop, services, tmp_path)
+    window = _first_start(qtbot, services, 1024, 640)
+    _settled(qloop)
+    pane = window.library_pane
+    pane.collections_box.title.click()  # the person unfolds both in the short window
+    pane.watched_toggle.click()
+    _settled(qloop)
+    assert pane.collections_box.list.isVisible() and pane.watched.isVisible()
+    assert pane.table_area.height() >= pane.readable_table_height()  # the lists scroll instead
+    window.close()
+
+    again = _first_start(qtbot, services, 1024, 640)  # the next start: the person's choice
+    _settled(qloop)
+    assert again.library_pane.collections_box.list.isVisible() and again.library_pane.watched.isVisible()
+    again.library_pane.collections_box.title.click()  # folded by the person in a tall window
+    again.resize(1440, 900)
+    _settled(qloop)
+    assert not again.library_pane.collections_box.list.isVisible() and again.library_pane.watched.isVisible()

@@ -460,8 +460,7 @@ def test_a_citation_in_a_small_window_gets_room_to_read_and_gives_it_back(qloop,
     entry = _ingest(qloop, services.library, report.path)
     window = _window(qtbot, services, 1024, 640)
     panel = window.citation_panel
-    before = window.splitter.sizes()
-    assert before[2] < READABLE_WIDTH  # the usual layout leaves the reader too little
+    assert window.splitter.sizes()[2] == 0 and not panel.isVisible()  # empty, it yields its room
     shown: list[int] = []
     panel.page_shown.connect(shown.append)
     window.show_citation(_citation(entry, [Box(2, *report.block("p_discussion").rect)]))
@@ -469,6 +468,8 @@ def test_a_citation_in_a_small_window_gets_room_to_read_and_gives_it_back(qloop,
     _settle(qloop)
     assert panel.width() >= READABLE_WIDTH
     assert window.reader_mode.active and panel.reader_button.isChecked()  # says so, one click undoes it
+    before = window.reader_mode._sizes  # the three panes it took the room of
+    assert 0 < before[2] < READABLE_WIDTH  # the usual layout leaves the reader too little
     assert window.chat_pane.isVisible()  # the chat stays beside the reader
     assert panel.reader.page_rect(2).width() >= READABLE_WIDTH - 60
     for widget in (panel.copy_button, panel.open_button, panel.reader_button, panel.page_label):
