@@ -14,6 +14,7 @@ import pymupdf
 
 from haiku.rag.ingest.pdf.blocks import Line
 from haiku.rag.ingest.pdf.geometry import IDENTITY, Bbox, Matrix, area, intersect, transform
+from haiku.rag.ingest.pdf.glyphs import font_chars, repair_glyphs
 
 # One text extraction pass also collects vector paths (as type-3 blocks): cheaper than a
 # second pass with get_bboxlog(). Images are not collected there: the dict would carry
@@ -55,8 +56,11 @@ class RawPage:
 
 def read_page(page: pymupdf.Page) -> RawPage:
     """The only PyMuPDF calls that may fail on a damaged page."""
-    text = page.get_textpage(flags=TEXT_FLAGS).extractDICT()
-    _mark_numbered_glyphs(text)
+    textpage = page.get_textpage(flags=TEXT_FLAGS)
+    text = textpage.extractDICT()
+    fonts = font_chars(text)
+    _mark_numbered_glyphs(text, fonts)
+    repair_glyphs(text, fonts, textpage, page)
     strokes, fills = [], []
     has_text = False
     for block in text["blocks"]:
@@ -88,20 +92,11 @@ NUMBERED_GLYPHS_MIN = 5
 NUMBERED_GLYPHS_COVER = 0.8
 
 
-def _mark_numbered_glyphs(text: dict[str, Any]) -> None:
+def _mark_numbered_glyphs(text: dict[str, Any], fonts: dict[str, set[str]]) -> None:
     """Spans in a font whose glyphs extract as their numbers (see above) become U+FFFD, the
     undecodable text they are: their lines are then left out and a page mostly of them is
-    read by OCR, as for a font without a Unicode map."""
-    seen: dict[str, set[str]] = {}
-    for block in text["blocks"]:
-        if block.get("type", 0) == 0:
-            for line in block["lines"]:
-                for span in line["spans"]:
-                    chars = seen.get(span["font"])
-                    if chars is None:
-                        chars = seen[span["font"]] = set()
-                    chars.update(span["text"])
-    numbered = {font for font, chars in seen.items() if _numbered(chars)}
+    read by OCR, as for a font without a Unicode map. ``fonts``: each font's characters."""
+    numbered = {font for font, chars in fonts.items() if _numbered(chars)}
     if not numbered:
         return
     for block in text["blocks"]:

@@ -1,0 +1,255 @@
+"""Glyphs whose extracted text is not what the page shows, put right in PyMuPDF's text dict
+before lines are made of it (so a line's text, its spans and its boxes stay one record).
+
+- TeX's spacing accents. Type 1 TeX fonts (and some typesetters) draw an accented letter as
+  two glyphs, the letter and a spacing accent placed over it (under it for a cedilla), in
+  either order: MuPDF extracts "Jim´enez", "M¨uller", "Aviac¸a˜o", which no one searches
+  for and a quote repeats wrongly. An accent whose box is centred over a neighbouring
+  letter's box is composed with it ("Jiménez"); one standing on its own ("Rˆ3", a prime in
+  a formula) keeps its place.
+- ZapfDingbats without a Unicode map. Its glyphs are named ``a1`` .. ``a206``, and MuPDF
+  reads such a name as the character of that number: ✓ (``a19``) comes out as U+0013, a
+  control character that was then dropped, emptying a comparison table's ✓/✗ column.
+- C1 control characters (U+0080..U+009F) in a symbol font: a list's bullet glyph (a real
+  form's checkbox bullets came out as U+0084); they become "•".
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+# spacing accent -> the combining mark it stands for
+SPACING_ACCENTS = {
+    "\u00b4": "\u0301",  # acute
+    "`": "\u0300",  # grave (TeX's \` glyph extracts as the ASCII grave accent)
+    "\u02cb": "\u0300",  # modifier grave
+    "\u00a8": "\u0308",  # dieresis
+    "\u02c6": "\u0302",  # circumflex
+    "\u02dc": "\u0303",  # tilde
+    "\u00b8": "\u0327",  # cedilla (under)
+    "\u02db": "\u0328",  # ogonek (under)
+    "\u02c7": "\u030c",  # caron
+    "\u02d8": "\u0306",  # breve
+    "\u02da": "\u030a",  # ring
+    "\u02d9": "\u0307",  # dot above
+    "\u02dd": "\u030b",  # double acute (Hungarian umlaut)
+    "\u00af": "\u0304",  # macron
+}
+ACCENT_CHARS = frozenset(SPACING_ACCENTS)
+# an accent over a dotless i or j stands over the letter i or j ("na¨ıve" is "naïve")
+_DOTLESS = {"\u0131": "i", "\u0237": "j"}
+# how far an accent's baseline may sit from its letter's: TeX raises an accent over a
+# capital or an ascender by up to ~0.3 em
+ACCENT_RAISE_EM = 0.6
+# how far an accent's middle may lie past its letter's box: a math accent is shifted right
+# by the letter's slant ("˜b" in cmmi10: 0.005 em past the b); a free-standing accent
+# between two glyphs ("Rˆ3") lies 0.16 em from either
+ACCENT_SLACK_EM = 0.1
+
+# ZapfDingbats glyph names a1..a206 (Adobe's zapfdingbats.txt) -> Unicode; MuPDF extracts
+# glyph ``aN`` of a ZapfDingbats font without a ToUnicode map as chr(N).
+_ZAPF = {
+    1: 0x2701, 2: 0x2702, 3: 0x2704, 4: 0x260E, 5: 0x2706, 6: 0x271D, 7: 0x271E, 8: 0x271F,
+    9: 0x2720, 10: 0x2721, 11: 0x261B, 12: 0x261E, 13: 0x270C, 14: 0x270D, 15: 0x270E,
+    16: 0x270F, 17: 0x2711, 18: 0x2712, 19: 0x2713, 20: 0x2714, 21: 0x2715, 22: 0x2716,
+    23: 0x2717, 24: 0x2718, 25: 0x2719, 26: 0x271A, 27: 0x271B, 28: 0x271C, 29: 0x2722,
+    30: 0x2723, 31: 0x2724, 32: 0x2725, 33: 0x2726, 34: 0x2727, 35: 0x2605, 36: 0x2729,
+    37: 0x272A, 38: 0x272B, 39: 0x272C, 40: 0x272D, 41: 0x272E, 42: 0x272F, 43: 0x2730,
+    44: 0x2731, 45: 0x2732, 46: 0x2733, 47: 0x2734, 48: 0x2735, 49: 0x2736, 50: 0x2737,
+    51: 0x2738, 52: 0x2739, 53: 0x273A, 54: 0x273B, 55: 0x273C, 56: 0x273D, 57: 0x273E,
+    58: 0x273F, 59: 0x2740, 60: 0x2741, 61: 0x2742, 62: 0x2743, 63: 0x2744, 64: 0x2745,
+    65: 0x2746, 66: 0x2747, 67: 0x2748, 68: 0x2749, 69: 0x274A, 70: 0x274B, 71: 0x25CF,
+    72: 0x274D, 73: 0x25A0, 74: 0x274F, 75: 0x2751, 76: 0x25B2, 77: 0x25BC, 78: 0x25C6,
+    79: 0x2756, 81: 0x25D7, 82: 0x2758, 83: 0x2759, 84: 0x275A, 85: 0x276F, 86: 0x2771,
+    87: 0x2772, 88: 0x2773, 89: 0x2768, 90: 0x2769, 91: 0x276C, 92: 0x276D, 93: 0x276A,
+    94: 0x276B, 95: 0x2774, 96: 0x2775, 97: 0x275B, 98: 0x275C, 99: 0x275D, 100: 0x275E,
+    101: 0x2761, 102: 0x2762, 103: 0x2763, 104: 0x2764, 105: 0x2710, 106: 0x2765,
+    107: 0x2766, 108: 0x2767, 109: 0x2660, 110: 0x2665, 111: 0x2666, 112: 0x2663,
+    117: 0x2709, 118: 0x2708, 119: 0x2707, 120: 0x2460, 121: 0x2461, 122: 0x2462,
+    123: 0x2463, 124: 0x2464, 125: 0x2465, 126: 0x2466, 127: 0x2467, 128: 0x2468,
+    129: 0x2469, 130: 0x2776, 131: 0x2777, 132: 0x2778, 133: 0x2779, 134: 0x277A,
+    135: 0x277B, 136: 0x277C, 137: 0x277D, 138: 0x277E, 139: 0x277F, 140: 0x2780,
+    141: 0x2781, 142: 0x2782, 143: 0x2783, 144: 0x2784, 145: 0x2785, 146: 0x2786,
+    147: 0x2787, 148: 0x2788, 149: 0x2789, 150: 0x278A, 151: 0x278B, 152: 0x278C,
+    153: 0x278D, 154: 0x278E, 155: 0x278F, 156: 0x2790, 157: 0x2791, 158: 0x2792,
+    159: 0x2793, 160: 0x2794, 161: 0x2192, 162: 0x27A3, 163: 0x2194, 164: 0x2195,
+    165: 0x2799, 166: 0x279B, 167: 0x279C, 168: 0x279D, 169: 0x279E, 170: 0x279F,
+    171: 0x27A0, 172: 0x27A1, 173: 0x27A2, 174: 0x27A4, 175: 0x27A5, 176: 0x27A6,
+    177: 0x27A7, 178: 0x27A8, 179: 0x27A9, 180: 0x27AB, 181: 0x27AD, 182: 0x27AF,
+    183: 0x27B2, 184: 0x27B3, 185: 0x27B5, 186: 0x27B8, 187: 0x27BA, 188: 0x27BB,
+    189: 0x27BC, 190: 0x27BD, 191: 0x27BE, 192: 0x279A, 193: 0x27AA, 194: 0x27B6,
+    195: 0x27B9, 196: 0x2798, 197: 0x27B4, 198: 0x27B7, 199: 0x27AC, 200: 0x27AE,
+    201: 0x27B1, 202: 0x2703, 203: 0x2750, 204: 0x2752, 205: 0x276E, 206: 0x2770,
+}
+# the ZapfDingbats family (Adobe's, ITC's, URW's clone "Dingbats" that LaTeX's pifont uses),
+# whose glyph names are the a1..a206 above; a subset's "ABCDEF+" prefix is removed first
+_ZAPF_NAME = re.compile(r"(?i)(?:itc)?[\s-]?(?:zapf[\s-]?)?dingbats(?:[\s-]?itc)?(?:[\s-]?(?:regular|medium))?|d050000l|uzdr")
+# fonts of symbols and list marks: a C1 control character they give is a bullet glyph
+_SYMBOL_NAME = re.compile(r"(?i)dingbat|wingding|webding|symbol|sorts|bullet|marlett|msam|msbm|cmsy")
+_C1 = re.compile("[\u0080-\u009f]")
+BULLET = "\u2022"
+
+
+def font_chars(text: dict[str, Any]) -> dict[str, set[str]]:
+    """The characters each font gives on the page (one pass over the spans)."""
+    seen: dict[str, set[str]] = {}
+    for block in text["blocks"]:
+        if block.get("type", 0) == 0:
+            for line in block["lines"]:
+                for span in line["spans"]:
+                    chars = seen.get(span["font"])
+                    if chars is None:
+                        chars = seen[span["font"]] = set()
+                    chars.update(span["text"])
+    return seen
+
+
+def repair_glyphs(text: dict[str, Any], fonts: dict[str, set[str]], textpage: Any, page: Any) -> None:
+    """Compose spacing accents with their letters and map dingbats and symbol-font bullets to
+    their characters, in place. ``fonts``: ``font_chars(text)``; ``textpage`` the text page
+    ``text`` was extracted from (its characters' boxes are read only when an accent is on
+    the page); ``page`` to look up which fonts have a Unicode map (only when a ZapfDingbats
+    font gives printable characters)."""
+    if any(not ACCENT_CHARS.isdisjoint(chars) for chars in fonts.values()):
+        compose_accents(text, textpage.extractRAWDICT())
+    maps: dict[str, dict[str, str]] = {}
+    for font, chars in fonts.items():
+        mapping = _symbol_map(font, chars, page)
+        if mapping:
+            maps[font] = mapping
+    if not maps:
+        return
+    for block in text["blocks"]:
+        if block.get("type", 0) == 0:
+            for line in block["lines"]:
+                for span in line["spans"]:
+                    span_map = maps.get(span["font"])
+                    if span_map is not None:
+                        span["text"] = "".join(span_map.get(ch, ch) for ch in span["text"])
+
+
+def _symbol_map(font: str, chars: set[str], page: Any) -> dict[str, str]:
+    name = font.split("+", 1)[-1]
+    mapping: dict[str, str] = {}
+    if _ZAPF_NAME.fullmatch(name):
+        candidates = [ch for ch in chars if ord(ch) in _ZAPF and not ch.isspace()]
+        if not candidates:
+            return mapping
+        simple, unmapped = _font_kind(page, name)
+        if not simple:
+            return mapping  # a CID or TrueType font's numbers are glyph ids, not names
+        for ch in candidates:
+            code = ord(ch)
+            # a control character cannot be what a Unicode map says: it is the glyph name's
+            # number; a printable one is only when the font has no Unicode map at all
+            if code < 0x20 or 0x7F <= code <= 0x9F or unmapped:
+                mapping[ch] = chr(_ZAPF[code])
+        return mapping
+    if _SYMBOL_NAME.search(name):
+        for ch in chars:
+            if _C1.match(ch):
+                mapping[ch] = BULLET
+    return mapping
+
+
+def _font_kind(page: Any, name: str) -> tuple[bool, bool]:
+    """(whether no font of the page by this name is other than a simple Type 1 font, whose
+    glyphs have names; whether there is one and none of them has a ToUnicode map). A font
+    drawn only by an annotation (a form's check box: ZapfDingbats in its appearance) is not
+    among the page's fonts: it is the standard Type 1 font, its Unicode map unknown."""
+    doc = page.parent
+    simple, unmapped, found = True, True, False
+    for xref, _ext, kind, basefont, _ref, _encoding in page.get_fonts():
+        if basefont.split("+", 1)[-1] != name:
+            continue
+        found = True
+        simple = simple and kind in ("Type1", "MMType1")
+        unmapped = unmapped and doc.xref_get_key(xref, "ToUnicode")[0] == "null"
+    return simple, found and unmapped
+
+
+def compose_accents(text: dict[str, Any], raw: dict[str, Any]) -> None:
+    """Compose each spacing accent placed over (or under) a letter with that letter, in the
+    spans of ``text`` (PyMuPDF's dict), using the character boxes of ``raw`` (the rawdict of
+    the same text page: the same blocks, lines and spans). The letter's span takes the
+    composed letter (NFC); the accent leaves its span (a span left empty is skipped when the
+    line is made; boxes are the spans' and the line's, unchanged)."""
+    raw_blocks = raw["blocks"]
+    if len(raw_blocks) != len(text["blocks"]):
+        return
+    for block, raw_block in zip(text["blocks"], raw_blocks, strict=True):
+        if block.get("type", 0) != 0 or raw_block.get("type", 0) != 0:
+            continue
+        lines, raw_lines = block["lines"], raw_block["lines"]
+        if len(lines) != len(raw_lines):
+            continue
+        for line, raw_line in zip(lines, raw_lines, strict=True):
+            if any(not ACCENT_CHARS.isdisjoint(span["text"]) for span in line["spans"]):
+                _compose_line(line, raw_line)
+
+
+def _compose_line(line: dict[str, Any], raw_line: dict[str, Any]) -> None:
+    spans, raw_spans = line["spans"], raw_line["spans"]
+    dx, dy = line["dir"]
+    if len(spans) != len(raw_spans) or abs(dy) > 0.02 or dx <= 0:
+        return  # horizontal lines only: "over" is read on the x axis
+    chars: list[tuple[int, dict[str, Any], float]] = []  # (span index, char, font size)
+    for k, (span, raw_span) in enumerate(zip(spans, raw_spans, strict=True)):
+        if "".join(c["c"] for c in raw_span["chars"]) != span["text"]:
+            return  # the span's text was changed after extraction: leave the line alone
+        chars.extend((k, c, raw_span["size"]) for c in raw_span["chars"])
+    marks: dict[int, list[str]] = {}  # letter index -> its combining marks, in order
+    dropped: set[int] = set()
+    for i, (_k, char, _size) in enumerate(chars):
+        mark = SPACING_ACCENTS.get(char["c"])
+        if mark is None:
+            continue
+        letter = _letter_under(chars, i)
+        if letter is not None:
+            marks.setdefault(letter, []).append(mark)
+            dropped.add(i)
+    if not dropped:
+        return
+    texts: list[list[str]] = [[] for _ in spans]
+    for i, (k, char, _size) in enumerate(chars):
+        if i in dropped:
+            continue
+        c = char["c"]
+        if i in marks:
+            c = unicodedata.normalize("NFC", _DOTLESS.get(c, c) + "".join(marks[i]))
+        texts[k].append(c)
+    for span, parts in zip(spans, texts, strict=True):
+        span["text"] = "".join(parts)
+
+
+def _letter_under(chars: list[tuple[int, dict[str, Any], float]], i: int) -> int | None:
+    """The index of the letter that the accent at ``i`` is placed over: the nearest letter
+    before or after it (past other accents on the same letter) whose box holds the accent's
+    horizontal middle (give or take ACCENT_SLACK_EM), its baseline within ACCENT_RAISE_EM of
+    the accent's."""
+    accent = chars[i][1]
+    ax0, _ay0, ax1, _ay1 = accent["bbox"]
+    middle = (ax0 + ax1) / 2
+    best: int | None = None
+    best_distance = 0.0
+    for step in (-1, 1):
+        j = i + step
+        while 0 <= j < len(chars) and chars[j][1]["c"] in ACCENT_CHARS:
+            j += step
+        if not 0 <= j < len(chars) or abs(j - i) > 3:
+            continue
+        _k, letter, size = chars[j]
+        if not letter["c"].isalpha():
+            continue
+        lx0, _ly0, lx1, _ly1 = letter["bbox"]
+        slack = ACCENT_SLACK_EM * (size or 1.0)
+        if not (lx0 < lx1 and lx0 - slack <= middle <= lx1 + slack):
+            continue
+        if abs(letter["origin"][1] - accent["origin"][1]) > ACCENT_RAISE_EM * (size or 1.0):
+            continue
+        distance = abs((lx0 + lx1) / 2 - middle)
+        if best is None or distance < best_distance:
+            best, best_distance = j, distance
+    return best

@@ -1,0 +1,275 @@
+"""Glyphs stored as the page shows them (generated PDFs, real conversion and chunking):
+
+- a spacing accent that TeX (or a typesetter) draws as a glyph of its own over or under its
+  letter is composed with that letter ("Jim´enez" -> "Jiménez"), in either drawing order;
+  one standing on its own ("Rˆ3", a prime) is left where it is;
+- ZapfDingbats without a Unicode map: MuPDF extracts glyph ``a19`` (✓) as U+0013, which was
+  dropped, emptying a comparison table's ✓/✗ column;
+- a symbol font's bullet extracted as a C1 control character (U+0084) becomes "•", each
+  list item staying an item of its own.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pymupdf
+import pytest
+
+from haiku.rag.ingest.chunker import chunk_document
+from haiku.rag.ingest.items import ItemTexts
+from haiku.rag.ingest.pdf import convert_pdf
+
+SIZE = 11.0
+# the builtin Times embedded as a font with a Unicode map: its spacing accents extract as
+# the characters they are (U+00B4, U+02DC, ...), as TeX's Type 1 fonts do
+TIMES = pymupdf.Font("tiro")
+
+
+def _width(text: str) -> float:
+    return TIMES.text_length(text, SIZE)
+
+
+class _TexPage:
+    """Writes text the way TeX sets an accented letter: the letter and a spacing accent
+    glyph, the accent centred over the letter (raised over a capital), drawn before the
+    letter (TeX's ``\\accent``) or after it (other typesetters, and TeX's cedilla)."""
+
+    def __init__(self, page: pymupdf.Page, y: float, x: float = 72.0) -> None:
+        self.page, self.y, self.x = page, y, x
+        page.insert_font(fontname="tex", fontbuffer=TIMES.buffer)
+
+    def text(self, text: str, fontname: str = "tex") -> None:
+        self.page.insert_text((self.x, self.y), text, fontname=fontname, fontsize=SIZE)
+        self.x += _width(text) if fontname == "tex" else pymupdf.get_text_length(text, fontname, SIZE)
+
+    def accented(self, letter: str, accent: str, *, after: bool = False, raise_by: float = 0.0, fontname: str = "tex") -> None:
+        letter_width = _width(letter) if fontname == "tex" else pymupdf.get_text_length(letter, fontname, SIZE)
+        accent_x = self.x + (letter_width - _width(accent)) / 2
+        if not after:
+            self.page.insert_text((accent_x, self.y - raise_by), accent, fontname="tex", fontsize=SIZE)
+        self.page.insert_text((self.x, self.y), letter, fontname=fontname, fontsize=SIZE)
+        if after:
+            self.page.insert_text((accent_x, self.y - raise_by), accent, fontname="tex", fontsize=SIZE)
+        self.x += letter_width
+
+
+def _accents_pdf() -> bytes:
+    doc = pymupdf.open()
+    page = doc.new_page()
+    first = _TexPage(page, 100)
+    first.text("The study by Jim")
+    first.accented("e", "\u00b4")
+    first.text("nez and M")
+    first.accented("u", "\u00a8")
+    first.text("ller was cited by Fran")
+    first.accented("c", "\u00b8", after=True)
+    first.text("ois.")
+    second = _TexPage(page, 114)
+    second.text("It names the Ag")
+    second.accented("e", "\u02c6")
+    second.text("ncia Nacional de Avia")
+    second.accented("c", "\u00b8", after=True)
+    second.accented("a", "\u02dc", after=True)
+    second.text("o Civil, a na")
+    second.accented("\u0131", "\u00a8")  # TeX's \"\i: a dieresis over a dotless i
+    second.text("ve model and ")
+    second.accented("S", "\u02c7", raise_by=2.5)  # over a capital, raised
+    second.text("trumbelj.")
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def _markdown(data: bytes) -> str:
+    return ItemTexts(convert_pdf(data, source="accents.pdf").document).document_markdown()
+
+
+def test_spacing_accents_over_their_letters_are_composed():
+    data = _accents_pdf()
+    with pymupdf.open(stream=data) as doc:  # the trap is real: MuPDF extracts them apart
+        layer = doc[0].get_text()
+        assert "Jim\u00b4enez" in layer and "M\u00a8uller" in layer and "Aviac\u00b8a\u02dco" in layer
+    conversion = convert_pdf(data, source="accents.pdf")
+    text = ItemTexts(conversion.document).document_markdown()
+    expected = (
+        "The study by Jiménez and Müller was cited by François. It names the Agência Nacional "
+        "de Aviação Civil, a naïve model and Štrumbelj."
+    )
+    assert text == unicodedata.normalize("NFC", expected)
+    assert unicodedata.is_normalized("NFC", text)
+    # stored, quoted and highlighted so: one chunk with that text, each line's provenance
+    # slicing exactly its printed words, its box the printed line's
+    chunks = chunk_document(conversion.document, max_tokens=256)
+    assert [c.text for c in chunks] == [text]
+    item = conversion.document.texts[0]
+    first, second = item.prov
+    assert item.text[first.charspan[0] : first.charspan[1]] == "The study by Jiménez and Müller was cited by François."
+    assert item.text[second.charspan[0] : second.charspan[1]].endswith("naïve model and Štrumbelj.")
+    assert first.bbox.l == pytest.approx(72.0, abs=0.5)
+    assert first.bbox.r == pytest.approx(72.0 + _width("The study by Jiménez and Müller was cited by François."), abs=1.0)
+
+
+def test_a_math_accent_in_another_font_than_its_letter_is_composed():
+    """TeX's math: the tilde from the roman font over an italic m (two spans)."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    line = _TexPage(page, 100)
+    line.text("We use ")
+    line.accented("m", "\u02dc", fontname="tiit")
+    line.text(" = 24 negative passages in all of the experiments.")
+    text = _markdown(doc.tobytes())
+    assert text == "We use m\u0303 = 24 negative passages in all of the experiments."
+
+
+def test_accents_standing_on_their_own_are_left_alone():
+    """An accent with its own advance between two glyphs ("Rˆ3", "f´") is not over a letter;
+    nor is one over a digit or a sign."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    line = _TexPage(page, 100)
+    line.text("The method R\u02c63 and the value f\u00b4 with x\u02dc stay as printed, and ")
+    line.accented("3", "\u02c6")
+    line.text(" too.")
+    text = _markdown(doc.tobytes())
+    assert text == "The method R\u02c63 and the value f\u00b4 with x\u02dc stay as printed, and \u02c63 too."
+
+
+def _font(doc: pymupdf.Document, base: str, to_unicode: dict[int, str] | None = None) -> int:
+    """A simple Type 1 font object by name, not embedded (MuPDF uses its own base-14 or
+    substitute font), with a ToUnicode map when given."""
+    xref = doc.get_new_xref()
+    extra = ""
+    if to_unicode is not None:
+        cmap = doc.get_new_xref()
+        doc.update_object(cmap, "<<>>")
+        pairs = "\n".join(f"<{code:02X}> <{ord(ch):04X}>" for code, ch in to_unicode.items())
+        doc.update_stream(
+            cmap,
+            (
+                "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+                "/CMapName /Custom def /CMapType 2 def\n"
+                "1 begincodespacerange <00> <FF> endcodespacerange\n"
+                f"{len(to_unicode)} beginbfchar\n{pairs}\nendbfchar\n"
+                "endcmap CMapName currentdict /CMap defineresource pop end end"
+            ).encode(),
+        )
+        extra = f"/ToUnicode {cmap} 0 R"
+    doc.update_object(xref, f"<</Type/Font/Subtype/Type1/BaseFont/{base}{extra}>>")
+    return xref
+
+
+def _page_with_stream(doc: pymupdf.Document, fonts: dict[str, int], stream: str) -> None:
+    page = doc.new_page(width=595, height=842)
+    entries = "".join(f"/{name} {xref} 0 R" for name, xref in fonts.items())
+    doc.xref_set_key(page.xref, "Resources", f"<</Font<<{entries}>>>>")
+    content = doc.get_new_xref()
+    doc.update_object(content, "<<>>")
+    doc.update_stream(content, stream.encode("latin-1"))
+    doc.xref_set_key(page.xref, "Contents", f"{content} 0 R")
+
+
+def _show(font: str, x: float, y: float, text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    return f"BT /{font} 10 Tf {x:.2f} {y:.2f} Td ({escaped}) Tj ET\n"
+
+
+ROWS = [("Random", "7", "7", "47.0"), ("BM25", "7", "7", "50.0"), ("Gold", "7", "3", "51.1"), ("Gold", "31", "3", "52.1")]
+
+
+def _dingbat_table_pdf(*, to_unicode: bool = False) -> bytes:
+    """A results table whose IB column marks in-batch training with pifont's \\ding{51} ✓
+    and \\ding{55} ✗ (ZapfDingbats codes "3" and "7"), the font without a Unicode map."""
+    doc = pymupdf.open()
+    zapf = _font(doc, "ZapfDingbats", {0x33: "3", 0x37: "7"} if to_unicode else None)
+    helv = _font(doc, "Helvetica")
+    stream = _show("F1", 72, 760, "Table 3: Comparison of training schemes on the development set.")
+    header = ["Type", "#N", "IB", "Top-5"]
+    xs = [72, 160, 230, 300]
+    stream += "".join(_show("F1", x, 730, h) for x, h in zip(xs, header, strict=True))
+    for r, (kind, n, mark, top) in enumerate(ROWS):
+        y = 712 - 16 * r
+        stream += _show("F1", xs[0], y, kind) + _show("F1", xs[1], y, n)
+        stream += _show("ZD", xs[2], y, mark) + _show("F1", xs[3], y, top)
+    stream += _show("F1", 72, 600, "In-batch training improves the results substantially on every measure.")
+    _page_with_stream(doc, {"F1": helv, "ZD": zapf}, stream)
+    return doc.tobytes()
+
+
+def test_zapf_dingbats_check_marks_in_a_table_are_kept():
+    data = _dingbat_table_pdf()
+    with pymupdf.open(stream=data) as doc:  # the trap is real: glyph a19 extracts as U+0013
+        assert "\x13" in doc[0].get_text() and "\x17" in doc[0].get_text()
+    document = convert_pdf(data, source="dpr.pdf").document
+    assert len(document.tables) == 1
+    grid = [[cell.text for cell in row] for row in document.tables[0].data.grid]
+    column = [row[2] for row in grid]
+    assert column == ["IB", "\u2717", "\u2717", "\u2713", "\u2713"]
+    text = ItemTexts(document).document_markdown()
+    assert "| Gold | 31 | \u2713 | 52.1 |" in text
+
+
+def test_a_dingbat_font_with_a_unicode_map_is_read_by_its_map():
+    """A font that says what its glyphs are is believed: only control characters, which a
+    Unicode map cannot mean, are glyph numbers."""
+    data = _dingbat_table_pdf(to_unicode=True)
+    grid = [[cell.text for cell in row] for row in convert_pdf(data, source="dpr.pdf").document.tables[0].data.grid]
+    assert [row[2] for row in grid] == ["IB", "7", "7", "3", "3"]
+
+
+def test_zapf_dingbats_bullets_without_a_unicode_map_make_a_list():
+    """\\ding{108} (●, glyph a71, code "l") extracts as "G": each item began "G ..."."""
+    doc = pymupdf.open()
+    zapf = _font(doc, "ZapfDingbats")
+    helv = _font(doc, "Helvetica")
+    items = ["Parse the PDF with its fonts", "Chunk the text by headings", "Embed every chunk offline"]
+    stream = _show("F1", 72, 760, "The pipeline has three steps:")
+    for i, item in enumerate(items):
+        y = 740 - 16 * i
+        stream += _show("ZD", 80, y, "l") + _show("F1", 92, y, item)
+    _page_with_stream(doc, {"F1": helv, "ZD": zapf}, stream)
+    data = doc.tobytes()
+    assert "G" in pymupdf.open(stream=data)[0].get_text().split()  # the trap
+    document = convert_pdf(data, source="steps.pdf").document
+    assert [t.text for t in document.texts if t.label == "list_item"] == items
+    assert "G" not in ItemTexts(document).document_markdown()
+
+
+def test_symbol_font_bullets_extracted_as_c1_controls_become_bullets_and_stay_items():
+    """A symbol font's bullet whose text is U+0084 (as in a real questionnaire: its actual text
+    says U+0084): stored as "•" list marks, each item its own list item, none merged into a
+    paragraph."""
+    doc = pymupdf.open()
+    wing = _font(doc, "Wingdings")
+    helv = _font(doc, "Helvetica")
+    items = [
+        "They work in parallel to State funded private practitioners",
+        "They coordinate appointments of private practitioners",
+        "They supervise, coach or mentor private practitioners",
+    ]
+    stream = _show("F1", 72, 760, "What do institutional legal aid providers do?")
+    for i, item in enumerate(items):
+        y = 740 - 16 * i
+        stream += "/Span<</ActualText<FEFF0084>>> BDC\n" + _show("WD", 80, y, "l") + "EMC\n"
+        stream += _show("F1", 92, y, item)
+    _page_with_stream(doc, {"F1": helv, "WD": wing}, stream)
+    data = doc.tobytes()
+    assert "\x84" in pymupdf.open(stream=data)[0].get_text()  # the trap
+    document = convert_pdf(data, source="survey.pdf").document
+    assert [t.text for t in document.texts if t.label == "list_item"] == items
+    text = ItemTexts(document).document_markdown()
+    assert "\x84" not in text and "•" not in text.replace("- ", "")
+
+
+def test_c1_controls_in_a_text_font_are_not_made_bullets():
+    """Only a symbol font's control character is taken for a bullet."""
+    doc = pymupdf.open()
+    helv = _font(doc, "Helvetica")
+    stream = _show("F1", 72, 760, "A line with an odd ")
+    stream += "/Span<</ActualText<FEFF0084>>> BDC\n" + _show("F1", 160, 760, "x") + "EMC\n"
+    stream += _show("F1", 166, 760, " character in its running text.")
+    _page_with_stream(doc, {"F1": helv}, stream)
+    data = doc.tobytes()
+    assert "\x84" in pymupdf.open(stream=data)[0].get_text()
+    text = ItemTexts(convert_pdf(data, source="odd.pdf").document).document_markdown()
+    assert "\u2022" not in text and "\x84" in text
