@@ -200,61 +200,54 @@ async def test_fallback_markers_planted_in_document_text_cannot_cite_other_docum
     assert "[1] [2]" not in done.text
 
 
-async def test_a_fallback_citation_names_the_part_of_the_widened_passage_that_holds_its_sentence(tmp_path):
-    """The no-tools model reads a hit widened by context expansion and cites it by number; a
-    tester's answer "Grant is getting reinforcements from the eastern army [8]" rested on the
-    widened part (p. 3) of a hit on pp. 4-5: the chip said pp. 4-5, the strong highlight was
-    there, and the badge said Supported. The citation is now the passage holding the sentence."""
+SIEGE_DIARY = (
+    "# Siege diary\n\n## Camp talk\n\nIt is rumored in camp that Grant is getting reinforcements "
+    "from the eastern army.\n\n## The guns\n\nWe have several large siege guns, hauled one at a "
+    "time up the ridge by mules."
+)
+SIEGE_QUESTION = "How were the siege guns hauled up the ridge?"
+
+
+@pytest.fixture
+async def diary_client(tmp_path):
+    """A library of one diary whose guns paragraph, searched for, is widened to the camp talk
+    before it (each its own chunk)."""
     from haiku.rag.client import HaikuRAG
     from haiku.rag.config import load_config
 
     config = load_config()
     config.storage.data_dir = tmp_path / "data"
-    diary = (
-        "# Siege diary\n\n## Camp talk\n\nIt is rumored in camp that Grant is getting reinforcements "
-        "from the eastern army.\n\n## The guns\n\nWe have several large siege guns, hauled one at a "
-        "time up the ridge by mules."
-    )
     async with HaikuRAG(tmp_path / "lib.lancedb", config, create=True) as client:
-        await client.create_document(diary, uri="notes://diary", title="Siege diary")
-        script = ScriptedModel().play(
-            lambda request: ModelResponse(parts=[TextPart("Grant is getting reinforcements from the eastern army [1].")])
-        )
-        done = await answering.answer(
-            client, "How were the siege guns hauled up the ridge?", None, AnswerOptions(mode="fallback"), model=script.model
-        )
+        await client.create_document(SIEGE_DIARY, uri="notes://diary", title="Siege diary")
+        yield client
+
+
+async def test_a_fallback_citation_names_the_part_of_the_widened_passage_that_holds_its_sentence(diary_client):
+    """The no-tools model reads a hit widened by context expansion and cites it by number; a
+    tester's answer "Grant is getting reinforcements from the eastern army [8]" rested on the
+    widened part (p. 3) of a hit on pp. 4-5: the chip said pp. 4-5, the strong highlight was
+    there, and the badge said Supported. The citation is now the passage holding the sentence."""
+    script = ScriptedModel().play(
+        lambda request: ModelResponse(parts=[TextPart("Grant is getting reinforcements from the eastern army [1].")])
+    )
+    done = await answering.answer(diary_client, SIEGE_QUESTION, None, AnswerOptions(mode="fallback"), model=script.model)
     [citation] = done.citations
     assert "Grant is getting reinforcements" in (citation.matched_text or "")
     assert "siege guns" not in (citation.matched_text or "")
     assert done.support is not None and done.support.verdict == "supported"
 
 
-async def test_a_tools_citation_names_the_part_of_the_widened_passage_that_holds_its_sentence(tmp_path):
+async def test_a_tools_citation_names_the_part_of_the_widened_passage_that_holds_its_sentence(diary_client):
     """The tools path, as the no-tools one above: the model searched, was shown the guns hit
     widened to the camp talk before it, cited the hit and wrote the camp talk's sentence. The
     chip named the guns paragraph (its page, its strong highlight) and the badge judged that
     paragraph; the citation is now the part holding the sentence, under the same number."""
-    from haiku.rag.client import HaikuRAG
-    from haiku.rag.config import load_config
-
-    config = load_config()
-    config.storage.data_dir = tmp_path / "data"
-    diary = (
-        "# Siege diary\n\n## Camp talk\n\nIt is rumored in camp that Grant is getting reinforcements "
-        "from the eastern army.\n\n## The guns\n\nWe have several large siege guns, hauled one at a "
-        "time up the ridge by mules."
+    [hit] = await diary_client.search(SIEGE_QUESTION, limit=1)
+    assert "siege guns" in hit.content and "Grant" not in hit.content
+    script = ScriptedModel().play(
+        search(SIEGE_QUESTION), cite(hit.chunk_id), answer("Grant is getting reinforcements from the eastern army [1].")
     )
-    query = "How were the siege guns hauled up the ridge?"
-    async with HaikuRAG(tmp_path / "lib.lancedb", config, create=True) as client:
-        await client.create_document(diary, uri="notes://diary", title="Siege diary")
-        [hit] = await client.search(query, limit=1)
-        assert "siege guns" in hit.content and "Grant" not in hit.content
-        script = ScriptedModel().play(
-            search(query),
-            cite(hit.chunk_id),
-            answer("Grant is getting reinforcements from the eastern army [1]."),
-        )
-        done = await answering.answer(client, query, None, AnswerOptions(mode="tools"), model=script.model)
+    done = await answering.answer(diary_client, SIEGE_QUESTION, None, AnswerOptions(mode="tools"), model=script.model)
     [citation] = done.citations
     assert citation.index == 1 and "[1]" in done.text
     assert "Grant is getting reinforcements" in (citation.matched_text or "")
@@ -262,25 +255,12 @@ async def test_a_tools_citation_names_the_part_of_the_widened_passage_that_holds
     assert done.support is not None and done.support.verdict == "supported"
 
 
-async def test_a_tools_citation_stays_on_the_hit_that_holds_its_sentence(tmp_path):
+async def test_a_tools_citation_stays_on_the_hit_that_holds_its_sentence(diary_client):
     """The re-pointing moves only a citation whose own part does not hold its sentence."""
-    from haiku.rag.client import HaikuRAG
-    from haiku.rag.config import load_config
-
-    config = load_config()
-    config.storage.data_dir = tmp_path / "data"
-    diary = (
-        "# Siege diary\n\n## Camp talk\n\nIt is rumored in camp that Grant is getting reinforcements "
-        "from the eastern army.\n\n## The guns\n\nWe have several large siege guns, hauled one at a "
-        "time up the ridge by mules."
+    [hit] = await diary_client.search(SIEGE_QUESTION, limit=1)
+    script = ScriptedModel().play(
+        search(SIEGE_QUESTION), cite(hit.chunk_id), answer("The siege guns were hauled up the ridge by mules [1].")
     )
-    query = "How were the siege guns hauled up the ridge?"
-    async with HaikuRAG(tmp_path / "lib.lancedb", config, create=True) as client:
-        await client.create_document(diary, uri="notes://diary", title="Siege diary")
-        [hit] = await client.search(query, limit=1)
-        script = ScriptedModel().play(
-            search(query), cite(hit.chunk_id), answer("The siege guns were hauled up the ridge by mules [1].")
-        )
-        done = await answering.answer(client, query, None, AnswerOptions(mode="tools"), model=script.model)
+    done = await answering.answer(diary_client, SIEGE_QUESTION, None, AnswerOptions(mode="tools"), model=script.model)
     [citation] = done.citations
     assert citation.chunk_id == hit.chunk_id and "siege guns" in (citation.matched_text or citation.content)
