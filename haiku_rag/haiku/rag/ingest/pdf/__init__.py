@@ -268,7 +268,7 @@ def _analyse_page(
         if unruled:
             tables = [*tables, *unruled]
             flow = _outside(flow, unruled)
-        blocks = order_blocks(runs(flow, page_no) + tables + pictures)
+        blocks = order_blocks(runs(flow, page_no) + tables + pictures, transform(unrotated, frame))
     mark_captions(blocks, captions)
     return Page(
         page_no=page_no,

@@ -172,10 +172,14 @@ def _drop_tab_rows(candidates: list[Block]) -> list[Block]:
 
 
 def _paragraph_between(page: Page, upper: Block, lower: Block, body_size: float) -> bool:
+    """Whether body text lies between the two, above ``lower`` in its column (a paragraph
+    of another column beside it does not make it a section heading)."""
     for block in page.blocks:
         if block.kind != "text" or not block.lines:
             continue
         if not upper.box[3] <= block.box[1] < lower.box[1]:
+            continue
+        if min(block.box[2], lower.box[2]) <= max(block.box[0], lower.box[0]):
             continue
         if abs(_size(block) - body_size) <= 1.0 and len(_joined([ln.text for ln in block.lines])) >= PARAGRAPH_CHARS:
             return True
