@@ -891,7 +891,11 @@ class MainWindow(QMainWindow):
         if isinstance(state, QByteArray) and not state.isEmpty():
             self.restoreState(state)
         splitter = settings.value("splitter")
-        if isinstance(splitter, QByteArray) and not splitter.isEmpty():
+        # the widths a person dragged (in this session or an earlier one); widths saved without
+        # a drag were the default layout's for that window, which follows the window instead
+        # (profiles saved before this flag: kept as the person's)
+        dragged = settings.value("panes_dragged", True, type=bool)
+        if isinstance(splitter, QByteArray) and not splitter.isEmpty() and dragged:
             self._panes_restored = self.splitter.restoreState(splitter)
             version = settings.value("layout_version", 0, type=int)
             self._older_layout = not isinstance(version, int) or version < LAYOUT_VERSION
@@ -914,6 +918,7 @@ class MainWindow(QMainWindow):
         settings.setValue("geometry", self.saveGeometry())
         settings.setValue("state", self.saveState())
         settings.setValue("splitter", self.splitter.saveState())
+        settings.setValue("panes_dragged", self._panes_restored or not self._default_panes)
         settings.setValue("layout_version", LAYOUT_VERSION)
         settings.setValue("chat_splitter", self.chat_pane.splitter.saveState())
         on_evidence = self.evidence_pane is not None and self.centre.currentWidget() is self.evidence_pane

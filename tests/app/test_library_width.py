@@ -110,6 +110,7 @@ def test_panes_saved_by_the_earlier_layout_give_the_library_its_readable_width(q
     assert second.splitter.sizes()[0] >= pane.readable_width() - 2, second.splitter.sizes()
     total = sum(second.splitter.sizes())
     second.splitter.setSizes([330, total - 330 - 400, 400])  # now the user narrows it: kept
+    second.splitter.splitterMoved.emit(330, 1)  # (what a drag of the handle sends)
     second.close()
 
     third = _window(qtbot, services)

@@ -314,6 +314,7 @@ def test_window_state_is_saved_and_restored(qtbot, services):
     first.resize(fits, 500)
     QApplication.processEvents()
     first.splitter.setSizes([300, sum(first.splitter.sizes()) - 300, 0])  # a drag of the handle
+    first.splitter.splitterMoved.emit(300, 1)
     saved_size, saved_panes = first.size(), first.splitter.sizes()
     assert saved_size.height() == 500 and saved_panes[0] == 300
     first.close()
@@ -674,3 +675,22 @@ def test_a_persons_fold_choice_is_kept_and_an_unfolded_list_leaves_the_table_rea
     again.resize(1440, 900)
     _settled(qloop)
     assert not again.library_pane.collections_box.list.isVisible() and again.library_pane.watched.isVisible()
+
+
+def test_widths_saved_without_a_drag_follow_the_window_at_the_next_start(qtbot, services):
+    """Tester 19:48: quit and relaunched at 1024x640, the panes came back as the last session's
+    default layout had left them (a 315 px library, a chat between the list and an empty
+    reader), though the person never dragged a handle: those follow the window, as on a first
+    start. Widths the person dragged are kept (test_window_state_is_saved_and_restored)."""
+    first = _first_start(qtbot, services, 1024, 640)
+    yielded = first.splitter.sizes()
+    first.chat_pane.citation_activated.emit(_a_citation())
+    first.citation_panel.reader_button.click()  # the three panes: the reader beside the chat
+    assert first.splitter.sizes()[0] < yielded[0]
+    first.close()
+
+    second = _first_start(qtbot, services, 1024, 640)
+    second.resize(1024, 640)
+    QApplication.processEvents()
+    assert not second.citation_panel.isVisible()
+    assert abs(second.splitter.sizes()[0] - yielded[0]) <= 4, (second.splitter.sizes(), yielded)
