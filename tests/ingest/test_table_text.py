@@ -29,6 +29,17 @@ def test_escaped_pipes_stay_in_their_cell_and_a_stray_separator_shows_nothing():
     assert table.header == ["a | b", "c"] and table.rows == [["x", "y | z"]]
     assert passage_blocks("|-|-|\nloose text") == ["loose text"]
     assert passage_blocks("| just one line |") == ["| just one line |"]  # not a table
+    assert passage_blocks("| a | b |") == ["| a | b |"]
+
+
+def test_a_lone_row_without_its_header_is_a_row_not_pipes():
+    """A table chunk cut after its header holds rows alone: a tester's search-only card for the
+    NICS Totals row read "…1,067 | 905 | 65 | … | 2,236,457 | *Refers to frames…"."""
+    totals = "| Totals | 804,006 | 671,330 | 2,236,457 |\n*Refers to frames, receivers and other firearms"
+    row, note = passage_blocks(totals)
+    assert isinstance(row, ShownTable) and row.rows == [["Totals", "804,006", "671,330", "2,236,457"]]
+    assert note.startswith("*Refers")
+    assert "|" not in snippet(totals, "totals")
 
 
 def test_rows_become_header_value_words_and_the_snippet_has_no_pipes():

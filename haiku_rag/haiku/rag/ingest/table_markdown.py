@@ -162,7 +162,8 @@ def _is_separator(line: str) -> bool:
 def passage_blocks(text: str) -> list[str | ShownTable]:
     """``text`` cut into its prose (strings, lines kept) and its Markdown tables (a header line,
     a separator line such as ``|-|-|``, then one line per row; rows after the first table
-    line without a separator are shown as rows too, under empty column names)."""
+    line without a separator are shown as rows too, under empty column names, and so is one
+    such line of three cells or more)."""
     lines = text.split("\n")
     blocks: list[str | ShownTable] = []
     prose: list[str] = []
@@ -175,7 +176,9 @@ def passage_blocks(text: str) -> list[str | ShownTable]:
             run = lines[i:j]
             if len(run) >= 2 and _is_separator(run[1]):
                 header, body = _cells(run[0]), [_cells(line) for line in run[2:] if not _is_separator(line)]
-            elif len(run) >= 2:
+            elif len(run) >= 2 or len(_cells(run[0])) >= 3:
+                # rows without their header (a table chunk cut after it), or one such row:
+                # three cells or more are a table's row, never prose to show with its pipes
                 body = [_cells(line) for line in run if not _is_separator(line)]
                 header = [""] * max(len(r) for r in body)
             else:
