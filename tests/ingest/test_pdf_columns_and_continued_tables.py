@@ -119,3 +119,86 @@ def test_every_paragraph_reaches_a_chunk_in_column_order(tmp_path: Path):
     assert positions == sorted(positions)
     assert not any(tab in text for tab in TABS)
     assert new.title == " ".join(TITLE)
+
+
+HEADER = ["Notice Date", "Effective", "Received", "Company", "City", "No. Of", "Layoff/Closure"]
+COLUMNS = [30, 100, 170, 250, 430, 560, 620]  # x of each column
+COMPANIES = ["Maxim Integrated", "Harbour Lights Ltd", "Keeper Supplies", "Tidewater Oil", "Beacon Glassworks"]
+CITIES = ["San Jose", "Monterey", "Long Beach", "Oakland", "Temecula"]
+
+
+def _warn_rows(page: int, count: int) -> list[list[str]]:
+    rows = []
+    for i in range(count):
+        day = 1 + (page * count + i) % 27
+        rows.append([
+            f"0{page + 6}/{day:02d}/2015", f"0{page + 8}/{day:02d}/2015", f"0{page + 6}/{day + 1:02d}/2015",
+            COMPANIES[i % 5], CITIES[(i + page) % 5], str(20 + 7 * i + page), "Layoff Permanent",
+        ])
+    return rows
+
+
+def _warn_report(pages: int = 3, rows: int = 18) -> tuple[bytes, list[list[list[str]]]]:
+    """A register of notices continued over ``pages`` pages, its header printed on the first
+    only, and each row's three dates drawn as one string padded with spaces (as the WARN
+    report's generator does), the other cells one string each."""
+    doc = pymupdf.open()
+    drawn = []
+    for p in range(pages):
+        page = doc.new_page(width=792, height=612)
+        y = 60.0
+        if p == 0:
+            page.insert_text((300, 40), "Notices by Received Date", fontname="hebo", fontsize=12)
+            for x, name in zip(COLUMNS, HEADER, strict=True):
+                page.insert_text((x + 4, y), name, fontname="helv", fontsize=10)
+            y += 14
+        body = _warn_rows(p, rows)
+        for row in body:
+            page.insert_text((COLUMNS[0], y), "     ".join(row[:3]) + "     ", fontname="helv", fontsize=10)
+            for x, cell in zip(COLUMNS[3:], row[3:], strict=True):
+                page.insert_text((x, y), cell, fontname="helv", fontsize=10)
+            y += 13
+        drawn.append(body)
+    return doc.tobytes(), drawn
+
+
+def test_dates_drawn_as_one_padded_string_are_three_cells():
+    data, drawn = _warn_report(pages=1)
+    doc = convert_pdf(data, source="warn.pdf").document
+    (table,) = doc.tables
+    grid = table.data.grid
+    assert [cell.text for cell in grid[0]] == HEADER
+    assert [cell.text for cell in grid[1]] == drawn[0][0]
+
+
+def test_a_continued_table_takes_the_first_pages_header_not_its_first_row():
+    data, drawn = _warn_report()
+    doc = convert_pdf(data, source="warn.pdf").document
+    assert len(doc.tables) == 3
+    for table, body in zip(doc.tables, drawn, strict=True):
+        grid = table.data.grid
+        assert [cell.text for cell in grid[0]] == HEADER
+        assert [[cell.text for cell in row] for row in grid[1:]] == body
+        assert not any(cell.column_header for row in grid[1:] for cell in row)
+    config = load_config()
+    config.processing.ocr = False
+    new = prepare_document(data, filename="warn.pdf", uri="file:///warn.pdf", config=config)
+    tables = [chunk.text for chunk in new.chunks if chunk.text.startswith("|")]
+    assert tables
+    for text in tables:
+        assert text.splitlines()[0] == "| " + " | ".join(HEADER) + " |"
+    everything = "\n".join(chunk.text for chunk in new.chunks)
+    for body in drawn[1:]:  # a page's first row is in one chunk, as a row
+        assert everything.count("| " + " | ".join(body[0]) + " |") == 1
+
+
+def test_a_table_whose_first_row_reads_like_its_body_has_no_header():
+    doc = pymupdf.open()
+    page = doc.new_page(width=792, height=612)
+    y = 60.0
+    for row in _warn_rows(1, 12):
+        for x, cell in zip(COLUMNS, row, strict=True):
+            page.insert_text((x, y), cell, fontname="helv", fontsize=10)
+        y += 13
+    (table,) = convert_pdf(doc.tobytes(), source="page2.pdf").document.tables
+    assert not any(cell.column_header for cell in table.data.table_cells)

@@ -138,7 +138,7 @@ def extract_lines(
     lines: list[Line] = []
     chars = 0
     rotated = rotation != IDENTITY
-    for raw_line, block_no in printed_lines(text):
+    for raw_line, block_no in _split_at_space_runs(printed_lines(text)):
         line = _make_line(raw_line, block_no, rotation if rotated else None)
         if line is None:
             continue
@@ -158,6 +158,61 @@ def extract_lines(
         chars += len(line.text)
         lines.append(line)
     return lines
+
+
+# Cells set apart with runs of spaces on one line (a report's "06/22/2015     03/25/2016
+# 07/01/2015" under three column headers): this many spaces or more end a piece.
+SPACE_RUN = re.compile(r" {3,}")
+_CELL_FIGURES = re.compile(r"^\s*[$€£¥(+\-–—]*\d[\d.,/:\-]*[)%]*\s*$")
+
+
+def _split_at_space_runs(entries: list[tuple[dict[str, Any], int]]) -> list[tuple[dict[str, Any], int]]:
+    """Each horizontal line cut into pieces where its text has a run of ``SPACE_RUN``
+    spaces (inside a span or across two) between two figures (dates, amounts), each piece a
+    line of its own, boxed by its share of its spans' characters (the spans' boxes include
+    the spaces). Such a line was a row of table cells drawn as one string; read as one line,
+    the cells became one."""
+    out: list[tuple[dict[str, Any], int]] = []
+    for raw_line, block_no in entries:
+        dx, dy = raw_line["dir"]
+        text = "".join(span["text"] for span in raw_line["spans"])
+        if not (dy == 0 and dx > 0) or "   " not in text or not SPACE_RUN.search(text.strip()):
+            out.append((raw_line, block_no))
+            continue
+        # each character with its span and its x extent (a share of the span's box)
+        chars: list[tuple[str, int, float, float]] = []
+        for index, span in enumerate(raw_line["spans"]):
+            x0, _, x1, _ = span["bbox"]
+            step = (x1 - x0) / max(len(span["text"]), 1)
+            chars.extend((ch, index, x0 + step * i, x0 + step * (i + 1)) for i, ch in enumerate(span["text"]))
+        runs = [m.start() for m in SPACE_RUN.finditer(text)]
+        bounds = [0, *runs, len(text)]
+        # only between two figures: OCR layers and forms pad prose and labels with spaces
+        kept = [
+            cut for i, cut in enumerate(runs)
+            if _CELL_FIGURES.match(text[bounds[i]:cut]) and _CELL_FIGURES.match(text[cut:bounds[i + 2]])
+        ]
+        if not kept:
+            out.append((raw_line, block_no))
+            continue
+        cuts = [0, *kept, len(text)]
+        for start, end in zip(cuts, cuts[1:], strict=False):
+            piece = [c for c in chars[start:end]]
+            while piece and piece[0][0] == " ":
+                piece.pop(0)
+            while piece and piece[-1][0] == " ":
+                piece.pop()
+            if not piece:
+                continue
+            spans = []
+            for index in sorted({c[1] for c in piece}):
+                mine = [c for c in piece if c[1] == index]
+                span = raw_line["spans"][index]
+                box = (mine[0][2], span["bbox"][1], mine[-1][3], span["bbox"][3])
+                spans.append({**span, "text": "".join(c[0] for c in mine), "bbox": box})
+            box = (spans[0]["bbox"][0], min(s["bbox"][1] for s in spans), spans[-1]["bbox"][2], max(s["bbox"][3] for s in spans))
+            out.append(({**raw_line, "spans": spans, "bbox": box}, block_no))
+    return out
 
 
 # Pieces of one printed line that PyMuPDF extracted as separate lines -- because the PDF

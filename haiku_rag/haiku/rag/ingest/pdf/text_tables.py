@@ -615,7 +615,33 @@ def _header_rows(
             break
     if 0 < bold < len(rows):
         return bold
-    return 1
+    return 0 if _first_row_is_data(rows) else 1
+
+
+# a cell of figures: an amount, a count, a date ("07/17/2015"), a time; a year alone is not
+# one (years head columns: "Item | 2019 | 2020")
+_FIGURES = re.compile(r"^[\s$€£¥(+\-–—]*\d[\d.,/:\-]*[)%\s]*$")
+_YEAR = re.compile(r"^(?:1[89]|20)\d\d$")
+
+
+def _first_row_is_data(rows: list[list[tuple[int, int, list[Line]]]]) -> bool:
+    """Whether a table's first row, with no rule or bold type under it, reads like the rows
+    below it rather than a header: the same columns filled, figures in the same ones (at
+    least one), as in the next two rows. A page of a table continued from the page before
+    starts with a data row ("07/17/2015 | 09/18/2015 | 07/21/2015 | Boeing Company | … | 65"),
+    which must not head the rows below it (nor, as a header, the pages after it)."""
+    if len(rows) < 3:
+        return False
+
+    def shape(row: list[tuple[int, int, list[Line]]]) -> tuple[tuple[int, int, bool], ...]:
+        cells = []
+        for c0, c1, lines in row:
+            text = " ".join(line.text for line in lines).strip()
+            cells.append((c0, c1, bool(_FIGURES.match(text)) and not _YEAR.match(text)))
+        return tuple(cells)
+
+    first = shape(rows[0])
+    return any(figure for _, _, figure in first) and first == shape(rows[1]) == shape(rows[2])
 
 
 def _block(
