@@ -29,6 +29,8 @@ LIST_MARKER = re.compile(
     r"|(?P<enum>\(?(?:\d{1,3}|[a-z]|[ivx]{1,4})[.)]))\s+(?P<rest>\S.*)$"
 )
 HYPHENS = ("-", "\u00ad", "\u2010")
+# a cell of figures: an amount, a count, a percentage, a date ("07/17/2015"), a time
+FIGURES = re.compile(r"^\s*[$€£¥(+\-–—]*\d[\d.,/:\-]*[)%]*\s*$")
 
 
 @dataclass(slots=True)

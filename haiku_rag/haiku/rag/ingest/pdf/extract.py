@@ -12,7 +12,7 @@ from typing import Any
 
 import pymupdf
 
-from haiku.rag.ingest.pdf.blocks import Line
+from haiku.rag.ingest.pdf.blocks import FIGURES, Line
 from haiku.rag.ingest.pdf.geometry import IDENTITY, Bbox, Matrix, area, intersect, transform
 from haiku.rag.ingest.pdf.glyphs import font_chars, repair_glyphs
 
@@ -163,7 +163,6 @@ def extract_lines(
 # Cells set apart with runs of spaces on one line (a report's "06/22/2015     03/25/2016
 # 07/01/2015" under three column headers): this many spaces or more end a piece.
 SPACE_RUN = re.compile(r" {3,}")
-_CELL_FIGURES = re.compile(r"^\s*[$€£¥(+\-–—]*\d[\d.,/:\-]*[)%]*\s*$")
 
 
 def _split_at_space_runs(entries: list[tuple[dict[str, Any], int]]) -> list[tuple[dict[str, Any], int]]:
@@ -190,7 +189,7 @@ def _split_at_space_runs(entries: list[tuple[dict[str, Any], int]]) -> list[tupl
         # only between two figures: OCR layers and forms pad prose and labels with spaces
         kept = [
             cut for i, cut in enumerate(runs)
-            if _CELL_FIGURES.match(text[bounds[i]:cut]) and _CELL_FIGURES.match(text[cut:bounds[i + 2]])
+            if FIGURES.match(text[bounds[i]:cut]) and FIGURES.match(text[cut:bounds[i + 2]])
         ]
         if not kept:
             out.append((raw_line, block_no))

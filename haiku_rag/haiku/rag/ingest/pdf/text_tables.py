@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from docling_core.types.doc import BoundingBox, CoordOrigin, TableCell, TableData
 
-from haiku.rag.ingest.pdf.blocks import Block, Line, PageGeometry
+from haiku.rag.ingest.pdf.blocks import FIGURES, Block, Line, PageGeometry
 from haiku.rag.ingest.pdf.geometry import Bbox, union
 from haiku.rag.ingest.pdf.structure import CAPTION_LABEL, CAPTION_START
 
@@ -618,9 +618,7 @@ def _header_rows(
     return 0 if _first_row_is_data(rows) else 1
 
 
-# a cell of figures: an amount, a count, a date ("07/17/2015"), a time; a year alone is not
-# one (years head columns: "Item | 2019 | 2020")
-_FIGURES = re.compile(r"^[\s$€£¥(+\-–—]*\d[\d.,/:\-]*[)%\s]*$")
+# a year alone is no figure here: years head columns ("Item | 2019 | 2020")
 _YEAR = re.compile(r"^(?:1[89]|20)\d\d$")
 
 
@@ -637,7 +635,7 @@ def _first_row_is_data(rows: list[list[tuple[int, int, list[Line]]]]) -> bool:
         cells = []
         for c0, c1, lines in row:
             text = " ".join(line.text for line in lines).strip()
-            cells.append((c0, c1, bool(_FIGURES.match(text)) and not _YEAR.match(text)))
+            cells.append((c0, c1, bool(FIGURES.match(text)) and not _YEAR.match(text)))
         return tuple(cells)
 
     first = shape(rows[0])
