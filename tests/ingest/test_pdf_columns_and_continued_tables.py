@@ -202,3 +202,29 @@ def test_a_table_whose_first_row_reads_like_its_body_has_no_header():
         y += 13
     (table,) = convert_pdf(doc.tobytes(), source="page2.pdf").document.tables
     assert not any(cell.column_header for cell in table.data.table_cells)
+
+
+def test_headings_with_nothing_under_them_reach_a_chunk():
+    """A side panel's contents (headings, one under another, none with text of its own)
+    reached no chunk: a heading is a chunk's heading path, and these were nobody's."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 90), "Harbour lights report", fontname="hebo", fontsize=24)
+    entries = [
+        (16.0, "Our approach"), (13.0, "Measuring the lamp oil"), (13.0, "Relieving the keepers"),
+        (13.0, "Managing the dark nights"), (16.0, "The journey ahead"),
+    ]
+    y = 140.0
+    for size, text in entries:
+        page.insert_text((72, y), text, fontname="hebo", fontsize=size)
+        y += 2.4 * size
+    for i in range(6):
+        page.insert_text((72, y + 14 * i), f"Line {i} of the closing paragraph about the keepers and their towers.", fontname="helv", fontsize=10)
+    config = load_config()
+    config.processing.ocr = False
+    new = prepare_document(doc.tobytes(), filename="panel.pdf", uri="file:///panel.pdf", config=config)
+    held = "\n".join(part for chunk in new.chunks for part in (*chunk.headings, chunk.text))
+    for _, text in entries:
+        assert text in held, text
+    text = "\n".join(chunk.text for chunk in new.chunks)
+    assert "Measuring the lamp oil" in text and "Relieving the keepers" in text

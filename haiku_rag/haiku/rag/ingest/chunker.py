@@ -123,6 +123,11 @@ def _units(
 ) -> Iterable[_Unit]:
     heading_by_level: dict[int, str] = {}
     headings: tuple[str, ...] = ()
+    # the headings of the path under which no unit has come yet: one that gives way to the
+    # next heading of its level (or a shallower one) with nothing under it, or that ends the
+    # document, becomes a unit of its own, so its words reach a chunk (a side panel's
+    # entries, "Our approach" / "Measuring our carbon footprint", were in no chunk at all)
+    empty: dict[int, DocItem] = {}
     captions_of_floats = {
         ref.cref for item in (*doc.tables, *doc.pictures) for ref in item.captions
     }
@@ -131,11 +136,15 @@ def _units(
             continue
         if isinstance(item, (TitleItem, SectionHeaderItem)):
             level = item.level if isinstance(item, SectionHeaderItem) else 0
+            yield from _empty_headings(empty, heading_by_level, level)
             heading_by_level[level] = item.text
             for deeper in [k for k in heading_by_level if k > level]:
                 del heading_by_level[deeper]
             headings = tuple(heading_by_level[k] for k in sorted(heading_by_level))
+            if item.text.strip():
+                empty[level] = item
             continue
+        empty.clear()  # every heading of the path has this item under it
         if isinstance(item, (TableItem, PictureItem)):
             captions: list[tuple[DocItem, str]] = []
             for ref in item.captions:
@@ -153,6 +162,21 @@ def _units(
             if item.self_ref in captions_of_floats or not item.text.strip():
                 continue  # a caption goes with its table or figure
             yield _Unit(item.text, headings, [_Part(item, 0, len(item.text))])
+    yield from _empty_headings(empty, heading_by_level, -1)
+
+
+def _empty_headings(empty: dict[int, DocItem], heading_by_level: dict[int, str], level: int) -> Iterable[_Unit]:
+    """When the path gives way at ``level``: the deepest heading there with nothing under
+    it, as a unit under the headings above it (which then have it under them: ``empty`` is
+    cleared). A heading with something under it is only ever a chunk's heading path."""
+    gone = [k for k in empty if k >= level]
+    if not gone:
+        return
+    deepest = max(gone)
+    heading = empty[deepest]
+    empty.clear()
+    above = tuple(heading_by_level[k] for k in sorted(heading_by_level) if k < deepest)
+    yield _Unit(heading.text, above, [_Part(heading, 0, len(heading.text))])
 
 
 def _table_units(
