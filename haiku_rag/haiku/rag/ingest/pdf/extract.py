@@ -196,7 +196,7 @@ def _split_at_space_runs(entries: list[tuple[dict[str, Any], int]]) -> list[tupl
             continue
         cuts = [0, *kept, len(text)]
         for start, end in zip(cuts, cuts[1:], strict=False):
-            piece = [c for c in chars[start:end]]
+            piece = chars[start:end]
             while piece and piece[0][0] == " ":
                 piece.pop(0)
             while piece and piece[-1][0] == " ":

@@ -314,7 +314,8 @@ def mark_edge_rows(blocks: list[Block], page_box: Bbox) -> None:
         if pieces[-1].box[2] - pieces[0].box[0] < 0.5 * (right - left):
             continue
         height = max(b.box[3] for b in row) - min(b.box[1] for b in row)
-        rest = [b for b in blocks if b not in row and (b.lines or b.kind in ("table", "picture"))]
+        in_row = {id(b) for b in row}
+        rest = [b for b in blocks if id(b) not in in_row and (b.lines or b.kind in ("table", "picture"))]
         if edge == "top":
             apart = all(b.box[1] - max(r.box[3] for r in row) >= 2 * height for b in rest)
         else:
