@@ -144,7 +144,6 @@ def _units(
             if item.text.strip():
                 empty[level] = item
             continue
-        empty.clear()  # every heading of the path has this item under it
         if isinstance(item, (TableItem, PictureItem)):
             captions: list[tuple[DocItem, str]] = []
             for ref in item.captions:
@@ -152,15 +151,18 @@ def _units(
                 if isinstance(caption, TextItem) and caption.text.strip():
                     captions.append((caption, caption.text))
             if isinstance(item, TableItem):
+                empty.clear()  # every heading of the path has a unit under it
                 yield from _table_units(texts.table_parts(item), item, captions, headings, counter, max_tokens)
                 continue
             unit = _joined(captions, headings)
             if unit is not None:
+                empty.clear()
                 yield unit
-            continue
+            continue  # a picture without a caption is no unit: its heading stays empty
         if isinstance(item, TextItem):
             if item.self_ref in captions_of_floats or not item.text.strip():
                 continue  # a caption goes with its table or figure
+            empty.clear()
             yield _Unit(item.text, headings, [_Part(item, 0, len(item.text))])
     yield from _empty_headings(empty, heading_by_level, -1)
 
