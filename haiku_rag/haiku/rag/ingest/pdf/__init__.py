@@ -205,7 +205,7 @@ def _convert_open_document(
         _raise_for_missing_text(source, page_count, pages, ocr_ran=ocr.enabled)
 
     mark_running_furniture(pages)
-    classify_styles(pages, authors=(doc.metadata or {}).get("author") or "")
+    classify_styles(pages, authors=(doc.metadata or {}).get("author") or "", recognised=set(recognised))
     item_boxes: dict[str, list[Box]] = {}
     document = build_document(pages, name=source, boxes=item_boxes)
     join_continued_tables(document)
