@@ -273,3 +273,36 @@ def test_c1_controls_in_a_text_font_are_not_made_bullets():
     assert "\x84" in pymupdf.open(stream=data)[0].get_text()
     text = ItemTexts(convert_pdf(data, source="odd.pdf").document).document_markdown()
     assert "\u2022" not in text and "\x84" in text
+
+
+def test_a_control_character_beside_readable_text_is_not_stored():
+    """InDesign's "indent to here" (U+0007) before a reference's first word: a real report's
+    list was stored as "1. \\x07E Senkus et al."."""
+    doc = pymupdf.open()
+    helv = _font(doc, "Helvetica")
+    stream = _show("F1", 72, 760, "1. ")
+    stream += "/Span<</ActualText<FEFF0007>>> BDC\n" + _show("F1", 85, 760, " ") + "EMC\n"
+    stream += _show("F1", 85, 760, "E Senkus et al., Primary breast cancer: guidelines for diagnosis.")
+    _page_with_stream(doc, {"F1": helv}, stream)
+    data = doc.tobytes()
+    assert "\x07" in pymupdf.open(stream=data)[0].get_text()  # the trap
+    text = ItemTexts(convert_pdf(data, source="report.pdf").document).document_markdown()
+    assert "\x07" not in text
+    assert text.endswith("E Senkus et al., Primary breast cancer: guidelines for diagnosis.")
+
+
+def test_pieces_of_a_big_delimiter_are_stored_as_their_unicode_characters():
+    """cmex10's "parenlefttp"/"parenleftbt" glyphs: the Adobe Glyph List's private-use code
+    points (U+F8EB, U+F8ED), which no font shows, become U+239B/U+239D."""
+    doc = pymupdf.open()
+    helv = _font(doc, "Helvetica")
+    stream = _show("F1", 72, 760, "The matrix A = ")
+    for code, x in (("F8EB", 150), ("F8ED", 150)):
+        stream += f"/Span<</ActualText<FEFF{code}>>> BDC\n" + _show("F1", x, 760, "(") + "EMC\n"
+    stream += _show("F1", 160, 760, "a b c d ) is invertible when its determinant is not zero.")
+    _page_with_stream(doc, {"F1": helv}, stream)
+    data = doc.tobytes()
+    assert "\uf8eb" in pymupdf.open(stream=data)[0].get_text()  # the trap
+    text = ItemTexts(convert_pdf(data, source="matrix.pdf").document).document_markdown()
+    assert "\u239b" in text and "\u239d" in text
+    assert not any("\ue000" <= ch <= "\uf8ff" for ch in text)

@@ -12,6 +12,8 @@ before lines are made of it (so a line's text, its spans and its boxes stay one 
   control character that was then dropped, emptying a comparison table's ✓/✗ column.
 - C1 control characters (U+0080..U+009F) in a symbol font: a list's bullet glyph (a real
   form's checkbox bullets came out as U+0084); they become "•".
+- Pieces of big delimiters that the Adobe Glyph List puts in the private use area
+  (U+F8EB "parenlefttp", ...): the Unicode characters for those pieces (U+239B "⎛", ...).
 """
 
 from __future__ import annotations
@@ -89,6 +91,16 @@ _ZAPF_NAME = re.compile(r"(?i)(?:itc)?[\s-]?(?:zapf[\s-]?)?dingbats(?:[\s-]?itc)
 # fonts of symbols and list marks: a C1 control character they give is a bullet glyph
 _SYMBOL_NAME = re.compile(r"(?i)dingbat|wingding|webding|symbol|sorts|bullet|marlett|msam|msbm|cmsy")
 _C1 = re.compile("[\u0080-\u009f]")
+# The Adobe Glyph List puts the pieces of big delimiters (TeX's cmex10 and Adobe Symbol name
+# them parenlefttp, braceex, ...) in the private use area, which no font shows and no one
+# searches; Unicode has them as characters. Any font: these code points mean only those names.
+_DELIMITER_PIECES = {
+    "\uf8e6": "\u23d0", "\uf8e7": "\u23af", "\uf8e8": "\u00ae", "\uf8e9": "\u00a9", "\uf8ea": "\u2122",
+    "\uf8eb": "\u239b", "\uf8ec": "\u239c", "\uf8ed": "\u239d", "\uf8ee": "\u23a1", "\uf8ef": "\u23a2",
+    "\uf8f0": "\u23a3", "\uf8f1": "\u23a7", "\uf8f2": "\u23a8", "\uf8f3": "\u23a9", "\uf8f4": "\u23aa",
+    "\uf8f5": "\u23ae", "\uf8f6": "\u239e", "\uf8f7": "\u239f", "\uf8f8": "\u23a0", "\uf8f9": "\u23a4",
+    "\uf8fa": "\u23a5", "\uf8fb": "\u23a6", "\uf8fc": "\u23ab", "\uf8fd": "\u23ac", "\uf8fe": "\u23ad",
+}
 BULLET = "\u2022"
 
 
@@ -132,7 +144,7 @@ def repair_glyphs(text: dict[str, Any], fonts: dict[str, set[str]], textpage: An
 
 def _symbol_map(font: str, chars: set[str], page: Any) -> dict[str, str]:
     name = font.split("+", 1)[-1]
-    mapping: dict[str, str] = {}
+    mapping: dict[str, str] = {ch: _DELIMITER_PIECES[ch] for ch in chars if ch in _DELIMITER_PIECES}
     if _ZAPF_NAME.fullmatch(name):
         candidates = [ch for ch in chars if ord(ch) in _ZAPF and not ch.isspace()]
         if not candidates:
