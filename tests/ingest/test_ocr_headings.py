@@ -63,3 +63,47 @@ def test_a_comic_read_by_ocr_gives_no_heading():
     assert all("SCALIA" not in heading for chunk in chunks for heading in chunk.headings or [])
     index = [chunk for chunk in chunks if "Entry 0" in chunk.text]
     assert index and index[0].headings[-1] == "INDEX"
+
+
+BUBBLES = [
+    ["SUPERMAN IS ON", "PATROL OVER THE", "CITY TONIGHT"],
+    ["THAT CRY CAME", "FROM THIS OLD", "BUILDING HERE"],
+    ["WELCOME TO MY", "PUBLIC DOMAIN", "SUPERMAN"],
+]
+
+
+def _strip_pdf() -> bytes:
+    """A page whose picture is a comic of two rows of three panels, a three-line speech
+    bubble at the top of each: its bubbles' lines line up across the panels like a table's."""
+    strip = pymupdf.open()
+    art = strip.new_page(width=400, height=300)
+    for y0 in (5, 150):
+        for x0 in (5, 135, 265):
+            art.draw_rect(pymupdf.Rect(x0, y0, x0 + 125, y0 + 140), color=(0, 0, 0), width=1.5)
+        for col, lines in enumerate(BUBBLES):
+            for i, text in enumerate(lines):
+                art.insert_text((12 + 130 * col, y0 + 20 + 11 * i), text, fontname="helv", fontsize=9)
+        for x in (67, 197, 327):
+            art.draw_circle((x, y0 + 95), 25, color=(0, 0, 0), fill=(0.4, 0.4, 0.4))
+    png = art.get_pixmap(dpi=200).tobytes("png")
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=600)
+    page.insert_text((60, 100), "AFTERWORD", fontname="hebo", fontsize=18)
+    for i in range(12):
+        page.insert_text((60, 140 + 14 * i), "The court decided the case and the papers wrote about it.", fontname="helv", fontsize=10)
+    page = doc.new_page(width=400, height=600)
+    page.insert_image(pymupdf.Rect(30, 80, 370, 335), stream=png)
+    page.insert_text((300, 560), "BALANCES 247", fontname="helv", fontsize=8)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def test_a_comic_read_by_ocr_is_not_a_table():
+    conversion = convert_pdf(_strip_pdf(), source="strip.pdf")
+    assert conversion.pages_recognised == [2]
+    document = conversion.document
+    assert document.tables == []
+    texts = [item.text for item in document.texts if item.prov[0].page_no == 2]
+    for lines in BUBBLES:  # each bubble stored whole, as it reads
+        assert " ".join(lines) in texts
