@@ -253,6 +253,24 @@ def classify_styles(pages: list[Page], *, authors: str = "", recognised: Collect
         if heading_styles[_style(title)] == 1:
             del heading_styles[_style(title)]
     _assign_levels([b for b in headings if b.kind == "heading"], heading_styles)
+    _unnest_repeated_titles(headings)
+
+
+def _unnest_repeated_titles(headings: list[Block]) -> None:
+    """A heading that repeats the text of the heading it would sit under is that heading
+    again (a book's half-title and title pages under its cover: every chunk's path began
+    "FREE CULTURE › FREE CULTURE › …"), not a section of it: it becomes text."""
+    open_headings: list[tuple[int, str]] = []  # (level, name) of the path so far
+    for block in headings:
+        level = 0 if block.kind == "title" else max(block.heading_level, 1)
+        while open_headings and open_headings[-1][0] >= level:
+            open_headings.pop()
+        name = _name_key(block_text(block))
+        if open_headings and open_headings[-1][1] == name:
+            block.kind = "text"
+            block.heading_level = 0
+            continue
+        open_headings.append((level, name))
 
 
 def _inside(box: Bbox, outer: Bbox) -> bool:
