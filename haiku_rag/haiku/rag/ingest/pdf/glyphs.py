@@ -132,7 +132,14 @@ def repair_glyphs(text: dict[str, Any], fonts: dict[str, set[str]], textpage: An
     the page); ``page`` to look up which fonts have a Unicode map (only when a ZapfDingbats
     font gives printable characters)."""
     if any(not ACCENT_CHARS.isdisjoint(chars) or (_LAM in chars and not _ALEFS.isdisjoint(chars)) for chars in fonts.values()):
-        compose_accents(text, textpage.extractRAWDICT())
+        import pymupdf
+
+        try:
+            raw = textpage.extractRAWDICT()
+        except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase):  # the text stays as extracted
+            raw = None
+        if raw is not None:
+            compose_accents(text, raw)
     maps: dict[str, dict[str, str]] = {}
     for font, chars in fonts.items():
         mapping = _symbol_map(font, chars, page)
