@@ -273,3 +273,75 @@ def test_c1_controls_in_a_text_font_are_not_made_bullets():
     assert "\x84" in pymupdf.open(stream=data)[0].get_text()
     text = ItemTexts(convert_pdf(data, source="odd.pdf").document).document_markdown()
     assert "\u2022" not in text and "\x84" in text
+
+
+def test_a_control_character_beside_readable_text_is_not_stored():
+    """InDesign's "indent to here" (U+0007) before a reference's first word: a real report's
+    list was stored as "1. \\x07E Senkus et al."."""
+    doc = pymupdf.open()
+    helv = _font(doc, "Helvetica")
+    stream = _show("F1", 72, 760, "1. ")
+    stream += "/Span<</ActualText<FEFF0007>>> BDC\n" + _show("F1", 85, 760, " ") + "EMC\n"
+    stream += _show("F1", 85, 760, "E Senkus et al., Primary breast cancer: guidelines for diagnosis.")
+    _page_with_stream(doc, {"F1": helv}, stream)
+    data = doc.tobytes()
+    assert "\x07" in pymupdf.open(stream=data)[0].get_text()  # the trap
+    text = ItemTexts(convert_pdf(data, source="report.pdf").document).document_markdown()
+    assert "\x07" not in text
+    assert text.endswith("E Senkus et al., Primary breast cancer: guidelines for diagnosis.")
+
+
+def test_pieces_of_a_big_delimiter_are_stored_as_their_unicode_characters():
+    """cmex10's "parenlefttp"/"parenleftbt" glyphs: the Adobe Glyph List's private-use code
+    points (U+F8EB, U+F8ED), which no font shows, become U+239B/U+239D."""
+    doc = pymupdf.open()
+    helv = _font(doc, "Helvetica")
+    stream = _show("F1", 72, 760, "The matrix A = ")
+    for code, x in (("F8EB", 150), ("F8ED", 150)):
+        stream += f"/Span<</ActualText<FEFF{code}>>> BDC\n" + _show("F1", x, 760, "(") + "EMC\n"
+    stream += _show("F1", 160, 760, "a b c d ) is invertible when its determinant is not zero.")
+    _page_with_stream(doc, {"F1": helv}, stream)
+    data = doc.tobytes()
+    assert "\uf8eb" in pymupdf.open(stream=data)[0].get_text()  # the trap
+    text = ItemTexts(convert_pdf(data, source="matrix.pdf").document).document_markdown()
+    assert "\u239b" in text and "\u239d" in text
+    assert not any("\ue000" <= ch <= "\uf8ff" for ch in text)
+
+
+def _arabic_pdf() -> bytes:
+    """Arabic drawn as an RTL PDF draws it (glyphs left to right, the last letter first) in
+    an embedded font whose Unicode map gives the lam-alef ligature glyph its two letters in
+    logical order, lam first (as Word writes it): "الإنتاج" on the first line, "الج" (a
+    plain alef then lam, two glyphs) on the second."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_font(fontname="ar", fontbuffer=TIMES.buffer)
+    page.insert_text((72, 100), "abcdef", fontname="ar", fontsize=14)  # the font and its glyph ids
+    doc = pymupdf.open("pdf", doc.tobytes())
+    page = doc[0]
+    xref = page.get_fonts()[0][0]
+    gid = {"a": 0x42, "b": 0x43, "c": 0x44, "d": 0x45, "e": 0x46, "f": 0x47}
+    letters = {"a": "\u062c", "b": "\u0627", "c": "\u062a", "d": "\u0646", "e": "\u0644\u0625", "f": "\u0644"}
+    pairs = "\n".join(f"<{gid[k]:04X}> <{''.join(f'{ord(ch):04X}' for ch in v)}>" for k, v in letters.items())
+    cmap = (
+        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n/CMapName /Custom def /CMapType 2 def\n"
+        "1 begincodespacerange <0000> <FFFF> endcodespacerange\n"
+        f"{len(letters)} beginbfchar\n{pairs}\nendbfchar\nendcmap CMapName currentdict /CMap defineresource pop end end"
+    )
+    doc.update_stream(int(doc.xref_get_key(xref, "ToUnicode")[1].split()[0]), cmap.encode())
+
+    def glyphs(visual: str) -> str:
+        return "".join(f"{gid[k]:04X}" for k in visual)
+
+    stream = f"BT /ar 14 Tf 300 700 Td <{glyphs('abcdeb')}> Tj ET BT /ar 14 Tf 300 670 Td <{glyphs('afb')}> Tj ET"
+    doc.update_stream(page.get_contents()[0], stream.encode())
+    return doc.tobytes()
+
+
+def test_the_lam_alef_ligature_keeps_lam_before_alef():
+    """MuPDF gives the ligature's two letters alef first (the alef without width): a real
+    Arabic PDF's "الإنتاجية" and "المشكلات" were stored "اإلنتاجية", "المشكالت"."""
+    data = _arabic_pdf()
+    assert pymupdf.open(stream=data)[0].get_text().split() == ["\u0627\u0625\u0644\u0646\u062a\u0627\u062c", "\u0627\u0644\u062c"]
+    text = ItemTexts(convert_pdf(data, source="arabic.pdf").document).document_markdown()
+    assert text.split() == ["\u0627\u0644\u0625\u0646\u062a\u0627\u062c", "\u0627\u0644\u062c"]

@@ -54,7 +54,7 @@ from haiku.rag.ingest.pdf.extract import (
     read_page,
 )
 from haiku.rag.ingest.pdf.figure_regions import mark_captions, outside_figures, page_pictures
-from haiku.rag.ingest.pdf.geometry import IDENTITY, as_matrix, transform
+from haiku.rag.ingest.pdf.geometry import IDENTITY, as_matrix, center_in, transform
 from haiku.rag.ingest.pdf.ocr_page import (
     DEFAULT_OCR_DPI,
     RenderedPage,
@@ -205,7 +205,7 @@ def _convert_open_document(
         _raise_for_missing_text(source, page_count, pages, ocr_ran=ocr.enabled)
 
     mark_running_furniture(pages)
-    classify_styles(pages, authors=(doc.metadata or {}).get("author") or "")
+    classify_styles(pages, authors=(doc.metadata or {}).get("author") or "", recognised=set(recognised))
     item_boxes: dict[str, list[Box]] = {}
     document = build_document(pages, name=source, boxes=item_boxes)
     join_continued_tables(document)
@@ -490,8 +490,12 @@ def _analyse_ocr_page(
     geometry = PageGeometry(page_no, rotation, frame)
     pictures = picture_blocks(images, unrotated, geometry, lines)
     usable = sum(len(line.text) - line.text.count(" ") for line in lines)
-    # tables rebuilt from the recognised line boxes (their rules are pixels, not paths)
-    tables = text_tables(lines, geometry)
+    # tables rebuilt from the recognised line boxes (their rules are pixels, not paths); not
+    # inside a picture, whose text is the picture's (a comic's panels were a 3-column table)
+    tables = [
+        table for table in text_tables(lines, geometry)
+        if not any(center_in(table.box, picture.box) for picture in pictures)
+    ]
     flow = _outside(lines, tables)
     return Page(
         page_no=page_no,

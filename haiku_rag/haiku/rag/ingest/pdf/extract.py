@@ -566,12 +566,19 @@ def assess_text_layer(
     # formula with two unmapped delimiters keeps its readable signs
     share = UNDECODABLE_LINE_SHARE if garbled else MOSTLY_UNDECODABLE
     readable = [line for line, chars, decoded in counted if chars - decoded <= share * chars]
+    for line in readable:
+        if _CONTROL.search(line.text):
+            # a control character kept beside readable text draws nothing: InDesign's "indent
+            # to here" (U+0007) before a list's first word was stored as "\x07E Senkus et al."
+            line.text = " ".join(_CONTROL.sub("", line.text).split())
+    readable = [line for line in readable if line.text]
     if usable >= MIN_USABLE_CHARS and not garbled:
         return usable, False, False, readable
     return usable, garbled or _has_scan_like_content(graphics, page_box), garbled, readable
 
 
 _UNUSABLE = re.compile("[\x00-\x1f\x7f\ufffd]")
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
 
 
 def _decoded_enough(chars: int, decoded: int) -> bool:

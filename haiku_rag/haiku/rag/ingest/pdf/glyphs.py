@@ -12,6 +12,10 @@ before lines are made of it (so a line's text, its spans and its boxes stay one 
   control character that was then dropped, emptying a comparison table's ✓/✗ column.
 - C1 control characters (U+0080..U+009F) in a symbol font: a list's bullet glyph (a real
   form's checkbox bullets came out as U+0084); they become "•".
+- Arabic's lam-alef ligature extracted alef first ("اإلنتاجية" for "الإنتاجية"): put back in
+  order, told by the alef's zero width inside the ligature's box.
+- Pieces of big delimiters that the Adobe Glyph List puts in the private use area
+  (U+F8EB "parenlefttp", ...): the Unicode characters for those pieces (U+239B "⎛", ...).
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ ACCENT_RAISE_EM = 0.6
 # by the letter's slant ("˜b" in cmmi10: 0.005 em past the b); a free-standing accent
 # between two glyphs ("Rˆ3") lies 0.16 em from either
 ACCENT_SLACK_EM = 0.1
+
+# Arabic's lam-alef ligature (لا, لأ, لإ, لآ) is one glyph for two letters; MuPDF gives some
+# of them alef first, the alef without width (see ``_lam_alef_reversed``)
+_LAM = "\u0644"
+_ALEFS = frozenset("\u0622\u0623\u0625\u0627")
 
 # ZapfDingbats glyph names a1..a206 (Adobe's zapfdingbats.txt) -> Unicode; MuPDF extracts
 # glyph ``aN`` of a ZapfDingbats font without a ToUnicode map as chr(N).
@@ -89,6 +98,16 @@ _ZAPF_NAME = re.compile(r"(?i)(?:itc)?[\s-]?(?:zapf[\s-]?)?dingbats(?:[\s-]?itc)
 # fonts of symbols and list marks: a C1 control character they give is a bullet glyph
 _SYMBOL_NAME = re.compile(r"(?i)dingbat|wingding|webding|symbol|sorts|bullet|marlett|msam|msbm|cmsy")
 _C1 = re.compile("[\u0080-\u009f]")
+# The Adobe Glyph List puts the pieces of big delimiters (TeX's cmex10 and Adobe Symbol name
+# them parenlefttp, braceex, ...) in the private use area, which no font shows and no one
+# searches; Unicode has them as characters. Any font: these code points mean only those names.
+_DELIMITER_PIECES = {
+    "\uf8e6": "\u23d0", "\uf8e7": "\u23af", "\uf8e8": "\u00ae", "\uf8e9": "\u00a9", "\uf8ea": "\u2122",
+    "\uf8eb": "\u239b", "\uf8ec": "\u239c", "\uf8ed": "\u239d", "\uf8ee": "\u23a1", "\uf8ef": "\u23a2",
+    "\uf8f0": "\u23a3", "\uf8f1": "\u23a7", "\uf8f2": "\u23a8", "\uf8f3": "\u23a9", "\uf8f4": "\u23aa",
+    "\uf8f5": "\u23ae", "\uf8f6": "\u239e", "\uf8f7": "\u239f", "\uf8f8": "\u23a0", "\uf8f9": "\u23a4",
+    "\uf8fa": "\u23a5", "\uf8fb": "\u23a6", "\uf8fc": "\u23ab", "\uf8fd": "\u23ac", "\uf8fe": "\u23ad",
+}
 BULLET = "\u2022"
 
 
@@ -112,8 +131,15 @@ def repair_glyphs(text: dict[str, Any], fonts: dict[str, set[str]], textpage: An
     ``text`` was extracted from (its characters' boxes are read only when an accent is on
     the page); ``page`` to look up which fonts have a Unicode map (only when a ZapfDingbats
     font gives printable characters)."""
-    if any(not ACCENT_CHARS.isdisjoint(chars) for chars in fonts.values()):
-        compose_accents(text, textpage.extractRAWDICT())
+    if any(not ACCENT_CHARS.isdisjoint(chars) or (_LAM in chars and not _ALEFS.isdisjoint(chars)) for chars in fonts.values()):
+        import pymupdf
+
+        try:
+            raw = textpage.extractRAWDICT()
+        except (RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase):  # the text stays as extracted
+            raw = None
+        if raw is not None:
+            compose_accents(text, raw)
     maps: dict[str, dict[str, str]] = {}
     for font, chars in fonts.items():
         mapping = _symbol_map(font, chars, page)
@@ -132,7 +158,7 @@ def repair_glyphs(text: dict[str, Any], fonts: dict[str, set[str]], textpage: An
 
 def _symbol_map(font: str, chars: set[str], page: Any) -> dict[str, str]:
     name = font.split("+", 1)[-1]
-    mapping: dict[str, str] = {}
+    mapping: dict[str, str] = {ch: _DELIMITER_PIECES[ch] for ch in chars if ch in _DELIMITER_PIECES}
     if _ZAPF_NAME.fullmatch(name):
         candidates = [ch for ch in chars if ord(ch) in _ZAPF and not ch.isspace()]
         if not candidates:
@@ -186,7 +212,7 @@ def compose_accents(text: dict[str, Any], raw: dict[str, Any]) -> None:
         if len(lines) != len(raw_lines):
             continue
         for line, raw_line in zip(lines, raw_lines, strict=True):
-            if any(not ACCENT_CHARS.isdisjoint(span["text"]) for span in line["spans"]):
+            if any(not ACCENT_CHARS.isdisjoint(span["text"]) or _LAM in span["text"] for span in line["spans"]):
                 _compose_line(line, raw_line)
 
 
@@ -202,26 +228,42 @@ def _compose_line(line: dict[str, Any], raw_line: dict[str, Any]) -> None:
         chars.extend((k, c, raw_span["size"]) for c in raw_span["chars"])
     marks: dict[int, list[str]] = {}  # letter index -> its combining marks, in order
     dropped: set[int] = set()
+    swapped: set[int] = set()  # i: chars i and i + 1 are one lam-alef glyph, alef first
     for i, (_k, char, _size) in enumerate(chars):
         mark = SPACING_ACCENTS.get(char["c"])
         if mark is None:
+            if char["c"] in _ALEFS and i + 1 < len(chars) and _lam_alef_reversed(char, chars[i + 1][1]):
+                swapped.add(i)
             continue
         letter = _letter_under(chars, i)
         if letter is not None:
             marks.setdefault(letter, []).append(mark)
             dropped.add(i)
-    if not dropped:
+    if not dropped and not swapped:
         return
     texts: list[list[str]] = [[] for _ in spans]
     for i, (k, char, _size) in enumerate(chars):
         if i in dropped:
             continue
         c = char["c"]
+        if i in swapped:
+            c = chars[i + 1][1]["c"]
+        elif i - 1 in swapped:
+            c = chars[i - 1][1]["c"]
         if i in marks:
             c = unicodedata.normalize("NFC", _DOTLESS.get(c, c) + "".join(marks[i]))
         texts[k].append(c)
     for span, parts in zip(spans, texts, strict=True):
         span["text"] = "".join(parts)
+
+
+def _lam_alef_reversed(alef: dict[str, Any], lam: dict[str, Any]) -> bool:
+    """Whether an alef and the lam after it are one lam-alef ligature glyph given in the
+    wrong order: the alef without width, the lam's box ending where the alef stands (a real
+    Arabic PDF's "الإنتاجية" was extracted "اإلنتاجية"; an alef of its own has a width)."""
+    ax0, _ay0, ax1, _ay1 = alef["bbox"]
+    lx0, _ly0, lx1, _ly1 = lam["bbox"]
+    return lam["c"] == _LAM and ax1 - ax0 < 0.05 and lx0 < lx1 and abs(lx1 - ax0) < 0.5
 
 
 def _letter_under(chars: list[tuple[int, dict[str, Any], float]], i: int) -> int | None:

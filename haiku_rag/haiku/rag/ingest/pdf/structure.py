@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 
 from haiku.rag.ingest.pdf.blocks import BULLET_CHARS, LIST_MARKER, Block, Line, Page, block_text
-from haiku.rag.ingest.pdf.geometry import union
+from haiku.rag.ingest.pdf.geometry import Bbox, union
 from haiku.rag.ingest.pdf.page_blocks import top_left
 
 # Running headers/footers live in this fraction of the page height at its top or bottom.
@@ -194,12 +195,12 @@ def first_row_text(lines: list[Line]) -> str:
     return " ".join(line.text.strip() for line in row)
 
 
-def classify_styles(pages: list[Page], *, authors: str = "") -> None:
+def classify_styles(pages: list[Page], *, authors: str = "", recognised: Collection[int] = ()) -> None:
     """Captions, headings, list items, the title and heading levels, from the document's
     body font. A heading-styled "1. Introduction" is a heading, not a list item; the
     authors under a title, a name the PDF's metadata gives as its author (``authors``,
-    e.g. "LAWRENCE LESSIG" on a book's cover) and a form's buttons and fields are not
-    headings."""
+    e.g. "LAWRENCE LESSIG" on a book's cover), a form's buttons and fields, and text that
+    OCR read inside a picture (on the pages numbered in ``recognised``) are not headings."""
     body_size, body_bold = _body_style(pages)
     author_names = _author_names(authors)
     front = _front_matter_end(pages[0]) if pages else None
@@ -210,6 +211,11 @@ def classify_styles(pages: list[Page], *, authors: str = "") -> None:
     ) if pages else 0.0
     for page in pages:
         page.blocks = _joined_caption_labels(page.blocks)
+        # on a page read by OCR, text recognised inside a picture is the picture's (a comic's
+        # lettering and speech bubbles were headings, and one led the rest of a book's
+        # heading paths: "… › JUIDGIE SCALIA … › AFTERWORD › INDEX"); a scan covering the
+        # page is not a picture (``picture_blocks``)
+        pictures = [b.box for b in page.blocks if b.kind == "picture"] if page.page_no in recognised else []
         for block in page.blocks:
             if block.kind == "list_item":  # named by the layout model: find its marker
                 _mark_list_item(block)
@@ -224,6 +230,7 @@ def classify_styles(pages: list[Page], *, authors: str = "") -> None:
                 block.kind = "caption"
             elif (
                 first[0] not in BULLET_CHARS
+                and not any(_inside(block.box, box) for box in pictures)
                 and _looks_like_heading(block, body_size, body_bold)
                 and _name_key(block_text(block)) not in author_names
                 and not _names_people(
@@ -246,6 +253,29 @@ def classify_styles(pages: list[Page], *, authors: str = "") -> None:
         if heading_styles[_style(title)] == 1:
             del heading_styles[_style(title)]
     _assign_levels([b for b in headings if b.kind == "heading"], heading_styles)
+    _unnest_repeated_titles(headings)
+
+
+def _unnest_repeated_titles(headings: list[Block]) -> None:
+    """A heading that repeats the text of the heading it would sit under is that heading
+    again (a book's half-title and title pages under its cover: every chunk's path began
+    "FREE CULTURE › FREE CULTURE › …"), not a section of it: it becomes text."""
+    open_headings: list[tuple[int, str]] = []  # (level, name) of the path so far
+    for block in headings:
+        level = 0 if block.kind == "title" else max(block.heading_level, 1)
+        while open_headings and open_headings[-1][0] >= level:
+            open_headings.pop()
+        name = _name_key(block_text(block))
+        if open_headings and open_headings[-1][1] == name:
+            block.kind = "text"
+            block.heading_level = 0
+            continue
+        open_headings.append((level, name))
+
+
+def _inside(box: Bbox, outer: Bbox) -> bool:
+    """Whether ``box`` lies within ``outer`` (give or take 2 pt)."""
+    return box[0] >= outer[0] - 2 and box[1] >= outer[1] - 2 and box[2] <= outer[2] + 2 and box[3] <= outer[3] + 2
 
 
 def _name_key(text: str) -> str:
