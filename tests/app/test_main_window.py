@@ -694,3 +694,38 @@ def test_widths_saved_without_a_drag_follow_the_window_at_the_next_start(qtbot, 
     QApplication.processEvents()
     assert not second.citation_panel.isVisible()
     assert abs(second.splitter.sizes()[0] - yielded[0]) <= 4, (second.splitter.sizes(), yielded)
+
+
+def test_in_a_wide_window_a_citation_gets_what_the_chat_has_beyond_its_toggles(qtbot, services):
+    """Tester 19:50, 1920x1080: a cited page ~570 px wide (its text ~6 px tall at Fit) beside
+    a transcript with ~700 px of empty margin. While the reader shows something, in the
+    default layout, the chat keeps what its one row of toggles needs and the reader takes
+    the rest; an emptied reader goes back to the first start's share."""
+    window = _first_start(qtbot, services, 1920, 1080)
+    empty = window.splitter.sizes()
+    window.chat_pane.citation_activated.emit(_a_citation())
+    library, chat, reader = window.splitter.sizes()
+    assert not window.reader_mode.active and library == empty[0]
+    assert reader > empty[2] + 100 and chat >= window.chat_pane.default_width() - 4, (empty, window.splitter.sizes())
+    window.services.chat.new_conversation()
+    assert window.splitter.sizes() == empty
+
+
+def test_the_default_folds_follow_the_window_not_what_comes_and_goes_inside_it(
+    qloop, qtbot, services, tmp_path, themed
+):
+    """Tester 20:10: the panels unfolded by themselves when a banner went away, moving the
+    table while the person worked. The default folds are decided when the window is shown or
+    resized (and when a panel's count changes), not when a line above the buttons comes or goes."""
+    _library_with_sections(qloop, services, tmp_path)
+    window = _first_start(qtbot, services, 1440, 900)
+    _settled(qloop)
+    pane = window.library_pane
+    assert pane.collections_box.list.isVisible() and pane.watched.isVisible()
+    pane.reason.setMinimumHeight(360)  # a tall line above the buttons: little room left
+    pane.reason.show()
+    _settled(qloop)
+    assert pane.collections_box.list.isVisible() and pane.watched.isVisible()  # nothing moved
+    window.resize(1440, 901)  # the window is resized: decided again, for the room there is
+    _settled(qloop)
+    assert not pane.collections_box.list.isVisible() and not pane.watched.isVisible()
