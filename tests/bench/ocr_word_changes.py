@@ -82,7 +82,9 @@ def run(tree: Path, paths: list[Path], runtime: str) -> dict:
 
 
 def changes(old: str, new: str) -> dict[str, list[str]]:
-    """The word-level differences of two texts, by kind."""
+    """The word-level differences of two texts, by kind: each space the new text no longer
+    has between two old words (before closing punctuation, or inside a word), each old
+    word dropped, and any other difference."""
     old_words, new_words = old.split(), new.split()
     kinds: dict[str, list[str]] = {"punctuation": [], "pieces": [], "dropped": [], "other": []}
     matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
@@ -90,15 +92,23 @@ def changes(old: str, new: str) -> dict[str, list[str]]:
         if tag == "equal":
             continue
         before, after = old_words[i1:i2], new_words[j1:j2]
-        shown = f"{' '.join(before)} -> {' '.join(after)}" if after else " ".join(before)
-        if not after:
-            kinds["dropped"].append(shown)
-        elif "".join(before) == "".join(after) and len(before) > len(after):
-            pieces = before[1:]
-            punctuation_only = all(set(piece) <= CLOSING for piece in pieces)
-            kinds["punctuation" if punctuation_only else "pieces"].append(shown)
-        else:
-            kinds["other"].append(shown)
+        joined = "".join(after)
+        # words of the old text that are nowhere in the new one: dropped
+        dropped = [word for word in before if word not in joined]
+        kept = [word for word in before if word in joined]
+        if "".join(kept) != joined:
+            kinds["other"].append(f"{' '.join(before)} -> {' '.join(after)}")
+            continue
+        kinds["dropped"].extend(dropped)
+        # the kept old words, consumed piece by piece into each new word
+        pieces = iter(kept)
+        for word in after:
+            built = next(pieces)
+            while built != word:
+                piece = next(pieces)
+                kind = "punctuation" if piece[0] in CLOSING else "pieces"
+                kinds[kind].append(f"{built} {piece} -> {word}")
+                built += piece
     return kinds
 
 
@@ -126,8 +136,10 @@ def main() -> int:
         old = run(Path(tmp) / "haiku_rag", paths, args.runtime)
     new = run(REPO_ROOT / "haiku_rag", paths, args.runtime)
     print(f"baseline {args.baseline_rev}, runtime {args.runtime}")
-    print("| scan | pages OCR'd | words old -> new | joined before punctuation | word pieces joined "
-          "| dropped | other |")
+    print(
+        "| scan | pages OCR'd | words old -> new | spaces gone before punctuation "
+        "| word pieces joined | words dropped | other |"
+    )
     print("|---|---|---|---|---|---|---|")
     report = {}
     for path in paths:
@@ -144,7 +156,9 @@ def main() -> int:
             if shown:
                 print(f"  {name} {kind}: " + "; ".join(shown))
     if args.json:
-        Path(args.json).write_text(json.dumps({"old": old, "new": new, "changes": report}, indent=1))
+        Path(args.json).write_text(
+            json.dumps({"old": old, "new": new, "changes": report}, indent=1)
+        )
     return 0
 
 
