@@ -46,7 +46,7 @@ for path in json.loads(sys.argv[1]):
 print(json.dumps(out))
 """
 
-CLOSING = set(".,;:!?)]}\u2019\u201d\u00bb'")
+CLOSING = set(".,;:!?)]}\u2019\u201d\u00bb")
 
 
 def data_dir(arg: str | None) -> Path:

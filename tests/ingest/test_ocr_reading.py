@@ -192,10 +192,10 @@ def test_left_out_spaces_come_back_by_the_measured_word_space(gaps, spaced, word
 
 def test_closing_punctuation_joins_its_word_across_a_gap_narrower_than_a_word_space():
     # "Ltd . ," on a typewriter: the model's own space before "." across 0.3 of a 0.6 word
-    # space goes, and no space before ","; a wide gap before "!" stays a space
+    # space goes, and no space before ","; a word space before "!" stays a space
     read = ocr.ReadLine(
         tuple("Ltd.,x!"),
-        (0, 0.1, 0.1, 0.3, 0.35, 0.6, 0.5),
+        (0, 0.1, 0.1, 0.3, 0.35, 0.6, 0.6),
         (False, False, False, True, False, True, True),
         (1.0,) * 7,
         1.0,

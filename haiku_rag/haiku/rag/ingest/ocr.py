@@ -1059,13 +1059,17 @@ class ReadLine:
 
 
 # Characters set close to the word before them: no space goes before one across a gap
-# narrower than ``CLOSING_GAP_SHARE`` of the line's word space.
-CLOSING_PUNCTUATION = frozenset(".,;:!?)]}\u2019\u201d\u00bb'")
+# narrower than ``CLOSING_GAP_SHARE`` of the line's word space. Not the straight quote "'",
+# which opens a quotation as often as it closes one ("the first 'track").
+CLOSING_PUNCTUATION = frozenset(".,;:!?)]}\u2019\u201d\u00bb")
 # A gap the model did not spell as a space is a word space when it is wider than
 # ``SPACE_GAP`` and than this share of the line's typical word space (measured where the
 # model spelled spaces); before closing punctuation, wider than ``CLOSING_GAP_SHARE`` of it.
 WORD_GAP_SHARE = 0.6
-CLOSING_GAP_SHARE = 0.75
+# Closing punctuation is a narrow glyph, so the gap before it is the word's and its own side
+# bearings: a space set before it is a word space and more ("per disk !" on a printed page
+# measured 0.84 of its word space, a typewriter's "Ltd ." 0.5).
+CLOSING_GAP_SHARE = 0.9
 # A line that spells fewer word spaces than this takes its page's typical word space (a short
 # line, "transmission.", has none of its own to measure).
 MIN_LINE_WORD_GAPS = 3
