@@ -27,7 +27,14 @@ What we add around the engine:
   between English words ("Operationissimilartomulti-track"), which would make the words
   unfindable by full-text search. A CTC recogniser emits each character at a column of
   its output; between two characters whose columns enclose a run of blank pixel columns
-  wider than a space, a space is put back.
+  wider than a space, a space is put back. What is wider than a space is measured on the
+  line (or, on a short line, its page): the gaps where the model did spell a space give the
+  word space. A typewriter centres each letter in a cell as wide as an "m", so the gaps
+  inside its words are wider than a proportional font's word space, and a fixed threshold
+  read "transmis s ion", "Ltd . ," (``ReadLine.spaces``).
+* **Noise in a foreign script.** On a page whose text is Latin, a fragment of one or two
+  CJK characters read with low confidence (a smudge or a note's icon read as "三") is
+  dropped (``drop_foreign_fragments``); a Chinese name read with confidence stays.
 * **Cancellation** between recognised lines (a page is a few seconds of work).
 * **Two halves.** ``recognise`` is ``detect_lines`` (detection, orientation) then
   ``read_lines`` (recognition), so that a document's next page can be detected while this
@@ -639,20 +646,24 @@ def _shrink(bgr: Any, scale: float) -> Any:
 def read_lines(
     page: DetectedPage, cancel: CancelToken | None = None, on_work: Callable[[], None] | None = None
 ) -> OcrResult:
-    """The second half of ``recognise``: the detected lines read, their quads mapped back
+    """The second half of ``recognise``: the detected lines read, their words joined by the
+    gaps measured on the line and the page (``ReadLine.text``), fragments in a script
+    foreign to the page dropped (``drop_foreign_fragments``), and their quads mapped back
     into the image as given. ``on_work`` is called after each line is read (from the
     recognition threads)."""
     if not page.quads:
         return OcrResult([], page.rotation)
     check_cancelled(cancel)
-    texts = _recognise_lines(
-        _load_engine(), page.upright, page.quads, cancel, on_work, page.crops
-    )
+    reads = _recognise_lines(_load_engine(), page.upright, page.quads, cancel, on_work, page.crops)
+    word_gap = page_word_gap(reads)
+    heights = [max(_distance(quad[0], quad[3]), _distance(quad[1], quad[2])) for quad in page.quads]
+    texts = drop_foreign_fragments(reads, heights, word_gap)
     rotation = page.rotation
     direction = _DIRECTION_FOR_ROTATION[rotation]
     lines = []
-    for quad, (text, score) in zip(page.quads, texts, strict=True):
+    for quad, read, text in zip(page.quads, reads, texts, strict=True):
         text = " ".join(text.split())
+        score = read.score
         if not text or score < MIN_LINE_SCORE:
             continue
         points = [tuple(float(v) for v in p) for p in quad]
@@ -665,6 +676,92 @@ def read_lines(
         )
         lines.append(OcrLine(text, original, score, direction, line_height))  # type: ignore[arg-type]
     return OcrResult(lines, rotation)
+
+
+# A page is in Latin script when at least this share of its letters in Latin or CJK scripts
+# are Latin.
+LATIN_PAGE_SHARE = 0.9
+# On a Latin page, a fragment of at most this many CJK characters (a word of a line, or the
+# whole line) read with a lower mean confidence than ``FOREIGN_MIN_SCORE``, or on a line less
+# than ``TINY_LINE_SHARE`` of the page's median line height, is noise (a smudge, a rule, a
+# note's icon read as "三") and is dropped. A Chinese name printed in an English text is read
+# with a confidence of ~1 and stays.
+FOREIGN_MAX_CHARS = 2
+FOREIGN_MIN_SCORE = 0.93
+TINY_LINE_SHARE = 0.5
+
+
+def _is_cjk(char: str) -> bool:
+    """A character of the Chinese, Japanese or Korean scripts, their symbols and punctuation
+    ("、", "。") or a full-width form."""
+    code = ord(char)
+    return (
+        0x1100 <= code <= 0x11FF  # Hangul jamo
+        or 0x2E80 <= code <= 0x31FF  # radicals, CJK symbols and punctuation, kana, bopomofo
+        or 0x3400 <= code <= 0x4DBF  # Han, extension A
+        or 0x4E00 <= code <= 0x9FFF  # Han
+        or 0xAC00 <= code <= 0xD7AF  # Hangul syllables
+        or 0xF900 <= code <= 0xFAFF  # Han compatibility
+        or 0xFF00 <= code <= 0xFFEF  # full-width and half-width forms
+        or 0x20000 <= code <= 0x3FFFF  # Han, further extensions
+    )
+
+
+def _is_latin(char: str) -> bool:
+    import unicodedata
+
+    return char.isalpha() and unicodedata.name(char, "").startswith("LATIN")
+
+
+def latin_page(reads: Sequence[ReadLine]) -> bool:
+    """Whether a page's recognised letters are Latin (``LATIN_PAGE_SHARE`` of those in Latin
+    or CJK scripts)."""
+    latin = cjk = 0
+    for read in reads:
+        for char in read.chars:
+            if _is_latin(char):
+                latin += 1
+            elif char.isalpha() and _is_cjk(char):
+                cjk += 1
+    return latin > 0 and latin >= LATIN_PAGE_SHARE * (latin + cjk)
+
+
+def drop_foreign_fragments(
+    reads: Sequence[ReadLine], heights: Sequence[float], word_gap: float | None
+) -> list[str]:
+    """The text of each line (``ReadLine.text`` with the page's word space ``word_gap``),
+    without its CJK fragments that are noise on a Latin page: a word of at most
+    ``FOREIGN_MAX_CHARS`` CJK characters read with a mean confidence under
+    ``FOREIGN_MIN_SCORE``, or on a line thinner than ``TINY_LINE_SHARE`` of the page's
+    median line (``heights``: each line's height, in any one unit)."""
+    import statistics
+
+    if not latin_page(reads):
+        return [read.text(word_gap) for read in reads]
+    body = statistics.median(heights) if heights else 0.0
+    texts = []
+    for read, height in zip(reads, heights, strict=True):
+        tiny = height < TINY_LINE_SHARE * body
+        words: list[list[int]] = []
+        for index, space in enumerate(read.spaces(word_gap)):
+            if space or not words:
+                words.append([])
+            words[-1].append(index)
+        kept = []
+        for word in words:
+            chars = [read.chars[index] for index in word]
+            score = sum(read.char_scores[index] for index in word) / len(word)
+            noise = (
+                len(chars) <= FOREIGN_MAX_CHARS
+                and all(_is_cjk(char) for char in chars)
+                and (tiny or score < FOREIGN_MIN_SCORE)
+            )
+            if noise:
+                logger.debug("OCR: %r (confidence %.2f) dropped as noise", "".join(chars), score)
+            else:
+                kept.append("".join(chars))
+        texts.append(" ".join(kept))
+    return texts
 
 
 def _scaled(point: Point, scale: float) -> Point:
@@ -821,9 +918,10 @@ def _recognise_lines(
     cancel: CancelToken | None,
     on_work: Callable[[], None] | None = None,
     crops: dict[int, Any] | None = None,
-) -> list[tuple[str, float]]:
+) -> list[ReadLine]:
     """The recogniser, one line per model call, on ``REC_THREADS`` threads at once
-    (cancellable between lines), with our own CTC decoding that restores word spaces. Each
+    (cancellable between lines), with our own CTC decoding (``decode_line``: the characters
+    and the ink gaps between them, for the page's word spaces to be measured). Each
     line is cut from the page (``upright``, along its quad) on the thread that reads it:
     cutting a page's lines first was ~40 ms a dense page with one core idle."""
     from haiku.rag.ingest.ocr_pipeline import crop_line
@@ -835,15 +933,15 @@ def _recognise_lines(
 
     cut = crops or {}
 
-    def read(index: int) -> tuple[str, float]:
+    def read(index: int) -> ReadLine:
         check_cancelled(cancel)
         crop = cut[index] if index in cut else crop_line(upright, quads[index])
         line = line_input(crop, rec_height, rec_width, bucket)
         prediction = recogniser.session(line)[0][0]
-        text = decode_with_spaces(prediction, line[0], characters, REC_WIDTH_SCALE)
+        read = decode_line(prediction, line[0], characters, REC_WIDTH_SCALE)
         if on_work is not None:
             on_work()
-        return text
+        return read
 
     pool = _recognition_pool()
     if pool is None or len(quads) < 2:
@@ -891,12 +989,112 @@ def line_input(crop: Any, height: int, min_width: int, bucket: int = 1) -> Any:
 def decode_with_spaces(
     prediction: Any, image: Any, characters: Sequence[str], width_scale: float = 1.0
 ) -> tuple[str, float]:
+    """One line decoded (``decode_line``) and its words joined by the gaps measured on the
+    line alone (``ReadLine.text``): the text and the mean confidence."""
+    read = decode_line(prediction, image, characters, width_scale)
+    return read.text(), read.score
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLine:
+    """One line as the recogniser read it, before its words are joined: its characters
+    other than spaces, and before each one the longest ink-free run of pixel columns between
+    it and the character before it (in line heights, as the line was before its narrowing)
+    and whether the model spelled a space there. ``text`` joins them by those gaps."""
+
+    chars: tuple[str, ...]
+    gaps: tuple[float, ...]  # gaps[i]: before chars[i]; gaps[0] is 0
+    spaced: tuple[bool, ...]  # spaced[i]: the model put a space before chars[i]
+    char_scores: tuple[float, ...]
+    score: float  # the mean confidence of every character decoded, spaces included
+
+    def word_gaps(self) -> list[float]:
+        """The gaps where the model spelled a space: the line's own word spaces."""
+        return [gap for gap, spaced in zip(self.gaps, self.spaced, strict=True) if spaced]
+
+    def word_gap(self, page_word_gap: float | None = None) -> float | None:
+        """The line's typical word space (the median of its spelled spaces' gaps) when it
+        spells at least ``MIN_LINE_WORD_GAPS`` of them; else ``page_word_gap``."""
+        import statistics
+
+        own = self.word_gaps()
+        if len(own) >= MIN_LINE_WORD_GAPS:
+            return float(statistics.median(own))
+        return page_word_gap
+
+    def spaces(self, page_word_gap: float | None = None) -> list[bool]:
+        """Whether a space goes before each character.
+
+        A space the model spelled stays, except before closing punctuation across a gap
+        narrower than ``CLOSING_GAP_SHARE`` of the word space (a typewriter's "Ltd ."). A
+        space the model left out is put back across a gap wider than ``SPACE_GAP`` and
+        than ``WORD_GAP_SHARE`` of the line's word space: on a typewritten line a letter
+        sits centred in a cell as wide as an "m", so the gaps inside a word reach 0.3 line
+        heights (over ``SPACE_GAP``: "transmis s ion") while its word spaces, a whole empty
+        cell, are twice that; on a line of proportional type the word space is ~0.3 and
+        ``SPACE_GAP`` decides, as before. Closing punctuation is a narrow glyph centred in
+        its cell, so before it the gap must reach ``CLOSING_GAP_SHARE`` of the word space."""
+        if not self.chars:
+            return []
+        word_gap = self.word_gap(page_word_gap)
+        out = [False]
+        for gap, spaced, char in zip(self.gaps[1:], self.spaced[1:], self.chars[1:], strict=True):
+            closing = char in CLOSING_PUNCTUATION
+            if word_gap is None:
+                out.append(spaced or gap > SPACE_GAP)
+            elif closing:
+                out.append(gap > max(SPACE_GAP, CLOSING_GAP_SHARE * word_gap))
+            else:
+                out.append(spaced or gap > max(SPACE_GAP, WORD_GAP_SHARE * word_gap))
+        return out
+
+    def text(self, page_word_gap: float | None = None) -> str:
+        """The line's text, its words joined by their gaps (``spaces``)."""
+        out: list[str] = []
+        for char, space in zip(self.chars, self.spaces(page_word_gap), strict=True):
+            if space:
+                out.append(" ")
+            out.append(char)
+        return "".join(out)
+
+
+# Characters set close to the word before them: no space goes before one across a gap
+# narrower than ``CLOSING_GAP_SHARE`` of the line's word space. Not the straight quote "'",
+# which opens a quotation as often as it closes one ("the first 'track").
+CLOSING_PUNCTUATION = frozenset(".,;:!?)]}\u2019\u201d\u00bb")
+# A gap the model did not spell as a space is a word space when it is wider than
+# ``SPACE_GAP`` and than this share of the line's typical word space (measured where the
+# model spelled spaces); before closing punctuation, wider than ``CLOSING_GAP_SHARE`` of it.
+WORD_GAP_SHARE = 0.6
+# Closing punctuation is a narrow glyph, so the gap before it is the word's and its own side
+# bearings: a space set before it is a word space and more ("per disk !" on a printed page
+# measured 0.84 of its word space, a typewriter's "Ltd ." 0.5).
+CLOSING_GAP_SHARE = 0.9
+# A line that spells fewer word spaces than this takes its page's typical word space (a short
+# line, "transmission.", has none of its own to measure).
+MIN_LINE_WORD_GAPS = 3
+# The page's typical word space is measured when its lines spell at least this many.
+MIN_PAGE_WORD_GAPS = 5
+
+
+def page_word_gap(lines: Sequence[ReadLine]) -> float | None:
+    """The typical word space of a page's lines (the median gap where the model spelled a
+    space, in line heights), or None when they spell fewer than ``MIN_PAGE_WORD_GAPS``."""
+    import statistics
+
+    gaps = [gap for line in lines for gap in line.word_gaps()]
+    return float(statistics.median(gaps)) if len(gaps) >= MIN_PAGE_WORD_GAPS else None
+
+
+def decode_line(
+    prediction: Any, image: Any, characters: Sequence[str], width_scale: float = 1.0
+) -> ReadLine:
     """Greedy CTC decoding of one line (``prediction``: T columns x classes, class 0 the
     blank; ``image``: the normalised line the recogniser saw, C x H x W, narrowed by
-    ``width_scale``), with a space put back between two characters whose columns are
-    separated by a run of ink-free pixel columns wider than ``SPACE_GAP`` of the line height
-    (narrowed as the line was). (Gaps between output columns alone do not tell a space from
-    a wide letter such as "m"; the ink does.)"""
+    ``width_scale``), with the gap before each character other than a space: the longest
+    run of ink-free pixel columns between its output column and the previous character's,
+    in line heights (unnarrowed). (Gaps between output columns alone do not tell a space
+    from a wide letter such as "m"; the ink does.)"""
     import numpy as np
 
     # vectorised, not a loop over columns and character pairs: this runs for every line, on
@@ -906,9 +1104,17 @@ def decode_with_spaces(
     previous = np.concatenate(([0], best[:-1]))
     columns = np.flatnonzero((best != 0) & (best != previous))
     if columns.size == 0:
-        return "", 0.0
-    chars = [characters[index] for index in best[columns].tolist()]
-    scores = prediction[columns, best[columns]]
+        return ReadLine((), (), (), (), 0.0)
+    decoded = [characters[index] for index in best[columns].tolist()]
+    all_scores = prediction[columns, best[columns]]
+    score = float(np.mean(all_scores, dtype=np.float64))
+    visible = np.array([not char.isspace() for char in decoded], dtype=bool)
+    if not visible.any():
+        return ReadLine((), (), (), (), score)
+    # a space the model spelled is remembered on the next character that is not one
+    keep = np.flatnonzero(visible)
+    spaced = [bool((~visible[a + 1 : b]).any()) for a, b in zip(keep[:-1], keep[1:], strict=True)]
+    columns = columns[keep]
     gray = image.mean(axis=0)  # H x W, values in [-1, 1], dark ink low
     height = gray.shape[0]
     low, high = _line_percentiles(gray, 2, 98)
@@ -917,14 +1123,14 @@ def decode_with_spaces(
     scale = gray.shape[1] / prediction.shape[0]  # image columns per output column
     # between characters i-1 and i: the pixel columns from the one's output column to the other's
     cuts = ((columns + 0.5) * scale).astype(np.int64)
-    gaps = _longest_false_runs(ink, cuts)
-    min_gap = SPACE_GAP * height * width_scale
-    out = [chars[0]]
-    for i in range(1, len(chars)):
-        if gaps[i - 1] > min_gap and chars[i - 1] != " " and chars[i] != " ":
-            out.append(" ")
-        out.append(chars[i])
-    return "".join(out), float(np.mean(scores, dtype=np.float64))
+    gaps = _longest_false_runs(ink, cuts) / (height * width_scale)
+    return ReadLine(
+        chars=tuple(decoded[index] for index in keep.tolist()),
+        gaps=(0.0, *(float(gap) for gap in gaps)),
+        spaced=(False, *spaced),
+        char_scores=tuple(float(value) for value in all_scores[keep]),
+        score=score,
+    )
 
 
 def _line_percentiles(gray: Any, *percents: float) -> list[float]:
