@@ -75,6 +75,34 @@ def test_a_figure_written_with_a_unit_must_be_the_passage_s_figure_of_that_unit(
     assert verdict("The drought lasted 30 days [1].", cited="The drought lasted 30 years.") == "cited-unsupported"
 
 
+def test_a_copied_sentence_with_a_word_changed_is_not_supported():
+    """A tester's liar model copied the passage's sentences and changed one word each; every
+    figure and name stayed, so both were badged Supported."""
+    lighthouse = (
+        "The Kéréon lighthouse, finished in 1916, was the last manned lighthouse of the Iroise sea. "
+        "Its keepers left in 2004."
+    )
+    herons = "Nests hidden under canopy are undercounted; ground checks found 6 % more nests than the images."
+    honest = "The Kéréon lighthouse, finished in 1916, was the last manned lighthouse of the Iroise sea [1]."
+    assert verdict(honest, cited=lighthouse) == "supported"
+    first = "The Kéréon lighthouse, finished in 1916, was the first manned lighthouse of the Iroise sea [1]."
+    check = check_answer(first, {1: lighthouse}, grounding="grounded")
+    assert check.verdict == "cited-unsupported"
+    assert check.sentences[0].missing == ["first (the source says “last”)"]
+    over = "Nests hidden under canopy are overcounted; ground checks found 6 % more nests than the images [1]."
+    assert verdict(over, cited=herons) == "cited-unsupported"
+    negated = "The Kéréon lighthouse, finished in 1916, was not the last manned lighthouse of the Iroise sea [1]."
+    assert verdict(negated, cited=lighthouse) == "cited-unsupported"
+    dropped = "The keepers did not leave the Kéréon lighthouse of the Iroise sea in 2004 [1]."
+    assert verdict(dropped.replace("did not leave", "left"), cited=dropped.replace(" [1]", "")) == "cited-unsupported"
+    # a paraphrase that is no copy, a word the source also uses, a changed figure's own check
+    assert verdict("Kéréon, finished in 1916, was the Iroise sea's last manned lighthouse [1].", cited=lighthouse) == "supported"
+    assert verdict("The Kéréon lighthouse was finished in 1916; its keepers left in 2004 [1].", cited=lighthouse) == "supported"
+    # in a longer answer only the changed sentence is flagged
+    two = f"{honest} {first.replace('[1].', 'too [1].')}"
+    assert verdict(two, cited=lighthouse) == "partly-supported"
+
+
 def test_negatives_in_parentheses_or_with_a_minus_are_one_figure():
     assert verdict("Operating cash flow was -310 million [1].") == "supported"
     assert verdict("Operating cash flow was −310 [1].") == "supported"

@@ -32,6 +32,7 @@ its words are the passage's), is cited to that passage.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
@@ -544,6 +545,8 @@ def check_answer(
             status = "unchecked" if not claims else ("unsupported" if missing else "supported")
             if not claims:
                 status, missing = _without_claims(sentence, sources)
+            if status != "unsupported" and (altered := _altered(sentence, sources)):
+                status, missing = "unsupported", altered
         checks.append(
             SentenceCheck(
                 text=sentence, start=start, end=end, markers=numbers, claims=written,
@@ -576,6 +579,60 @@ def _without_claims(sentence: str, sources: Sequence[_Cited]) -> tuple[SentenceS
         shown = [w for w in _WORD.findall(text) if _stem(_fold(w)) in words]
         return "unsupported", list(dict.fromkeys(shown))[:4]
     return "unchecked", []
+
+
+# A sentence copied from a passage with a word changed: the answer's sentence (at least
+# ALTERED_MIN_WORDS words) shares at least ALTERED_COPY_SHARE of its words, in order, with one
+# sentence of its source, and in that run a word or two of the source stand replaced by words
+# the source never uses, or a negation is added or dropped. A liar model's "the FIRST manned
+# lighthouse" (the source: "the last") and "nests … are OVERCOUNTED" ("undercounted") kept every
+# figure and name and were badged Supported. A synonym ("completed" for "finished") is flagged
+# too, naming the source's word: the person reads both and judges.
+ALTERED_MIN_WORDS = 6
+ALTERED_COPY_SHARE = 0.7
+_NEGATIONS = frozenset({"not", "no", "never", "nor", "without", "cannot", "none", "neither"})
+_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+
+
+def _altered(sentence: str, sources: Sequence[_Cited]) -> list[str]:
+    """The words a near-copy of a source sentence changed, as "first (the source says “last”)";
+    empty when the sentence is no such copy or changed nothing that matters."""
+
+    words = [w for w in _TOKEN.findall(_fold(MARKER.sub(" ", sentence)))]
+    if len(words) < ALTERED_MIN_WORDS:
+        return []
+    best: tuple[int, list[str], _Cited] | None = None
+    for source in sources:
+        for start, end in split_sentences(source.folded):
+            theirs = _TOKEN.findall(source.folded[start:end])
+            matcher = difflib.SequenceMatcher(None, words, theirs, autojunk=False)
+            copied = sum(block.size for block in matcher.get_matching_blocks())
+            if best is None or copied > best[0]:
+                best = (copied, theirs, source)
+    if best is None or best[0] < ALTERED_COPY_SHARE * len(words):
+        return []
+    _, theirs, source = best
+    used = {_stem(w) for w in _TOKEN.findall(source.folded)}
+    changed: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, words, theirs, autojunk=False).get_opcodes():
+        mine, source_words = words[i1:i2], theirs[j1:j2]
+        if op == "replace" and len(mine) <= 3 and len(source_words) <= 3:
+            negation_changed = (_NEGATIONS & set(mine)) != (_NEGATIONS & set(source_words))
+            new = [w for w in mine if _changes_meaning(w) and _stem(w) not in used]
+            word_changed = new and any(_changes_meaning(w) for w in source_words)
+            if negation_changed or (word_changed and len(mine) <= 2 and len(source_words) <= 2):
+                changed.append(f"{' '.join(mine)} (the source says “{' '.join(source_words)}”)")
+        elif op == "delete" and _NEGATIONS & set(mine):  # words only the answer has
+            changed.append(f"{' '.join(mine)} (not in the source)")
+        elif op == "insert" and _NEGATIONS & set(source_words):  # words only the source has
+            changed.append(f"the source says “{' '.join(source_words)}”")
+    return changed
+
+
+def _changes_meaning(word: str) -> bool:
+    """A word whose change can change what a sentence claims: not a stop word, not a figure
+    (figures are checked as figures), and a negation always."""
+    return word in _NEGATIONS or (word not in _STOP_WORDS and not any(c.isdigit() for c in word))
 
 
 def sentences_citing(answer: str, number: int) -> list[str]:
