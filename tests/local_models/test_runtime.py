@@ -48,7 +48,10 @@ async def stream_text(model: object, prompt: str, max_tokens: int = 12) -> list[
 
     agent = Agent(model)  # type: ignore[call-overload]
     deltas: list[str] = []
-    async with agent.run_stream(prompt, model_settings={"max_tokens": max_tokens}) as result:
+    # greedy and seeded: the random-weight model's bytes are the same every run (sampled, a
+    # run's bytes could be incomplete UTF-8 the server holds back, and come as one delta)
+    settings = {"max_tokens": max_tokens, "temperature": 0.0, "seed": 0}
+    async with agent.run_stream(prompt, model_settings=settings) as result:
         async for delta in result.stream_text(delta=True, debounce_by=None):
             deltas.append(delta)
     return deltas
