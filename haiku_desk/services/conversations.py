@@ -224,12 +224,15 @@ class ConversationRecord(_CitingModel):
         return not self.turns and self.title == UNTITLED
 
     def matches(self, text: str) -> bool:
-        """Whether ``text`` occurs (case-insensitively) in the title, a question or an answer."""
-        needle = text.strip().casefold()
+        """Whether ``text`` occurs in the title, a question or an answer (case and accents
+        folded: "kereon" finds "Kéréon")."""
+        from haiku_desk.services.entries import fold
+
+        needle = fold(text.strip())
         if not needle:
             return True
         haystacks = [self.title, *(t.question for t in self.turns), *(t.answer for t in self.turns)]
-        return any(needle in h.casefold() for h in haystacks)
+        return any(needle in fold(h) for h in haystacks)
 
 
 class ConversationSummary(BaseModel):

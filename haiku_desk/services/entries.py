@@ -7,6 +7,7 @@ Plain data, no Qt: the rows (:mod:`~haiku_desk.services.rows`), the queue runner
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +25,7 @@ __all__ = [
     "PendingWork",
     "dialog_filters",
     "document_extensions",
+    "fold",
     "path_from_uri",
     "uri_for",
 ]
@@ -240,3 +242,11 @@ class OverallStatus:
         if self.idle:
             return ""
         return f"{self.text()}; {self.percent} percent of this step done"
+
+
+def fold(text: str) -> str:
+    """``text`` as the app's filters compare it: case and accents folded (NFKD, combining marks
+    dropped, casefold), so "oguz" finds "Oğuz" and "kereon" finds "Kéréon", as the library's
+    search does."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()

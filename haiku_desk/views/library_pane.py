@@ -52,7 +52,7 @@ from haiku_desk.models.documents import (
     Scope,
     file_name,
 )
-from haiku_desk.services.entries import OverallStatus, dialog_filters
+from haiku_desk.services.entries import OverallStatus, dialog_filters, fold
 from haiku_desk.services.library import LibraryEntry, LibraryService
 from haiku_desk.views.badges import badges_for, paint_badges
 from haiku_desk.views.icons import set_icon
@@ -192,15 +192,15 @@ class _SnugHeader(QHeaderView):
 
 class _DocumentsFilter(QSortFilterProxyModel):
     """The filter box's matching: a row matches when every word typed is found in its title,
-    file name, authors or year (case-insensitive), so "619" finds "report-619.pdf" and
-    "vaswani 2017" finds that paper."""
+    file name, authors or year (case and accents folded), so "619" finds "report-619.pdf",
+    "vaswani 2017" finds that paper and "oguz" a paper by Barlas Oğuz."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._words: list[str] = []
 
     def set_text(self, text: str) -> None:
-        self._words = text.casefold().split()
+        self._words = fold(text).split()
         self.invalidateFilter()
 
     def filterAcceptsRow(self, source_row: int, source_parent: Any) -> bool:  # noqa: N802
@@ -210,7 +210,7 @@ class _DocumentsFilter(QSortFilterProxyModel):
         entry = model.data(model.index(source_row, NAME, source_parent), ENTRY_ROLE) if model else None
         if entry is None:
             return True
-        haystack = " ".join((entry.name, file_name(entry), entry.authors, str(entry.year or ""))).casefold()
+        haystack = fold(" ".join((entry.name, file_name(entry), entry.authors, str(entry.year or ""))))
         return all(word in haystack for word in self._words)
 
 
@@ -276,6 +276,7 @@ class LibraryPane(QWidget):
         self.proxy.setDynamicSortFilter(False)
         self.proxy.setSourceModel(self.model)
         self.search.textChanged.connect(self.proxy.set_text)
+        self.search.textChanged.connect(lambda *_: self._show_hint())
         self.search.textChanged.connect(lambda *_: self._sync_scope_box())
 
         self.table = QTableView()
@@ -494,12 +495,25 @@ class LibraryPane(QWidget):
         flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
         self.table.selectionModel().select(selection, flags)
 
+    def _show_hint(self) -> None:
+        """Above the table: the empty library's hint, or the filter's "No document matches"
+        (a blank table said nothing)."""
+        typed = self.search.text().strip()
+        if self.model.rowCount() == 0:
+            self.empty_hint.setText(OPENING_HINT if self.library.is_opening else EMPTY_HINT)
+            self.empty_hint.setAccessibleName("Library is empty")
+            self.empty_hint.setVisible(True)
+        elif typed and self.proxy.rowCount() == 0:
+            self.empty_hint.setText(f"No document matches “{typed}” (title, file name, authors or year).")
+            self.empty_hint.setAccessibleName("No matching documents")
+            self.empty_hint.setVisible(True)
+        else:
+            self.empty_hint.setVisible(False)
+
     def _entries_changed(self, *_: object) -> None:
-        empty = self.model.rowCount() == 0
-        self.empty_hint.setText(OPENING_HINT if self.library.is_opening else EMPTY_HINT)
-        self.empty_hint.setVisible(empty)
         if self.search.text():  # a resolved title may now match the filter (rows stay unsorted)
             self.proxy.invalidateFilter()
+        self._show_hint()
         self._update_buttons()
         self._sync_scope_box()
 

@@ -88,6 +88,40 @@ def test_the_filter_matches_title_file_name_authors_and_year(qloop, qtbot, libra
     assert shown("") == [uri_for(report), uri_for(paper)]
 
 
+def test_the_filter_folds_accents_and_says_when_nothing_matches(qloop, qtbot, library, tmp_path):
+    """Tester 19:40: "Oguz" found nothing while the paper's author is Barlas Oğuz (the chat's
+    search folds accents), and a filter matching nothing left a blank table."""
+    from haiku.rag.bibliography import edited_record
+
+    paper = _titled_pdf(tmp_path / "dpr.pdf", "Dense Passage Retrieval", "Dense retrieval of passages.")
+    notes = _titled_pdf(tmp_path / "notes.pdf", "Notes on the Kéréon lighthouse", "A lighthouse off Ushant.")
+    pane = _pane(qtbot, library)
+    _ingest(qloop, library, [paper, notes])
+    run_until(qloop, lambda: not library.busy, SLOW)  # embedded: no later write of the rows
+    record = edited_record(None, title=None, authors="Oğuz, Barlas", year="2020", venue=None, doi=None)
+    qloop.run_until_complete(library.client.update_bibliographic(library.entry(uri_for(paper)).document_id, record))
+    qloop.run_until_complete(library.refresh())
+
+    def shown(text: str) -> list[str]:
+        pane.search.setText(text)
+        return _shown_keys(pane)
+
+    assert shown("oguz") == [uri_for(paper)]
+    assert shown("OĞUZ") == [uri_for(paper)]
+    assert shown("kereon") == [uri_for(notes)]
+    assert not pane.empty_hint.isVisible()
+    assert shown("jegou") == []
+    assert pane.empty_hint.isVisible() and pane.empty_hint.text().startswith("No document matches “jegou”")
+    assert shown("") == [uri_for(paper), uri_for(notes)] and not pane.empty_hint.isVisible()
+
+
+def test_the_conversation_search_folds_accents():
+    from haiku_desk.services.conversations import ConversationRecord
+
+    conversation = ConversationRecord(title="The Kéréon lighthouse")
+    assert conversation.matches("kereon") and conversation.matches("KÉRÉON") and not conversation.matches("ushant")
+
+
 def test_delete_key_asks_first_in_the_same_place_each_time_then_deletes(qloop, qtbot, library, tmp_path):
     files = [_titled_pdf(tmp_path / f"{n}.pdf", f"Notes on {n}", f"{n} grow in orchards.") for n in ("apples", "pears")]
     window, pane = _pane_in_window(qtbot, library)
