@@ -61,6 +61,10 @@ DEFAULT_PANE_WIDTHS = (345, 690, 393)
 # of the width beside the library: the citation panel's share on a first start (the chat keeps
 # at least what its toolbar needs)
 READER_SHARE = 0.4
+# ... and while it shows a citation or a document, until the user drags a splitter: in a wide
+# window (1920 px) the chat gives the reader what it has beyond its one row of toggles (the
+# tester's 19:50: a cited page ~570 px wide beside a transcript with ~700 px of empty margin).
+READING_SHARE = 0.55
 LIBRARY_WIDE_SHARE = 0.22  # of the window for the library, when its controls need less
 # What the chat column (its conversation list and the transcript) keeps before the library
 # widens for readable titles: the list and a transcript of ~65 characters a line.
@@ -146,7 +150,7 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self.citation_panel.reader_mode_requested.connect(self.set_reader_mode)
         self.citation_panel.cleared.connect(self._reader_emptied)
-        self.citation_panel.opened.connect(self._fit_empty_reader)  # a conversation's last citation
+        self.citation_panel.opened.connect(self._reader_opened)  # a citation, a document
         self.quit_flow = QuitFlow(services, self)  # closing the window is Quit: asks once if work is pending
         if services.evidence is not None:  # a fill stopped by Quit continues at the next start
             self.quit_flow.closing.connect(services.evidence.halt)
@@ -547,6 +551,19 @@ class MainWindow(QMainWindow):
         self._make_room_to_read()
         self.citation_panel.show_citation(citation)
 
+    def _reader_opened(self) -> None:
+        """Something opens in the reader: its room back if it had yielded it, and, in the
+        default layout of a wide window, the reading share (READING_SHARE)."""
+        self._fit_empty_reader()
+        self._follow_default_layout()
+
+    def _follow_default_layout(self) -> None:
+        if not self._warmed or self.reader_mode.active or not self._default_panes or self._panes_restored:
+            return
+        if self.library_pane.isHidden() or self.citation_panel.isHidden():
+            return
+        self.apply_default_layout()
+
     def _make_room_to_read(self) -> None:
         """A panel too narrow to read a page in (a 1024×640 window) takes reader mode's room
         (the library's and the conversation list's); ⤢ gives it back, and so does a window
@@ -565,6 +582,7 @@ class MainWindow(QMainWindow):
         if self.reader_mode.active and getattr(self, "_auto_reader", False):
             self.set_reader_mode(False)
         self._fit_empty_reader()
+        self._follow_default_layout()  # the empty reader's share again
 
     def _panes_dragged(self, _pos: int, _index: int) -> None:
         self._default_panes = False
@@ -726,7 +744,7 @@ class MainWindow(QMainWindow):
         spare = total - READABLE_WIDTH - max(chat_least, min(chat, CHAT_COMFORT_WIDTH))
         library = max(library, min(self.library_pane.readable_width(), spare))
         beside = total - library
-        reader = int(beside * READER_SHARE)
+        reader = int(beside * (READER_SHARE if self._reader_is_empty() else READING_SHARE))
         if beside - reader < chat:
             # the chat's one row of toggles, unless that leaves the reader unreadable
             reader = max(beside - chat, min(READABLE_WIDTH, beside - chat_least))

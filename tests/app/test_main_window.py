@@ -694,3 +694,18 @@ def test_widths_saved_without_a_drag_follow_the_window_at_the_next_start(qtbot, 
     QApplication.processEvents()
     assert not second.citation_panel.isVisible()
     assert abs(second.splitter.sizes()[0] - yielded[0]) <= 4, (second.splitter.sizes(), yielded)
+
+
+def test_in_a_wide_window_a_citation_gets_what_the_chat_has_beyond_its_toggles(qtbot, services):
+    """Tester 19:50, 1920x1080: a cited page ~570 px wide (its text ~6 px tall at Fit) beside
+    a transcript with ~700 px of empty margin. While the reader shows something, in the
+    default layout, the chat keeps what its one row of toggles needs and the reader takes
+    the rest; an emptied reader goes back to the first start's share."""
+    window = _first_start(qtbot, services, 1920, 1080)
+    empty = window.splitter.sizes()
+    window.chat_pane.citation_activated.emit(_a_citation())
+    library, chat, reader = window.splitter.sizes()
+    assert not window.reader_mode.active and library == empty[0]
+    assert reader > empty[2] + 100 and chat >= window.chat_pane.default_width() - 4, (empty, window.splitter.sizes())
+    window.services.chat.new_conversation()
+    assert window.splitter.sizes() == empty
