@@ -427,7 +427,7 @@ class LibraryPane(QWidget):
         area.addWidget(self.table, 1)
         self.sections.addWidget(self.table_area)
         self.sections.addWidget(self.watched_box)
-        self.sections.installEventFilter(self)  # its height decides the sections' default folds
+        self._watched_window: QWidget | None = None  # whose resizes decide the default folds
         table_index = self.sections.indexOf(self.table_area)
         self.sections.setCollapsible(table_index, False)
         for i in range(self.sections.count()):
@@ -585,8 +585,8 @@ class LibraryPane(QWidget):
     # --- columns ----------------------------------------------------------------------------
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802
-        if watched is getattr(self, "sections", None) and event.type() == QEvent.Type.Resize:
-            self._fold_by_default()
+        if watched is getattr(self, "_watched_window", None) and event.type() == QEvent.Type.Resize:
+            QTimer.singleShot(0, self, self._fold_by_default)  # once the panes are laid out
         if watched is self.table and event.type() == QEvent.Type.Resize:
             self._fit_columns()
         if watched is self.table and event.type() == QEvent.Type.FocusIn:
@@ -662,6 +662,19 @@ class LibraryPane(QWidget):
         return title + check + self.state_width() + scrollbar + around
 
     # --- the sections' splitter ------------------------------------------------------------
+
+    def showEvent(self, event) -> None:  # noqa: N802
+        super().showEvent(event)
+        window = self.window()
+        if window is not self._watched_window:
+            # The default folds follow the window's size (a short window, maximised), not the
+            # banners and lines that come and go inside it: a panel unfolding by itself
+            # while the person works moved the table (tester 20:10).
+            if self._watched_window is not None:
+                self._watched_window.removeEventFilter(self)
+            self._watched_window = window
+            window.installEventFilter(self)
+        QTimer.singleShot(0, self, self._fold_by_default)
 
     def readable_table_height(self) -> int:
         """The table's header and TABLE_READABLE_ROWS rows (the height no section takes)."""

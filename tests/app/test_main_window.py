@@ -709,3 +709,23 @@ def test_in_a_wide_window_a_citation_gets_what_the_chat_has_beyond_its_toggles(q
     assert reader > empty[2] + 100 and chat >= window.chat_pane.default_width() - 4, (empty, window.splitter.sizes())
     window.services.chat.new_conversation()
     assert window.splitter.sizes() == empty
+
+
+def test_the_default_folds_follow_the_window_not_what_comes_and_goes_inside_it(
+    qloop, qtbot, services, tmp_path, themed
+):
+    """Tester 20:10: the panels unfolded by themselves when a banner went away, moving the
+    table while the person worked. The default folds are decided when the window is shown or
+    resized (and when a panel's count changes), not when a line above the buttons comes or goes."""
+    _library_with_sections(qloop, services, tmp_path)
+    window = _first_start(qtbot, services, 1440, 900)
+    _settled(qloop)
+    pane = window.library_pane
+    assert pane.collections_box.list.isVisible() and pane.watched.isVisible()
+    pane.reason.setMinimumHeight(360)  # a tall line above the buttons: little room left
+    pane.reason.show()
+    _settled(qloop)
+    assert pane.collections_box.list.isVisible() and pane.watched.isVisible()  # nothing moved
+    window.resize(1440, 901)  # the window is resized: decided again, for the room there is
+    _settled(qloop)
+    assert not pane.collections_box.list.isVisible() and not pane.watched.isVisible()
