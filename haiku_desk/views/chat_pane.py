@@ -21,6 +21,7 @@ from PySide6.QtGui import (
     QPainter,
     QPalette,
     QPen,
+    QResizeEvent,
     QTextCursor,
     QTextDocument,
     QTextOption,
@@ -1336,6 +1337,14 @@ class ChatPane(QWidget):
         self.transcript.installEventFilter(self)
         # the user's scrolling (wheel, keys, the bar) ends following an answer
         self.scroll.verticalScrollBar().actionTriggered.connect(self._stop_following)
+        # What the transcript shows at its top (a turn and how far into it), or its end, kept
+        # when the chat's width changes (a citation opening the reader beside it, reader mode,
+        # a pane shown): answers rewrap and the same scroll value showed turns from earlier
+        # (tester 20:15). Held through the relayout until the user scrolls.
+        self._anchor: tuple[TurnWidget, float] | None = None
+        self._anchor_at_end = False
+        self._anchor_held = False
+        self.scroll.verticalScrollBar().valueChanged.connect(self._remember_anchor)
 
         self.analysis_panel = AnalysisPanel(main)
 
@@ -1530,6 +1539,7 @@ class ChatPane(QWidget):
             widget.deleteLater()
         self.turn_widgets = []
         self._follow_target = None
+        self._anchor, self._anchor_held = None, False
         self._live = None
         self._live_question = None
         self.analysis_panel.clear()
@@ -1591,6 +1601,7 @@ class ChatPane(QWidget):
     def _follow(self, question: Question) -> None:
         """Show ``question`` in the transcript as it is answered, until its outcome."""
         self._follow_target = None
+        self._anchor_held = False
         self._live = self._add_turn_widget(question.turn)
         self._live_question = question
         self._live.follow(question)
@@ -1720,6 +1731,7 @@ class ChatPane(QWidget):
             self.command_requested.emit(command)
 
     def _scroll_to_end(self) -> None:
+        self._anchor_held = False  # our own move: the end is what is shown now
         bar = self.scroll.verticalScrollBar()
         QTimer.singleShot(0, lambda: bar.setValue(bar.maximum()))
 
@@ -1728,6 +1740,7 @@ class ChatPane(QWidget):
         them as fits (its question first, when the whole turn fits). Sources wrap and grow
         after their first layout, so this holds while the transcript settles, until the user
         scrolls or another question starts."""
+        self._anchor_held = False
         self._follow_target = widget
         QTimer.singleShot(0, self._scroll_to_target)
 
@@ -1747,11 +1760,44 @@ class ChatPane(QWidget):
     def _stop_following(self, *_: Any) -> None:
         if not getattr(self, "_following", False):
             self._follow_target = None
+            self._anchor_held = False  # the user scrolls: what is shown is theirs
+
+    def _remember_anchor(self, value: int) -> None:
+        if self._anchor_held:
+            return
+        bar = self.scroll.verticalScrollBar()
+        self._anchor_at_end = bar.maximum() > 0 and value >= bar.maximum() - 2
+        self._anchor = None
+        for widget in self.turn_widgets:
+            top = widget.mapTo(self.transcript, QPoint(0, 0)).y()
+            if top <= value < top + widget.height():
+                self._anchor = (widget, (value - top) / max(1, widget.height()))
+                break
+
+    def _restore_anchor(self) -> None:
+        if not self._anchor_held or self._follow_target is not None:
+            return
+        bar = self.scroll.verticalScrollBar()
+        if self._anchor_at_end:
+            target = bar.maximum()
+        elif self._anchor is not None and self._anchor[0] in self.turn_widgets:
+            widget, into = self._anchor
+            target = widget.mapTo(self.transcript, QPoint(0, 0)).y() + int(into * widget.height())
+        else:
+            return
+        self._following = True  # our own move, not the user's
+        bar.setValue(max(0, min(bar.maximum(), target)))
+        self._following = False
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
         if watched is self.transcript and event.type() == QEvent.Type.Resize:
             if getattr(self, "_follow_target", None) is not None:
                 QTimer.singleShot(0, self._scroll_to_target)
+            elif isinstance(event, QResizeEvent) and 0 < event.oldSize().width() != event.size().width():
+                self._anchor_held = True  # rewrapping: the same turn at the top afterwards
+                QTimer.singleShot(0, self._restore_anchor)
+            elif getattr(self, "_anchor_held", False):
+                QTimer.singleShot(0, self._restore_anchor)  # still settling (answers regrow)
         return super().eventFilter(watched, event)
 
     # --- export ---------------------------------------------------------------------------

@@ -164,3 +164,33 @@ def test_a_source_card_shows_no_stray_markers_and_its_headings_on_lines_of_their
     assert "\nFindings\n" in snippet
     qtbot.waitUntil(lambda: card.snippet_label.height() > 0)
     assert card.snippet_label.y() >= card.place.y() + card.place.height()  # below, not over it
+
+
+def test_the_turn_shown_at_the_top_stays_there_when_the_chat_narrows(qtbot, pane):
+    """Tester 20:15, 1024x640: a click on a source card opened the reader, the chat narrowed,
+    its answers rewrapped taller and the same scroll position showed turns from earlier: the
+    answer whose source was opened was out of view. The turn at the top stays at the top when
+    the chat's width changes, until the person scrolls."""
+    long_answer = " ".join(["The convoys waited for kerosene at the depot [1]."] * 12)
+    for index in range(6):
+        pane._add_turn_widget(answered(index, 2, long_answer))
+    bar = pane.scroll.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0)
+    fourth = pane.turn_widgets[4]
+    for _ in range(3):
+        QApplication.processEvents()
+    top = fourth.mapTo(pane.transcript, fourth.rect().topLeft()).y()
+    bar.triggerAction(bar.SliderAction.SliderMove)  # the person's scrolling, to that turn
+    bar.setValue(top)
+    assert bar.value() == top
+
+    pane.resize(420, 500)  # the reader opens beside the chat
+
+    def fourth_at_top() -> bool:
+        now = fourth.mapTo(pane.transcript, fourth.rect().topLeft()).y()
+        return now != top and abs(bar.value() - now) <= 2
+
+    qtbot.waitUntil(fourth_at_top)
+    for _ in range(5):
+        QApplication.processEvents()
+    assert fourth_at_top()
