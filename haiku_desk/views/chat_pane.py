@@ -1345,6 +1345,7 @@ class ChatPane(QWidget):
         self._anchor_at_end = False
         self._anchor_held = False
         self.scroll.verticalScrollBar().valueChanged.connect(self._remember_anchor)
+        self.scroll.viewport().installEventFilter(self)  # a banner below: the end stays in view
 
         self.analysis_panel = AnalysisPanel(main)
 
@@ -1790,6 +1791,10 @@ class ChatPane(QWidget):
         self._following = False
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if watched is self.scroll.viewport() and event.type() == QEvent.Type.Resize:
+            if getattr(self, "_anchor_at_end", False) and getattr(self, "_follow_target", None) is None:
+                self._anchor_held = True  # shorter or taller: still at the end
+                QTimer.singleShot(0, self._restore_anchor)
         if watched is self.transcript and event.type() == QEvent.Type.Resize:
             if getattr(self, "_follow_target", None) is not None:
                 QTimer.singleShot(0, self._scroll_to_target)

@@ -194,3 +194,20 @@ def test_the_turn_shown_at_the_top_stays_there_when_the_chat_narrows(qtbot, pane
     for _ in range(5):
         QApplication.processEvents()
     assert fourth_at_top()
+
+
+def test_the_end_of_the_transcript_stays_in_view_when_the_chat_gets_shorter(qtbot, pane):
+    """Tester 19:40: a banner appearing under the panes (the chat shorter) left the last
+    answer's end out of view."""
+    long_answer = " ".join(["The convoys waited for kerosene at the depot [1]."] * 12)
+    for index in range(4):
+        pane._add_turn_widget(answered(index, 2, long_answer))
+    bar = pane.scroll.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0)
+    bar.triggerAction(bar.SliderAction.SliderToMaximum)  # the person reads the last answer
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum())
+    pane.resize(pane.width(), pane.height() - 120)
+    qtbot.waitUntil(lambda: bar.value() == bar.maximum() and bar.maximum() > 0)
+    for _ in range(5):
+        QApplication.processEvents()
+    assert bar.value() == bar.maximum()
