@@ -201,12 +201,27 @@ def test_closing_punctuation_joins_its_word_across_a_gap_narrower_than_a_word_sp
         1.0,
     )
     assert read.text(0.6) == "Ltd., x !"
-    # a line that spells three word spaces measures its own, whatever the page's
+    # a line that spells three word spaces measures its own, when the page's is wider
     spelled = ocr.ReadLine(
         tuple("abcd."), (0, 0.3, 0.3, 0.3, 0.2), (False, True, True, True, False), (1.0,) * 5, 1.0
     )
-    assert spelled.word_gap(0.1) == pytest.approx(0.3)
-    assert spelled.text(0.1) == "a b c d."
+    assert spelled.word_gap(0.6) == pytest.approx(0.3)
+    assert spelled.text(0.6) == "a b c d."
+
+
+def test_a_table_rows_column_gaps_do_not_hide_the_word_spaces_left_out_in_its_cells():
+    """A row read as one line whose spelled spaces are its column gaps (2 line heights): the
+    word space the model left out inside a cell (0.3, over SPACE_GAP) still comes back, by
+    the page's word space (0.3), not the row's."""
+    row = ocr.ReadLine(
+        tuple("ab12cd34ef"),
+        (0, 0.05, 2.0, 0.05, 0.3, 0.05, 2.0, 0.05, 2.0, 0.05),
+        (False, False, True, False, False, False, True, False, True, False),
+        (1.0,) * 10,
+        1.0,
+    )
+    assert row.text(0.3) == "ab 12 cd 34 ef"
+    assert row.text(None) == "ab 12cd 34 ef"  # no page measure: the row's own (2.0)
 
 
 def test_the_page_word_space_is_the_median_of_its_spelled_spaces():

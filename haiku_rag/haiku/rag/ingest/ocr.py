@@ -1013,13 +1013,18 @@ class ReadLine:
         return [gap for gap, spaced in zip(self.gaps, self.spaced, strict=True) if spaced]
 
     def word_gap(self, page_word_gap: float | None = None) -> float | None:
-        """The line's typical word space (the median of its spelled spaces' gaps) when it
-        spells at least ``MIN_LINE_WORD_GAPS`` of them; else ``page_word_gap``."""
+        """The line's typical word space: the median of its spelled spaces' gaps when it
+        spells at least ``MIN_LINE_WORD_GAPS`` of them, but not more than the page's
+        (``page_word_gap``, when measured): a line whose spelled spaces are a table's
+        column gaps would otherwise hide the word spaces the model left out inside its
+        cells. A line of proportional type on a typewritten page (a printed letterhead)
+        keeps its own, smaller one. Else the page's."""
         import statistics
 
         own = self.word_gaps()
         if len(own) >= MIN_LINE_WORD_GAPS:
-            return float(statistics.median(own))
+            line = float(statistics.median(own))
+            return line if page_word_gap is None else min(line, page_word_gap)
         return page_word_gap
 
     def spaces(self, page_word_gap: float | None = None) -> list[bool]:
