@@ -42,3 +42,32 @@ def test_a_title_repeated_under_itself_is_not_a_level_of_the_path():
         ["FREE CULTURE", "PIRACY"],
         ["FREE CULTURE", "PIRACY", "Exercises"],
     ]
+
+
+def _paper_pdf() -> bytes:
+    """A paper's cover page (its title, "Abstract", the abstract, "Keywords"), then its
+    title printed again above the body, whose first section is "Introduction"."""
+    title = "The Acceptance Model"
+    doc = pymupdf.open()
+    cover = doc.new_page(width=400, height=600)
+    cover.insert_text((40, 80), title, fontname="hebo", fontsize=20)
+    cover.insert_text((40, 130), "Abstract", fontname="hebo", fontsize=14)
+    for i in range(5):
+        cover.insert_text((40, 155 + 14 * i), BODY, fontname="helv", fontsize=10)
+    cover.insert_text((40, 250), "Keywords", fontname="hebo", fontsize=11)
+    cover.insert_text((40, 270), "technology acceptance, usefulness, ease of use", fontname="helv", fontsize=10)
+    body = doc.new_page(width=400, height=600)
+    body.insert_text((40, 80), title, fontname="hebo", fontsize=16)
+    body.insert_text((40, 120), "Introduction", fontname="hebo", fontsize=11)
+    for i in range(5):
+        body.insert_text((40, 140 + 14 * i), f"Introduction line {i}: {BODY}", fontname="helv", fontsize=10)
+    data = doc.tobytes()
+    doc.close()
+    return data
+
+
+def test_a_title_repeated_above_the_body_closes_the_sections_before_it():
+    """Taken for text, the repeat left "Introduction" under the cover's "Abstract"."""
+    chunks = chunk_document(convert_pdf(_paper_pdf(), source="tam.pdf").document)
+    introduction = [chunk for chunk in chunks if "Introduction line 0" in chunk.text]
+    assert [chunk.headings for chunk in introduction] == [["The Acceptance Model", "Introduction"]]

@@ -54,10 +54,15 @@ class _TexPage:
         self.x += letter_width
 
 
-def _accents_pdf() -> bytes:
+def _tex_line(y: float = 100) -> tuple[pymupdf.Document, _TexPage]:
+    """A new PDF and a line written TeX's way on its page, at height ``y``."""
     doc = pymupdf.open()
-    page = doc.new_page()
-    first = _TexPage(page, 100)
+    return doc, _TexPage(doc.new_page(), y)
+
+
+def _accents_pdf() -> bytes:
+    doc, first = _tex_line()
+    page = first.page
     first.text("The study by Jim")
     first.accented("e", "\u00b4")
     first.text("nez and M")
@@ -112,9 +117,7 @@ def test_spacing_accents_over_their_letters_are_composed():
 
 def test_a_math_accent_in_another_font_than_its_letter_is_composed():
     """TeX's math: the tilde from the roman font over an italic m (two spans)."""
-    doc = pymupdf.open()
-    page = doc.new_page()
-    line = _TexPage(page, 100)
+    doc, line = _tex_line()
     line.text("We use ")
     line.accented("m", "\u02dc", fontname="tiit")
     line.text(" = 24 negative passages in all of the experiments.")
@@ -125,9 +128,7 @@ def test_a_math_accent_in_another_font_than_its_letter_is_composed():
 def test_accents_standing_on_their_own_are_left_alone():
     """An accent with its own advance between two glyphs ("Rˆ3", "f´") is not over a letter;
     nor is one over a digit or a sign."""
-    doc = pymupdf.open()
-    page = doc.new_page()
-    line = _TexPage(page, 100)
+    doc, line = _tex_line()
     line.text("The method R\u02c63 and the value f\u00b4 with x\u02dc stay as printed, and ")
     line.accented("3", "\u02c6")
     line.text(" too.")
@@ -167,6 +168,18 @@ def _page_with_stream(doc: pymupdf.Document, fonts: dict[str, int], stream: str)
     doc.update_object(content, "<<>>")
     doc.update_stream(content, stream.encode("latin-1"))
     doc.xref_set_key(page.xref, "Contents", f"{content} 0 R")
+
+
+def _actual(code: str, font: str, x: float, y: float, shown: str) -> str:
+    """``shown`` drawn with the actual text U+``code`` (what the text layer then gives)."""
+    return f"/Span<</ActualText<FEFF{code}>>> BDC\n" + _show(font, x, y, shown) + "EMC\n"
+
+
+def _helvetica_pdf(stream: str) -> bytes:
+    """One page drawn by ``stream`` in Helvetica (font /F1)."""
+    doc = pymupdf.open()
+    _page_with_stream(doc, {"F1": _font(doc, "Helvetica")}, stream)
+    return doc.tobytes()
 
 
 def _show(font: str, x: float, y: float, text: str) -> str:
@@ -250,7 +263,7 @@ def test_symbol_font_bullets_extracted_as_c1_controls_become_bullets_and_stay_it
     stream = _show("F1", 72, 760, "What do institutional legal aid providers do?")
     for i, item in enumerate(items):
         y = 740 - 16 * i
-        stream += "/Span<</ActualText<FEFF0084>>> BDC\n" + _show("WD", 80, y, "l") + "EMC\n"
+        stream += _actual("0084", "WD", 80, y, "l")
         stream += _show("F1", 92, y, item)
     _page_with_stream(doc, {"F1": helv, "WD": wing}, stream)
     data = doc.tobytes()
@@ -263,13 +276,8 @@ def test_symbol_font_bullets_extracted_as_c1_controls_become_bullets_and_stay_it
 
 def test_c1_controls_in_a_text_font_are_not_made_bullets():
     """Only a symbol font's control character is taken for a bullet."""
-    doc = pymupdf.open()
-    helv = _font(doc, "Helvetica")
-    stream = _show("F1", 72, 760, "A line with an odd ")
-    stream += "/Span<</ActualText<FEFF0084>>> BDC\n" + _show("F1", 160, 760, "x") + "EMC\n"
-    stream += _show("F1", 166, 760, " character in its running text.")
-    _page_with_stream(doc, {"F1": helv}, stream)
-    data = doc.tobytes()
+    stream = _show("F1", 72, 760, "A line with an odd ") + _actual("0084", "F1", 160, 760, "x")
+    data = _helvetica_pdf(stream + _show("F1", 166, 760, " character in its running text."))
     assert "\x84" in pymupdf.open(stream=data)[0].get_text()
     text = ItemTexts(convert_pdf(data, source="odd.pdf").document).document_markdown()
     assert "\u2022" not in text and "\x84" in text
@@ -278,13 +286,8 @@ def test_c1_controls_in_a_text_font_are_not_made_bullets():
 def test_a_control_character_beside_readable_text_is_not_stored():
     """InDesign's "indent to here" (U+0007) before a reference's first word: a real report's
     list was stored as "1. \\x07E Senkus et al."."""
-    doc = pymupdf.open()
-    helv = _font(doc, "Helvetica")
-    stream = _show("F1", 72, 760, "1. ")
-    stream += "/Span<</ActualText<FEFF0007>>> BDC\n" + _show("F1", 85, 760, " ") + "EMC\n"
-    stream += _show("F1", 85, 760, "E Senkus et al., Primary breast cancer: guidelines for diagnosis.")
-    _page_with_stream(doc, {"F1": helv}, stream)
-    data = doc.tobytes()
+    stream = _show("F1", 72, 760, "1. ") + _actual("0007", "F1", 85, 760, " ")
+    data = _helvetica_pdf(stream + _show("F1", 85, 760, "E Senkus et al., Primary breast cancer: guidelines for diagnosis."))
     assert "\x07" in pymupdf.open(stream=data)[0].get_text()  # the trap
     text = ItemTexts(convert_pdf(data, source="report.pdf").document).document_markdown()
     assert "\x07" not in text
@@ -294,14 +297,8 @@ def test_a_control_character_beside_readable_text_is_not_stored():
 def test_pieces_of_a_big_delimiter_are_stored_as_their_unicode_characters():
     """cmex10's "parenlefttp"/"parenleftbt" glyphs: the Adobe Glyph List's private-use code
     points (U+F8EB, U+F8ED), which no font shows, become U+239B/U+239D."""
-    doc = pymupdf.open()
-    helv = _font(doc, "Helvetica")
-    stream = _show("F1", 72, 760, "The matrix A = ")
-    for code, x in (("F8EB", 150), ("F8ED", 150)):
-        stream += f"/Span<</ActualText<FEFF{code}>>> BDC\n" + _show("F1", x, 760, "(") + "EMC\n"
-    stream += _show("F1", 160, 760, "a b c d ) is invertible when its determinant is not zero.")
-    _page_with_stream(doc, {"F1": helv}, stream)
-    data = doc.tobytes()
+    stream = _show("F1", 72, 760, "The matrix A = ") + _actual("F8EB", "F1", 150, 760, "(") + _actual("F8ED", "F1", 150, 760, "(")
+    data = _helvetica_pdf(stream + _show("F1", 160, 760, "a b c d ) is invertible when its determinant is not zero."))
     assert "\uf8eb" in pymupdf.open(stream=data)[0].get_text()  # the trap
     text = ItemTexts(convert_pdf(data, source="matrix.pdf").document).document_markdown()
     assert "\u239b" in text and "\u239d" in text

@@ -14,7 +14,7 @@ import pymupdf
 
 from haiku.rag.ingest.pdf.blocks import FIGURES, Line
 from haiku.rag.ingest.pdf.geometry import IDENTITY, Bbox, Matrix, area, intersect, transform
-from haiku.rag.ingest.pdf.glyphs import font_chars, repair_glyphs
+from haiku.rag.ingest.pdf.glyphs import font_chars, repair_glyphs, rewrite_fonts
 
 # One text extraction pass also collects vector paths (as type-3 blocks): cheaper than a
 # second pass with get_bboxlog(). Images are not collected there: the dict would carry
@@ -99,12 +99,11 @@ def _mark_numbered_glyphs(text: dict[str, Any], fonts: dict[str, set[str]]) -> N
     numbered = {font for font, chars in fonts.items() if _numbered(chars)}
     if not numbered:
         return
-    for block in text["blocks"]:
-        if block.get("type", 0) == 0:
-            for line in block["lines"]:
-                for span in line["spans"]:
-                    if span["font"] in numbered:
-                        span["text"] = "".join(" " if ch.isspace() else "\ufffd" for ch in span["text"])
+    rewrite_fonts(text, dict.fromkeys(numbered, _undecodable))
+
+
+def _undecodable(span_text: str) -> str:
+    return "".join(" " if ch.isspace() else "\ufffd" for ch in span_text)
 
 
 def _numbered(chars: set[str]) -> bool:

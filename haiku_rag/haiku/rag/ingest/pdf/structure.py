@@ -258,19 +258,23 @@ def classify_styles(pages: list[Page], *, authors: str = "", recognised: Collect
 
 def _unnest_repeated_titles(headings: list[Block]) -> None:
     """A heading that repeats the text of the heading it would sit under is that heading
-    again (a book's half-title and title pages under its cover: every chunk's path began
-    "FREE CULTURE › FREE CULTURE › …"), not a section of it: it becomes text."""
-    open_headings: list[tuple[int, str]] = []  # (level, name) of the path so far
+    again (a book's title page under its cover, a paper's title printed again above its
+    body: every chunk's path began "FREE CULTURE › FREE CULTURE › …"), not a section of it:
+    it takes that heading's place (its kind and level), so a path names it once and what
+    follows it is not nested under the sections between the two (an abstract's)."""
+    open_headings: list[Block] = []  # the path so far, as the chunker keeps it by level
     for block in headings:
-        level = 0 if block.kind == "title" else max(block.heading_level, 1)
-        while open_headings and open_headings[-1][0] >= level:
+        level = _path_level(block)
+        while open_headings and _path_level(open_headings[-1]) >= level:
             open_headings.pop()
-        name = _name_key(block_text(block))
-        if open_headings and open_headings[-1][1] == name:
-            block.kind = "text"
-            block.heading_level = 0
-            continue
-        open_headings.append((level, name))
+        if open_headings and _name_key(block_text(open_headings[-1])) == _name_key(block_text(block)):
+            parent = open_headings.pop()
+            block.kind, block.heading_level = parent.kind, parent.heading_level
+        open_headings.append(block)
+
+
+def _path_level(block: Block) -> int:
+    return 0 if block.kind == "title" else max(block.heading_level, 1)
 
 
 def _inside(box: Bbox, outer: Bbox) -> bool:
