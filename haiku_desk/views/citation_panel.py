@@ -451,7 +451,9 @@ class CitationPanel(QWidget):
             self._layout_request = 0
             self._apply_layout(layout)
         else:
-            self.page_label.setText(f"p. {self.page} …")
+            from haiku_desk.citations import page_place
+
+            self.page_label.setText(f"{page_place(self.page, citation.page_labels)} …")
             self._layout_request = self.pages.request_layout(citation.document_id)
 
     def _layout_ready(self, request_id: int, layout: DocumentLayout) -> None:
@@ -563,13 +565,14 @@ class CitationPanel(QWidget):
             self.headings.set_full_text(" › ".join([title, *headings]))
             self.headings.setVisible(True)
             return
-        from haiku_desk.citations import matched_pages
+        from haiku_desk.citations import reader_pages
 
-        # the pages of the cited text itself; the pages of its widened context (``cited``)
-        # are the ones the panel pages through
+        # the pages of the cited text itself (as printed, with the PDF's numbers when they
+        # differ: "p. 22 (PDF 36)"); the pages of its widened context (``cited``) are the
+        # ones the panel pages through
         text_source = self.layout_info is not None and self.layout_info.kind != "pages"
-        pages = "" if text_source else ", ".join(map(str, matched_pages(citation)))
-        self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}" if pages else "")
+        pages = "" if text_source else reader_pages(citation)
+        self.title.set_full_text(f"[{citation.index}] {title}", f" — {pages}" if pages else "")
         self.headings.set_full_text(" › ".join(headings))
         self.headings.setVisible(bool(headings))
 
@@ -698,14 +701,17 @@ class CitationPanel(QWidget):
         self.next_button.setEnabled(pages and self.page < self.page_count)
         if pages:
             cited = " · cited" if self.page in self.cited else ""
+            # the page as printed when it prints another number: "p. 22 (PDF 36/352)"
+            printed = self.layout_info.page_labels.get(self.page) if self.layout_info is not None else None
             if self._short_page_label:  # the words give way to the numbers
                 self.page_label.setText(f"{self.page}/{self.page_count}{' •' if cited else ''}")
+            elif printed:
+                self.page_label.setText(f"p. {printed} (PDF {self.page}/{self.page_count}){cited}")
             else:
                 self.page_label.setText(f"p. {self.page}/{self.page_count}{cited}")
-            self.page_label.setToolTip(f"Page {self.page} of {self.page_count}" + (", cited" if cited else ""))
-            self.page_label.setAccessibleDescription(
-                f"page {self.page} of {self.page_count}" + (", cited" if cited else "")
-            )
+            where = f"{self.page} of {self.page_count}" + (f", printed {printed}" if printed else "")
+            self.page_label.setToolTip(f"Page {where}" + (", cited" if cited else ""))
+            self.page_label.setAccessibleDescription(f"page {where}" + (", cited" if cited else ""))
         elif not waiting:
             self.page_label.setText("")
 
