@@ -69,6 +69,9 @@ COPY_CITATION_SHORTCUT = "Ctrl+Shift+C"
 FIND_SHORTCUT = "Ctrl+F"
 # the page label's words ("p. 4/12 · cited") give way to "4/12" below this panel width
 COMPACT_PAGE_LABEL_WIDTH = 300
+# a page printing another number than its sheet: "p. 22 (PDF 36/352) · cited" needs this width,
+# "p. 22 (36/352) •" below it
+PRINTED_PAGE_LABEL_WIDTH = 360
 
 
 def no_viewer_message(path: str) -> str:
@@ -165,6 +168,7 @@ class CitationPanel(QWidget):
             b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.compact = False  # True while the header's buttons show icons only
         self._short_page_label = False  # "4/12 •" rather than "p. 4/12 · cited"
+        self._narrow_printed_label = False  # "p. 22 (36/352) •" rather than "p. 22 (PDF 36/352) · cited"
 
         self.reader = PageReader(pages)
         self.text_reader = TextReader()
@@ -308,8 +312,10 @@ class CitationPanel(QWidget):
                 b.setToolButtonStyle(style)
         self.compact = compact
         short = self.width() < COMPACT_PAGE_LABEL_WIDTH
-        if short != self._short_page_label:
+        narrow = self.width() < PRINTED_PAGE_LABEL_WIDTH
+        if short != self._short_page_label or narrow != self._narrow_printed_label:
             self._short_page_label = short
+            self._narrow_printed_label = narrow
             self._update_controls()
 
     def resizeEvent(self, event) -> None:
@@ -705,6 +711,8 @@ class CitationPanel(QWidget):
             printed = self.layout_info.page_labels.get(self.page) if self.layout_info is not None else None
             if self._short_page_label:  # the words give way to the numbers
                 self.page_label.setText(f"{self.page}/{self.page_count}{' •' if cited else ''}")
+            elif printed and self._narrow_printed_label:  # the longer words give way first
+                self.page_label.setText(f"p. {printed} ({self.page}/{self.page_count}){' •' if cited else ''}")
             elif printed:
                 self.page_label.setText(f"p. {printed} (PDF {self.page}/{self.page_count}){cited}")
             else:

@@ -98,6 +98,11 @@ def test_the_reader_pages_by_sheet_and_shows_the_printed_page(qloop, qtbot, libr
     assert panel.page == 8  # the reader opens the PDF's sheet 8 ...
     assert panel.title.suffix == " — p. 23 (PDF 8)"
     assert panel.page_label.text() == "p. 23 (PDF 8/12) · cited"
+    panel.resize(330, 720)  # a narrow panel: the printed page keeps its place, the words go
+    run_until(qloop, lambda: panel.page_label.text() == "p. 23 (8/12) •")
+    assert panel.nav.sizeHint().width() <= panel.nav.width()
+    panel.resize(620, 720)
+    run_until(qloop, lambda: panel.page_label.text() == "p. 23 (PDF 8/12) · cited")
     panel.next_button.click()  # ... pages by sheet, and names every page it knows as printed
     run_until(qloop, lambda: panel.page == 9)
     assert panel.page_label.text() == "p. 24 (PDF 9/12)"

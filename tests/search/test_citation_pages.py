@@ -102,3 +102,23 @@ async def test_an_ingested_book_is_cited_by_its_printed_pages(tmp_path, db_path,
         assert cited.page_labels == {8: "23"}
         assert pages_label(matched_pages(cited), cited.page_labels) == "p. 23"
         assert author_year_citation(hit.document_meta, [7, 8]).endswith("pp. 22–23)")
+
+
+def test_the_search_command_names_the_printed_pages(tmp_path, capsys):
+    import json
+
+    import pdf_factory
+
+    from haiku.rag.cli import main
+
+    path = tmp_path / "quokkas.pdf"
+    pdf_factory.make_folio_pdf(path, pdf_factory.folio_book())
+    db = str(tmp_path / "lib.lancedb")
+    assert main(["--db", db, "add-src", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["--db", db, "search", "marker8word", "--limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "  p. 23  [score" in out and "p. 8 " not in out
+    assert main(["--db", db, "search", "marker8word", "--limit", "1", "--json"]) == 0
+    [hit] = json.loads(capsys.readouterr().out)
+    assert hit["page_numbers"] == [8] and hit["page_labels"] == {"8": "23"}
