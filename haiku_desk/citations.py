@@ -56,11 +56,39 @@ def heading_path(citation: Citation) -> list[str]:
 
 def citation_location(citation: Citation) -> str:
     """Heading path and the pages of the cited text itself (not of the context widened
-    around it): ``3 Results — pp. 1, 2``."""
+    around it), as printed when the document prints other numbers than its sheets:
+    ``3 Results — pp. 1–2``, ``Piracy — pp. 22–23``."""
+    parts = [" › ".join(heading_path(citation)), citation_pages(citation)]
+    return " — ".join(p for p in parts if p)
+
+
+def citation_pages(citation: Citation) -> str:
+    """The pages of the cited text itself as a reader cites them: ``pp. 22–23`` (printed),
+    ``p. 3``; empty for a source without pages."""
     from haiku.rag.citations import pages_label
 
-    parts = [" › ".join(heading_path(citation)), pages_label(matched_pages(citation))]
-    return " — ".join(p for p in parts if p)
+    return pages_label(matched_pages(citation), citation.page_labels)
+
+
+def reader_pages(citation: Citation) -> str:
+    """The cited pages where the reader shows them: printed and PDF numbers when they differ
+    (``p. 22 (PDF 36)``, ``pp. 22–23 (PDF 36–37)``), else ``p. 36``; the reader pages by
+    the PDF's numbers."""
+    from haiku.rag.citations import pages_label
+
+    pages = matched_pages(citation)
+    printed = pages_label(pages, citation.page_labels)
+    sheets = pages_label(pages)
+    if not citation.page_labels or printed.startswith("PDF ") or printed == sheets:
+        return printed
+    return f"{printed} (PDF {sheets.split(' ', 1)[1]})"
+
+
+def page_place(page: int, labels: dict[int, str] | None = None) -> str:
+    """One page as the reader names it: ``p. 22 (PDF 36)``, ``PDF p. 30`` or ``p. 36``."""
+    from haiku.rag.citations import page_place as place
+
+    return place(page, labels)
 
 
 def citation_place(citation: Citation) -> str:
@@ -107,7 +135,7 @@ def source_label(citation: Citation, record: Bibliographic | None, title: str | 
     if has_authors(record):
         from haiku.rag.bibliography import author_year_citation
 
-        return author_year_citation(record, matched_pages(citation), parentheses=False)
+        return author_year_citation(record, matched_pages(citation), parentheses=False, labels=citation.page_labels)
     return " ".join(title.split()) if title and title.strip() else citation_title(citation)
 
 
@@ -115,17 +143,17 @@ def quoted_citation(citation: Citation, record: Bibliographic | None, title: str
     """What "Copy citation" puts on the clipboard: the cited passage in quotation marks (its
     table rows as words), then ``(Sørensen et al., 2021, p. 4)``; a document without authors
     is named by its title."""
-    from haiku.rag.citations import pages_label, tables_as_text
+    from haiku.rag.citations import tables_as_text
 
     # a table's rows as "header: value" words: pipes and "|-|-|" mean nothing in a manuscript
     passage = " ".join(tables_as_text(snippet_source(citation)).split())
     if has_authors(record):
         from haiku.rag.bibliography import author_year_citation
 
-        where = author_year_citation(record, matched_pages(citation))
+        where = author_year_citation(record, matched_pages(citation), labels=citation.page_labels)
     else:
         name = " ".join(title.split()) if title and title.strip() else citation_title(citation)
-        where = "(" + ", ".join(p for p in (name, pages_label(matched_pages(citation))) if p) + ")"
+        where = "(" + ", ".join(p for p in (name, citation_pages(citation)) if p) + ")"
     return f"“{passage}” {where}"
 
 

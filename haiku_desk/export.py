@@ -264,5 +264,8 @@ def turn_markdown(
             lines += [f"{c.index}. **{inline(where)}**", f"   > {inline(snippet)}", ""]
             for path in rendered.get((c.chunk_id, c.index), []):
                 page = path.rsplit("-page-", 1)[-1].removesuffix(".png")
-                lines += [f"   ![Source {c.index}, page {page}]({path})", ""]
+                # the page as printed, with the PDF's number when they differ: "page 22 (PDF 36)"
+                printed = c.page_labels.get(int(page)) if page.isdigit() else None
+                shown = f"{printed} (PDF {page})" if printed else page
+                lines += [f"   ![Source {c.index}, page {shown}]({path})", ""]
     return lines

@@ -1179,3 +1179,84 @@ def make_sectioned_pdf(
     doc.save(path)
     doc.close()
     return layout
+
+
+@dataclass(frozen=True)
+class FolioPage:
+    """One sheet of ``make_folio_pdf``: its body text and what it prints in its header and
+    footer zones (each a list of lines, drawn from the page's edge inwards; "" prints nothing)."""
+
+    body: str = ""
+    heads: tuple[str, ...] = ()
+    feet: tuple[str, ...] = ()
+    heading: str = ""  # a chapter opening's title, set large above the body
+
+
+def make_folio_pdf(
+    path: str | Path, pages: list[FolioPage], *, page_labels: list[dict] | None = None
+) -> PdfLayout:
+    """A book's sheets as printed: running heads and folios ("22 A BOOK OF QUOKKAS") in the
+    top and bottom zones, each page's body a paragraph (block ``p{sheet}``), chapter openings
+    with a large heading. ``page_labels``: the PDF's own /PageLabels rules
+    (``Document.set_page_labels``), none by default."""
+    doc = pymupdf.open()
+    layout = PdfLayout(Path(path), len(pages), A4)
+    for index, folio in enumerate(pages):
+        sheet = index + 1
+        page = doc.new_page(width=A4[0], height=A4[1])
+        writer = _PageWriter(layout, page, sheet)
+        for row, head in enumerate(folio.heads):
+            writer.y = 30.0 + 12.0 * row
+            if head:
+                writer.block(f"head_p{sheet}_{row}", "header", [head], size=9.0, in_reading_order=False)
+        writer.y = 110.0
+        if folio.heading:
+            writer.block(f"h_p{sheet}", "h1", [folio.heading], size=H1_SIZE, bold=True, space_after=16.0)
+        if folio.body:
+            writer.paragraph(f"p{sheet}", folio.body)
+        for row, foot in enumerate(folio.feet):
+            writer.y = A4[1] - 40.0 - 12.0 * row
+            if foot:
+                writer.block(f"foot_p{sheet}_{row}", "footer", [foot], size=9.0, in_reading_order=False)
+    if page_labels:
+        doc.set_page_labels(page_labels)
+    doc.save(str(path))
+    doc.close()
+    return layout
+
+
+FOLIO_WORDS = (
+    "quokka burrow ferry lighthouse salt lake dune heath scrub colony ranger census tide "
+    "wallaby bakery awning campsite boardwalk jetty granite cove"
+).split()
+
+
+def folio_body(sheet: int) -> str:
+    """A paragraph of its own for each sheet (searchable by its first words)."""
+    words = " ".join(FOLIO_WORDS[(sheet + i) % len(FOLIO_WORDS)] for i in range(60))
+    return f"Sheet {sheet} marker{sheet}word tells of the island. {words}."
+
+
+def folio_book() -> list[FolioPage]:
+    """A title page and a copyright page (no numbers), three pages of front matter numbered
+    vii–ix, a chapter opening (no number), body pages printing 22 and 23 on either side of
+    their running head, a second chapter opening (no number) inside the run, a page whose
+    footer zone also holds a table's figure, and a last page printing only a table's total."""
+    return [
+        FolioPage(heading="A Book of Quokkas", body=folio_body(1)),
+        FolioPage(body=folio_body(2)),
+        FolioPage(heading="Preface", body=folio_body(3), feet=("PREFACE vii",)),
+        FolioPage(body=folio_body(4), feet=("viii PREFACE",)),
+        FolioPage(body=folio_body(5), feet=("PREFACE ix",)),
+        FolioPage(heading="1 Burrows", body=folio_body(6)),
+        FolioPage(body=folio_body(7), feet=("22 A BOOK OF QUOKKAS",)),
+        FolioPage(body=folio_body(8), feet=("BURROWS 23",)),
+        FolioPage(heading="2 Colonies", body=folio_body(9)),
+        FolioPage(body=folio_body(10), feet=("COLONIES 25", "Burrows counted on the north shore 99")),
+        FolioPage(body=folio_body(11), feet=("26 A BOOK OF QUOKKAS",)),
+        FolioPage(body=folio_body(12), feet=("Table 4 total 17",)),
+    ]
+
+
+# the labels folio_book prints, by sheet ("": not known)
+BOOK_LABELS = {1: "", 2: "", 3: "vii", 4: "viii", 5: "ix", 6: "", 7: "22", 8: "23", 9: "24", 10: "25", 11: "26", 12: ""}

@@ -147,6 +147,7 @@ class CellValue:
     citations: tuple[Any, ...] = ()  # haiku.rag Citation, each of this row's document
     pages: tuple[int, ...] = ()
     edited_from: str | None = None
+    first_page: str = ""  # the page it names first as printed ("p. 22"), "" without pages
 
     @property
     def key(self) -> tuple[str, str]:
@@ -231,6 +232,7 @@ def _cell(cell: Any) -> CellValue:
         citations=tuple(cell.citations or ()),
         pages=tuple(cell.pages),
         edited_from=cell.edited_from,
+        first_page=cell.first_page,
     )
 
 

@@ -19,7 +19,7 @@ import tempfile
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -68,6 +68,9 @@ class DocumentLayout:
     page_sizes: tuple[tuple[float, float], ...] = ()
     text: str = ""
     mime_type: str = ""
+    # each page's printed label where it differs from its number in the PDF ({36: "22"};
+    # "" when the document has labels but this page's is unknown): what the reader shows
+    page_labels: dict[int, str] = field(default_factory=dict)
 
     @property
     def page_count(self) -> int:
@@ -417,7 +420,12 @@ class PagesService(QObject):
             data = await self._source_bytes(document_id, generation)
             loop = asyncio.get_running_loop()
             sizes = await loop.run_in_executor(self._executor, _RenderThread.page_sizes, data)
-            layout = DocumentLayout(document_id, "pages", document.display_name, sizes, mime_type=document.mime_type)
+            from haiku.rag.citations import printed_labels
+
+            layout = DocumentLayout(
+                document_id, "pages", document.display_name, sizes, mime_type=document.mime_type,
+                page_labels=printed_labels(document.metadata),
+            )
         else:
             text = await client.get_content(document)
             layout = DocumentLayout(document_id, "text", document.display_name, text=text, mime_type=document.mime_type)

@@ -225,13 +225,12 @@ def passages_markdown(turn: Turn) -> str:
     terminal.) A number the document itself writes ("TableFormer [9]") is shown as written but
     is never a citation marker. What the turn adds after the passages (why they are passages)
     follows them."""
-    from haiku_desk.citations import citation_title, matched_pages, passage_blocks
+    from haiku_desk.citations import citation_pages, citation_title, passage_blocks
     from haiku_desk.services.chat import excerpt
 
     parts = [PASSAGES_HEADER]
     for citation in turn.citations:
-        pages = matched_pages(citation)
-        where = " — ".join(p for p in (citation_title(citation), _pages(pages)) if p)
+        where = " — ".join(p for p in (citation_title(citation), citation_pages(citation)) if p)
         parts.append(f"**{_inert_markers(plain_emphasis(where))}** [{citation.index}]")
         source = snippet_source(citation)
         blocks = passage_blocks(source)
@@ -248,12 +247,6 @@ def passages_markdown(turn: Turn) -> str:
     if tail and not _LISTED.match(tail) and tail.strip() != PASSAGES_HEADER:
         parts.append(tail)  # the pane's own words after the passages
     return "\n\n".join(parts)
-
-
-def _pages(pages: list[int]) -> str:
-    if not pages:
-        return ""
-    return ("p. " if len(pages) == 1 else "pp. ") + ", ".join(str(p) for p in pages)
 
 
 def _inert_markers(text: str) -> str:

@@ -69,6 +69,9 @@ COPY_CITATION_SHORTCUT = "Ctrl+Shift+C"
 FIND_SHORTCUT = "Ctrl+F"
 # the page label's words ("p. 4/12 · cited") give way to "4/12" below this panel width
 COMPACT_PAGE_LABEL_WIDTH = 300
+# a page printing another number than its sheet: "p. 22 (PDF 36/352) · cited" needs this width,
+# "p. 22 (36/352) •" below it
+PRINTED_PAGE_LABEL_WIDTH = 360
 
 
 def no_viewer_message(path: str) -> str:
@@ -165,6 +168,7 @@ class CitationPanel(QWidget):
             b.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.compact = False  # True while the header's buttons show icons only
         self._short_page_label = False  # "4/12 •" rather than "p. 4/12 · cited"
+        self._narrow_printed_label = False  # "p. 22 (36/352) •" rather than "p. 22 (PDF 36/352) · cited"
 
         self.reader = PageReader(pages)
         self.text_reader = TextReader()
@@ -308,8 +312,10 @@ class CitationPanel(QWidget):
                 b.setToolButtonStyle(style)
         self.compact = compact
         short = self.width() < COMPACT_PAGE_LABEL_WIDTH
-        if short != self._short_page_label:
+        narrow = self.width() < PRINTED_PAGE_LABEL_WIDTH
+        if short != self._short_page_label or narrow != self._narrow_printed_label:
             self._short_page_label = short
+            self._narrow_printed_label = narrow
             self._update_controls()
 
     def resizeEvent(self, event) -> None:
@@ -451,7 +457,9 @@ class CitationPanel(QWidget):
             self._layout_request = 0
             self._apply_layout(layout)
         else:
-            self.page_label.setText(f"p. {self.page} …")
+            from haiku_desk.citations import page_place
+
+            self.page_label.setText(f"{page_place(self.page, citation.page_labels)} …")
             self._layout_request = self.pages.request_layout(citation.document_id)
 
     def _layout_ready(self, request_id: int, layout: DocumentLayout) -> None:
@@ -563,13 +571,14 @@ class CitationPanel(QWidget):
             self.headings.set_full_text(" › ".join([title, *headings]))
             self.headings.setVisible(True)
             return
-        from haiku_desk.citations import matched_pages
+        from haiku_desk.citations import reader_pages
 
-        # the pages of the cited text itself; the pages of its widened context (``cited``)
-        # are the ones the panel pages through
+        # the pages of the cited text itself (as printed, with the PDF's numbers when they
+        # differ: "p. 22 (PDF 36)"); the pages of its widened context (``cited``) are the
+        # ones the panel pages through
         text_source = self.layout_info is not None and self.layout_info.kind != "pages"
-        pages = "" if text_source else ", ".join(map(str, matched_pages(citation)))
-        self.title.set_full_text(f"[{citation.index}] {title}", f" — p. {pages}" if pages else "")
+        pages = "" if text_source else reader_pages(citation)
+        self.title.set_full_text(f"[{citation.index}] {title}", f" — {pages}" if pages else "")
         self.headings.set_full_text(" › ".join(headings))
         self.headings.setVisible(bool(headings))
 
@@ -698,14 +707,19 @@ class CitationPanel(QWidget):
         self.next_button.setEnabled(pages and self.page < self.page_count)
         if pages:
             cited = " · cited" if self.page in self.cited else ""
+            # the page as printed when it prints another number: "p. 22 (PDF 36/352)"
+            printed = self.layout_info.page_labels.get(self.page) if self.layout_info is not None else None
             if self._short_page_label:  # the words give way to the numbers
                 self.page_label.setText(f"{self.page}/{self.page_count}{' •' if cited else ''}")
+            elif printed and self._narrow_printed_label:  # the longer words give way first
+                self.page_label.setText(f"p. {printed} ({self.page}/{self.page_count}){' •' if cited else ''}")
+            elif printed:
+                self.page_label.setText(f"p. {printed} (PDF {self.page}/{self.page_count}){cited}")
             else:
                 self.page_label.setText(f"p. {self.page}/{self.page_count}{cited}")
-            self.page_label.setToolTip(f"Page {self.page} of {self.page_count}" + (", cited" if cited else ""))
-            self.page_label.setAccessibleDescription(
-                f"page {self.page} of {self.page_count}" + (", cited" if cited else "")
-            )
+            where = f"{self.page} of {self.page_count}" + (f", printed {printed}" if printed else "")
+            self.page_label.setToolTip(f"Page {where}" + (", cited" if cited else ""))
+            self.page_label.setAccessibleDescription(f"page {where}" + (", cited" if cited else ""))
         elif not waiting:
             self.page_label.setText("")
 

@@ -169,8 +169,8 @@ def cell_text(cell: CellValue | None, *, answering: bool = False) -> str:
         value = f"{SEARCH_ONLY_CUE[0]} {value}"
     elif cell.from_record:
         value = f"{RECORD_CUE[0]} {value}"
-    if cell.pages:
-        value += f"  (p. {cell.pages[0]})"
+    if cell.pages:  # the page as printed ("p. 22" for the PDF's sheet 36)
+        value += f"  ({cell.first_page or f'p. {cell.pages[0]}'})"
     return value
 
 

@@ -425,7 +425,7 @@ def test_sources_show_the_title_once_elided_then_the_heading_path_and_each_ones_
     for card, citation in zip((first, second), citations, strict=True):
         text = card.text()
         assert text.count("Night-Time") == 1  # the heading equal to the title is dropped
-        assert "3 Results — pp. 1, 2" in card.place.text()
+        assert "3 Results — pp. 1–2" in card.place.text()
         assert citation.matched_text in card.snippet_label.text()  # the cited chunk's own text
         # The title is elided to one line; the whole title is in the tooltip.
         title = card.title_label
@@ -433,7 +433,7 @@ def test_sources_show_the_title_once_elided_then_the_heading_path_and_each_ones_
         assert title.fontMetrics().horizontalAdvance(title.text()) <= title.contentsRect().width()
         assert LONG_TITLE in card.toolTip() and LONG_TITLE in card.accessibleName()
     assert "Kernel yield" not in first.text() and "consistently" not in second.text()
-    assert widget.chips[0].toolTip() == f"{LONG_TITLE} — 3 Results — pp. 1, 2"
+    assert widget.chips[0].toolTip() == f"{LONG_TITLE} — 3 Results — pp. 1–2"
 
 
 def test_long_conversation_titles_end_in_an_ellipsis_with_the_whole_title_as_tooltip(
@@ -565,8 +565,8 @@ def test_the_citation_panel_header_elides_the_title_and_shows_the_chunks_own_tex
     citation = merged_citation(2, own)
     try:
         panel.show_citation(citation)
-        assert panel.title.is_elided() and panel.title.text().endswith(" — p. 1, 2")
-        assert panel.title.toolTip() == f"[2] {LONG_TITLE} — p. 1, 2"
+        assert panel.title.is_elided() and panel.title.text().endswith(" — pp. 1–2")
+        assert panel.title.toolTip() == f"[2] {LONG_TITLE} — pp. 1–2"
         shown = panel.title.fontMetrics().horizontalAdvance(panel.title.text())
         assert shown <= panel.title.contentsRect().width()
         assert panel.headings.text() == "3 Results"  # the heading equal to the title is dropped

@@ -67,7 +67,7 @@ def test_the_sources_list_and_the_panel_name_the_page_of_the_cited_chunk(
     qtbot.addWidget(widget)
     widget.show()
     [label] = widget.source_cards
-    assert "2 Method — p. 2" in label.text() and "pp. 1, 2, 3" not in label.text()
+    assert "2 Method — p. 2" in label.text() and "pp. 1–3" not in label.text()
     assert widget.chips[0].toolTip().endswith("2 Method — p. 2")
 
     from haiku_desk.services.library import LibraryService

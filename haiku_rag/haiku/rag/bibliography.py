@@ -209,15 +209,12 @@ def authors_text(record: Bibliographic | None) -> str:
 # --- author–year–page citations -------------------------------------------------------------
 
 
-def _pages_text(pages: Iterable[int] | None) -> str:
-    numbers = sorted(set(pages or []))
-    if not numbers:
-        return ""
-    if len(numbers) == 1:
-        return f"p. {numbers[0]}"
-    if numbers == list(range(numbers[0], numbers[-1] + 1)):
-        return f"pp. {numbers[0]}–{numbers[-1]}"
-    return "pp. " + ", ".join(str(n) for n in numbers)
+def _pages_text(pages: Iterable[int] | None, labels: Mapping[int, str] | None = None) -> str:
+    """``p. 6``, ``pp. 7–8``, ``pp. 3, 5``: the pages as printed when ``labels`` know them
+    (``haiku.rag.printed_pages.pages_label``, the one wording of pages)."""
+    from haiku.rag.printed_pages import pages_label
+
+    return pages_label(pages or [], labels)
 
 
 def author_label(record: Bibliographic) -> str | None:
@@ -238,12 +235,19 @@ def author_year_citation(
     *,
     fallback_title: str | None = None,
     parentheses: bool = True,
+    labels: Mapping[int, str] | None = None,
 ) -> str:
     """``(Vaswani et al., 2017, p. 6)`` from a document's metadata and the cited pages.
 
     Without authors the title stands in (shortened), without a year "n.d." (as APA does);
-    with neither authors nor a title, just the pages.
+    with neither authors nor a title, just the pages. The pages are named as printed
+    (``labels``, a citation's ``page_labels``; else those a document's metadata holds):
+    ``(Lessig, 2004, pp. 22–23)`` for the PDF's sheets 36–37.
     """
+    if labels is None and isinstance(metadata, Mapping):
+        from haiku.rag.printed_pages import printed_labels
+
+        labels = printed_labels(metadata)
     record = metadata if isinstance(metadata, Bibliographic) else bibliographic(metadata)
     who = author_label(record) if record else None
     if who is None:
@@ -253,7 +257,7 @@ def author_year_citation(
     if who:
         parts.append(who)
         parts.append(str(record.year) if record and record.year else "n.d.")
-    page_text = _pages_text(pages)
+    page_text = _pages_text(pages, labels)
     if page_text:
         parts.append(page_text)
     text = ", ".join(parts)

@@ -12,19 +12,27 @@ citation supports with it. Cheap to import (no Pydantic AI).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from haiku.rag.ingest.records import Box
 from haiku.rag.ingest.table_markdown import ShownTable, passage_blocks, tables_as_text
+from haiku.rag.printed_pages import (
+    PAGE_LABELS_KEY,
+    page_place,
+    pages_label,
+    printed_labels,
+    roman_value,
+)
 
 if TYPE_CHECKING:
     from haiku.rag.store.models import SearchResult
 
 __all__ = [
     "MARKER",
+    "PAGE_LABELS_KEY",
     "PICTURE_REF_PREFIX",
     "Box",
     "Citation",
@@ -36,10 +44,13 @@ __all__ = [
     "matched_pages",
     "matched_picture_refs",
     "opening_page",
+    "page_place",
     "pages_label",
     "pages_to_render",
+    "printed_labels",
     "passage_blocks",
     "renumber_markers",
+    "roman_value",
     "snippet",
     "tables_as_text",
 ]
@@ -70,6 +81,10 @@ class Citation(BaseModel):
     context_boxes: list[Box] = Field(default_factory=list)
     doc_item_refs: list[str] = Field(default_factory=list)
     picture_refs: list[str] = Field(default_factory=list)
+    # the printed labels of the pages it shows, where they differ from the sheet number
+    # ({36: "22"}; "" when the document has labels but this page's is unknown): what a person
+    # cites. Pages (and boxes) stay sheet numbers: what the reader opens.
+    page_labels: dict[int, str] = Field(default_factory=dict)
 
     @classmethod
     def from_result(cls, index: int, chunk_id: str, result: SearchResult) -> Citation:
@@ -86,6 +101,7 @@ class Citation(BaseModel):
             # everything else the result showed is context
             boxes = own
             context_boxes = [b for b in [*result.boxes, *result.context_boxes] if b not in own]
+        pages = {b.page for b in [*boxes, *context_boxes]} | set(result.page_numbers)
         return cls(
             index=index,
             chunk_id=chunk_id,
@@ -102,6 +118,7 @@ class Citation(BaseModel):
             context_boxes=context_boxes,
             doc_item_refs=result.doc_item_refs,
             picture_refs=matched_picture_refs(result),
+            page_labels=printed_labels(result.document_meta, pages),
         )
 
 
@@ -250,11 +267,3 @@ def snippet(content: str, query: str = "", limit: int = SNIPPET_CHARS) -> str:
     """``excerpt`` for a person to read: a Markdown table's rows as "header: value; …" words
     (never raw pipes); what a model reads keeps its tables (``excerpt``)."""
     return excerpt(tables_as_text(content), query, limit)
-
-
-def pages_label(pages: Sequence[int]) -> str:
-    """``p. 3`` or ``pp. 2, 3``; empty for a passage without pages (Markdown, plain text)."""
-    if not pages:
-        return ""
-    prefix = "p." if len(pages) == 1 else "pp."
-    return f"{prefix} {', '.join(str(page) for page in pages)}"

@@ -423,6 +423,8 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
         print(f"haiku-rag: notice: {notice}", file=sys.stderr)
     if args.expand:
         results = await client.expand_context(results)
+    from haiku.rag.citations import pages_label, printed_labels
+
     if args.json:
         _print_json(
             [
@@ -433,6 +435,8 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
                     "document_uri": r.document_uri,
                     "document_title": r.document_title,
                     "page_numbers": r.page_numbers,
+                    # the pages as printed where they differ from the PDF's sheets ({"36": "22"})
+                    "page_labels": {str(p): label for p, label in printed_labels(r.document_meta, r.page_numbers).items()},
                     "headings": r.headings,
                     "boxes": [b.to_dict() for b in r.boxes],
                     "score": r.score,
@@ -445,8 +449,9 @@ async def _cmd_search(client: Any, args: argparse.Namespace) -> int:
     if not results:
         print("no results")
     for rank, r in enumerate(results, start=1):
-        pages = ", ".join(str(p) for p in r.page_numbers) or "-"
-        print(f"{rank}. {_safe(r.source_label)}  p. {pages}  [score {r.score:.4f}]  chunk {r.chunk_id}")
+        # the pages as printed ("pp. 22–23" for a book's PDF sheets 36–37)
+        pages = pages_label(r.page_numbers, printed_labels(r.document_meta, r.page_numbers)) or "p. -"
+        print(f"{rank}. {_safe(r.source_label)}  {pages}  [score {r.score:.4f}]  chunk {r.chunk_id}")
         if r.headings:
             print(f"   section: {_safe(' > '.join(r.headings))}")
         snippet = _safe(" ".join(r.content.split()))

@@ -189,6 +189,8 @@ def answered_record(done: Any) -> dict[str, Any]:
                 "document_uri": c.document_uri,
                 "document_title": c.document_title,
                 "pages": c.page_numbers,
+                # the pages as printed, where they differ from the PDF's sheets ({36: "22"})
+                "page_labels": {str(p): label for p, label in c.page_labels.items()},
                 "boxes": [b.to_dict() for b in c.boxes],
                 "text": c.content,
             }
@@ -219,7 +221,7 @@ def _print(done: Any, as_json: bool) -> None:
         print()
     for c in done.citations:
         snippet = " ".join(c.content.split())[:CITATION_SNIPPET_CHARS]
-        parts = [f"[{c.index}] {c.document_title or c.document_uri}", pages_label(c.page_numbers), snippet]
+        parts = [f"[{c.index}] {c.document_title or c.document_uri}", pages_label(c.page_numbers, c.page_labels), snippet]
         print(" — ".join(part for part in parts if part))
     print()
     print(f"grounding: {done.grounding}")

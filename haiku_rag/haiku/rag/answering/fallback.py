@@ -34,7 +34,13 @@ from haiku.rag.bounds import bounded_source
 from haiku.rag.capabilities.formatting import RESULT_SEPARATOR, quoted, source_line
 from haiku.rag.capabilities.ledger import EvidenceRef
 from haiku.rag.capabilities.rag import RAGCapability, RAGState
-from haiku.rag.citations import MARKER, marker_numbers, matched_picture_refs, pages_label
+from haiku.rag.citations import (
+    MARKER,
+    marker_numbers,
+    matched_picture_refs,
+    pages_label,
+    printed_labels,
+)
 from haiku.rag.store.models import SearchResult
 
 if TYPE_CHECKING:
@@ -211,7 +217,7 @@ def passages_prompt(
 def passage_heading(passage: SearchResult, name: str | None = None) -> str:
     """``Source: "<the document as a reader names it>" > "heading" — p. 3`` (JSON strings, so
     quotes and line breaks in them stay inside)."""
-    pages = pages_label(passage.page_numbers)
+    pages = pages_label(passage.page_numbers, printed_labels(passage.document_meta, passage.page_numbers))
     if name:
         title = passage.document_title or passage.document_uri
         headings = [h for h in passage.headings if h != title]

@@ -627,7 +627,7 @@ async def _search_only(
         lines = [SEARCH_ONLY_HEADER, ""]
         for c in citations:
             where_label = " — ".join(
-                x for x in (c.document_title or c.document_uri, pages_label(c.page_numbers)) if x
+                x for x in (c.document_title or c.document_uri, pages_label(c.page_numbers, c.page_labels)) if x
             )
             lines.append(
                 f"{c.index}. **{where_label}**: {snippet(c.matched_text or c.content, question)} [{c.index}]"

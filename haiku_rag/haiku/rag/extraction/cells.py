@@ -134,7 +134,7 @@ async def why_not_found(client: HaikuRAG, document_id: str, column: Column) -> s
     "not matched": the document's text never names the column's words (no chunk, no heading holds
     them), or it names them (on which pages) but in no sentence of the passages found that can
     be a value (a title, heading, caption, reference; for a number, one without a figure)."""
-    from haiku.rag.citations import tables_as_text
+    from haiku.rag.citations import pages_label, printed_labels, tables_as_text
 
     words = telling_words(column.asked)
     if not words:
@@ -148,12 +148,12 @@ async def why_not_found(client: HaikuRAG, document_id: str, column: Column) -> s
             pages.update({b.page for b in chunk.boxes} or set(chunk.page_numbers))
     if not pages:
         return f"{NOT_NAMED} {_quoted(words)}"
-    where = ", ".join(str(p) for p in sorted(pages)[:6]) + (" …" if len(pages) > 6 else "")
-    label = "p." if len(pages) == 1 else "pp."
+    # the pages as printed ("pp. 22–23"), the first six
+    where = pages_label(sorted(pages)[:6], printed_labels(document.metadata)) + (" …" if len(pages) > 6 else "")
     what = " or ".join(f"“{w}”" for w in words[:3])
     kind = "sentence stating a figure" if column.type == "number" else "sentence"
     return (
-        f"{what} is on {label} {where} of this document, but in no {kind} of its best passages "
+        f"{what} is on {where} of this document, but in no {kind} of its best passages "
         "that can be the value (titles, headings, captions and references are not)"
     )
 

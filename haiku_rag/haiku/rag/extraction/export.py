@@ -54,7 +54,8 @@ def source_label(record: Bibliographic | None, name: str, cell: Cell | None) -> 
     from haiku.rag.bibliography import author_year_citation
 
     pages = cell.pages if cell is not None else []
-    return author_year_citation(record, pages, fallback_title=name, parentheses=False)
+    labels = cell.page_labels if cell is not None else None  # the pages as printed
+    return author_year_citation(record, pages, fallback_title=name, parentheses=False, labels=labels)
 
 
 def status_word(cell: Cell | None) -> str:

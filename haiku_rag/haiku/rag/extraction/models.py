@@ -162,6 +162,21 @@ class Cell(BaseModel):
         return list(seen)
 
     @property
+    def page_labels(self) -> dict[int, str]:
+        """The printed labels of its citations' pages, where they differ from the PDF's."""
+        labels: dict[int, str] = {}
+        for citation in self.citations:
+            labels.update(citation.page_labels)
+        return labels
+
+    @property
+    def first_page(self) -> str:
+        """The page it names first, as a reader cites it ("p. 22"); "" without pages."""
+        from haiku.rag.citations import pages_label
+
+        return pages_label(self.pages[:1], self.page_labels)
+
+    @property
     def status_label(self) -> str:
         if self.mode == "search-only" and self.status == "grounded":
             return "Best passage (no model)"

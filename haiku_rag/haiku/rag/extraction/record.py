@@ -90,7 +90,7 @@ _SOURCES = {
 _TRUSTED = {"zotero", "user"}
 
 FROM_RECORD = "from the library's bibliographic record ({source})"
-NAMED_ON_PAGE = "the document names it on p. {page}"
+NAMED_ON_PAGE = "the document names it on {page}"
 NOT_ON_FIRST_PAGES = "its first pages do not name it (references not counted)"
 
 
@@ -187,7 +187,7 @@ async def _named_where(
     """The first sentence of the document's first pages naming the value, and its citation:
     the chunk holding its item (a title or heading: the chunk under it), the item's boxes the
     strong highlight. The reference list and its entries are never read."""
-    from haiku.rag.citations import Citation
+    from haiku.rag.citations import Citation, printed_labels
     from haiku.rag.extraction.values import REFERENCE_ENTRY, is_references_heading
 
     items = await client.get_items(document, start=0, stop=FIRST_ITEMS)
@@ -216,6 +216,7 @@ async def _named_where(
             headings=chunk.headings, page_numbers=pages, boxes=list(item.boxes),
             context_boxes=[b for b in chunk.boxes if b not in item.boxes],
             doc_item_refs=chunk.doc_item_refs,
+            page_labels=printed_labels(document.metadata, [*pages, *(b.page for b in chunk.boxes)]),
         )  # fmt: skip
         return sentence, citation
     return None
@@ -246,7 +247,7 @@ async def record_cell(client: HaikuRAG, document_id: str, column: Column) -> Cel
         reasons=reasons,
     )  # fmt: skip
     if citations:
-        cell.reasons.append(NAMED_ON_PAGE.format(page=cell.pages[0]))
+        cell.reasons.append(NAMED_ON_PAGE.format(page=cell.first_page))
         return cell
     cell.reasons.append(NOT_ON_FIRST_PAGES)
     if not trusted(record):

@@ -76,7 +76,9 @@ def prepare_document(
     record: dict[str, Any] = {}
 
     def read_record(doc: Any, conversion: Any) -> None:
-        record.update(_bibliographic_record(doc, filename, title or conversion.title))
+        record.update(_page_labels(doc, conversion.document, filename))
+        if bibliographic:
+            record.update(_bibliographic_record(doc, filename, title or conversion.title))
 
     conversion = convert_source(
         data,
@@ -86,7 +88,7 @@ def prepare_document(
         ocr=OcrOptions(enabled=config.processing.ocr, dpi=config.processing.ocr_dpi),
         progress=progress,
         cancel=cancel,
-        while_open=read_record if bibliographic else None,
+        while_open=read_record,
     )
     check_cancelled(cancel)
     report(progress, Progress(Stage.CHUNKING, uri))
@@ -158,6 +160,21 @@ def _bibliographic_record(doc: Any, filename: str, title: str | None) -> dict[st
         log.warning("could not read bibliographic metadata of %s", filename, exc_info=True)
         return {}
     return {} if found is None else {METADATA_KEY: found.to_metadata()}
+
+
+def _page_labels(doc: Any, document: Any, filename: str) -> dict[str, Any]:
+    """``{"page_labels": {"36": "22", …}}``: the pages whose printed label differs from their
+    sheet number (``ingest.pdf.page_labels``), or nothing; never a reason to fail an ingest."""
+    from haiku.rag.ingest.pdf.page_labels import pdf_page_labels
+    from haiku.rag.printed_pages import PAGE_LABELS_KEY
+
+    try:
+        with MUPDF_LOCK:
+            labels = pdf_page_labels(doc, document)
+    except Exception:
+        log.warning("could not read the page labels of %s", filename, exc_info=True)
+        return {}
+    return {PAGE_LABELS_KEY: {str(sheet): label for sheet, label in sorted(labels.items())}} if labels else {}
 
 
 def _nothing_to_index(filename: str, items: list[Any]) -> str:
