@@ -309,16 +309,19 @@ def _arabic_pdf() -> bytes:
     """Arabic drawn as an RTL PDF draws it (glyphs left to right, the last letter first) in
     an embedded font whose Unicode map gives the lam-alef ligature glyph its two letters in
     logical order, lam first (as Word writes it): "الإنتاج" on the first line, "الج" (a
-    plain alef then lam, two glyphs) on the second."""
+    plain alef then lam, two glyphs) on the second, "الخط" (a lam-kha ligature) on the third."""
     doc = pymupdf.open()
     page = doc.new_page()
     page.insert_font(fontname="ar", fontbuffer=TIMES.buffer)
-    page.insert_text((72, 100), "abcdef", fontname="ar", fontsize=14)  # the font and its glyph ids
+    page.insert_text((72, 100), "abcdefgh", fontname="ar", fontsize=14)  # the font and its glyph ids
     doc = pymupdf.open("pdf", doc.tobytes())
     page = doc[0]
     xref = page.get_fonts()[0][0]
-    gid = {"a": 0x42, "b": 0x43, "c": 0x44, "d": 0x45, "e": 0x46, "f": 0x47}
-    letters = {"a": "\u062c", "b": "\u0627", "c": "\u062a", "d": "\u0646", "e": "\u0644\u0625", "f": "\u0644"}
+    gid = {"a": 0x42, "b": 0x43, "c": 0x44, "d": 0x45, "e": 0x46, "f": 0x47, "g": 0x48, "h": 0x49}
+    letters = {
+        "a": "\u062c", "b": "\u0627", "c": "\u062a", "d": "\u0646", "e": "\u0644\u0625", "f": "\u0644",
+        "g": "\u0644\u062e", "h": "\u0637",
+    }
     pairs = "\n".join(f"<{gid[k]:04X}> <{''.join(f'{ord(ch):04X}' for ch in v)}>" for k, v in letters.items())
     cmap = (
         "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n/CMapName /Custom def /CMapType 2 def\n"
@@ -331,14 +334,17 @@ def _arabic_pdf() -> bytes:
         return "".join(f"{gid[k]:04X}" for k in visual)
 
     stream = f"BT /ar 14 Tf 300 700 Td <{glyphs('abcdeb')}> Tj ET BT /ar 14 Tf 300 670 Td <{glyphs('afb')}> Tj ET"
+    stream += f" BT /ar 14 Tf 300 640 Td <{glyphs('hgb')}> Tj ET"
     doc.update_stream(page.get_contents()[0], stream.encode())
     return doc.tobytes()
 
 
-def test_the_lam_alef_ligature_keeps_lam_before_alef():
-    """MuPDF gives the ligature's two letters alef first (the alef without width): a real
-    Arabic PDF's "الإنتاجية" and "المشكلات" were stored "اإلنتاجية", "المشكالت"."""
+def test_arabic_ligatures_keep_their_letters_in_order():
+    """MuPDF gives a ligature's two letters in reverse (the first without width): real Arabic
+    PDFs' "الإنتاجية", "المشكلات" and "الخطوط" were stored "اإلنتاجية", "المشكالت", "اخلطوط"."""
     data = _arabic_pdf()
-    assert pymupdf.open(stream=data)[0].get_text().split() == ["\u0627\u0625\u0644\u0646\u062a\u0627\u062c", "\u0627\u0644\u062c"]
+    assert pymupdf.open(stream=data)[0].get_text().split() == [
+        "\u0627\u0625\u0644\u0646\u062a\u0627\u062c", "\u0627\u0644\u062c", "\u0627\u062e\u0644\u0637",
+    ]
     text = ItemTexts(convert_pdf(data, source="arabic.pdf").document).document_markdown()
-    assert text.split() == ["\u0627\u0644\u0625\u0646\u062a\u0627\u062c", "\u0627\u0644\u062c"]
+    assert text.split() == ["\u0627\u0644\u0625\u0646\u062a\u0627\u062c", "\u0627\u0644\u062c", "\u0627\u0644\u062e\u0637"]

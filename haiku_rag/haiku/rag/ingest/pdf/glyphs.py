@@ -12,8 +12,8 @@ before lines are made of it (so a line's text, its spans and its boxes stay one 
   control character that was then dropped, emptying a comparison table's ✓/✗ column.
 - C1 control characters (U+0080..U+009F) in a symbol font: a list's bullet glyph (a real
   form's checkbox bullets came out as U+0084); they become "•".
-- Arabic's lam-alef ligature extracted alef first ("اإلنتاجية" for "الإنتاجية"): put back in
-  order, told by the alef's zero width inside the ligature's box.
+- Arabic ligatures extracted in reverse ("اإلنتاجية" for "الإنتاجية", "اخلطوط" for
+  "الخطوط"): put back in order, told by the first letter's zero width inside the glyph's box.
 - Pieces of big delimiters that the Adobe Glyph List puts in the private use area
   (U+F8EB "parenlefttp", ...): the Unicode characters for those pieces (U+239B "⎛", ...).
 """
@@ -53,10 +53,9 @@ ACCENT_RAISE_EM = 0.6
 # between two glyphs ("Rˆ3") lies 0.16 em from either
 ACCENT_SLACK_EM = 0.1
 
-# Arabic's lam-alef ligature (لا, لأ, لإ, لآ) is one glyph for two letters; MuPDF gives some
-# of them alef first, the alef without width (see ``_lam_alef_reversed``)
-_LAM = "\u0644"
-_ALEFS = frozenset("\u0622\u0623\u0625\u0627")
+# Arabic ligatures (لا, لإ, لخ, …) are one glyph for two letters, which MuPDF gives in
+# reverse (see ``_ligature_reversed``); letters only, not vowel marks
+_ARABIC = re.compile("[\u0620-\u06ff]")
 
 # ZapfDingbats glyph names a1..a206 (Adobe's zapfdingbats.txt) -> Unicode; MuPDF extracts
 # glyph ``aN`` of a ZapfDingbats font without a ToUnicode map as chr(N).
@@ -131,7 +130,7 @@ def repair_glyphs(text: dict[str, Any], fonts: dict[str, set[str]], textpage: An
     ``text`` was extracted from (its characters' boxes are read only when an accent is on
     the page); ``page`` to look up which fonts have a Unicode map (only when a ZapfDingbats
     font gives printable characters)."""
-    if any(not ACCENT_CHARS.isdisjoint(chars) or (_LAM in chars and not _ALEFS.isdisjoint(chars)) for chars in fonts.values()):
+    if any(not ACCENT_CHARS.isdisjoint(chars) or any(map(_ARABIC.match, chars)) for chars in fonts.values()):
         import pymupdf
 
         try:
@@ -209,7 +208,7 @@ def compose_accents(text: dict[str, Any], raw: dict[str, Any]) -> None:
         if len(lines) != len(raw_lines):
             continue
         for line, raw_line in zip(lines, raw_lines, strict=True):
-            if any(not ACCENT_CHARS.isdisjoint(span["text"]) or _LAM in span["text"] for span in line["spans"]):
+            if any(not ACCENT_CHARS.isdisjoint(span["text"]) or _ARABIC.search(span["text"]) for span in line["spans"]):
                 _compose_line(line, raw_line)
 
 
@@ -229,7 +228,7 @@ def _compose_line(line: dict[str, Any], raw_line: dict[str, Any]) -> None:
     for i, (_k, char, _size) in enumerate(chars):
         mark = SPACING_ACCENTS.get(char["c"])
         if mark is None:
-            if char["c"] in _ALEFS and i + 1 < len(chars) and _lam_alef_reversed(char, chars[i + 1][1]):
+            if i + 1 < len(chars) and _ligature_reversed(char, chars[i + 1][1]):
                 swapped.add(i)
             continue
         letter = _letter_under(chars, i)
@@ -254,13 +253,21 @@ def _compose_line(line: dict[str, Any], raw_line: dict[str, Any]) -> None:
         span["text"] = "".join(parts)
 
 
-def _lam_alef_reversed(alef: dict[str, Any], lam: dict[str, Any]) -> bool:
-    """Whether an alef and the lam after it are one lam-alef ligature glyph given in the
-    wrong order: the alef without width, the lam's box ending where the alef stands (a real
-    Arabic PDF's "الإنتاجية" was extracted "اإلنتاجية"; an alef of its own has a width)."""
-    ax0, _ay0, ax1, _ay1 = alef["bbox"]
-    lx0, _ly0, lx1, _ly1 = lam["bbox"]
-    return lam["c"] == _LAM and ax1 - ax0 < 0.05 and lx0 < lx1 and abs(lx1 - ax0) < 0.5
+def _arabic_letter(ch: str) -> bool:
+    return bool(_ARABIC.match(ch)) and unicodedata.category(ch) == "Lo"
+
+
+def _ligature_reversed(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """Whether two Arabic letters are one ligature glyph given in the wrong order: the first
+    without width, the second's box ending where the first stands (a real Arabic PDF's
+    "الإنتاجية" was extracted "اإلنتاجية", "الخطوط" "اخلطوط": MuPDF reverses a right-to-left
+    line, the two letters of a lam-alef or lam-kha glyph too). A letter of its own has a
+    width; a vowel mark without one is not a letter."""
+    if not (_arabic_letter(first["c"]) and _arabic_letter(second["c"])):
+        return False
+    fx0, _fy0, fx1, _fy1 = first["bbox"]
+    sx0, _sy0, sx1, _sy1 = second["bbox"]
+    return fx1 - fx0 < 0.05 and sx0 < sx1 and abs(sx1 - fx0) < 0.5
 
 
 def _letter_under(chars: list[tuple[int, dict[str, Any], float]], i: int) -> int | None:
