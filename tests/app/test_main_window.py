@@ -13,6 +13,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent, QFontDatabase, QKeySequen
 from PySide6.QtWidgets import QApplication, QInputDialog, QWidget
 from qt_helpers import run_until
 
+from app.main_window_helpers import open_main_window
 from haiku.rag.citations import Citation
 from haiku.rag.pages import HIGHLIGHT_STYLE
 from haiku_desk.models.documents import ENTRY_ROLE
@@ -512,17 +513,6 @@ def test_the_library_line_stays_when_a_menu_is_browsed_or_the_scheme_switched(ql
     assert window.status_label.isVisible() and window.status_label.text() == line
 
 
-def _first_start(qtbot, services, width: int, height: int) -> MainWindow:
-    window = MainWindow(services)
-    qtbot.addWidget(window)
-    window.citation_panel.open_in_system_viewer = False
-    window.resize(width, height)
-    window.show()
-    qtbot.waitExposed(window)
-    QApplication.processEvents()
-    return window
-
-
 def _a_citation(index: int = 1) -> Citation:
     return Citation(
         index=index, chunk_id=f"c{index}", document_id="d", document_uri="file:///a.pdf",
@@ -536,7 +526,7 @@ def test_at_1024x640_the_empty_reader_yields_its_room_until_something_opens_in_i
     room while the window cannot give the library, the chat and a readable reader their
     widths; a citation takes its place back (reader mode's room, the panel being narrow), and
     an emptied reader yields again. Wide windows keep the three panes."""
-    window = _first_start(qtbot, services, 1024, 640)
+    window = open_main_window(qtbot, services, 1024, 640)
     panel, splitter = window.citation_panel, window.splitter
     library, chat, reader = splitter.sizes()
     assert reader == 0 and not panel.isVisible()
@@ -565,7 +555,7 @@ def test_leaving_reader_mode_in_a_narrow_window_gives_the_reader_what_the_chat_c
     """Tester 19:39: at 1024x640, reader mode left by ⤢ with a citation shown gave the reader
     ~190 px beside a chat at its full width (toggles on one row). The chat now gives down to
     its least width (toggles wrap), the library keeps its controls' width."""
-    window = _first_start(qtbot, services, 1024, 640)
+    window = open_main_window(qtbot, services, 1024, 640)
     window.chat_pane.citation_activated.emit(_a_citation())
     assert window.reader_mode.active
     window.citation_panel.reader_button.click()
@@ -579,7 +569,7 @@ def test_a_yielded_reader_leaves_the_persons_widths_and_view_menu_choice_alone(q
     """A library width the person dragged stays when the reader comes back; hiding the
     reader from the View menu while it has yielded is remembered as hidden, and showing it
     from there shows it even empty."""
-    window = _first_start(qtbot, services, 1024, 640)
+    window = open_main_window(qtbot, services, 1024, 640)
     panel, splitter = window.citation_panel, window.splitter
     assert not panel.isVisible()
     total = sum(splitter.sizes())
@@ -605,7 +595,7 @@ def test_a_yielded_reader_leaves_the_persons_widths_and_view_menu_choice_alone(q
 
 def test_a_conversation_whose_citation_is_shown_brings_the_yielded_reader_back(qtbot, services):
     chat = services.chat
-    window = _first_start(qtbot, services, 1024, 640)
+    window = open_main_window(qtbot, services, 1024, 640)
     first = chat.new_conversation()
     window.show_citation(_a_citation())
     window.citation_panel.reader_button.click()  # the usual panes, the citation shown
@@ -638,7 +628,7 @@ def test_in_a_short_window_the_collections_and_watched_folders_start_folded_with
     squeezed the library's table to about four rows. Without a person's choice they start
     folded there (one header line each, with a count), and shown where there is room."""
     _library_with_sections(qloop, services, tmp_path)
-    window = _first_start(qtbot, services, 1024, 640)
+    window = open_main_window(qtbot, services, 1024, 640)
     _settled(qloop)
     pane = window.library_pane
     box = pane.collections_box
@@ -658,7 +648,7 @@ def test_a_persons_fold_choice_is_kept_and_an_unfolded_list_leaves_the_table_rea
     qloop, qtbot, services, tmp_path, themed
 ):
     _library_with_sections(qloop, services, tmp_path)
-    window = _first_start(qtbot, services, 1024, 640)
+    window = open_main_window(qtbot, services, 1024, 640)
     _settled(qloop)
     pane = window.library_pane
     pane.collections_box.title.click()  # the person unfolds both in the short window
@@ -668,7 +658,7 @@ def test_a_persons_fold_choice_is_kept_and_an_unfolded_list_leaves_the_table_rea
     assert pane.table_area.height() >= pane.readable_table_height()  # the lists scroll instead
     window.close()
 
-    again = _first_start(qtbot, services, 1024, 640)  # the next start: the person's choice
+    again = open_main_window(qtbot, services, 1024, 640)  # the next start: the person's choice
     _settled(qloop)
     assert again.library_pane.collections_box.list.isVisible() and again.library_pane.watched.isVisible()
     again.library_pane.collections_box.title.click()  # folded by the person in a tall window
@@ -682,14 +672,14 @@ def test_widths_saved_without_a_drag_follow_the_window_at_the_next_start(qtbot, 
     default layout had left them (a 315 px library, a chat between the list and an empty
     reader), though the person never dragged a handle: those follow the window, as on a first
     start. Widths the person dragged are kept (test_window_state_is_saved_and_restored)."""
-    first = _first_start(qtbot, services, 1024, 640)
+    first = open_main_window(qtbot, services, 1024, 640)
     yielded = first.splitter.sizes()
     first.chat_pane.citation_activated.emit(_a_citation())
     first.citation_panel.reader_button.click()  # the three panes: the reader beside the chat
     assert first.splitter.sizes()[0] < yielded[0]
     first.close()
 
-    second = _first_start(qtbot, services, 1024, 640)
+    second = open_main_window(qtbot, services, 1024, 640)
     second.resize(1024, 640)
     QApplication.processEvents()
     assert not second.citation_panel.isVisible()
@@ -701,7 +691,7 @@ def test_in_a_wide_window_a_citation_gets_what_the_chat_has_beyond_its_toggles(q
     a transcript with ~700 px of empty margin. While the reader shows something, in the
     default layout, the chat keeps what its one row of toggles needs and the reader takes
     the rest; an emptied reader goes back to the first start's share."""
-    window = _first_start(qtbot, services, 1920, 1080)
+    window = open_main_window(qtbot, services, 1920, 1080)
     empty = window.splitter.sizes()
     window.chat_pane.citation_activated.emit(_a_citation())
     library, chat, reader = window.splitter.sizes()
@@ -718,7 +708,7 @@ def test_the_default_folds_follow_the_window_not_what_comes_and_goes_inside_it(
     table while the person worked. The default folds are decided when the window is shown or
     resized (and when a panel's count changes), not when a line above the buttons comes or goes."""
     _library_with_sections(qloop, services, tmp_path)
-    window = _first_start(qtbot, services, 1440, 900)
+    window = open_main_window(qtbot, services, 1440, 900)
     _settled(qloop)
     pane = window.library_pane
     assert pane.collections_box.list.isVisible() and pane.watched.isVisible()

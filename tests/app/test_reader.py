@@ -13,6 +13,7 @@ import pytest
 from PySide6.QtCore import QPoint, QRect, Qt
 from qt_helpers import run_until
 
+from app.main_window_helpers import open_main_window
 from haiku.rag.citations import Citation
 from haiku.rag.ingest.records import Box
 from haiku_desk.services.library import uri_for
@@ -440,25 +441,13 @@ def test_fit_follows_the_viewport_when_the_reader_narrows(qloop, library, panel,
 
 
 
-def _window(qtbot, services, width: int, height: int):
-    from haiku_desk.views.main_window import MainWindow
-
-    window = MainWindow(services)
-    qtbot.addWidget(window)
-    window.citation_panel.open_in_system_viewer = False
-    window.resize(width, height)
-    window.show()
-    qtbot.waitExposed(window)
-    return window
-
-
 def test_a_citation_in_a_small_window_gets_room_to_read_and_gives_it_back(qloop, qtbot, services, tmp_path):
     """At 1024×640 the panel was ~190 px: "Cop…ion", "p. 4/" and a page ~150 px wide."""
     from haiku_desk.views.main_window import READABLE_WIDTH
 
     report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
     entry = _ingest(qloop, services.library, report.path)
-    window = _window(qtbot, services, 1024, 640)
+    window = open_main_window(qtbot, services, 1024, 640)
     panel = window.citation_panel
     assert window.splitter.sizes()[2] == 0 and not panel.isVisible()  # empty, it yields its room
     shown: list[int] = []
@@ -513,7 +502,7 @@ def test_a_narrow_panel_shows_its_buttons_as_icons_with_names(qloop, library, pa
 def test_the_first_start_gives_the_reader_a_share_beside_the_chat_when_maximised(qloop, qtbot, services):
     """Maximised after the first show (no saved pane widths), the stretch factors gave the
     reader ~500 px of 1920 and the chat ~1160."""
-    window = _window(qtbot, services, 1280, 800)
+    window = open_main_window(qtbot, services, 1280, 800)
     window.resize(1920, 1080)  # what maximising does once the window is shown
     _settle(qloop)
     library, chat, reader = window.splitter.sizes()
@@ -769,7 +758,7 @@ def test_reader_mode_the_app_took_ends_when_the_reader_is_emptied(qloop, qtbot, 
     reader mode the person chose stays."""
     report = pdf_factory.make_report_pdf(tmp_path / "report.pdf")
     entry = _ingest(qloop, services.library, report.path)
-    window = _window(qtbot, services, 1024, 640)
+    window = open_main_window(qtbot, services, 1024, 640)
     panel = window.citation_panel
     shown: list[int] = []
     panel.page_shown.connect(shown.append)
