@@ -16,12 +16,13 @@ import concurrent.futures
 import itertools
 import sys
 import tempfile
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from PySide6.QtCore import QObject, QRectF, Signal
 from PySide6.QtGui import QImage
@@ -153,21 +154,73 @@ class _RenderThread:
 
     @staticmethod
     def find(data: bytes, text: str, limit: int = MAX_FIND_HITS) -> list[FindHit]:
-        """Where ``text`` is on the pages (case-insensitive, as PyMuPDF searches), in reading
-        order, at most ``limit`` places."""
+        """Where ``text`` is on the pages, in reading order, at most ``limit`` places: case
+        and accents folded on both sides, and a page's accents drawn as glyphs of their own
+        ("na¨ıve", TeX's way) read as the letter they sit on, so "naïve" and "naive" both find
+        it (tester 20:26: PyMuPDF's search_for on the raw text found neither)."""
+        needle = " ".join(find_fold(text).split())
         hits: list[FindHit] = []
+        if not needle:
+            return hits
         with MUPDF_LOCK:
             pymupdf = import_pymupdf()
             with pymupdf.open(stream=data, filetype="pdf") as doc:
                 for index, page in enumerate(doc):
+                    if needle not in " ".join(find_fold(page.get_text("text")).split()):
+                        continue  # the cheap look first; the characters' places only here
                     matrix = page.rotation_matrix if page.rotation else None
-                    for rect in page.search_for(text):
+                    for rect in _places(pymupdf, page, needle):
                         if matrix is not None:
                             rect = rect * matrix  # to the display space the page renders in
                         hits.append(FindHit(index + 1, rect.x0, rect.y0, rect.x1, rect.y1))
                         if len(hits) >= limit:
                             return hits
         return hits
+
+
+def find_fold(text: str) -> str:
+    """``text`` as find-in-document compares it: a spacing accent (¨ ´ ˆ, drawn as a glyph of
+    its own) dropped, a dotless ı read as i, then case and accents folded."""
+    from haiku_desk.services.entries import fold
+
+    kept = "".join("i" if c == "ı" else c for c in text if unicodedata.category(c) != "Sk")
+    return fold(kept)
+
+
+def _places(pymupdf: Any, page: Any, needle: str) -> list[Any]:
+    """The rectangles (one per line a match spans) of ``needle`` among ``page``'s characters,
+    each folded as ``find_fold`` does; spaces and line ends count as one space."""
+    chars: list[str] = []
+    owners: list[tuple[tuple[float, float, float, float] | None, int]] = []
+    line_no = 0
+    for block in page.get_text("rawdict")["blocks"]:
+        for line in block.get("lines", []):
+            line_no += 1
+            for span in line["spans"]:
+                for char in span["chars"]:
+                    folded = find_fold(char["c"])
+                    if folded.isspace():
+                        folded = " "
+                        if not chars or chars[-1] == " ":
+                            continue
+                    for c in folded:
+                        chars.append(c)
+                        owners.append((tuple(char["bbox"]), line_no))
+            if chars and chars[-1] != " ":
+                chars.append(" ")
+                owners.append((None, line_no))
+    text = "".join(chars)
+    rects: list[Any] = []
+    start = text.find(needle)
+    while start >= 0:
+        by_line: dict[int, Any] = {}
+        for bbox, line in owners[start : start + len(needle)]:
+            if bbox is not None:
+                rect = pymupdf.Rect(bbox)
+                by_line[line] = by_line[line] | rect if line in by_line else rect
+        rects.extend(by_line.values())
+        start = text.find(needle, start + len(needle))
+    return rects
 
 
 class PagesService(QObject):

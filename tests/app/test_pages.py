@@ -137,3 +137,28 @@ def test_the_app_and_the_library_paint_the_same_highlighted_page(qloop, library,
     assert app_rgb.shape == library_rgb.shape
     assert (app_rgb != np.frombuffer(page.samples, np.uint8).reshape(app_rgb.shape)).any()  # highlighted
     assert np.array_equal(app_rgb, library_rgb)
+
+
+def test_find_folds_accents_and_reads_a_glyph_accent_with_its_letter():
+    """Tester 20:26: in tracemonkey the page draws "naïve" as n a ¨ ı v e (TeX's spacing
+    diaeresis over a dotless i); Find said "No matches" for "naïve" and for "naive". Find
+    folds case and accents on both sides and reads a spacing accent with its letter; each
+    match is one rectangle per line it spans, where its characters are."""
+    import pymupdf
+
+    from haiku_desk.services.pages import _RenderThread, find_fold
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=300)
+    page.insert_text((40, 60), "In a na\u00a8ive implementation, inner loops", fontname="helv", fontsize=12)
+    page.insert_text((40, 90), "A NA\u00cfVE reading of K\u00e9r\u00e9on.", fontname="helv", fontsize=12)
+    data = doc.tobytes()
+    assert find_fold("na\u00a8\u0131ve") == find_fold("Na\u00efve") == "naive"
+
+    hits = _RenderThread.find(data, "naïve")
+    assert [(h.page, round(h.y0) < 60 < round(h.y1)) for h in hits][:1] == [(1, True)] and len(hits) == 2
+    assert 40 < hits[0].x0 < hits[0].x1 < 200  # the word's own place on the first line
+    assert len(_RenderThread.find(data, "naive")) == 2
+    assert len(_RenderThread.find(data, "kereon")) == 1
+    assert len(_RenderThread.find(data, "inner loops")) == 1
+    assert _RenderThread.find(data, "naivety") == []
