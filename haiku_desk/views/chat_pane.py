@@ -1724,6 +1724,20 @@ class ChatPane(QWidget):
         if scheme == "haiku" and command:
             self.command_requested.emit(command)
 
+    def relayout_text(self) -> None:
+        """Every answer and label of the transcript laid out again, as a resize would: the CJK
+        fallback font comes in after the first paint (views/fonts.py), and text laid out
+        before it (a saved conversation's Korean answer after a relaunch) was measured with
+        other glyphs and drawn clipped at the right edge until the window was resized
+        (tester 20:49)."""
+        for view in self.transcript.findChildren(AnswerView):
+            document = view.document()
+            document.markContentsDirty(0, document.characterCount())
+            view._fit()
+        for label in self.transcript.findChildren(QLabel):
+            QApplication.sendEvent(label, QEvent(QEvent.Type.FontChange))
+        self.transcript.updateGeometry()
+
     def _scroll_to_end(self) -> None:
         self._anchor_held = False  # our own move: the end is what is shown now
         bar = self.scroll.verticalScrollBar()

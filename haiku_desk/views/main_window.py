@@ -701,6 +701,13 @@ class MainWindow(QMainWindow):
         from haiku_desk.views.fonts import install_fallback_font_later
 
         self._font_task = asyncio.ensure_future(install_fallback_font_later())
+        self._font_task.add_done_callback(lambda _task: self._fallback_font_installed())
+
+    def _fallback_font_installed(self) -> None:
+        """Text laid out before the fallback font came in, laid out again (its CJK glyphs
+        were measured with other ones and drew clipped)."""
+        if self.isVisible():
+            self.chat_pane.relayout_text()
 
     def apply_default_layout(self) -> None:
         """Pane widths for a first start (and, until the user drags a splitter, for every new

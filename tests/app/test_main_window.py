@@ -719,3 +719,26 @@ def test_the_default_folds_follow_the_window_not_what_comes_and_goes_inside_it(
     window.resize(1440, 901)  # the window is resized: decided again, for the room there is
     _settled(qloop)
     assert not pane.collections_box.list.isVisible() and not pane.watched.isVisible()
+
+
+def test_text_laid_out_before_the_fallback_font_is_laid_out_again_when_it_arrives(qloop, qtbot, services, themed):
+    """Tester 20:49, 1024x640 after a relaunch: a saved conversation's Korean answer and its
+    card's snippet drew clipped at the right edge (laid out before the CJK fallback font came
+    in, 300 ms after the first paint, with other glyphs' widths) until the window was resized.
+    The transcript's answers and labels are laid out again once the font is in. (Offscreen the
+    glyphs' widths do not change, so this checks the new layout happens; the clipping itself
+    was seen and checked in the real window: docs/screenshots/cjk-relaunch-1024x640-*.png.)"""
+    from haiku_desk.services.conversations import Turn
+    from haiku_desk.views.chat_pane import AnswerView
+
+    window = open_main_window(qtbot, services, 1024, 640)
+    window.chat_pane._add_turn_widget(Turn(question="카드 혜택?", answer="건강보험/국민연금/고용보험/산재보험 및 장애인 고용부담금, 국세/지방세/공과금"))
+    QApplication.processEvents()
+    views = window.chat_pane.transcript.findChildren(AnswerView)
+    assert views
+    laid_out: list[object] = []
+    for view in views:
+        view.document().documentLayout().update.connect(lambda *_: laid_out.append(True))
+    run_until(qloop, lambda: getattr(window, "_font_task", None) is not None and window._font_task.done(), SLOW)
+    QApplication.processEvents()
+    assert laid_out
