@@ -480,6 +480,9 @@ class CitationChip(QToolButton):
         self.focused.emit(self)
 
 
+REMOVED_NOTE = "Removed from the library"
+
+
 class SourceCard(QFrame):
     """One source under an answer, as a compact card: its number, the document's title (one
     line, elided; whole in the tooltip), the heading path and pages, the cited snippet, and a
@@ -510,6 +513,7 @@ class SourceCard(QFrame):
         self.document_title = self.title  # the place line's title when the card is author–year
         self.author_year = False
         self.support = support  # "supported" / "unsupported" from the answer's support check
+        self.removed = False  # its document was deleted from the library (set_removed)
         self.setObjectName("sourceCard")
         self.setProperty("card", True)
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -559,6 +563,13 @@ class SourceCard(QFrame):
         layout.addWidget(self.snippet_label)
         self._render()
 
+    def set_removed(self, removed: bool) -> None:
+        """Say on the card that its document was deleted from the library (a click shows the
+        kept quote): it looked like a live source until clicked (tester 19:40)."""
+        if removed != self.removed:
+            self.removed = removed
+            self._render()
+
     def shown_title(self) -> str:
         """The title as shown: cut to what fits on one line."""
         return self.title_label.text()
@@ -583,6 +594,8 @@ class SourceCard(QFrame):
             location = " — ".join(p for p in (self.document_title, " › ".join(heading_path(self.citation))) if p)
         self.title_label.set_full_text(self.title)
         location = plain_emphasis(location)
+        if self.removed:
+            location = " · ".join(p for p in (REMOVED_NOTE, location) if p)
         self.place.setText(location)
         self.place.setVisible(bool(location))
         self.snippet_label.setText(self.snippet)
@@ -1462,6 +1475,26 @@ class ChatPane(QWidget):
         library = self.services.library
         for signal in (library.entry_changed, library.entry_removed, library.opened):
             signal.connect(self._update_empty)
+        # a cited document deleted (or added back): its cards say so
+        # (bound methods: disconnected when the pane goes, unlike lambdas)
+        self._removed_sources: set[str] = set()
+        library.entry_removed.connect(self._source_removed)
+        library.entry_changed.connect(self._source_changed)
+
+    def _source_removed(self, key: str) -> None:
+        self._removed_sources.add(key)
+        self._mark_sources(key, removed=True)
+
+    def _source_changed(self, entry: object) -> None:
+        key = str(getattr(entry, "key", ""))
+        if key in self._removed_sources:  # (entry_changed comes with every progress step)
+            self._removed_sources.discard(key)
+            self._mark_sources(key, removed=False)
+
+    def _mark_sources(self, key: str, *, removed: bool) -> None:
+        for card in self.transcript.findChildren(SourceCard):
+            if card.citation.document_uri == key:
+                card.set_removed(removed)
 
     # --- conversations --------------------------------------------------------------------
 

@@ -211,3 +211,19 @@ def test_the_end_of_the_transcript_stays_in_view_when_the_chat_gets_shorter(qtbo
     for _ in range(5):
         QApplication.processEvents()
     assert bar.value() == bar.maximum()
+
+
+def test_a_source_card_says_when_its_document_was_removed_from_the_library(qtbot, pane):
+    """Tester 19:40: after a cited source was deleted, its card looked live until clicked."""
+    from haiku_desk.services.entries import DocumentState, LibraryEntry
+    from haiku_desk.views.chat_pane import SourceCard
+
+    pane._add_turn_widget(answered(1, 2))
+    cards = pane.transcript.findChildren(SourceCard)
+    uri = cards[0].citation.document_uri
+    assert cards and not any("Removed from the library" in card.text() for card in cards)
+    library = pane.services.library
+    library.entry_removed.emit(uri)  # what the library says when the document is deleted
+    assert all(card.place.text().startswith("Removed from the library") for card in cards)
+    library.entry_changed.emit(LibraryEntry(key=uri, name="Table Structure Recognition", state=DocumentState.HYBRID))
+    assert not any("Removed from the library" in card.text() for card in cards)  # added back
