@@ -103,6 +103,32 @@ def test_a_copied_sentence_with_a_word_changed_is_not_supported():
     assert verdict(two, cited=lighthouse) == "partly-supported"
 
 
+def test_figures_swapped_in_a_copied_sentence_are_not_supported():
+    """A tester's liar swapped two figures that are both in the passage ("finished in 29 … left
+    on 1916 January 2004"): each was found somewhere, so the answer was badged Supported."""
+    source = "The Kéréon lighthouse, finished in 1916, was the last manned lighthouse; its keepers left on 29 January 2004."
+    honest = "The Kéréon lighthouse, finished in 1916, was the last manned lighthouse; its keepers left on 29 January 2004 [1]."
+    swapped = "The Kéréon lighthouse, finished in 29, was the last manned lighthouse; its keepers left on 1916 January 2004 [1]."
+    assert verdict(honest, cited=source) == "supported"
+    check = check_answer(swapped, {1: source}, grounding="grounded")
+    assert check.verdict == "cited-unsupported" and "29 (the source says “1916”)" in check.sentences[0].missing
+    # the same figure written another way is the same figure
+    assert verdict("Revenue rose to 1,234.50 in the year after the merger [1].", cited="Revenue rose to 1234.5 in the year after the merger.") == "supported"
+
+
+def test_a_locator_is_not_a_claim_and_a_heading_s_year_names_the_passage():
+    """A tester's slide deck: "According to slide 1 of the Wetland funding 2025 deck, …" was
+    flagged, though slide 1 and 2025 are the cited slide's own heading."""
+    slide = "The regional council approved €2.4 million for reed-bed restoration."
+    name = "Wetland slides\nSlide 1: Wetland funding 2025"
+    answer = "According to slide 1 of the Wetland funding 2025 deck, the regional council approved €2.4 million for reed-bed restoration [1]."
+    assert check_answer(answer, {1: slide}, names={1: name}, grounding="grounded").verdict == "supported"
+    assert verdict("Table 2 on page 14 shows revenue of $2.1 billion [1].") == "supported"
+    # a heading's number still supports no figure but a year
+    wrong = "The council approved €2.4 million in 2026 for reed-bed restoration [1]."
+    assert check_answer(wrong, {1: slide}, names={1: name}, grounding="grounded").verdict == "cited-unsupported"
+
+
 def test_negatives_in_parentheses_or_with_a_minus_are_one_figure():
     assert verdict("Operating cash flow was -310 million [1].") == "supported"
     assert verdict("Operating cash flow was −310 [1].") == "supported"

@@ -405,6 +405,7 @@ class _Cited:
         self.folded = _fold(text)
         self.name_folded = _fold(name)
         self.name_dates = {d for _, d, _ in _dates(name)}
+        self.name_years = {int(y) for y in _YEAR.findall(name)}
         self.numbers = _numbers(text, claims=False)
         self.declared = sorted(
             {_SCALES[m.group(1).lower()] for m in _DECLARED_SCALE.finditer(text)}
@@ -412,6 +413,17 @@ class _Cited:
         self.dates = {d for _, d, _ in _dates(text)}
         self.days = {(d[1], d[2]) for d in self.dates if d[2]}
         self.years = {int(y) for y in _YEAR.findall(text)}
+
+
+# A number that names a place in the document is a locator, not a claim: "slide 1", "page 12",
+# "Table 2", "Figure 3b", "section 4.2". A tester's "According to slide 1 of the Wetland funding
+# 2025 deck, …" was flagged: the 1 is in the slide's heading, never in its text.
+_LOCATOR = re.compile(
+    r"\b(?:slides?|pages?|pp?\.|tables?|figures?|figs?\.|sections?|§|chapters?|appendix|"
+    r"exhibits?|sheets?|parts?|items?|equations?|eqs?\.|lines?|paragraphs?|¶|notes?|footnotes?)"
+    r"\s*\d+(?:\.\d+)*[a-z]?\b",
+    re.I,
+)
 
 
 def _claims(sentence: str, question_years: set[int]) -> list[tuple[str, object]]:
@@ -431,6 +443,7 @@ def _claims(sentence: str, question_years: set[int]) -> list[tuple[str, object]]
     plain = "".join(masked)
     for name in _entities(plain):
         claims.append(("entity", name))
+    plain = _LOCATOR.sub(lambda m: " " * len(m.group(0)), plain)
     for number in _numbers(plain, claims=True):
         if not number.scaled and not number.percent and number.mantissa == number.mantissa.to_integral():
             whole = int(number.mantissa)
@@ -438,6 +451,14 @@ def _claims(sentence: str, question_years: set[int]) -> list[tuple[str, object]]
                 continue  # the period the question asked about: context, not a claim
         claims.append(("number", number))
     return claims
+
+
+def _year_of(number: _Number) -> int | None:
+    """The year a bare four-digit figure may be (1900-2100), else None."""
+    if number.scaled or number.percent or number.unit or number.mantissa != number.mantissa.to_integral():
+        return None
+    whole = int(number.mantissa)
+    return whole if 1900 <= whole <= 2100 else None
 
 
 def _claim_text(kind: str, claim: object) -> str:
@@ -450,7 +471,10 @@ def _claim_text(kind: str, claim: object) -> str:
 
 def _holds(kind: str, claim: object, cited: _Cited) -> bool:
     if kind == "number":
-        return _number_found(cast(_Number, claim), cited.numbers, cited.declared)
+        number = cast(_Number, claim)
+        if _year_of(number) in cited.name_years:
+            return True  # the year a title or heading names ("Wetland funding 2025"), as dates
+        return _number_found(number, cited.numbers, cited.declared)
     if kind == "date":
         year, month, day = cast(tuple[str, tuple[int, int, int]], claim)[1]
         if (year, month, day) in cited.dates or (year, month, day) in cited.name_dates:
@@ -591,20 +615,33 @@ def _without_claims(sentence: str, sources: Sequence[_Cited]) -> tuple[SentenceS
 ALTERED_MIN_WORDS = 6
 ALTERED_COPY_SHARE = 0.7
 _NEGATIONS = frozenset({"not", "no", "never", "nor", "without", "cannot", "none", "neither"})
-_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W_]+(?:['’][^\W_]+)?")
+
+
+def _tokens(text: str) -> list[str]:
+    """``text``'s words and figures, a figure as its value ("1,234.50" -> "1234.5")."""
+    return [_figure_token(t) if t[0].isdigit() else t for t in _TOKEN.findall(text)]
+
+
+def _figure_token(token: str) -> str:
+    try:
+        value = Decimal(token.replace(",", "")).normalize()
+    except InvalidOperation:  # pragma: no cover - the pattern only matches figures
+        return token
+    return format(value, "f")
 
 
 def _altered(sentence: str, sources: Sequence[_Cited]) -> list[str]:
     """The words a near-copy of a source sentence changed, as "first (the source says “last”)";
     empty when the sentence is no such copy or changed nothing that matters."""
 
-    words = [w for w in _TOKEN.findall(_fold(MARKER.sub(" ", sentence)))]
+    words = _tokens(_fold(MARKER.sub(" ", sentence)))
     if len(words) < ALTERED_MIN_WORDS:
         return []
     best: tuple[int, list[str], _Cited] | None = None
     for source in sources:
         for start, end in split_sentences(source.folded):
-            theirs = _TOKEN.findall(source.folded[start:end])
+            theirs = _tokens(source.folded[start:end])
             matcher = difflib.SequenceMatcher(None, words, theirs, autojunk=False)
             copied = sum(block.size for block in matcher.get_matching_blocks())
             if best is None or copied > best[0]:
@@ -612,7 +649,7 @@ def _altered(sentence: str, sources: Sequence[_Cited]) -> list[str]:
     if best is None or best[0] < ALTERED_COPY_SHARE * len(words):
         return []
     _, theirs, source = best
-    used = {_stem(w) for w in _TOKEN.findall(source.folded)}
+    used = {_stem(w) for w in _tokens(source.folded)}
     changed: list[str] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, words, theirs, autojunk=False).get_opcodes():
         mine, source_words = words[i1:i2], theirs[j1:j2]
@@ -620,13 +657,20 @@ def _altered(sentence: str, sources: Sequence[_Cited]) -> list[str]:
             negation_changed = (_NEGATIONS & set(mine)) != (_NEGATIONS & set(source_words))
             new = [w for w in mine if _changes_meaning(w) and _stem(w) not in used]
             word_changed = new and any(_changes_meaning(w) for w in source_words)
-            if negation_changed or (word_changed and len(mine) <= 2 and len(source_words) <= 2):
+            # a figure in the place of another (the years of "finished in 1916 … left on 29
+            # January" swapped): each is somewhere in the source, so only its place tells
+            figure_changed = len(mine) == len(source_words) == 1 and _is_figure(mine[0]) and _is_figure(source_words[0])
+            if negation_changed or figure_changed or (word_changed and len(mine) <= 2 and len(source_words) <= 2):
                 changed.append(f"{' '.join(mine)} (the source says “{' '.join(source_words)}”)")
         elif op == "delete" and _NEGATIONS & set(mine):  # words only the answer has
             changed.append(f"{' '.join(mine)} (not in the source)")
         elif op == "insert" and _NEGATIONS & set(source_words):  # words only the source has
             changed.append(f"the source says “{' '.join(source_words)}”")
     return changed
+
+
+def _is_figure(token: str) -> bool:
+    return token[:1].isdigit()
 
 
 def _changes_meaning(word: str) -> bool:
