@@ -56,12 +56,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shared_data import data_dir
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "haiku_rag"), str(REPO)]
 
-
-def data_dir(given: str | None) -> Path:
-    return Path(given or os.environ.get("HAIKU_SHARED_DATA") or REPO.parent / "shared" / "data")
 
 
 def load_questions(root: Path, count: int, shortest: bool = False) -> list[dict[str, Any]]:

@@ -39,13 +39,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from shared_data import data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "haiku_rag"), str(REPO)]
@@ -58,9 +59,6 @@ _STOP = set(
     "using use based round your answer please".split()
 )
 
-
-def data_dir(given: str | None) -> Path:
-    return Path(given or os.environ.get("HAIKU_SHARED_DATA") or REPO.parent / "shared" / "data")
 
 
 def gold_pages(question: dict[str, Any]) -> set[int]:

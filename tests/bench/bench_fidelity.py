@@ -47,6 +47,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared_data import data_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REALWORLD = Path("pdfs_realworld")
 WORD = re.compile(r"\w+")
@@ -55,9 +57,6 @@ WORD = re.compile(r"\w+")
 # ---------------------------------------------------------------------------------------------
 # Data
 
-
-def data_dir(arg: str | None) -> Path:
-    return Path(arg or os.environ.get("HAIKU_SHARED_DATA") or REPO_ROOT.parent / "shared" / "data")
 
 
 @dataclass

@@ -24,6 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shared_data import data_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FILES = [
     "docling__picture_classification.pdf",
@@ -47,13 +49,6 @@ for item, _ in conversion.document.iterate_items():
 print(json.dumps({"items": items, "cv2": "cv2" in sys.modules and sys.modules["cv2"] is not None}))
 """
 
-
-def data_dir(arg: str | None) -> Path:
-    if arg:
-        return Path(arg)
-    if os.environ.get("HAIKU_SHARED_DATA"):
-        return Path(os.environ["HAIKU_SHARED_DATA"])
-    return REPO_ROOT.parent / "shared" / "data"
 
 
 def run(path: Path, mode: str) -> dict:

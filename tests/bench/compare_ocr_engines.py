@@ -30,6 +30,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from shared_data import data_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCANS = [
     ("ocrmypdf__linn.pdf", None),
@@ -65,13 +67,6 @@ for path, pages in jobs:
 print(json.dumps({"pages": out, "cv2": "cv2" in sys.modules, "runtime": ocr.runtimes, "cpu": cpu}))
 """
 
-
-def data_dir(arg: str | None) -> Path:
-    if arg:
-        return Path(arg)
-    if os.environ.get("HAIKU_SHARED_DATA"):
-        return Path(os.environ["HAIKU_SHARED_DATA"])
-    return REPO_ROOT.parent / "shared" / "data"
 
 
 def levenshtein(a: str, b: str) -> int:

@@ -56,6 +56,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from shared_data import data_dir
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO / "haiku_rag"), str(REPO), str(REPO / "tests")]
 
@@ -75,9 +77,6 @@ _STOP = set(
 _FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:\s?%|\s+[A-Za-z]+)?")
 _YEAR = re.compile(r"(?<![\w.,])(?:1[89]\d\d|20\d\d)(?!\w|[.,]\d)")
 
-
-def data_dir(given: str | None) -> Path:
-    return Path(given or os.environ.get("HAIKU_SHARED_DATA") or REPO.parent / "shared" / "data")
 
 
 def choose(files: Path, count: int) -> list[Path]:

@@ -29,6 +29,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from shared_data import data_dir
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = r"""
@@ -48,13 +50,6 @@ print(json.dumps(out))
 
 CLOSING = set(".,;:!?)]}\u2019\u201d\u00bb")
 
-
-def data_dir(arg: str | None) -> Path:
-    if arg:
-        return Path(arg)
-    if os.environ.get("HAIKU_SHARED_DATA"):
-        return Path(os.environ["HAIKU_SHARED_DATA"])
-    return REPO_ROOT.parent / "shared" / "data"
 
 
 def scans(files: Path) -> list[Path]:
