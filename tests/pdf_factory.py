@@ -390,6 +390,22 @@ def _draw_stamp(
     layout.reading_order.append(key)
 
 
+def image_only_pdf(page: pymupdf.Page, dpi: int) -> bytes:
+    """``page`` rendered at ``dpi`` and wrapped as a one-page PDF that is only that image (a
+    scan of it: no text layer, so ingestion must OCR it)."""
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(page.get_pixmap(dpi=dpi).tobytes("png"))).convert("RGB")
+    scan = pymupdf.open()
+    out = scan.new_page(width=image.width * 72 / dpi, height=image.height * 72 / dpi)
+    encoded = io.BytesIO()
+    image.save(encoded, format="PNG")
+    out.insert_image(out.rect, stream=encoded.getvalue())
+    return scan.tobytes()
+
+
 def _scan_like_pixmap(seed: int) -> pymupdf.Pixmap:
     """A grey page image with dark bars where a scanner would have seen lines of text."""
     width, height = 120, 170

@@ -4,13 +4,12 @@ RapidOCR's PP-OCRv4 recogniser read "ile interieure, a cote de l'alcove"."""
 
 from __future__ import annotations
 
-import io
 import unicodedata
 from pathlib import Path
 
 import pymupdf
 import pytest
-from PIL import Image
+from pdf_factory import image_only_pdf
 
 from haiku.rag.ingest.pdf import convert_pdf
 
@@ -48,13 +47,7 @@ def _french_scan() -> bytes:
     for index, text in enumerate(FRENCH):
         page.insert_text((24, 32 + 22 * index), text, fontsize=12, fontname="dejavu")
     assert "œuvre" in page.get_text()  # the font has every letter
-    image = Image.open(io.BytesIO(page.get_pixmap(dpi=DPI).tobytes("png"))).convert("RGB")
-    scan = pymupdf.open()
-    out = scan.new_page(width=image.width * 72 / DPI, height=image.height * 72 / DPI)
-    encoded = io.BytesIO()
-    image.save(encoded, format="PNG")
-    out.insert_image(out.rect, stream=encoded.getvalue())
-    return scan.tobytes()
+    return image_only_pdf(page, DPI)
 
 
 def _levenshtein(a: str, b: str) -> int:

@@ -7,11 +7,9 @@ wrapped as an image-only PDF page."""
 
 from __future__ import annotations
 
-import io
-
 import pymupdf
 import pytest
-from PIL import Image
+from pdf_factory import image_only_pdf
 
 from haiku.rag.ingest import ocr
 from haiku.rag.ingest.pdf import convert_pdf
@@ -33,15 +31,6 @@ LETTER = [
 ]
 
 
-def _image_only_pdf(page: pymupdf.Page) -> bytes:
-    """``page`` rendered at DPI and wrapped as a PDF page that is only that image."""
-    image = Image.open(io.BytesIO(page.get_pixmap(dpi=DPI).tobytes("png"))).convert("RGB")
-    scan = pymupdf.open()
-    out = scan.new_page(width=image.width * 72 / DPI, height=image.height * 72 / DPI)
-    encoded = io.BytesIO()
-    image.save(encoded, format="PNG")
-    out.insert_image(out.rect, stream=encoded.getvalue())
-    return scan.tobytes()
 
 
 def _typewritten(page: pymupdf.Page, x: float, y: float, text: str) -> None:
@@ -54,7 +43,7 @@ def _typewritten_letter() -> bytes:
     page = doc.new_page(width=600, height=40 + 20 * len(LETTER))
     for row, (x, text) in enumerate(LETTER):
         _typewritten(page, x, 32 + 20 * row, text)
-    return _image_only_pdf(page)
+    return image_only_pdf(page, DPI)
 
 
 def _lines(conversion) -> list[str]:
@@ -123,7 +112,7 @@ def _letter_with_a_note_and_chinese_names() -> bytes:
     page.insert_text(
         (24, 140), "It was signed by 李明 and 王小明 in Beijing.", fontsize=11, fontname="cjk"
     )
-    return _image_only_pdf(page)
+    return image_only_pdf(page, DPI)
 
 
 def _cjk(text: str) -> list[str]:
