@@ -79,6 +79,10 @@ def chunk_document(
     counter = _TokenCounter(_untruncated(tokenizer))
     texts = texts or ItemTexts(doc)  # each table's Markdown parts, made once for items and chunks
     units = list(_units(doc, reading_order(doc) if ordered is None else ordered, counter, max_tokens, texts))
+    if all(isinstance(unit.parts[0].item, (TitleItem, SectionHeaderItem)) for unit in units):
+        # headings and nothing else: no passage to index (ingestion says "only headings"); a
+        # heading with nothing under it is a unit only beside the document's other text
+        units = []
     counter.count_all(units)
     pieces: list[_Piece] = []
     for unit in units:
