@@ -1480,6 +1480,7 @@ class ChatPane(QWidget):
         self._removed_sources: set[str] = set()
         library.entry_removed.connect(self._source_removed)
         library.entry_changed.connect(self._source_changed)
+        library.opened.connect(self._mark_gone_sources)
 
     def _source_removed(self, key: str) -> None:
         self._removed_sources.add(key)
@@ -1490,6 +1491,21 @@ class ChatPane(QWidget):
         if key in self._removed_sources:  # (entry_changed comes with every progress step)
             self._removed_sources.discard(key)
             self._mark_sources(key, removed=False)
+
+    def _mark_gone_sources(self, cards: object = None) -> None:
+        """Mark the cards (all of the transcript's by default) whose document the library no
+        longer lists: deleted in an earlier session, a restored conversation's card looked
+        live until clicked (tester 21:10). Nothing is judged while the library is opening."""
+        library = self.services.library
+        if getattr(library, "is_opening", True):
+            return
+        shown = cards if isinstance(cards, list) else self.transcript.findChildren(SourceCard)
+        for card in shown:
+            citation = card.citation
+            gone = library.entry(citation.document_uri) is None and library.entry_for_document(citation.document_id) is None
+            if gone:
+                self._removed_sources.add(citation.document_uri)
+                card.set_removed(True)
 
     def _mark_sources(self, key: str, *, removed: bool) -> None:
         for card in self.transcript.findChildren(SourceCard):
@@ -1686,6 +1702,7 @@ class ChatPane(QWidget):
             lambda q, w=widget: self.ask_again(q, search_only=True, turn=w)
         )
         widget.part_focused.connect(self._show_focused)
+        self._mark_gone_sources(widget.findChildren(SourceCard))
         self.transcript_layout.insertWidget(self.transcript_layout.count() - 1, widget)  # above the stretch
         self.turn_widgets.append(widget)
         # laid out and shown now: the first frame shows the whole question, not a clipped one

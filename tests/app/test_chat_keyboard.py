@@ -218,12 +218,33 @@ def test_a_source_card_says_when_its_document_was_removed_from_the_library(qtbot
     from haiku_desk.services.entries import DocumentState, LibraryEntry
     from haiku_desk.views.chat_pane import SourceCard
 
-    pane._add_turn_widget(answered(1, 2))
+    library = pane.services.library
+    turn = answered(1, 2)
+    for citation in turn.citations:  # the cited document is in the library
+        library.rows.set(LibraryEntry(key=citation.document_uri, name="Table Structure Recognition", state=DocumentState.HYBRID))
+    pane._add_turn_widget(turn)
     cards = pane.transcript.findChildren(SourceCard)
     uri = cards[0].citation.document_uri
     assert cards and not any("Removed from the library" in card.text() for card in cards)
-    library = pane.services.library
     library.entry_removed.emit(uri)  # what the library says when the document is deleted
     assert all(card.place.text().startswith("Removed from the library") for card in cards)
     library.entry_changed.emit(LibraryEntry(key=uri, name="Table Structure Recognition", state=DocumentState.HYBRID))
     assert not any("Removed from the library" in card.text() for card in cards)  # added back
+    for citation in turn.citations:  # the library as the other tests found it
+        library.rows.remove(citation.document_uri)
+
+
+def test_a_restored_answer_s_card_says_its_document_was_removed_in_an_earlier_session(qtbot, pane):
+    """Tester 21:10: a source deleted in an earlier session looked live on the restored
+    conversation's card until clicked (only a delete in this session marked it)."""
+    from haiku_desk.views.chat_pane import SourceCard
+
+    library = pane.services.library
+    turn = answered(1, 2)
+    gone = {"document_uri": "file:///tmp/deleted-last-week.pdf", "document_id": "deleted-last-week"}
+    turn.citations = [c.model_copy(update=gone) for c in turn.citations]
+    assert not library.is_opening  # open, and the cited file is not (no longer) listed
+    assert all(library.entry(c.document_uri) is None for c in turn.citations)
+    pane._add_turn_widget(turn)
+    cards = pane.transcript.findChildren(SourceCard)
+    assert cards and all(card.place.text().startswith("Removed from the library") for card in cards)
