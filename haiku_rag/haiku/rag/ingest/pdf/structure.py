@@ -7,7 +7,15 @@ import re
 from collections import Counter
 from collections.abc import Collection
 
-from haiku.rag.ingest.pdf.blocks import BULLET_CHARS, LIST_MARKER, Block, Line, Page, block_text
+from haiku.rag.ingest.pdf.blocks import (
+    BULLET_CHARS,
+    HYPHENS,
+    LIST_MARKER,
+    Block,
+    Line,
+    Page,
+    block_text,
+)
 from haiku.rag.ingest.pdf.geometry import Bbox, union
 from haiku.rag.ingest.pdf.page_blocks import top_left
 
@@ -210,7 +218,7 @@ def classify_styles(pages: list[Page], *, authors: str = "", recognised: Collect
         default=0.0,
     ) if pages else 0.0
     for page in pages:
-        page.blocks = _joined_caption_labels(page.blocks)
+        page.blocks = _footnotes_last(_joined_caption_labels(page.blocks), page, body_size)
         # on a page read by OCR, text recognised inside a picture is the picture's (a comic's
         # lettering and speech bubbles were headings, and one led the rest of a book's
         # heading paths: "… › JUIDGIE SCALIA … › AFTERWORD › INDEX"); a scan covering the
@@ -242,7 +250,7 @@ def classify_styles(pages: list[Page], *, authors: str = "", recognised: Collect
                 block.kind = "heading"
             else:
                 _mark_list_item(block)
-        page.blocks = _merge_wrapped_headings(page.blocks)
+        page.blocks = _join_hyphenated_across(_merge_wrapped_headings(page.blocks), body_size)
     headings = [b for page in pages for b in page.blocks if b.kind in ("heading", "title")]
     if not headings:
         return
@@ -254,6 +262,135 @@ def classify_styles(pages: list[Page], *, authors: str = "", recognised: Collect
             del heading_styles[_style(title)]
     _assign_levels([b for b in headings if b.kind == "heading"], heading_styles)
     _unnest_repeated_titles(headings)
+
+
+# A footnote's first line: its number (printed as a superscript, extracted glued to the text:
+# "8SQuAD is limited …") or mark, then its text.
+FOOTNOTE_START = re.compile(r"^(?P<mark>\d{1,3}|[∗†‡§¶])\s?(?P<rest>[^\W\d_].*)$")
+_DOT_LEADER = re.compile(r"(?:\.\s?){4,}")
+FOOTNOTE_SIZE = 0.92  # footnotes are set smaller than this share of the body size
+
+
+def _small(block: Block, body_size: float) -> bool:
+    return bool(block.lines) and max(line.size for line in block.lines) < FOOTNOTE_SIZE * body_size
+
+
+def _footnotes_last(blocks: list[Block], page: Page, body_size: float) -> list[Block]:
+    """A page's footnotes, labelled and read after its body (before its footers): text in
+    type smaller than the body's, in the lower half of the page, under body text in its
+    column and with nothing but other small type and furniture below it there, whose first line starts with a
+    footnote's number or mark ("8SQuAD is limited …", "† Equal contribution"). A block
+    holding several footnotes is cut at each following number (counting up), and a number
+    glued to its text is kept apart from it ("8 SQuAD is limited …").
+
+    Why: a two-column paper's column-foot footnotes were read between the column's last
+    line and the next column's first ("When training with mul-", the footnotes, "tiple
+    datasets"), and their numbers ran into their first words."""
+    middle = (page.frame_box[1] + page.frame_box[3]) / 2
+    pictures = [b.box for b in blocks if b.kind == "picture"]
+    notes: list[Block] = []
+    for block in blocks:
+        if (
+            block.kind != "text"
+            or block.box[1] < middle
+            or not _small(block, body_size)
+            or any(_inside(block.box, box) for box in pictures)
+            or is_caption(block)
+        ):
+            continue
+        text = block_text(block)
+        if FOOTNOTE_START.match(block.lines[0].text) is None or len(text.split()) < 3 or _DOT_LEADER.search(text):
+            continue  # not a note, or a table's row ("1 work-hour × $85 per hour = $85 ...... $0")
+        below = [
+            b for b in blocks
+            if b is not block and b.kind not in ("header", "footer") and b.box[1] >= block.box[3] - 1
+            and min(b.box[2], block.box[2]) > max(b.box[0], block.box[0])
+        ]
+        if any(not _small(b, body_size) for b in below):
+            continue  # body text (or a table, a figure) under it: not at the foot
+        if not any(
+            b.kind == "text" and len(b.lines) >= 2 and not _small(b, body_size)
+            and max(line.size for line in b.lines) < 1.12 * body_size + 0.2  # no heading
+            and b.box[3] <= block.box[1] + 1
+            and min(b.box[2], block.box[2]) > max(b.box[0], block.box[0])
+            for b in blocks
+        ):
+            continue  # no paragraph above it in its column (a page of small type: an index)
+        notes.append(block)
+    if not notes:
+        return blocks
+    ids = {id(b) for b in notes}
+    body = [b for b in blocks if id(b) not in ids]
+    end = len(body)
+    while end and body[end - 1].kind == "footer":
+        end -= 1
+    split = [part for note in notes for part in _split_footnotes(note)]
+    return body[:end] + split + body[end:]
+
+
+def _split_footnotes(block: Block) -> list[Block]:
+    """``block`` cut at each line starting with the next footnote number (after a mark such
+    as "∗ Equal contribution", the number 1), each number kept apart from its text;
+    labelled ``footnote``."""
+    parts: list[list[Line]] = []
+    expected: int | None = None
+    for line in block.lines:
+        match = FOOTNOTE_START.match(line.text)
+        starts = match is not None and (
+            not parts
+            or (match["mark"].isdigit() and int(match["mark"]) == (expected or 1))
+            or (not match["mark"].isdigit() and expected is None)
+        )
+        if match is not None and starts:
+            line.text = f"{match['mark']} {match['rest']}"
+            expected = int(match["mark"]) + 1 if match["mark"].isdigit() else None
+            parts.append([line])
+        else:
+            parts[-1].append(line)
+    out = []
+    for lines in parts:
+        box = union([line.box for line in lines])
+        same_space = all(line.display is line.box for line in lines)
+        display = box if same_space else union([line.display for line in lines])
+        out.append(Block(kind="footnote", page_no=block.page_no, box=box, display=display, lines=lines))
+    return out
+
+
+def _join_hyphenated_across(blocks: list[Block], body_size: float) -> list[Block]:
+    """A paragraph whose last line ends in a hyphenated word ("When training with mul-")
+    joined with the paragraph that finishes the word at the top of the next column
+    ("tiple datasets, …"): the next body-sized text block in reading order, past figures,
+    their captions and labels, tables and footnotes, when it starts in lower case, in the
+    same size, to the right of it (the next column)."""
+    out: list[Block] = []
+    joined: set[int] = set()
+    for index, block in enumerate(blocks):
+        if id(block) in joined:
+            continue
+        out.append(block)
+        if block.kind != "text" or not block.lines:
+            continue
+        last = block.lines[-1].text
+        if not (last.endswith(HYPHENS) and len(last) >= 2 and last[-2].isalpha()):
+            continue
+        for later in blocks[index + 1:]:
+            if later.kind in ("picture", "table", "caption", "footnote", "header", "footer"):
+                continue
+            if later.kind == "text" and _small(later, body_size):
+                continue  # a figure's labels
+            if (
+                later.kind == "text"
+                and later.lines
+                and later.lines[0].text[:1].islower()
+                and later.box[0] >= block.box[2] - 2
+                and abs(later.lines[0].size - block.lines[-1].size) <= 0.6
+            ):
+                block.lines.extend(later.lines)
+                block.box = union([block.box, later.box])
+                block.display = union([block.display, later.display])
+                joined.add(id(later))
+            break
+    return out
 
 
 def _unnest_repeated_titles(headings: list[Block]) -> None:
