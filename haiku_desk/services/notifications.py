@@ -29,11 +29,16 @@ class Notice:
     detail: str = ""
     key: str | None = None  # what the notice is about (a library entry's key), if one thing
     lasting: bool = False  # an info notice that stays until closed (e.g. where an export went)
+    # notices of one kind shown as one banner while several are live (FAILED_FILES)
+    group: str | None = None
 
 
 # where the last export went (a chat's, a table's): one notice, the newest replacing the older
 # (two exports in a row stacked two banners that stayed until closed: tester 17:20)
 EXPORTED_KEY = "export-written"
+# files that could not be added: one banner for them all, however many (two broken files
+# stacked two red banners that stayed until closed one by one: tester 20:01)
+FAILED_FILES = "failed-files"
 
 
 class Notifications(QObject):
@@ -57,10 +62,11 @@ class Notifications(QObject):
         key: str | None = None,
         exc: BaseException | None = None,
         lasting: bool = False,
+        group: str | None = None,
     ) -> Notice:
         from haiku.rag.logs import redact  # no credential reaches the window (issue 32)
 
-        notice = Notice(level, redact(message), redact(detail), key, lasting)
+        notice = Notice(level, redact(message), redact(detail), key, lasting, group)
         self.history.append(notice)
         log_level = {Level.ERROR: logging.ERROR, Level.WARNING: logging.WARNING}.get(level, logging.INFO)
         log.log(log_level, "%s", notice.message, exc_info=exc)
@@ -69,8 +75,8 @@ class Notifications(QObject):
         self.posted.emit(notice)
         return notice
 
-    def error(self, message: str, detail: str = "", *, key: str | None = None) -> Notice:
-        return self.post(Level.ERROR, message, detail, key=key)
+    def error(self, message: str, detail: str = "", *, key: str | None = None, group: str | None = None) -> Notice:
+        return self.post(Level.ERROR, message, detail, key=key, group=group)
 
     def info(self, message: str, detail: str = "", *, key: str | None = None, lasting: bool = False) -> Notice:
         """An info notice: gone after a few seconds, unless ``lasting`` (then until closed)."""

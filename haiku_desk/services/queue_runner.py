@@ -31,7 +31,7 @@ from haiku_desk.services.entries import (
     uri_for,
 )
 from haiku_desk.services.jobs import ProgressHook, embedding_operation, ingest_operation
-from haiku_desk.services.notifications import Notifications
+from haiku_desk.services.notifications import FAILED_FILES, Notifications
 from haiku_desk.services.rows import DocumentRows
 from haiku_desk.services.work_queue import DeleteJob, IngestJob, Job, WorkQueue
 
@@ -581,7 +581,7 @@ class QueueRunner(QObject):
         if entry.needs_password:
             self.password_required.emit(entry)
         else:
-            self._notifications.error(f"{entry.name}: {reason}", entry.hint, key=key)
+            self._notifications.error(f"{entry.name}: {reason}", entry.hint, key=key, group=FAILED_FILES)
 
     async def _run_embedding(self, entry: LibraryEntry) -> None:
         client = await self._open_client()

@@ -29,6 +29,7 @@ class NoticeWidget(QFrame):
     def __init__(self, notice: Notice, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.notice = notice
+        self.members: list[Notice] = [notice]  # a group banner's notices (``set_members``)
         self.dismiss_timer: QTimer | None = None  # an info notice's (none for a lasting one)
         self.setObjectName(f"notice-{notice.level.value}")
         self.setFrameShape(QFrame.Shape.StyledPanel)
@@ -57,6 +58,21 @@ class NoticeWidget(QFrame):
         layout.addWidget(self.label, 1)
         layout.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
 
+    def set_members(self, members: list[Notice]) -> None:
+        """Show ``members`` (notices of one group) as this one banner: one notice as it is,
+        several as one line saying how many and where to act on them."""
+        self.members = members
+        if len(members) == 1:
+            message, detail = members[0].message, members[0].detail
+        else:
+            message = f"{len(members)} files could not be added: " + "; ".join(m.message for m in members) + (
+                ". Each row in the library says why: select it to try again (Re-ingest) or Delete it."
+            )
+            detail = "\n".join(f"{m.message}: {m.detail}" if m.detail else m.message for m in members)
+        self.label.setText(breakable(message))
+        self.label.setToolTip(f"{message}\n{detail}" if detail and len(members) == 1 else (detail or message))
+        self.setAccessibleName(f"{members[0].level.value}: {message}")
+
 
 class NotificationArea(QWidget):
     def __init__(self, notifications: Notifications, parent: QWidget | None = None) -> None:
@@ -74,6 +90,12 @@ class NotificationArea(QWidget):
         return [w for w in self.findChildren(NoticeWidget) if not w.isHidden()]
 
     def show_notice(self, notice: Notice) -> NoticeWidget:
+        if notice.group is not None:  # one banner for the whole group (files that failed)
+            for banner in self.visible_notices:
+                if banner.notice.group == notice.group:
+                    others = [m for m in banner.members if not _same_problem(m, notice)]
+                    banner.set_members([*others, notice])
+                    return banner
         for old in self.visible_notices:  # one banner per problem: the newest says it
             if _same_problem(old.notice, notice):
                 self.dismiss(old)
@@ -95,8 +117,11 @@ class NotificationArea(QWidget):
     def withdraw(self, key: str) -> None:
         """Dismiss the notices about ``key`` (its row was dealt with: they are stale)."""
         for widget in self.visible_notices:
-            if widget.notice.key == key:
+            left = [m for m in widget.members if m.key != key]
+            if not left:
                 self.dismiss(widget)
+            elif len(left) < len(widget.members):  # a group banner: the others still stand
+                widget.set_members(left)
 
     def dismiss(self, widget: NoticeWidget) -> None:
         widget.hide()

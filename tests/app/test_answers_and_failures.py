@@ -449,3 +449,24 @@ def test_a_saved_answers_badge_keeps_its_words_on_one_line(qtbot, themed):
         qtbot.waitUntil(lambda b=badge: b.width() > 0)
         assert badge.heightForWidth(badge.width()) == one_line, (scheme, badge.size())
         assert badge.height() == one_line
+
+
+def test_files_that_could_not_be_added_share_one_banner_that_says_what_to_do(qtbot):
+    """Tester 20:01: two broken files stacked two red banners (~70 px of a 640 px window) that
+    stayed until closed one by one, neither saying what to do."""
+    from haiku_desk.services.notifications import FAILED_FILES
+
+    notifications = Notifications()
+    area = NotificationArea(notifications)
+    qtbot.addWidget(area)
+    notifications.error("broken.pdf: the PDF has no pages", key="file:///b.pdf", group=FAILED_FILES)
+    notifications.error("empty.pdf: the file is empty", key="file:///e.pdf", group=FAILED_FILES)
+    notifications.error("Disk full")  # another problem keeps its own banner
+    group, disk = area.visible_notices
+    text = group.label.text().replace("\u200b", "")
+    assert text.startswith("2 files could not be added") and "broken.pdf" in text and "empty.pdf" in text
+    assert "Re-ingest" in text and "Delete" in text
+    notifications.withdraw("file:///b.pdf")  # that row was dealt with: the other still stands
+    assert [w.label.text().replace("\u200b", "") for w in area.visible_notices][0] == "empty.pdf: the file is empty"
+    notifications.withdraw("file:///e.pdf")
+    assert area.visible_notices == [disk]
