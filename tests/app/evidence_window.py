@@ -9,6 +9,7 @@ from typing import Any
 from extraction.papers import library_config
 from qt_helpers import run_until
 
+from app.main_window_helpers import open_main_window
 from haiku_desk.services import create_services
 from haiku_desk.views.main_window import DEFAULT_SIZE, MainWindow
 
@@ -29,12 +30,7 @@ def open_window(qtbot, qapp, qloop, db_path: Path, root: Path, model: Any | None
     assert services.evidence is not None and services.collections is not None
     qloop.run_until_complete(services.evidence.wait_started())
     run_until(qloop, lambda: services.collections.listed, SLOW)  # the New table dialog offers them
-    window = MainWindow(services)
-    qtbot.addWidget(window)
-    window.quit_flow.manage_shutdown = True  # as the app does
-    window.resize(*DEFAULT_SIZE)
-    window.show()
-    qtbot.waitExposed(window)
+    window = open_main_window(qtbot, services, *DEFAULT_SIZE, manage_shutdown=True)
     window.show_evidence_table()
     return window
 

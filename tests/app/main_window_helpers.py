@@ -11,9 +11,14 @@ from PySide6.QtWidgets import QApplication
 from haiku_desk.views.main_window import MainWindow
 
 
-def open_main_window(qtbot: Any, services: Any, width: int, height: int) -> MainWindow:
+def open_main_window(
+    qtbot: Any, services: Any, width: int, height: int, *, manage_shutdown: bool = False
+) -> MainWindow:
+    """``manage_shutdown``: Quit and the window's close run the app's shutdown, as the app
+    sets it (the quit and evidence-table tests close it so)."""
     window = MainWindow(services)
     qtbot.addWidget(window)
+    window.quit_flow.manage_shutdown = manage_shutdown
     window.citation_panel.open_in_system_viewer = False
     window.resize(width, height)
     window.show()

@@ -21,11 +21,12 @@ import pdf_factory
 import pytest
 from qt_helpers import run_until
 
+from app.main_window_helpers import open_main_window
 from haiku.rag.errors import IngestCategory
 from haiku_desk.services import create_services
 from haiku_desk.services.failures import NextStep
 from haiku_desk.services.library import DocumentState, LibraryService, uri_for
-from haiku_desk.views.main_window import DEFAULT_SIZE, MainWindow
+from haiku_desk.views.main_window import DEFAULT_SIZE
 
 SLOW = 180
 
@@ -72,12 +73,7 @@ def app_window(qtbot, qapp, qloop, db_path, config):
     qapp.setQuitOnLastWindowClosed(False)  # as the app does: the shutdown quits, not the close
     services = create_services(db_path, config)
     _start(qloop, services.library)
-    window = MainWindow(services)
-    qtbot.addWidget(window)
-    window.quit_flow.manage_shutdown = True  # as the app does
-    window.resize(*DEFAULT_SIZE)
-    window.show()
-    qtbot.waitExposed(window)
+    window = open_main_window(qtbot, services, *DEFAULT_SIZE, manage_shutdown=True)
     yield window
     if not window.quit_flow.shutting_down:
         qloop.run_until_complete(services.library.aclose())
