@@ -234,7 +234,7 @@ _UNIT_NAMES = {
     "kb": ("kb",), "mb": ("mb",), "gb": ("gb",), "tb": ("tb",),
 }  # fmt: skip
 _UNITS = {spelling: name for name, spellings in _UNIT_NAMES.items() for spelling in spellings}
-_UNIT_AFTER = re.compile(r"[ \u00a0]?(°\s?[CFcf]|[ºº][CFcf]|[℃℉]|[^\W\d_]+)(?![\w°])")
+_UNIT_AFTER = re.compile(r"[ \u00a0]?(°\s?[CFcf]|º[CFcf]|[℃℉]|[^\W\d_]+)(?![\w°])")
 
 
 class _Number:
@@ -638,20 +638,20 @@ def _altered(sentence: str, sources: Sequence[_Cited]) -> list[str]:
     words = _tokens(_fold(MARKER.sub(" ", sentence)))
     if len(words) < ALTERED_MIN_WORDS:
         return []
-    best: tuple[int, list[str], _Cited] | None = None
+    best: tuple[int, difflib.SequenceMatcher[str], list[str], _Cited] | None = None
     for source in sources:
         for start, end in split_sentences(source.folded):
             theirs = _tokens(source.folded[start:end])
             matcher = difflib.SequenceMatcher(None, words, theirs, autojunk=False)
             copied = sum(block.size for block in matcher.get_matching_blocks())
             if best is None or copied > best[0]:
-                best = (copied, theirs, source)
+                best = (copied, matcher, theirs, source)
     if best is None or best[0] < ALTERED_COPY_SHARE * len(words):
         return []
-    _, theirs, source = best
+    _, matcher, theirs, source = best
     used = {_stem(w) for w in _tokens(source.folded)}
     changed: list[str] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, words, theirs, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
         mine, source_words = words[i1:i2], theirs[j1:j2]
         if op == "replace" and len(mine) <= 3 and len(source_words) <= 3:
             negation_changed = (_NEGATIONS & set(mine)) != (_NEGATIONS & set(source_words))
