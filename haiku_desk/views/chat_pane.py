@@ -1492,15 +1492,14 @@ class ChatPane(QWidget):
             self._removed_sources.discard(key)
             self._mark_sources(key, removed=False)
 
-    def _mark_gone_sources(self, cards: object = None) -> None:
+    def _mark_gone_sources(self, cards: list[SourceCard] | None = None) -> None:
         """Mark the cards (all of the transcript's by default) whose document the library no
         longer lists: deleted in an earlier session, a restored conversation's card looked
         live until clicked (tester 21:10). Nothing is judged while the library is opening."""
         library = self.services.library
         if getattr(library, "is_opening", True):
             return
-        shown = cards if isinstance(cards, list) else self.transcript.findChildren(SourceCard)
-        for card in shown:
+        for card in self.transcript.findChildren(SourceCard) if cards is None else cards:
             citation = card.citation
             gone = library.entry(citation.document_uri) is None and library.entry_for_document(citation.document_id) is None
             if gone:
